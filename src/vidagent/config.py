@@ -1,0 +1,165 @@
+"""Settings, layered: defaults < config file < ``VIDAGENT_*`` environment < CLI flags / arguments.
+
+The home directory is ``$VIDAGENT_HOME`` (default ``~/.vidagent``). It holds ``config.toml``,
+the default Library (``library/``) and the model response cache (``cache/``). A different config
+file can be named with ``$VIDAGENT_CONFIG`` or ``--config``.
+
+Every field can be set in each layer under the same name: ``llm = "openai:gpt-4o"`` in the file,
+``VIDAGENT_LLM=openai:gpt-4o`` in the environment, ``--llm openai:gpt-4o`` on the command line.
+Dict-valued fields (``prices``, ``concurrency``) take JSON in the environment.
+
+This module imports nothing heavy: ``vidagent info`` and ``--help`` must stay fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from vidagent.exceptions import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+ENV_PREFIX = "VIDAGENT_"
+ROLES = ("llm", "vlm", "embed", "image_embed", "asr", "ocr", "detector")
+
+#: The embedded offline defaults (see DESIGN.md, "Models: roles and spec strings").
+DEFAULT_SPECS: dict[str, str] = {
+    "llm": "llamacpp:smollm2-135m",
+    "vlm": "perception:describer",
+    "embed": "sentence-transformers:all-minilm-l6-v2",
+    "image_embed": "none:",
+    "asr": "faster-whisper:tiny.en",
+    "ocr": "rapidocr:pp-ocr",
+    "detector": "opencv:hog+haar",
+}
+
+
+class Price(BaseModel):
+    """US dollars per million tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+    input: float = 0.0
+    output: float = 0.0
+
+
+class Settings(BaseModel):
+    """Every setting vidagent reads. Build one with :func:`load_settings`."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    home: Path = Field(default_factory=lambda: Path("~/.vidagent").expanduser())
+    library: str = Field("", description="Library directory or object-store URI; default <home>/library")
+
+    llm: str = DEFAULT_SPECS["llm"]
+    vlm: str = DEFAULT_SPECS["vlm"]
+    embed: str = DEFAULT_SPECS["embed"]
+    image_embed: str = DEFAULT_SPECS["image_embed"]
+    asr: str = DEFAULT_SPECS["asr"]
+    ocr: str = DEFAULT_SPECS["ocr"]
+    detector: str = DEFAULT_SPECS["detector"]
+
+    openai_base_url: str = "https://api.openai.com/v1"
+    openai_api_key: str = Field("", repr=False)
+    request_timeout: float = Field(60.0, gt=0, description="seconds per model request")
+    max_retries: int = Field(5, ge=0, description="retries of timeouts, 429 and 5xx")
+    backoff_base: float = Field(1.0, ge=0, description="first backoff in seconds; doubles per retry")
+    backoff_max: float = Field(60.0, ge=0)
+    default_concurrency: int = Field(4, ge=1, description="concurrent requests per remote endpoint")
+    concurrency: dict[str, int] = Field(default_factory=dict, description="per-endpoint overrides")
+    prices: dict[str, Price] = Field(default_factory=dict, description="per model spec")
+    cache: Literal["off", "on", "replay"] = "on"
+
+    clip_seconds: float = Field(5.0, gt=0, description="uniform clip length (DVD uses 5 s)")
+    sample_fps: float = Field(1.0, gt=0, description="frames per second kept as thumbnails")
+    thumb_width: int = Field(320, ge=16, description="thumbnail width in pixels")
+
+    def spec(self, role: str) -> str:
+        """The spec string configured for ``role``."""
+        if role not in ROLES:
+            raise ConfigError(f"unknown model role {role!r}; roles are: {', '.join(ROLES)}")
+        return str(getattr(self, role))
+
+    @property
+    def library_uri(self) -> str:
+        return self.library or str(self.home / "library")
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.home / "cache"
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            data = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML ({e})") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read config file ({e.strerror})") from None
+    # Accept both a flat file and one with a [vidagent] table.
+    return dict(data.get("vidagent", data))
+
+
+def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, field in Settings.model_fields.items():
+        raw = env.get(ENV_PREFIX + name.upper())
+        if raw is None:
+            continue
+        if field.annotation is not None and "dict" in str(field.annotation):
+            try:
+                out[name] = json.loads(raw)
+            except json.JSONDecodeError:
+                raise ConfigError(f"{ENV_PREFIX}{name.upper()} must be JSON, got {raw!r}") from None
+        else:
+            out[name] = raw
+    # The conventional variable works too, below vidagent's own.
+    if "openai_api_key" not in out and env.get("OPENAI_API_KEY"):
+        out["openai_api_key"] = env["OPENAI_API_KEY"]
+    return out
+
+
+def load_settings(
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    config_file: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Settings:
+    """Build Settings from the four layers.
+
+    Args:
+        overrides: highest layer (CLI flags, function arguments); ``None`` values are ignored.
+        config_file: a TOML file; default ``$VIDAGENT_CONFIG`` or ``<home>/config.toml`` if present.
+        env: the environment to read (default ``os.environ``).
+    """
+    env = os.environ if env is None else env
+    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    env_values = _env_layer(env)
+    home = Path(overrides.get("home") or env_values.get("home") or "~/.vidagent").expanduser()
+
+    explicit = config_file or env.get(ENV_PREFIX + "CONFIG")
+    path = Path(explicit).expanduser() if explicit else home / "config.toml"
+    if explicit and not path.is_file():
+        raise ConfigError(f"config file {path} does not exist")
+    file_values = _read_config_file(path) if path.is_file() else {}
+
+    merged: dict[str, Any] = {**file_values, **env_values, **overrides, "home": home}
+    unknown = sorted(set(merged) - set(Settings.model_fields))
+    if unknown:
+        raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
+    try:
+        return Settings(**merged)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise ConfigError(f"setting {where}: {err['msg']}") from None

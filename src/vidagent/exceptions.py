@@ -1,0 +1,146 @@
+"""Error families of vidagent.
+
+Every error says whose fault it is, so callers can react by type, never by message text::
+
+    VidagentError
+    ├── UserError                    the caller must change something; the message says what
+    │   ├── ConfigError              a bad setting, config file or spec string
+    │   └── BackendMissingError      an optional backend is not installed; names the extra
+    ├── MediaError                   a file cannot be used as a video (carries .path)
+    │   ├── MediaNotFoundError       the path does not exist or cannot be read
+    │   ├── NotAVideoError           no decodable container, or no video stream
+    │   │   └── AudioOnlyError       a container with audio streams only
+    │   ├── CorruptMediaError        truncated or damaged: the container promises more than it holds
+    │   ├── EmptyMediaError          zero duration or no frames
+    │   └── NoAudioError             audio was asked for and the video has none
+    ├── LibraryError                 the on-disk index
+    │   ├── VideoNotFoundError       no such video id (or unique prefix) in the Library
+    │   ├── LibraryVersionError      written by a newer vidagent, or a migration failed
+    │   └── EmbeddingMismatchError   vectors of another model or dimension than the manifest's
+    └── ProviderError                a model endpoint or local model failed
+        ├── RetryableError           retried with backoff by the client layer
+        │   ├── ProviderTimeout
+        │   ├── RateLimitError       HTTP 429; carries .retry_after when the server sent one
+        │   ├── ServerError          HTTP 5xx
+        │   └── MalformedResponseError  a body that is not what the protocol promises
+        ├── RequestRejectedError     other HTTP 4xx: the request itself is wrong; not retried
+        └── CacheMissError           replay mode asked for a response that was never recorded
+
+Our own bugs are not wrapped: they propagate as ordinary Python exceptions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class VidagentError(Exception):
+    """Base of every error vidagent raises on purpose."""
+
+
+class UserError(VidagentError):
+    """The caller must change something; the message says what."""
+
+
+class ConfigError(UserError):
+    """A bad setting, config file or model spec string."""
+
+
+class BackendMissingError(UserError):
+    """An optional backend is not installed."""
+
+    def __init__(self, what: str, extra: str) -> None:
+        self.extra = extra
+        super().__init__(f"{what} is not installed; install it with: pip install 'vidagent[{extra}]'")
+
+
+class MediaError(VidagentError):
+    """A file cannot be used as a video."""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(f"{self.path}: {reason}")
+
+
+class MediaNotFoundError(MediaError):
+    """The path does not exist or cannot be read."""
+
+
+class NotAVideoError(MediaError):
+    """No decodable container, or a container without a video stream."""
+
+
+class AudioOnlyError(NotAVideoError):
+    """A container with audio streams and no video stream."""
+
+
+class CorruptMediaError(MediaError):
+    """Truncated or damaged: the container promises more than the file holds."""
+
+
+class EmptyMediaError(MediaError):
+    """Zero duration or no decodable frames."""
+
+
+class NoAudioError(MediaError):
+    """Audio was asked for and the video has no audio stream."""
+
+
+class LibraryError(VidagentError):
+    """A problem with the on-disk index."""
+
+
+class VideoNotFoundError(LibraryError):
+    """No video with that id (or unique id prefix) in the Library."""
+
+
+class LibraryVersionError(LibraryError):
+    """The Library was written by a newer vidagent, or a migration failed."""
+
+
+class EmbeddingMismatchError(LibraryError):
+    """Vectors from another model or of another dimension than the manifest records."""
+
+
+class ProviderError(VidagentError):
+    """A model endpoint or local model failed."""
+
+    def __init__(self, message: str, *, endpoint: str = "", status: int | None = None) -> None:
+        self.endpoint = endpoint
+        self.status = status
+        super().__init__(f"{endpoint}: {message}" if endpoint else message)
+
+
+class RetryableError(ProviderError):
+    """A failure worth retrying with backoff."""
+
+    retry_after: float | None = None
+
+
+class ProviderTimeout(RetryableError):
+    """The endpoint did not answer in time."""
+
+
+class RateLimitError(RetryableError):
+    """HTTP 429 from the endpoint."""
+
+    def __init__(self, message: str, *, endpoint: str = "", retry_after: float | None = None) -> None:
+        super().__init__(message, endpoint=endpoint, status=429)
+        self.retry_after = retry_after
+
+
+class ServerError(RetryableError):
+    """HTTP 5xx from the endpoint."""
+
+
+class MalformedResponseError(RetryableError):
+    """A response body that does not follow the protocol."""
+
+
+class RequestRejectedError(ProviderError):
+    """HTTP 4xx other than 429: the request is wrong and retrying will not help."""
+
+
+class CacheMissError(ProviderError):
+    """Replay mode asked for a response that was never recorded."""

@@ -1,0 +1,17 @@
+"""The on-disk index: see :mod:`vidagent.library.store` for the layout."""
+
+from vidagent.library.manifest import SCHEMA_VERSION, Manifest
+from vidagent.library.schema import ClipHit, ClipRow, FrameRow, ShotRow, VideoRecord
+from vidagent.library.store import Library, content_id
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ClipHit",
+    "ClipRow",
+    "FrameRow",
+    "Library",
+    "Manifest",
+    "ShotRow",
+    "VideoRecord",
+    "content_id",
+]

@@ -1,0 +1,103 @@
+"""The Library manifest (``manifest.json``) and its migrations.
+
+The manifest records what the tables mean: the schema version, the model spec and dimension of
+every embedding table, prompt hashes and sampling settings. It is written atomically (a temporary
+object, then a rename) through ``pyarrow.fs`` so the same code serves local directories and
+object stores (``s3://``, ``gs://``).
+
+Migrations: ``MIGRATIONS[v]`` upgrades a Library from version ``v`` to ``v + 1`` in place, and
+must be safe to run again if it was interrupted. Opening a Library runs every pending migration,
+then records the new version. A Library written by a newer vidagent is refused, never rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from pyarrow import fs as pafs
+
+from vidagent.exceptions import LibraryError, LibraryVersionError
+
+if TYPE_CHECKING:
+    from vidagent.library.store import Library
+
+SCHEMA_VERSION = 1
+MANIFEST = "manifest.json"
+
+
+@dataclass
+class Manifest:
+    schema_version: int = SCHEMA_VERSION
+    created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
+    #: embedding table -> {"spec": model spec, "dim": dimension}
+    embeddings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: prompt file name -> sha256 of its text, for prompts whose output the Library stores
+    prompts: dict[str, str] = field(default_factory=dict)
+    #: sampling settings the stored rows were made with (clip_seconds, sample_fps, thumb_width)
+    sampling: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, text: str) -> Manifest:
+        data = json.loads(text)
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        return cls(**known)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
+
+
+def split_uri(uri: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem and path of a Library URI (a local path or an object-store URI)."""
+    if "://" not in uri:
+        from pathlib import Path
+
+        return pafs.LocalFileSystem(), str(Path(uri).expanduser().resolve())
+    return pafs.FileSystem.from_uri(uri)
+
+
+def read_manifest(filesystem: pafs.FileSystem, root: str) -> Manifest | None:
+    path = f"{root}/{MANIFEST}"
+    if filesystem.get_file_info(path).type == pafs.FileType.NotFound:
+        return None
+    with filesystem.open_input_stream(path) as f:
+        text = f.read().decode("utf-8")
+    try:
+        return Manifest.from_json(text)
+    except (json.JSONDecodeError, TypeError) as e:
+        raise LibraryError(f"{path} is damaged ({e}); restore it or remove the Library") from None
+
+
+def write_manifest(filesystem: pafs.FileSystem, root: str, manifest: Manifest) -> None:
+    """Replace the manifest atomically: readers see the old one or the new one, never half."""
+    filesystem.create_dir(root, recursive=True)
+    tmp = f"{root}/.{MANIFEST}.{uuid.uuid4().hex}.tmp"
+    with filesystem.open_output_stream(tmp) as f:
+        f.write(manifest.to_json().encode("utf-8"))
+    filesystem.move(tmp, f"{root}/{MANIFEST}")
+
+
+Migration = Callable[["Library"], None]
+#: version v -> function that upgrades a Library from v to v + 1
+MIGRATIONS: dict[int, Migration] = {}
+
+
+def migrate(library: Library, manifest: Manifest, target: int = SCHEMA_VERSION) -> Manifest:
+    """Run pending migrations in order, recording the version after each one."""
+    if manifest.schema_version > target:
+        raise LibraryVersionError(
+            f"{library.uri} has schema version {manifest.schema_version}, newer than this "
+            f"vidagent's {target}; upgrade vidagent to read it"
+        )
+    while manifest.schema_version < target:
+        step = MIGRATIONS.get(manifest.schema_version)
+        if step is None:
+            raise LibraryVersionError(f"no migration from schema version {manifest.schema_version}")
+        step(library)
+        manifest.schema_version += 1
+        library.save_manifest(manifest)
+    return manifest

@@ -1,0 +1,171 @@
+"""Scripted and function-driven models for tests, shipped with the package.
+
+- ``FakeAdapter.scripted([...])`` answers chat requests from a list, in order: a string, a
+  :class:`ToolCall` (or a tuple of them), or a full :class:`ChatResponse`.
+- ``FakeAdapter.function(fn)`` answers with ``fn(request)``, which returns any of the above.
+- From a spec string: ``fake:echo`` repeats the last user text; ``fake:scripted?replies=["a","b"]``
+  takes a JSON list; ``fake:hash?dim=64`` embeds text as a deterministic hashed bag of words
+  (texts that share words are similar), which also serves ``embed_images`` by colour histogram.
+
+Every request is recorded in ``.requests`` so tests can assert on what an agent sent.
+Token counts are whitespace word counts, so accounting tests have exact numbers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from vidagent.exceptions import ConfigError
+from vidagent.models.base import (
+    Adapter,
+    Capabilities,
+    ChatRequest,
+    ChatResponse,
+    Detection,
+    EmbedRequest,
+    EmbedResponse,
+    Segment,
+    TextLine,
+    ToolCall,
+    TranscribeRequest,
+    Transcript,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from vidagent.config import Settings
+
+Reply = str | ToolCall | tuple[ToolCall, ...] | ChatResponse
+ALL_ROLES = frozenset({"llm", "vlm", "embed", "image_embed", "asr", "ocr", "detector"})
+
+
+def hash_embed(text: str, dim: int = 64) -> np.ndarray:
+    """A deterministic bag-of-words vector: each lower-cased word adds to one hashed slot."""
+    v = np.zeros(dim, np.float32)  # (D,)
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        v[
+            int.from_bytes(hashlib.blake2b(word.encode(), digest_size=4).digest(), "little") % dim
+        ] += 1
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm else v
+
+
+class FakeAdapter(Adapter):
+    """A model for tests that answers from a script or a function."""
+
+    provider = "fake"
+    capabilities = Capabilities(
+        roles=ALL_ROLES,
+        supports_tools=True,
+        supports_images=True,
+        supports_json_schema=True,
+        max_images=64,
+        batch_size=64,
+        local=True,
+    )
+
+    def __init__(
+        self,
+        model: str = "echo",
+        options: dict[str, str] | None = None,
+        *,
+        replies: Iterable[Reply] | None = None,
+        function: Callable[[ChatRequest], Reply] | None = None,
+        transcript: Transcript | None = None,
+        read_text_fn: Callable[[np.ndarray], list[TextLine]] | None = None,
+        detect_fn: Callable[[np.ndarray], list[Detection]] | None = None,
+        capabilities: Capabilities | None = None,
+    ) -> None:
+        super().__init__(model, options)
+        if replies is None and "replies" in self.options:
+            replies = json.loads(self.options["replies"])
+        self._replies = list(replies) if replies is not None else None
+        self._function = function
+        self._transcript = transcript
+        self._read_text_fn = read_text_fn
+        self._detect_fn = detect_fn
+        if capabilities is not None:
+            self.capabilities = capabilities
+        self.dim = int(self.options.get("dim", 64))
+        self.requests: list[Any] = []
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, model: str, options: dict[str, str], settings: Settings) -> FakeAdapter:
+        return cls(model or "echo", options)
+
+    @classmethod
+    def scripted(cls, replies: Iterable[Reply], **kwargs: Any) -> FakeAdapter:
+        return cls("scripted", replies=replies, **kwargs)
+
+    @classmethod
+    def function(cls, fn: Callable[[ChatRequest], Reply], **kwargs: Any) -> FakeAdapter:
+        return cls("function", function=fn, **kwargs)
+
+    def _next_reply(self, request: ChatRequest) -> Reply:
+        if self._function is not None:
+            return self._function(request)
+        if self._replies is not None:
+            if not self._replies:
+                raise ConfigError("fake model: the script has no replies left")
+            return self._replies.pop(0)
+        return request.messages[-1].text if request.messages else ""
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        with self._lock:
+            self.requests.append(request)
+            reply = self._next_reply(request)
+        if isinstance(reply, ChatResponse):
+            return reply
+        calls = (
+            (reply,) if isinstance(reply, ToolCall) else reply if isinstance(reply, tuple) else ()
+        )
+        text = reply if isinstance(reply, str) else ""
+        prompt_words = sum(len(m.text.split()) for m in request.messages)
+        return ChatResponse(
+            text=text,
+            tool_calls=calls,
+            usage=Usage(prompt_words, len(text.split()) + len(calls)),
+            finish_reason="tool_calls" if calls else "stop",
+            model=self.spec,
+        )
+
+    def embed(self, request: EmbedRequest) -> EmbedResponse:
+        self.requests.append(request)
+        vectors = (
+            np.stack([hash_embed(t, self.dim) for t in request.texts])
+            if request.texts
+            else np.zeros((0, self.dim), np.float32)
+        )
+        return EmbedResponse(vectors, Usage(sum(len(t.split()) for t in request.texts)))
+
+    def embed_images(self, images: list[np.ndarray]) -> np.ndarray:
+        rows = []
+        for rgb in images:  # (H, W, 3) uint8 -> 4x4x4 colour histogram
+            hist = np.histogramdd(rgb.reshape(-1, 3), bins=(4, 4, 4), range=[(0, 256)] * 3)[0]
+            v = hist.reshape(-1).astype(np.float32)
+            rows.append(v / (np.linalg.norm(v) or 1.0))
+        return np.stack(rows) if rows else np.zeros((0, 64), np.float32)
+
+    def transcribe(self, request: TranscribeRequest) -> Transcript:
+        self.requests.append(request)
+        if self._transcript is not None:
+            return self._transcript
+        text = self.options.get("text", "")
+        seconds = len(request.audio) / 16000
+        return Transcript("en", (Segment(0.0, seconds, text),) if text else ())
+
+    def read_text(self, images: list[np.ndarray]) -> list[list[TextLine]]:
+        fn = self._read_text_fn or (lambda _img: [])
+        return [fn(img) for img in images]
+
+    def detect(self, images: list[np.ndarray]) -> list[list[Detection]]:
+        fn = self._detect_fn or (lambda _img: [])
+        return [fn(img) for img in images]

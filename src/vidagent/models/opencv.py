@@ -1,0 +1,121 @@
+"""Embedded detector: OpenCV's HOG people detector and Haar frontal-face cascade.
+
+``opencv:hog+haar`` finds ``person`` (HOG, Dalal-Triggs SVM) and ``face`` (Haar cascade);
+``opencv:hog`` or ``opencv:haar`` run one of them. Frames wider than ``max_width`` (default 800)
+are downscaled first for speed and boxes mapped back. HOG finds people taller than ~128 px at
+the working scale; small, distant people are missed, which is the price of running offline on a
+CPU. Open-vocabulary detectors need weights this package cannot ship.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from vidagent.exceptions import ConfigError
+from vidagent.models.base import Adapter, BackendStatus, Box, Capabilities, Detection
+
+if TYPE_CHECKING:
+    from vidagent.config import Settings
+
+KINDS = {"hog": "person", "haar": "face"}
+
+
+def _kinds(model: str) -> tuple[str, ...]:
+    kinds = tuple(k for k in model.split("+") if k)
+    bad = [k for k in kinds if k not in KINDS]
+    if not kinds or bad:
+        raise ConfigError(f"opencv detector {model!r}: use hog, haar or hog+haar")
+    return kinds
+
+
+def status(model: str, options: dict[str, str], settings: Settings) -> BackendStatus:
+    try:
+        _kinds(model)
+    except ConfigError as e:
+        return BackendStatus(model, False, str(e))
+    return BackendStatus(
+        model, True, "OpenCV " + " + ".join(f"{k} ({KINDS[k]})" for k in _kinds(model))
+    )
+
+
+class OpenCVDetector(Adapter):
+    """People and faces on RGB frames."""
+
+    provider = "opencv"
+    capabilities = Capabilities(roles=frozenset({"detector"}), local=True)
+
+    def __init__(self, model: str = "hog+haar", options: dict[str, str] | None = None) -> None:
+        super().__init__(model, options)
+        self.kinds = _kinds(model)
+        self.max_width = int(self.options.get("max_width", 800))
+        self.min_score = float(self.options.get("min_score", 0.3))
+        self._local = threading.local()  # cv2 detectors are not safe to share across threads
+
+    @classmethod
+    def from_settings(
+        cls, model: str, options: dict[str, str], settings: Settings
+    ) -> OpenCVDetector:
+        return cls(model, options)
+
+    def _models(self) -> tuple[Any, Any]:
+        if not hasattr(self._local, "hog"):
+            import cv2
+
+            hog = cv2.HOGDescriptor()
+            hog.setSVMDetector(cv2.HOGDescriptor_getDefaultPeopleDetector())
+            haar = cv2.CascadeClassifier(
+                cv2.data.haarcascades + "haarcascade_frontalface_default.xml"
+            )
+            self._local.hog, self._local.haar = hog, haar
+        return self._local.hog, self._local.haar
+
+    def detect(self, images: list[np.ndarray]) -> list[list[Detection]]:
+        return [self._detect_one(rgb) for rgb in images]
+
+    def _detect_one(self, rgb: np.ndarray) -> list[Detection]:
+        import cv2
+
+        scale = min(1.0, self.max_width / rgb.shape[1])
+        if scale < 1.0:
+            rgb = cv2.resize(rgb, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+        gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)  # (H, W) uint8
+        hog, haar = self._models()
+        found: list[Detection] = []
+        if "hog" in self.kinds:
+            found += self._people(hog, gray, scale)
+        if "haar" in self.kinds:
+            found += self._faces(haar, gray, scale)
+        return found
+
+    def _people(self, hog: Any, gray: np.ndarray, scale: float) -> list[Detection]:
+        import cv2
+
+        rects, weights = hog.detectMultiScale(gray, winStride=(8, 8), padding=(8, 8), scale=1.05)
+        if len(rects) == 0:
+            return []
+        scores = np.asarray(weights, dtype=np.float32).reshape(-1)
+        keep = cv2.dnn.NMSBoxes(
+            [list(map(int, r)) for r in rects], scores.tolist(), self.min_score, 0.4
+        )
+        return [
+            Detection("person", _box(rects[i], scale), float(scores[i]))
+            for i in np.asarray(keep).reshape(-1)
+        ]
+
+    def _faces(self, haar: Any, gray: np.ndarray, scale: float) -> list[Detection]:
+        rects, _, weights = haar.detectMultiScale3(
+            gray, scaleFactor=1.1, minNeighbors=5, minSize=(24, 24), outputRejectLevels=True
+        )
+        # Haar level weights are unbounded margins; squash them to (0, 1) for a comparable score.
+        return [
+            Detection("face", _box(r, scale), float(1.0 / (1.0 + np.exp(-float(w)))))
+            for r, w in zip(rects, np.asarray(weights).reshape(-1))
+        ]
+
+
+def _box(rect: Any, scale: float) -> Box:
+    x, y, w, h = (float(v) / scale for v in rect)
+    return (x, y, x + w, y + h)

