@@ -86,8 +86,9 @@ Migration = Callable[["Library"], None]
 MIGRATIONS: dict[int, Migration] = {}
 
 
-def migrate(library: Library, manifest: Manifest, target: int = SCHEMA_VERSION) -> Manifest:
+def migrate(library: Library, manifest: Manifest, target: int | None = None) -> Manifest:
     """Run pending migrations in order, recording the version after each one."""
+    target = SCHEMA_VERSION if target is None else target
     if manifest.schema_version > target:
         raise LibraryVersionError(
             f"{library.uri} has schema version {manifest.schema_version}, newer than this "

