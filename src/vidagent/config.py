@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from vidagent.exceptions import ConfigError
 
@@ -82,6 +82,14 @@ class Settings(BaseModel):
     clip_seconds: float = Field(5.0, gt=0, description="uniform clip length (DVD uses 5 s)")
     sample_fps: float = Field(1.0, gt=0, description="frames per second kept as thumbnails")
     thumb_width: int = Field(320, ge=16, description="thumbnail width in pixels")
+
+    @field_validator(*ROLES)
+    @classmethod
+    def _known_spec(cls, value: str) -> str:
+        from vidagent.models.registry import parse_spec
+
+        parse_spec(value)  # ConfigError (not a ValueError) passes through pydantic unwrapped
+        return value
 
     def spec(self, role: str) -> str:
         """The spec string configured for ``role``."""

@@ -1,0 +1,454 @@
+"""The one client layer every model call goes through, remote or local.
+
+A :class:`Client` wraps one adapter. Each typed method (``chat``, ``embed``, ``transcribe``,
+``read_text``, ``detect``, ``embed_images``) goes through :meth:`Client._invoke`, which
+
+1. looks the request up in the :class:`~vidagent.models.cache.ResponseCache` (chat and text
+   embeddings only: they are the paid, remote calls; ASR, OCR and detection outputs are stored
+   in the Library already, and their inputs are large arrays);
+2. takes a slot from the :class:`Limiter` for the adapter's endpoint (one per remote server,
+   one per loaded local model); the slot is held per attempt, never while backing off;
+3. retries :class:`~vidagent.exceptions.RetryableError` with exponential backoff and full
+   jitter, honouring ``Retry-After``; other errors propagate at once;
+4. records the call in the :class:`UsageLedger` with tokens, cost, latency and retries.
+
+:class:`Models` holds the shared limiter, ledger and cache, and one lazily created client per
+role. State comes in through it, never through module globals.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from vidagent.exceptions import ConfigError, ProviderError, RetryableError
+from vidagent.models.base import (
+    Adapter,
+    Capabilities,
+    ChatRequest,
+    ChatResponse,
+    Detection,
+    EmbedRequest,
+    EmbedResponse,
+    TextLine,
+    TranscribeRequest,
+    Transcript,
+    Usage,
+)
+from vidagent.models.cache import CacheableRequest, ResponseCache
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from vidagent.config import Settings
+
+T = TypeVar("T")
+SleepFn = Callable[[float], None]
+
+#: Texts per embedding request; longer lists are split (each chunk cached and counted alone).
+EMBED_CHUNK = 256
+
+
+# ---------------------------------------------------------------------------------------------
+# Concurrency
+
+
+class Limiter:
+    """Bounded concurrency per endpoint: a registry of endpoint → ``BoundedSemaphore``.
+
+    A remote endpoint gets ``settings.concurrency[endpoint]`` slots, else
+    ``settings.default_concurrency``. A local adapter (``capabilities.local``) gets one slot per
+    loaded model, whatever the settings say: local backends are not safe to call from two
+    threads at once, and one call already uses every core.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._lock = threading.Lock()
+        self._slots: dict[str, threading.BoundedSemaphore] = {}
+        self._limits: dict[str, int] = {}
+
+    def limit_for(self, endpoint: str, local: bool) -> int:
+        if local:
+            return 1
+        return self._settings.concurrency.get(endpoint) or self._settings.default_concurrency
+
+    def limit(self, endpoint: str) -> int | None:
+        """The limit in force for ``endpoint``, or ``None`` before its first call."""
+        with self._lock:
+            return self._limits.get(endpoint)
+
+    @contextmanager
+    def slot(self, adapter: Adapter) -> Iterator[None]:
+        """Hold one slot of ``adapter``'s endpoint for the duration of the block."""
+        semaphore = self._semaphore(adapter.endpoint, adapter.capabilities.local)
+        with semaphore:
+            yield
+
+    def _semaphore(self, endpoint: str, local: bool) -> threading.BoundedSemaphore:
+        with self._lock:
+            semaphore = self._slots.get(endpoint)
+            if semaphore is None:
+                limit = self.limit_for(endpoint, local)
+                semaphore = self._slots[endpoint] = threading.BoundedSemaphore(limit)
+                self._limits[endpoint] = limit
+            return semaphore
+
+
+# ---------------------------------------------------------------------------------------------
+# Accounting
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One client call: what it cost and how it went.
+
+    ``latency_s`` covers the whole call including retries and backoff. ``error`` names the
+    exception type when the call failed for good. Cached calls keep the recorded token counts
+    (so budgets replay identically) but cost nothing.
+    """
+
+    spec: str
+    role: str
+    operation: str
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    latency_s: float
+    cached: bool = False
+    retries: int = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class SpecTotals:
+    """Sums over the calls of one spec. Tokens and cost count live calls only."""
+
+    calls: int = 0
+    cached_calls: int = 0
+    failed_calls: int = 0
+    retries: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+
+    def add(self, r: CallRecord) -> SpecTotals:
+        live = not r.cached
+        return SpecTotals(
+            calls=self.calls + 1,
+            cached_calls=self.cached_calls + r.cached,
+            failed_calls=self.failed_calls + (r.error is not None),
+            retries=self.retries + r.retries,
+            input_tokens=self.input_tokens + (r.input_tokens if live else 0),
+            output_tokens=self.output_tokens + (r.output_tokens if live else 0),
+            cost_usd=self.cost_usd + r.cost_usd,
+            latency_s=self.latency_s + r.latency_s,
+        )
+
+
+class UsageLedger:
+    """Thread-safe record of every call, with totals per spec."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._records: list[CallRecord] = []
+
+    def record(self, record: CallRecord) -> None:
+        with self._lock:
+            self._records.append(record)
+
+    def records(self) -> list[CallRecord]:
+        with self._lock:
+            return list(self._records)
+
+    def totals(self) -> dict[str, SpecTotals]:
+        """Per spec, in order of first call."""
+        out: dict[str, SpecTotals] = {}
+        for r in self.records():
+            out[r.spec] = out.get(r.spec, SpecTotals()).add(r)
+        return out
+
+    def total(self) -> Usage:
+        """Live tokens and cost over every spec."""
+        usage = Usage()
+        for t in self.totals().values():
+            usage = usage + Usage(t.input_tokens, t.output_tokens, t.cost_usd)
+        return usage
+
+
+def price_usage(usage: Usage, spec: str, settings: Settings) -> Usage:
+    """``usage`` with its cost from ``settings.prices`` (USD per 1M tokens).
+
+    The price is looked up under the full spec, then under ``provider:model`` without options,
+    so ``openai:gpt-4o?timeout=30`` is priced as ``openai:gpt-4o``. No price: cost 0.
+    """
+    price = settings.prices.get(spec) or settings.prices.get(spec.partition("?")[0])
+    if price is None:
+        return dataclasses.replace(usage, cost_usd=0.0)
+    cost = (usage.input_tokens * price.input + usage.output_tokens * price.output) / 1e6
+    return dataclasses.replace(usage, cost_usd=cost)
+
+
+# ---------------------------------------------------------------------------------------------
+# Client
+
+
+class Client:
+    """Typed model calls with caching, concurrency limits, retries and accounting.
+
+    Args:
+        adapter: the provider adapter to call.
+        settings: retries, backoff, prices.
+        limiter: shared per-endpoint slots (default: a private one).
+        ledger: shared accounting (default: a private one).
+        cache: shared response cache (default: off).
+        role: the role this client serves, for the ledger.
+        sleep: how to wait between retries (tests inject a recorder).
+        rng: jitter source (tests inject a seeded one).
+    """
+
+    def __init__(
+        self,
+        adapter: Adapter,
+        *,
+        settings: Settings,
+        limiter: Limiter | None = None,
+        ledger: UsageLedger | None = None,
+        cache: ResponseCache | None = None,
+        role: str = "",
+        sleep: SleepFn = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.adapter = adapter
+        self.settings = settings
+        self.limiter = limiter if limiter is not None else Limiter(settings)
+        self.ledger = ledger if ledger is not None else UsageLedger()
+        self.cache = cache if cache is not None else ResponseCache(None, "off")
+        self.role = role
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+
+    @property
+    def spec(self) -> str:
+        return self.adapter.spec
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.adapter.capabilities
+
+    # -- typed calls ------------------------------------------------------------------------
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        """One chat completion (cached)."""
+        return self._invoke("chat", lambda: self.adapter.chat(request), request)
+
+    def embed(self, texts: Sequence[str] | EmbedRequest) -> EmbedResponse:
+        """L2-normalised text embeddings, (N, D) float32 (cached per chunk of EMBED_CHUNK)."""
+        request = texts if isinstance(texts, EmbedRequest) else EmbedRequest(tuple(texts))
+        if not request.texts:
+            return EmbedResponse(vectors=np.zeros((0, 0), dtype=np.float32))
+        parts = [
+            self._embed_chunk(EmbedRequest(request.texts[i : i + EMBED_CHUNK]))
+            for i in range(0, len(request.texts), EMBED_CHUNK)
+        ]
+        if len(parts) == 1:
+            return parts[0]
+        return EmbedResponse(
+            vectors=np.concatenate([p.vectors for p in parts]),  # (N, D)
+            usage=sum((p.usage for p in parts), Usage()),
+            cached=all(p.cached for p in parts),
+        )
+
+    def _embed_chunk(self, request: EmbedRequest) -> EmbedResponse:
+        return self._invoke("embed", lambda: self.adapter.embed(request), request)
+
+    def transcribe(self, request: TranscribeRequest) -> Transcript:
+        """Speech to text with word times (not cached)."""
+        return self._invoke("transcribe", lambda: self.adapter.transcribe(request))
+
+    def read_text(self, images: list[np.ndarray]) -> list[list[TextLine]]:
+        """OCR on RGB images, each (H, W, 3) uint8 (not cached)."""
+        return self._invoke("read_text", lambda: self.adapter.read_text(images))
+
+    def detect(self, images: list[np.ndarray]) -> list[list[Detection]]:
+        """Detections on RGB images, each (H, W, 3) uint8 (not cached)."""
+        return self._invoke("detect", lambda: self.adapter.detect(images))
+
+    def embed_images(self, images: list[np.ndarray]) -> np.ndarray:
+        """Image embeddings, (N, D) float32 (not cached)."""
+        return self._invoke("embed_images", lambda: self.adapter.embed_images(images))
+
+    # -- the one path -----------------------------------------------------------------------
+
+    def _invoke(
+        self, operation: str, call: Callable[[], T], request: CacheableRequest | None = None
+    ) -> T:
+        """Cache, slot, retries and accounting around ``call``."""
+        started = time.monotonic()
+        if request is not None:
+            hit = self.cache.lookup(self.spec, operation, request)
+            if hit is not None:
+                self._record(operation, hit.usage, started, cached=True)
+                return hit  # type: ignore[return-value]
+        result, retries = self._with_retries(operation, call, started)
+        usage = getattr(result, "usage", None)
+        if isinstance(usage, Usage):
+            usage = price_usage(usage, self.spec, self.settings)
+            result = dataclasses.replace(result, usage=usage)  # type: ignore[type-var]
+        if request is not None:
+            self.cache.store(self.spec, operation, request, result)  # type: ignore[arg-type]
+        self._record(operation, usage or Usage(), started, retries=retries)
+        return result
+
+    def _with_retries(self, operation: str, call: Callable[[], T], started: float) -> tuple[T, int]:
+        """``(result, retries)``; records and re-raises the error that ends the call."""
+        attempt = 0
+        while True:
+            try:
+                with self.limiter.slot(self.adapter):
+                    return call(), attempt
+            except RetryableError as e:
+                if attempt < self.settings.max_retries:
+                    self._sleep(self.backoff(attempt, e.retry_after))
+                    attempt += 1
+                    continue
+                self._record(operation, Usage(), started, retries=attempt, error=type(e).__name__)
+                raise
+            except ProviderError as e:
+                self._record(operation, Usage(), started, retries=attempt, error=type(e).__name__)
+                raise
+
+    def backoff(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry ``attempt + 1``: full jitter, at least ``retry_after``.
+
+        ``backoff_max`` caps every wait, the server's ``Retry-After`` included, so one bad
+        header cannot stall a run for hours.
+        """
+        s = self.settings
+        ceiling = min(s.backoff_max, s.backoff_base * (2.0**attempt))
+        delay = self._rng.uniform(0.0, ceiling)
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, s.backoff_max))
+        return delay
+
+    def _record(
+        self,
+        operation: str,
+        usage: Usage,
+        started: float,
+        *,
+        cached: bool = False,
+        retries: int = 0,
+        error: str | None = None,
+    ) -> None:
+        self.ledger.record(
+            CallRecord(
+                spec=self.spec,
+                role=self.role,
+                operation=operation,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cost_usd=0.0 if cached else usage.cost_usd,
+                latency_s=time.monotonic() - started,
+                cached=cached,
+                retries=retries,
+                error=error,
+            )
+        )
+
+    def close(self) -> None:
+        self.adapter.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Hub
+
+
+class Models:
+    """One client per role over shared limiter, ledger and cache; adapters created lazily.
+
+    Args:
+        settings: specs per role, retries, prices, cache mode and directory.
+        adapters: ready adapters per role (tests and fakes); other roles raise ConfigError.
+        sleep: how clients wait between retries.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        adapters: Mapping[str, Adapter] | None = None,
+        sleep: SleepFn = time.sleep,
+    ) -> None:
+        self.settings = settings
+        self.limiter = Limiter(settings)
+        self.ledger = UsageLedger()
+        self.cache = ResponseCache.from_settings(settings)
+        self._adapters = dict(adapters) if adapters is not None else None
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._clients: dict[str, Client] = {}
+        self._by_spec: dict[str, Adapter] = {}
+
+    @classmethod
+    def from_adapters(
+        cls, adapters: Mapping[str, Adapter], settings: Settings | None = None, **kwargs: Any
+    ) -> Models:
+        """A hub over given adapters; without settings, defaults with the cache off."""
+        if settings is None:
+            from vidagent.config import Settings
+
+            settings = Settings.model_validate({"cache": "off"})
+        return cls(settings, adapters=adapters, **kwargs)
+
+    def client(self, role: str) -> Client:
+        """The client for ``role``, creating its adapter on first use (weights load later)."""
+        with self._lock:
+            client = self._clients.get(role)
+            if client is None:
+                client = Client(
+                    self._adapter(role), settings=self.settings, limiter=self.limiter,
+                    ledger=self.ledger, cache=self.cache, role=role, sleep=self._sleep,
+                )  # fmt: skip
+                self._clients[role] = client
+            return client
+
+    def _adapter(self, role: str) -> Adapter:
+        """The given adapter, or one from the registry shared by roles with the same spec."""
+        if self._adapters is not None:
+            if role not in self._adapters:
+                given = ", ".join(sorted(self._adapters)) or "none"
+                raise ConfigError(f"no adapter given for role {role!r} (given: {given})")
+            return self._adapters[role]
+        from vidagent.models import registry
+
+        spec = self.settings.spec(role)
+        adapter = self._by_spec.get(spec)
+        if adapter is None or role not in adapter.capabilities.roles:
+            adapter = registry.create_adapter(spec, self.settings, role)  # validates the role
+            self._by_spec.setdefault(spec, adapter)
+        return adapter
+
+    def close(self) -> None:
+        """Close every adapter created so far and the cache file."""
+        with self._lock:
+            adapters = {id(c.adapter): c.adapter for c in self._clients.values()}
+            self._clients, self._by_spec = {}, {}
+        for adapter in adapters.values():
+            adapter.close()
+        self.cache.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

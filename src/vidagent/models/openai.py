@@ -1,0 +1,493 @@
+"""Any OpenAI-compatible server over HTTP: OpenAI, Azure, vLLM, SGLang, Ollama, LM Studio, llama.cpp.
+
+Spec options (``openai:<model>?key=value&…``) override settings:
+
+=================  =========================================================================
+``base_url``       server root including ``/v1`` (default ``settings.openai_base_url``)
+``api_key_env``    name of the environment variable holding the key
+``timeout``        seconds per request (default ``settings.request_timeout``)
+``tools``          ``1``/``0``: native tool calls (default 1)
+``images``         ``1``/``0``: image parts in messages (default 1)
+``json_schema``    ``1``/``0``: schema-constrained output (default 1); ``0`` sends JSON mode
+``schema_style``   ``openai`` (default): ``{"type": "json_schema", …}``;
+                   ``inline``: ``{"type": "json_object", "schema": …}`` as llama-cpp-python's
+                   server (0.3.x) and Anyscale-style servers expect
+``max_images``     images per request (default 20)
+=================  =========================================================================
+
+A key is sent only to the server it was configured for: ``settings.openai_api_key`` goes to
+``settings.openai_base_url``; a spec that names another ``base_url`` brings its own key through
+``api_key_env`` (or none, as local servers need none).
+
+Errors are mapped by type, never by message text: timeouts → ProviderTimeout; connection failures
+(refused, reset, protocol errors) → ServerError, because a server restarting looks exactly like
+that and the client layer bounds the retries; 408 → ProviderTimeout; 429 → RateLimitError with
+``Retry-After``; 5xx → ServerError; other 4xx and 3xx → RequestRejectedError; a body that is not
+JSON or lacks the fields the protocol promises → MalformedResponseError.
+
+The adapter never retries, caches or counts: :mod:`vidagent.models.client` does.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import urlsplit
+
+import httpx
+import numpy as np
+
+from vidagent.exceptions import (
+    ConfigError,
+    MalformedResponseError,
+    ProviderTimeout,
+    RateLimitError,
+    RequestRejectedError,
+    ServerError,
+)
+from vidagent.models.base import (
+    Adapter,
+    BackendStatus,
+    Capabilities,
+    ChatRequest,
+    ChatResponse,
+    EmbedRequest,
+    EmbedResponse,
+    ImagePart,
+    Message,
+    ToolCall,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from vidagent.config import Settings
+
+OPENAI_HOST = "api.openai.com"
+DEFAULT_MAX_IMAGES = 20
+_ROLES = frozenset({"llm", "vlm", "embed"})
+_KNOWN_OPTIONS = (
+    "base_url", "api_key_env", "timeout", "tools", "images", "json_schema", "schema_style",
+    "max_images",
+)  # fmt: skip
+_ERROR_TEXT_LIMIT = 300
+
+
+# ---------------------------------------------------------------------------------------------
+# Options
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    """Spec options merged over settings."""
+
+    base_url: str
+    api_key: str
+    key_source: str
+    timeout: float
+    capabilities: Capabilities
+    schema_style: str
+
+
+def _flag(options: dict[str, str], name: str, default: bool) -> bool:
+    raw = options.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"spec option {name}={raw!r} must be 0 or 1")
+
+
+def _number(options: dict[str, str], name: str, default: float, *, zero_ok: bool = False) -> float:
+    raw = options.get(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"spec option {name}={raw!r} must be a number") from None
+    if value < 0 or (value == 0 and not zero_ok):
+        raise ConfigError(f"spec option {name}={raw!r} must be {'≥ 0' if zero_ok else '> 0'}")
+    return value
+
+
+def _base_url(options: dict[str, str], settings: Settings) -> str:
+    url = (options.get("base_url") or settings.openai_base_url).rstrip("/")
+    if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
+        raise ConfigError(
+            f"OpenAI base URL {url!r} must look like http://host:port/v1 or https://host/v1"
+        )
+    return url
+
+
+def _api_key(options: dict[str, str], settings: Settings, base_url: str) -> tuple[str, str]:
+    """The key and where it came from; a settings key is only sent to the settings server."""
+    env_name = options.get("api_key_env")
+    if env_name:
+        return os.environ.get(env_name, ""), f"${env_name}"
+    if base_url == settings.openai_base_url.rstrip("/"):
+        return settings.openai_api_key, "settings.openai_api_key"
+    return "", "none"
+
+
+def _resolve(options: dict[str, str], settings: Settings) -> _Resolved:
+    unknown = sorted(set(options) - set(_KNOWN_OPTIONS))
+    if unknown:
+        raise ConfigError(
+            f"unknown openai spec option(s) {', '.join(unknown)}; known: {', '.join(_KNOWN_OPTIONS)}"
+        )
+    style = options.get("schema_style", "openai")
+    if style not in ("openai", "inline"):
+        raise ConfigError(f"spec option schema_style={style!r} must be 'openai' or 'inline'")
+    base_url = _base_url(options, settings)
+    key, source = _api_key(options, settings, base_url)
+    caps = Capabilities(
+        roles=_ROLES,
+        supports_tools=_flag(options, "tools", True),
+        supports_images=_flag(options, "images", True),
+        supports_json_schema=_flag(options, "json_schema", True),
+        max_images=int(_number(options, "max_images", DEFAULT_MAX_IMAGES, zero_ok=True)),
+        batch_size=64,
+        local=False,
+    )
+    timeout = _number(options, "timeout", settings.request_timeout)
+    return _Resolved(base_url, key, source, timeout, caps, style)
+
+
+def status(model: str, options: dict[str, str], settings: Settings) -> BackendStatus:
+    """Whether the spec is usable: a key is configured, or the server is not api.openai.com.
+
+    Never touches the network.
+    """
+    spec = f"openai:{model}"
+    try:
+        r = _resolve(options, settings)
+    except ConfigError as e:
+        return BackendStatus(spec, False, str(e))
+    if r.api_key:
+        return BackendStatus(spec, True, f"{r.base_url} (key from {r.key_source})")
+    if urlsplit(r.base_url).hostname == OPENAI_HOST:
+        where = options.get("api_key_env") or "OPENAI_API_KEY or VIDAGENT_OPENAI_API_KEY"
+        return BackendStatus(spec, False, f"{r.base_url} needs an API key: set {where}")
+    return BackendStatus(spec, True, f"{r.base_url} (no API key)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Request bodies
+
+
+def _part(p: str | ImagePart) -> dict[str, Any]:
+    if isinstance(p, str):
+        return {"type": "text", "text": p}
+    return {"type": "image_url", "image_url": {"url": p.data_url()}}
+
+
+def _message(m: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": m.role}
+    if isinstance(m.content, str):
+        # OpenAI wants null, not "", beside tool calls.
+        out["content"] = m.content if (m.content or not m.tool_calls) else None
+    else:
+        out["content"] = [_part(p) for p in m.content]
+    if m.tool_calls:
+        out["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in m.tool_calls
+        ]
+    if m.tool_call_id is not None:
+        out["tool_call_id"] = m.tool_call_id
+    if m.name is not None:
+        out["name"] = m.name
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Responses and errors
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header: delta-seconds or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _retry_after(headers: httpx.Headers) -> float | None:
+    ms = headers.get("retry-after-ms")  # OpenAI's finer-grained variant
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    return parse_retry_after(headers.get("retry-after"))
+
+
+def _error_text(response: httpx.Response) -> str:
+    """The server's own error message, trimmed: ``{"error": {"message"}}`` or the raw text."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    text: Any = response.text
+    if isinstance(body, dict):
+        err = body.get("error", body.get("detail", body.get("message")))
+        if isinstance(err, dict):
+            err = err.get("message", err)
+        text = err if err is not None else text
+    text = str(text).strip() or response.reason_phrase
+    return text if len(text) <= _ERROR_TEXT_LIMIT else text[: _ERROR_TEXT_LIMIT - 1] + "…"
+
+
+def _raise_for_status(response: httpx.Response, endpoint: str) -> None:
+    code = response.status_code
+    if 200 <= code < 300:
+        return
+    msg = f"HTTP {code}: {_error_text(response)}"
+    if code == 429:
+        raise RateLimitError(msg, endpoint=endpoint, retry_after=_retry_after(response.headers))
+    if code == 408:
+        raise ProviderTimeout(msg, endpoint=endpoint, status=code)
+    if code >= 500:
+        raise ServerError(msg, endpoint=endpoint, status=code)
+    raise RequestRejectedError(msg, endpoint=endpoint, status=code)
+
+
+def _content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # some servers answer with content parts
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    raise TypeError(f"content of type {type(content).__name__}")
+
+
+def _tool_call(raw: dict[str, Any], index: int) -> ToolCall:
+    fn = raw["function"]
+    args = fn.get("arguments") or "{}"
+    if not isinstance(args, str):  # a few servers send an object instead of JSON text
+        args = json.dumps(args)
+    return ToolCall(id=str(raw.get("id") or f"call_{index}"), name=str(fn["name"]), arguments=args)
+
+
+def _usage(body: dict[str, Any]) -> Usage:
+    usage = body.get("usage") or {}
+    return Usage(int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0))
+
+
+def _chat_response(body: dict[str, Any], model: str) -> ChatResponse:
+    choice = body["choices"][0]
+    message = choice["message"]
+    calls = tuple(_tool_call(c, i) for i, c in enumerate(message.get("tool_calls") or ()))
+    return ChatResponse(
+        text=_content_text(message.get("content")),
+        tool_calls=calls,
+        usage=_usage(body),
+        finish_reason=str(choice.get("finish_reason") or "stop"),
+        model=str(body.get("model") or model),
+    )
+
+
+def _embed_response(body: dict[str, Any], n: int) -> EmbedResponse:
+    rows = sorted(body["data"], key=lambda d: int(d.get("index", 0)))
+    if rows and rows[0]["embedding"] and isinstance(rows[0]["embedding"][0], list):
+        raise ValueError("one vector per token, not per input: the server does not pool this model")
+    vectors = np.asarray([r["embedding"] for r in rows], dtype=np.float32)  # (N, D)
+    if vectors.ndim != 2 or vectors.shape[0] != n:
+        raise ValueError(f"expected {n} vectors of one dimension, got shape {vectors.shape}")
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)  # (N, 1)
+    unit = (vectors / np.where(norms > 0, norms, 1.0)).astype(np.float32)  # (N, D)
+    return EmbedResponse(vectors=unit, usage=_usage(body))
+
+
+# ---------------------------------------------------------------------------------------------
+# Adapter
+
+
+class OpenAIAdapter(Adapter):
+    """Chat and text embeddings against one OpenAI-compatible server.
+
+    One ``httpx.Client`` is shared by all threads (it is thread-safe and pools connections).
+    """
+
+    provider: ClassVar[str] = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        options: dict[str, str] | None = None,
+        *,
+        base_url: str,
+        api_key: str = "",
+        timeout: float = 60.0,
+        capabilities: Capabilities | None = None,
+        schema_style: str = "openai",
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        """Prefer :meth:`from_settings`; this form is for tests and embedding in other code.
+
+        Args:
+            model: the model name the server expects.
+            options: the spec options (kept for :attr:`spec`).
+            base_url: server root including ``/v1``.
+            api_key: bearer token; empty sends no Authorization header.
+            timeout: seconds per request.
+            capabilities: defaults to tools, images and JSON schema on.
+            schema_style: ``openai`` or ``inline`` (see module docstring).
+            transport: an ``httpx`` transport (e.g. ``MockTransport``) instead of the network.
+        """
+        super().__init__(model, options)
+        self.base_url = base_url.rstrip("/")
+        self.capabilities = capabilities or Capabilities(
+            roles=_ROLES, supports_tools=True, supports_images=True, supports_json_schema=True,
+            max_images=DEFAULT_MAX_IMAGES, batch_size=64, local=False,
+        )  # fmt: skip
+        self.schema_style = schema_style
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(
+            base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
+        )
+
+    @classmethod
+    def from_settings(
+        cls, model: str, options: dict[str, str], settings: Settings
+    ) -> OpenAIAdapter:
+        """Build from a spec's model and options layered over ``settings``."""
+        if not model:
+            raise ConfigError("openai spec needs a model name, e.g. openai:gpt-4o-mini")
+        r = _resolve(options, settings)
+        return cls(
+            model, options, base_url=r.base_url, api_key=r.api_key, timeout=r.timeout,
+            capabilities=r.capabilities, schema_style=r.schema_style,
+        )  # fmt: skip
+
+    @property
+    def endpoint(self) -> str:
+        """The server URL: concurrency is limited per server, whatever the model."""
+        return self.base_url
+
+    # -- chat -------------------------------------------------------------------------------
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        body = self._post("/chat/completions", self.chat_body(request))
+        try:
+            return _chat_response(body, self.model)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+            raise self._malformed("chat completion", e) from None
+
+    def chat_body(self, request: ChatRequest) -> dict[str, Any]:
+        """The JSON body sent for ``request`` (public so tests and traces can show it)."""
+        self._check(request)
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [_message(m) for m in request.messages],
+            "temperature": request.temperature,
+        }
+        if request.tools:
+            body["tools"] = [
+                {"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.parameters,
+                }}
+                for t in request.tools
+            ]  # fmt: skip
+        if request.tool_choice is not None:
+            body["tool_choice"] = request.tool_choice
+        response_format = self._response_format(request)
+        if response_format is not None:
+            body["response_format"] = response_format
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
+        if request.seed is not None:
+            body["seed"] = request.seed
+        if request.stop:
+            body["stop"] = list(request.stop)
+        return body
+
+    def _response_format(self, request: ChatRequest) -> dict[str, Any] | None:
+        schema = request.response_schema
+        if schema is not None and self.capabilities.supports_json_schema:
+            if self.schema_style == "inline":
+                return {"type": "json_object", "schema": schema}
+            return {
+                "type": "json_schema",
+                "json_schema": {"name": "response", "schema": schema, "strict": True},
+            }
+        # Without schema support, JSON mode is the closest the server offers; the caller
+        # validates the answer against its schema either way.
+        if schema is not None or request.json_mode:
+            return {"type": "json_object"}
+        return None
+
+    def _check(self, request: ChatRequest) -> None:
+        caps = self.capabilities
+        images = request.image_count()
+        if images and not caps.supports_images:
+            raise RequestRejectedError(
+                f"{self.spec} takes no images (spec option images=0)", endpoint=self.endpoint
+            )
+        if images > caps.max_images:
+            raise RequestRejectedError(
+                f"{images} images exceed max_images={caps.max_images} of {self.spec}",
+                endpoint=self.endpoint,
+            )
+        if request.tools and not caps.supports_tools:
+            raise RequestRejectedError(
+                f"{self.spec} has no native tool calls (spec option tools=0)",
+                endpoint=self.endpoint,
+            )
+
+    # -- embeddings -------------------------------------------------------------------------
+
+    def embed(self, request: EmbedRequest) -> EmbedResponse:
+        body = self._post("/embeddings", {"model": self.model, "input": list(request.texts)})
+        try:
+            return _embed_response(body, len(request.texts))
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+            raise self._malformed("embeddings", e) from None
+
+    # -- transport --------------------------------------------------------------------------
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            response = self._http.post(path, json=body)
+        except httpx.TimeoutException as e:
+            raise ProviderTimeout(
+                f"no answer within the timeout ({type(e).__name__})", endpoint=self.endpoint
+            ) from None
+        except httpx.TransportError as e:
+            raise ServerError(
+                f"connection failed: {type(e).__name__}: {e}", endpoint=self.endpoint
+            ) from None
+        _raise_for_status(response, self.endpoint)
+        try:
+            data = response.json()
+        except ValueError:
+            snippet = response.text[:80]
+            raise MalformedResponseError(
+                f"HTTP {response.status_code} body is not JSON: {snippet!r}", endpoint=self.endpoint
+            ) from None
+        if not isinstance(data, dict):
+            raise MalformedResponseError("JSON body is not an object", endpoint=self.endpoint)
+        return data
+
+    def _malformed(self, what: str, e: Exception) -> MalformedResponseError:
+        detail = f"missing {e}" if isinstance(e, KeyError) else f"{type(e).__name__}: {e}"
+        return MalformedResponseError(f"unexpected {what} body ({detail})", endpoint=self.endpoint)
+
+    def close(self) -> None:
+        self._http.close()
