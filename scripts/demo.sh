@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-clip=$(bash scripts/fetch-media.sh)/wannaworktogether.mp4
+clip=$(bash scripts/fetch-media.sh wannaworktogether.mp4)
 export VIDAGENT_HOME=${VIDAGENT_HOME:-$PWD/.cache/demo-home}
+export HF_HUB_OFFLINE=1
 .venv/bin/vidagent info
 .venv/bin/vidagent index "$clip"

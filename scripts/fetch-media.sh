@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# Fetches the real test clips from Debian packages into .cache/media (nothing is committed):
-#   openboard-common -> wannaworktogether.mp4 (180 s, narrated, CC licence)
+# Fetches real clips from Debian packages into .cache/media (nothing is committed) and prints
+# where each one is. With no argument: every clip the tests use; else the named clips.
+#   openboard-common -> wannaworktogether.mp4 (180 s, narrated, Creative Commons)
 #   opencv-doc       -> vtest.avi (pedestrians), Megamind.avi (faces)
-# Prints the directory. Fails (exit 1) when apt cannot fetch them; tests then skip with a reason.
+# Exits 1 when apt cannot fetch them; the tests that need them then skip with the reason.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-.venv/bin/python tests/realmedia.py
+if [ $# -eq 0 ]; then
+  exec .venv/bin/python tests/realmedia.py
+fi
+for name in "$@"; do
+  .venv/bin/python -c "import sys; sys.path.insert(0, 'tests'); from realmedia import fetch_clip; print(fetch_clip(sys.argv[1]))" "$name"
+done

@@ -1,0 +1,29 @@
+"""The media layer: probe, decode, segment and extract audio from video files.
+
+It knows nothing of models or the Library: it turns files into numbers (``VideoInfo``,
+frames as ``(N, H, W, 3) uint8`` RGB arrays, ``TimeSpan`` lists, 16 kHz waveforms) and raises
+the typed ``MediaError`` subclasses of :mod:`vidagent.exceptions` for files it cannot use.
+"""
+
+from __future__ import annotations
+
+from vidagent.media.audio import extract_audio
+from vidagent.media.decode import Size, encode_jpeg, frames_at, iter_frames, iter_sampled_frames
+from vidagent.media.probe import AudioStreamInfo, VideoInfo, probe
+from vidagent.media.segment import ShotDetector, TimeSpan, detect_shots, uniform_clips
+
+__all__ = [
+    "AudioStreamInfo",
+    "ShotDetector",
+    "Size",
+    "TimeSpan",
+    "VideoInfo",
+    "detect_shots",
+    "encode_jpeg",
+    "extract_audio",
+    "frames_at",
+    "iter_frames",
+    "iter_sampled_frames",
+    "probe",
+    "uniform_clips",
+]

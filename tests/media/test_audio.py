@@ -1,0 +1,48 @@
+"""extract_audio(): 16 kHz mono float32 of the right length, with the tone that was encoded."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vidagent.exceptions import NoAudioError
+from vidagent.media import extract_audio, probe
+
+
+def peak_hz(audio: np.ndarray, rate: int) -> float:
+    spectrum = np.abs(np.fft.rfft(audio * np.hanning(len(audio))))
+    return float(np.argmax(spectrum) * rate / len(audio))
+
+
+def test_video_audio_is_16k_mono_float(counter_video):
+    audio = extract_audio(counter_video.path)
+    assert audio.dtype == np.float32 and audio.ndim == 1
+    assert len(audio) / 16000 == pytest.approx(counter_video.duration, abs=0.05)
+    assert -1.0 <= audio.min() and audio.max() <= 1.0
+    assert 0.2 < np.abs(audio).max()  # a real signal, not silence
+    assert peak_hz(audio[16000:48000], 16000) == pytest.approx(440, abs=2)
+
+
+def test_other_sample_rate(counter_video):
+    audio = extract_audio(counter_video.path, sample_rate=8000)
+    assert len(audio) / 8000 == pytest.approx(counter_video.duration, abs=0.05)
+    assert peak_hz(audio[8000:24000], 8000) == pytest.approx(440, abs=2)
+
+
+@pytest.mark.parametrize("ext", ["m4a", "wav"])
+def test_audio_only_files(audio_only, ext):
+    audio = extract_audio(audio_only[ext])
+    assert len(audio) / 16000 == pytest.approx(2.0, abs=0.05)
+    assert peak_hz(audio, 16000) == pytest.approx(440, abs=2)
+
+
+def test_pick_stream_by_index(counter_video):
+    index = probe(counter_video.path).audio_streams[0].index
+    assert len(extract_audio(counter_video.path, stream_index=index)) > 0
+    with pytest.raises(NoAudioError, match="no audio stream with index 7"):
+        extract_audio(counter_video.path, stream_index=7)
+
+
+def test_video_without_audio(shots_video):
+    with pytest.raises(NoAudioError, match="no audio stream"):
+        extract_audio(shots_video.path)
