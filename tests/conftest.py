@@ -30,3 +30,20 @@ def small_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("media") / "small.mp4"
     make_video(path, duration=12, shots=3, text_overlays=[(5.0, 8.0, "HELLO VIDAGENT")], audio="tone")
     return path
+
+
+#: Model specs that make every stage run without loading a real model (fast CLI tests).
+FAKE_SPECS = {
+    "llm": "fake:echo?reply=A short test video.",
+    "vlm": "perception:describer",
+    "embed": "fake:hash?dim=32",
+    "asr": "fake:echo?text=hello there",
+    "ocr": "fake:echo",
+    "detector": "fake:echo",
+}
+
+
+@pytest.fixture
+def fake_env() -> dict[str, str]:
+    """``VIDAGENT_*`` variables selecting :data:`FAKE_SPECS`, for CLI subprocesses."""
+    return {f"VIDAGENT_{role.upper()}": spec for role, spec in FAKE_SPECS.items()}

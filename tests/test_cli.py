@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 
-def vidagent(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "VIDAGENT_HOME": str(home), "HF_HUB_OFFLINE": "1"}
+def vidagent(*args: str, home: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "VIDAGENT_HOME": str(home), "HF_HUB_OFFLINE": "1", **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "vidagent", *args], capture_output=True, text=True, env=env, timeout=600
     )
@@ -40,24 +40,31 @@ def test_bad_spec_is_one_line_and_exit_1(_isolated_home: Path) -> None:
     assert "Traceback" not in out.stderr
 
 
-def test_index_prints_structure_and_is_idempotent(small_video: Path, _isolated_home: Path) -> None:
-    first = vidagent("index", str(small_video), "--json", home=_isolated_home)
+def test_index_prints_structure_and_is_idempotent(
+    small_video: Path, _isolated_home: Path, fake_env: dict[str, str]
+) -> None:
+    first = vidagent("index", str(small_video), "--json", home=_isolated_home, env=fake_env)
     assert first.returncode == 0, first.stderr
     report = json.loads(first.stdout)
     assert report["clips"] == 3  # 12 s in 5 s clips: 0-5, 5-10, 10-12
     assert report["frames"] == 12  # one thumbnail per second
     assert report["shots"] == 3 and not report["reused"]
+    assert all(stage["clips"] == 3 for stage in report["stages"].values())
 
-    again = json.loads(vidagent("index", str(small_video), "--json", home=_isolated_home).stdout)
+    again = json.loads(vidagent("index", str(small_video), "--json", home=_isolated_home, env=fake_env).stdout)
     assert again["reused"] and again["video_id"] == report["video_id"]
+    assert all(stage["clips"] == 0 for stage in again["stages"].values())
     listed = json.loads(vidagent("list", "--json", home=_isolated_home).stdout)
     assert [v["video_id"] for v in listed] == [report["video_id"]]
 
-    text = vidagent("index", str(small_video), home=_isolated_home).stdout
-    assert "3 shots, 3 clips of 5 s, 12 thumbnails" in text and "00:00:12" in text
+    text = vidagent("index", str(small_video), home=_isolated_home, env=fake_env).stdout
+    assert "3 shots, 3 clips, 12 thumbnails" in text and "00:00:12" in text
+    assert "up to date" in text
 
 
-def test_bad_files_among_good_ones(small_video: Path, tmp_path: Path, _isolated_home: Path) -> None:
+def test_bad_files_among_good_ones(
+    small_video: Path, tmp_path: Path, _isolated_home: Path, fake_env: dict[str, str]
+) -> None:
     notes = tmp_path / "notes.mp4"
     notes.write_text("this is not a video\n")
     half = tmp_path / "half.mp4"
@@ -67,21 +74,25 @@ def test_bad_files_among_good_ones(small_video: Path, tmp_path: Path, _isolated_
     good = tmp_path / "good.mp4"
     shutil.copy(small_video, good)
 
-    vidagent("index", str(good), home=_isolated_home)
-    before = (_isolated_home / "library" / "manifest.json").read_text()
-    out = vidagent("index", str(notes), str(half), str(empty), str(tmp_path / "missing.mp4"), str(good), home=_isolated_home)
+    vidagent("index", str(good), home=_isolated_home, env=fake_env)
+    lib_before = json.loads(vidagent("show", "good.mp4", "--json", home=_isolated_home).stdout)
+    out = vidagent(
+        "index", str(notes), str(half), str(empty), str(tmp_path / "missing.mp4"), str(good),
+        home=_isolated_home, env=fake_env,
+    )
     assert out.returncode == 1
     errors = out.stderr.strip().splitlines()
     assert len(errors) == 4 and all(line.startswith("error: ") for line in errors)
     assert "notes.mp4" in errors[0] and "half.mp4" in errors[1] and "missing.mp4" in errors[3]
-    assert "already indexed" in out.stdout  # the good file still went through
+    assert "up to date" in out.stdout  # the good file still went through
     listed = json.loads(vidagent("list", "--json", home=_isolated_home).stdout)
     assert [v["name"] for v in listed] == ["good.mp4"]
-    assert (_isolated_home / "library" / "manifest.json").read_text() == before
+    lib_after = json.loads(vidagent("show", "good.mp4", "--json", home=_isolated_home).stdout)
+    assert lib_after["clips"] == lib_before["clips"] and lib_after["summary"] == lib_before["summary"]
 
 
-def test_remove_by_name(small_video: Path, _isolated_home: Path) -> None:
-    vidagent("index", str(small_video), home=_isolated_home)
+def test_remove_by_name(small_video: Path, _isolated_home: Path, fake_env: dict[str, str]) -> None:
+    vidagent("index", str(small_video), "--stages", "transcribe", home=_isolated_home, env=fake_env)
     out = vidagent("remove", small_video.name, home=_isolated_home)
     assert out.returncode == 0 and out.stdout.startswith("removed ")
     assert json.loads(vidagent("list", "--json", home=_isolated_home).stdout) == []
@@ -93,3 +104,39 @@ def test_remove_by_name(small_video: Path, _isolated_home: Path) -> None:
 def test_nothing_to_read_is_a_clear_error(args: list[str], _isolated_home: Path) -> None:
     out = vidagent(*args, home=_isolated_home)
     assert out.returncode != 0 and out.stderr.strip() and "Traceback" not in out.stderr
+
+
+def test_dry_run_spends_nothing_and_prices_the_vlm(small_video: Path, _isolated_home: Path) -> None:
+    env = {
+        "VIDAGENT_VLM": "openai:gpt-4o-mini",
+        "VIDAGENT_OPENAI_API_KEY": "sk-test",
+        "VIDAGENT_PRICES": json.dumps({"openai:gpt-4o-mini": {"input": 0.15, "output": 0.6}}),
+    }
+    out = vidagent("index", str(small_video), "--dry-run", "--json", home=_isolated_home, env=env)
+    assert out.returncode == 0, out.stderr
+    stages = {s["stage"]: s for s in json.loads(out.stdout)["stages"]}
+    caption = stages["caption"]
+    assert caption["calls"] == 3 and caption["frames"] == 24  # 3 clips, 2 fps, 12 s
+    assert caption["input_tokens"] > 0 and caption["cost_usd"] == pytest.approx(
+        (caption["input_tokens"] * 0.15 + caption["output_tokens"] * 0.6) / 1e6
+    )
+    assert set(stages) == {"structure", "transcribe", "read_text", "detect", "caption", "embed", "summarize"}
+    assert not (_isolated_home / "library").exists()  # nothing was written
+
+    table = vidagent("index", str(small_video), "--dry-run", home=_isolated_home, env=env).stdout
+    assert "caption" in table and "openai:gpt-4o-mini" in table and "total: about" in table
+
+
+def test_show_and_search_read_the_index(small_video: Path, _isolated_home: Path, fake_env: dict[str, str]) -> None:
+    vidagent("index", str(small_video), home=_isolated_home, env=fake_env)
+    shown = vidagent("show", small_video.name, home=_isolated_home)
+    assert shown.returncode == 0 and "00:00:05-00:00:10" in shown.stdout and "summary" in shown.stdout
+    hits = vidagent(
+        "search", small_video.name, "hello there", "--from", "00:00:06", "--json", home=_isolated_home, env=fake_env
+    )
+    assert hits.returncode == 0, hits.stderr
+    rows = json.loads(hits.stdout)
+    assert rows and all(r["t1"] > 6 for r in rows)  # the time filter holds
+    assert rows[0]["start"] in {"00:00:05", "00:00:10"}
+    bad = vidagent("search", small_video.name, "x", "--from", "soon", home=_isolated_home, env=fake_env)
+    assert bad.returncode != 0 and "not a time" in bad.stderr

@@ -81,7 +81,7 @@ class Settings(BaseModel):
 
     clip_seconds: float = Field(5.0, gt=0, description="uniform clip length (DVD uses 5 s)")
     sample_fps: float = Field(1.0, gt=0, description="frames per second kept as thumbnails")
-    thumb_width: int = Field(320, ge=16, description="thumbnail width in pixels")
+    thumb_size: int = Field(320, ge=16, description="thumbnail longest side in pixels")
 
     @field_validator(*ROLES)
     @classmethod

@@ -1,27 +1,69 @@
-"""Ingest stages: each turns a video into rows of the Library, idempotently."""
+"""Ingest: turn videos into the multi-granular index, once, resumably.
+
+See :mod:`vidagent.ingest.pipeline` for the stage order and :mod:`vidagent.ingest.base` for
+how stages checkpoint and decide what is left to do.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vidagent.config import Settings, load_settings
+from vidagent.ingest.pipeline import STAGES, IndexResult, estimate_path, index_path
 from vidagent.ingest.structure import StructureReport, index_structure
 from vidagent.library import Library
 
-__all__ = ["StructureReport", "index_structure", "index_video"]
+if TYPE_CHECKING:
+    from vidagent.models.client import Models
+
+__all__ = [
+    "STAGES",
+    "IndexResult",
+    "StructureReport",
+    "estimate_path",
+    "index_path",
+    "index_structure",
+    "index_video",
+]
 
 
 def index_video(
-    path: str | Path, *, library: Library | str | None = None, settings: Settings | None = None
-) -> StructureReport:
-    """Index one video into a Library (default: the configured one); see :func:`index_structure`.
+    path: str | Path,
+    *,
+    library: Library | str | None = None,
+    settings: Settings | None = None,
+    models: Models | None = None,
+    stages: Sequence[str] = STAGES,
+    progress: bool = False,
+) -> IndexResult:
+    """Index one video into a Library (default: the configured one) through every stage.
 
     Args:
         path: the video file.
         library: a :class:`~vidagent.library.Library` or a URI; default ``settings.library_uri``.
         settings: default :func:`~vidagent.config.load_settings()`.
+        models: the model hub to call (default: one built from ``settings``).
+        stages: stage names after ``structure``, in order (default: all).
+        progress: show a progress bar per stage on stderr.
+
+    Raises:
+        MediaError: the file cannot be used as a video (nothing is written).
     """
+    from vidagent.models.client import Models
+
     settings = settings or load_settings()
     if not isinstance(library, Library):
         library = Library(library or settings.library_uri)
-    return index_structure(library, path, settings)
+    hub = models or Models(settings)
+    try:
+        result = index_path(
+            path, library=library, settings=settings, models=hub, stages=stages, progress=progress
+        )
+    finally:
+        if models is None:
+            hub.close()
+    if result.error is not None:
+        raise result.error
+    return result

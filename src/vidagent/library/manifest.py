@@ -38,7 +38,7 @@ class Manifest:
     embeddings: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: prompt file name -> sha256 of its text, for prompts whose output the Library stores
     prompts: dict[str, str] = field(default_factory=dict)
-    #: sampling settings the stored rows were made with (clip_seconds, sample_fps, thumb_width)
+    #: sampling settings the stored rows were made with (clip_seconds, sample_fps, thumb_size)
     sampling: dict[str, Any] = field(default_factory=dict)
 
     @classmethod

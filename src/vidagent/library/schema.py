@@ -45,7 +45,11 @@ class VideoRecord:
 
 @dataclass(frozen=True)
 class ClipRow:
-    """A uniform clip ``[t0, t1)`` and what the ingest stages found in it."""
+    """A uniform clip ``[t0, t1)`` and what the ingest stages found in it.
+
+    Each stage's output sits beside the fingerprint of what produced it (``*_model``: the model
+    spec, plus a prompt hash for prompted stages); an empty fingerprint means "not done yet".
+    """
 
     video_id: str
     clip_index: int
@@ -53,10 +57,13 @@ class ClipRow:
     t1: float
     caption: str = ""
     caption_model: str = ""
+    subjects: str = "[]"  # JSON list of subject ids present in the clip
     transcript: str = ""
+    transcript_model: str = ""
     ocr_text: str = ""
+    ocr_model: str = ""
     detections: str = "[]"  # JSON list of {"t", "label", "box", "score"}
-    subjects: str = "[]"  # JSON list of subject ids seen in the clip
+    detect_model: str = ""
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> ClipRow:
@@ -87,6 +94,41 @@ class ShotRow:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> ShotRow:
+        return cls(**{f.name: row[f.name] for f in fields(cls)})
+
+
+@dataclass(frozen=True)
+class TranscriptSegment:
+    """A speech segment; ``words`` is a JSON list of ``[t0, t1, word, probability]``."""
+
+    video_id: str
+    segment_index: int
+    t0: float
+    t1: float
+    text: str
+    words: str = "[]"
+    model: str = ""
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> TranscriptSegment:
+        return cls(**{f.name: row[f.name] for f in fields(cls)})
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A per-video artefact keyed by ``kind``: ``"global"`` summary text, ``"registry"`` (the
+    subject registry as JSON in ``data``), and so on. ``model`` fingerprints what made it and
+    ``inputs_hash`` what it was made from, so it is redone only when either changes."""
+
+    video_id: str
+    kind: str
+    text: str = ""
+    data: str = "{}"
+    model: str = ""
+    inputs_hash: str = ""
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Summary:
         return cls(**{f.name: row[f.name] for f in fields(cls)})
 
 
@@ -124,10 +166,36 @@ CLIPS_SCHEMA = pa.schema(
         pa.field("t1", pa.float64()),
         pa.field("caption", pa.string()),
         pa.field("caption_model", pa.string()),
-        pa.field("transcript", pa.string()),
-        pa.field("ocr_text", pa.string()),
-        pa.field("detections", pa.string()),
         pa.field("subjects", pa.string()),
+        pa.field("transcript", pa.string()),
+        pa.field("transcript_model", pa.string()),
+        pa.field("ocr_text", pa.string()),
+        pa.field("ocr_model", pa.string()),
+        pa.field("detections", pa.string()),
+        pa.field("detect_model", pa.string()),
+    ]
+)
+
+TRANSCRIPT_SCHEMA = pa.schema(
+    [
+        pa.field("video_id", pa.string(), nullable=False),
+        pa.field("segment_index", pa.int32(), nullable=False),
+        pa.field("t0", pa.float64()),
+        pa.field("t1", pa.float64()),
+        pa.field("text", pa.string()),
+        pa.field("words", pa.string()),
+        pa.field("model", pa.string()),
+    ]
+)
+
+SUMMARIES_SCHEMA = pa.schema(
+    [
+        pa.field("video_id", pa.string(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("text", pa.string()),
+        pa.field("data", pa.string()),
+        pa.field("model", pa.string()),
+        pa.field("inputs_hash", pa.string()),
     ]
 )
 
@@ -159,6 +227,7 @@ def vectors_schema(dim: int) -> pa.Schema:
             pa.field("clip_index", pa.int32(), nullable=False),
             pa.field("t0", pa.float64()),
             pa.field("t1", pa.float64()),
+            pa.field("text_hash", pa.string()),  # of the text embedded: changed text is redone
             pa.field("vector", pa.list_(pa.float32(), dim)),
         ]
     )
@@ -170,5 +239,7 @@ TABLES: dict[str, tuple[pa.Schema, tuple[str, ...]]] = {
     "clips": (CLIPS_SCHEMA, ("video_id", "clip_index")),
     "frames": (FRAMES_SCHEMA, ("video_id", "t")),
     "shots": (SHOTS_SCHEMA, ("video_id", "shot_index")),
+    "transcript": (TRANSCRIPT_SCHEMA, ("video_id", "segment_index")),
+    "summaries": (SUMMARIES_SCHEMA, ("video_id", "kind")),
 }
 VECTOR_KEYS = ("video_id", "clip_index")

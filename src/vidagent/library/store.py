@@ -44,6 +44,8 @@ from vidagent.library.schema import (
     ClipRow,
     FrameRow,
     ShotRow,
+    Summary,
+    TranscriptSegment,
     VideoRecord,
     vectors_schema,
 )
@@ -222,6 +224,19 @@ class Library:
     def put_clips(self, video_id: str, clips: Sequence[ClipRow]) -> None:
         self._replace("clips", video_id, [c.__dict__ for c in clips])
 
+    def update_clips(self, video_id: str, updates: Sequence[dict[str, Any]]) -> None:
+        """Set some columns of existing clips, in one atomic commit (a stage's checkpoint).
+
+        Each update holds ``clip_index`` and the columns to set; other columns are kept.
+        """
+        if not updates:
+            return
+        schema = TABLES["clips"][0]
+        columns = ["video_id", *dict.fromkeys(k for u in updates for k in u)]
+        part = pa.schema([schema.field(c) for c in columns])
+        data = pa.Table.from_pylist([{"video_id": video_id, **u} for u in updates], schema=part)
+        self.table("clips").merge_insert(["video_id", "clip_index"]).when_matched_update_all().execute(data)
+
     def clips(
         self, video_id: str, t0: float | None = None, t1: float | None = None
     ) -> list[ClipRow]:
@@ -244,6 +259,27 @@ class Library:
         rows = self._scan("shots", f"video_id = {_quote(video_id)}")
         return sorted((ShotRow.from_row(r) for r in rows), key=lambda s: s.shot_index)
 
+    def put_transcript(self, video_id: str, segments: Sequence[TranscriptSegment]) -> None:
+        self._replace("transcript", video_id, [s.__dict__ for s in segments])
+
+    def transcript(
+        self, video_id: str, t0: float | None = None, t1: float | None = None
+    ) -> list[TranscriptSegment]:
+        rows = self._scan("transcript", _span_filter([video_id], t0, t1, "t0", "t1"))
+        return sorted((TranscriptSegment.from_row(r) for r in rows), key=lambda s: s.segment_index)
+
+    def put_summary(self, summary: Summary) -> None:
+        """Insert or replace one ``(video_id, kind)`` artefact."""
+        data = pa.Table.from_pylist([summary.__dict__], schema=TABLES["summaries"][0])
+        table = self.table("summaries")
+        table.merge_insert(
+            ["video_id", "kind"]
+        ).when_matched_update_all().when_not_matched_insert_all().execute(data)
+
+    def summary(self, video_id: str, kind: str) -> Summary | None:
+        rows = self._scan("summaries", f"video_id = {_quote(video_id)} AND kind = {_quote(kind)}")
+        return Summary.from_row(rows[0]) if rows else None
+
     # -- vectors --------------------------------------------------------------------------------
 
     def use_embedding(self, table: str, spec: str, dim: int) -> bool:
@@ -262,9 +298,20 @@ class Library:
         return current is not None
 
     def put_clip_vectors(
-        self, video_id: str, spec: str, clips: Sequence[ClipRow], vectors: np.ndarray
+        self,
+        video_id: str,
+        spec: str,
+        clips: Sequence[ClipRow],
+        vectors: np.ndarray,
+        text_hashes: Sequence[str] | None = None,
+        *,
+        replace: bool = True,
     ) -> None:
-        """Store one vector per clip, (N, D) float32, made by the model ``spec``."""
+        """Store one vector per clip, (N, D) float32, made by the model ``spec``.
+
+        ``text_hashes`` fingerprint the embedded text so changed text can be re-embedded alone.
+        With ``replace=False`` other clips' vectors of the video are kept (a partial update).
+        """
         bound = self.manifest.embeddings.get("clip_vectors")
         if bound is None or bound["spec"] != spec or vectors.shape[1:] != (bound["dim"],):
             raise EmbeddingMismatchError(
@@ -273,11 +320,34 @@ class Library:
             )
         if len(clips) != len(vectors):
             raise ValueError(f"{len(clips)} clips but {len(vectors)} vectors")
+        hashes = list(text_hashes) if text_hashes is not None else [""] * len(clips)
         rows = [
-            {"video_id": video_id, "clip_index": c.clip_index, "t0": c.t0, "t1": c.t1, "vector": v}
-            for c, v in zip(clips, vectors.astype(np.float32))
+            {
+                "video_id": video_id,
+                "clip_index": c.clip_index,
+                "t0": c.t0,
+                "t1": c.t1,
+                "text_hash": h,
+                "vector": v,
+            }
+            for c, v, h in zip(clips, vectors.astype(np.float32), hashes)
         ]
-        self._replace("clip_vectors", video_id, rows, vectors_schema(bound["dim"]))
+        schema = vectors_schema(bound["dim"])
+        if replace:
+            self._replace("clip_vectors", video_id, rows, schema)
+            return
+        data = pa.Table.from_pylist(rows, schema=schema)
+        table = self.table("clip_vectors", schema)
+        table.merge_insert(
+            list(VECTOR_KEYS)
+        ).when_matched_update_all().when_not_matched_insert_all().execute(data)
+
+    def clip_vector_hashes(self, video_id: str) -> dict[int, str]:
+        """``clip_index -> text_hash`` of the vectors stored for a video."""
+        if "clip_vectors" not in self.manifest.embeddings:
+            return {}
+        rows = self._scan("clip_vectors", f"video_id = {_quote(video_id)}")
+        return {int(r["clip_index"]): str(r["text_hash"]) for r in rows}
 
     def search_clips(
         self,
@@ -292,9 +362,7 @@ class Library:
 
         A clip is in the range when it overlaps ``[t_from, t_to]``. Only listed videos count.
         """
-        if "clip_vectors" not in self.manifest.embeddings or not self._exists(
-            "clip_vectors"
-        ):
+        if "clip_vectors" not in self.manifest.embeddings or not self._exists("clip_vectors"):
             return []
         listed = [v.video_id for v in self.list_videos()]
         wanted = [v for v in (video_ids or listed) if v in listed]

@@ -3,9 +3,12 @@
 - ``FakeAdapter.scripted([...])`` answers chat requests from a list, in order: a string, a
   :class:`ToolCall` (or a tuple of them), or a full :class:`ChatResponse`.
 - ``FakeAdapter.function(fn)`` answers with ``fn(request)``, which returns any of the above.
-- From a spec string: ``fake:echo`` repeats the last user text; ``fake:scripted?replies=["a","b"]``
-  takes a JSON list; ``fake:hash?dim=64`` embeds text as a deterministic hashed bag of words
-  (texts that share words are similar), which also serves ``embed_images`` by colour histogram.
+- From a spec string: ``fake:echo`` repeats the last user text (``?reply=TEXT`` answers TEXT
+  instead); ``fake:scripted?replies=["a","b"]`` takes a JSON list; ``fake:hash?dim=64`` embeds
+  text as a deterministic hashed bag of words (texts that share words are similar), which also
+  serves ``embed_images`` by colour histogram. Options for any of them: ``delay=SECONDS`` sleeps
+  in every chat call, ``log=PATH`` appends one JSON line per chat call (for tests that count
+  calls across processes).
 
 Every request is recorded in ``.requests`` so tests can assert on what an agent sent.
 Token counts are whitespace word counts, so accounting tests have exact numbers.
@@ -17,6 +20,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -116,12 +120,28 @@ class FakeAdapter(Adapter):
             if not self._replies:
                 raise ConfigError("fake model: the script has no replies left")
             return self._replies.pop(0)
+        if "reply" in self.options:
+            return self.options["reply"]
         return request.messages[-1].text if request.messages else ""
 
+    def _log_call(self, request: ChatRequest) -> None:
+        if "log" in self.options:
+            line = json.dumps(
+                {
+                    "text": request.messages[-1].text if request.messages else "",
+                    "images": request.image_count(),
+                }
+            )
+            with open(self.options["log"], "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+
     def chat(self, request: ChatRequest) -> ChatResponse:
+        if "delay" in self.options:
+            time.sleep(float(self.options["delay"]))
         with self._lock:
             self.requests.append(request)
             reply = self._next_reply(request)
+            self._log_call(request)
         if isinstance(reply, ChatResponse):
             return reply
         calls = (

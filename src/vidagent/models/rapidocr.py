@@ -1,7 +1,7 @@
 """Embedded OCR: RapidOCR with the PP-OCR ONNX models it ships, on the CPU.
 
-``rapidocr:pp-ocr`` is the only model name; option ``min_score`` (default 0.5) drops low
-confidence lines.
+``rapidocr:pp-ocr`` is the only model name. Options: ``min_score`` (default 0.5) drops low
+confidence lines; ``max_side`` (default 960) is the longest side text detection works at.
 """
 
 from __future__ import annotations
@@ -48,8 +48,15 @@ class RapidOCRAdapter(Adapter):
                 from rapidocr import RapidOCR
             except ImportError:
                 raise BackendMissingError("rapidocr", "ocr") from None
-            # RapidOCR logs every model load at INFO; keep the user's terminal for progress bars.
-            self._engine = RapidOCR(params={"Global.log_level": "warning"})
+            # By default RapidOCR scales every frame up until its short side is 736 px; capping
+            # the long side at 960 instead read the same text 2-4x faster on video frames.
+            # It also logs each model load and every frame without text: keep errors only.
+            params = {
+                "Global.log_level": "error",
+                "Det.limit_type": "max",
+                "Det.limit_side_len": int(self.options.get("max_side", 960)),
+            }
+            self._engine = RapidOCR(params=params)
         return self._engine
 
     def read_text(self, images: list[np.ndarray]) -> list[list[TextLine]]:

@@ -1,0 +1,83 @@
+"""The ``vidagent`` command: a thin noun-verb shell over the library functions.
+
+Errors print as one line on stderr with a non-zero exit; ``--json`` gives machine output.
+Heavy modules are imported inside the commands that need them so ``--help`` and ``info`` stay
+fast and never import torch. One module per family of commands:
+
+- :mod:`.info`: ``info``, ``probe``
+- :mod:`.index`: ``index`` (with ``--dry-run``)
+- :mod:`.library`: ``list``, ``show``, ``search``, ``remove``
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from vidagent import __version__, timecode
+from vidagent.config import ROLES, Settings, load_settings
+from vidagent.exceptions import VidagentError
+from vidagent.timecode import hms
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def parse_time(text: str) -> float:
+    """Seconds from a command-line time (seconds or ``HH:MM:SS``)."""
+    try:
+        return timecode.parse_time(text)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+def settings_of(ctx: click.Context) -> Settings:
+    return ctx.find_object(Settings) or ctx.ensure_object(Settings)  # type: ignore[no-any-return]
+
+
+def _role_options(fn: F) -> F:
+    for role in reversed(ROLES):
+        fn = click.option(
+            f"--{role.replace('_', '-')}",
+            role,
+            metavar="SPEC",
+            help=f"model spec for the {role} role",
+        )(fn)
+    return fn
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="vidagent")
+@click.option("--home", type=click.Path(file_okay=False), help="home directory [$VIDAGENT_HOME]")
+@click.option("--library", metavar="URI", help="Library directory or URI [$VIDAGENT_LIBRARY]")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="config file")
+@_role_options
+@click.pass_context
+def cli(ctx: click.Context, config_file: str | None, **flags: Any) -> None:
+    """Answer questions about long videos with agents over a multi-granular index."""
+    ctx.obj = load_settings(flags, config_file=config_file)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the CLI and turn vidagent errors into one line and exit code 1."""
+    try:
+        # Without standalone mode click returns ctx.exit()'s code instead of exiting.
+        code = cli.main(args=argv, prog_name="vidagent", standalone_mode=False)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except click.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except VidagentError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+__all__ = ["cli", "hms", "main", "parse_time", "settings_of"]
+
+# Register the commands (imported for their side effect on ``cli``).
+from vidagent.cli import index, info, library  # noqa: F401

@@ -1,0 +1,105 @@
+"""What every ingest stage shares: its context, its fingerprint, its checkpoints, its estimate.
+
+A stage turns clips into columns of the ``clips`` table (or rows of its own table). Each clip's
+output sits next to the stage's *fingerprint* (model spec, plus prompt hash for prompted stages)
+in a ``*_model`` column. A clip is pending when its fingerprint differs from the current one, so
+
+- rerunning after a crash redoes only clips whose checkpoint never landed (no duplicates: rows
+  are keyed by ``(video_id, clip_index)`` and updated in place);
+- changing one role's model makes exactly that stage's clips pending again.
+
+Stages checkpoint with :meth:`Stage.flush`, which writes finished clips in one atomic commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from vidagent.prompts import prompt_hash
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
+
+    from vidagent.config import Settings
+    from vidagent.library import ClipRow, Library, VideoRecord
+    from vidagent.media import VideoInfo
+    from vidagent.models.client import Models
+
+
+@dataclass
+class IngestContext:
+    """Everything a stage may touch for one video."""
+
+    library: Library
+    models: Models
+    settings: Settings
+    video: VideoRecord
+    path: Path
+
+
+@dataclass
+class StageEstimate:
+    """What a stage will spend on one video, before spending anything."""
+
+    stage: str
+    role: str | None
+    spec: str
+    calls: int = 0
+    frames: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+def text_hash(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:16]
+
+
+class Stage:
+    """Base of the per-clip stages. Subclasses set the class attributes and :meth:`run`."""
+
+    name: ClassVar[str]
+    role: ClassVar[str | None] = None  # the model role the stage calls
+    column: ClassVar[str | None] = None  # the clips column holding the fingerprint
+    prompts: ClassVar[tuple[str, ...]] = ()  # prompt files whose text shapes the output
+    #: seconds between checkpoints for cheap local work (expensive calls flush every clip)
+    flush_every: ClassVar[float] = 2.0
+
+    def fingerprint(self, settings: Settings) -> str:
+        spec = settings.spec(self.role) if self.role else self.name
+        hashes = [prompt_hash(p) for p in self.prompts]
+        return "|".join([spec, *hashes])
+
+    def pending(self, ctx: IngestContext) -> list[ClipRow]:
+        fp = self.fingerprint(ctx.settings)
+        return [c for c in ctx.library.clips(ctx.video.video_id) if getattr(c, str(self.column)) != fp]
+
+    def run(self, ctx: IngestContext, clips: list[ClipRow], bar: tqdm) -> None:
+        raise NotImplementedError
+
+    def estimate(self, info: VideoInfo, clips: int, settings: Settings) -> StageEstimate:
+        raise NotImplementedError
+
+    # -- checkpoints ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._buffer: list[dict[str, Any]] = []
+        self._last_flush = time.monotonic()
+
+    def finished(self, ctx: IngestContext, update: dict[str, Any], bar: tqdm, *, now: bool = False) -> None:
+        """Record one clip's output; write the buffer when due (or at once with ``now``)."""
+        self._buffer.append(update)
+        bar.update(1)
+        if now or time.monotonic() - self._last_flush >= self.flush_every:
+            self.flush(ctx)
+
+    def flush(self, ctx: IngestContext) -> None:
+        if self._buffer:
+            ctx.library.update_clips(ctx.video.video_id, self._buffer)
+            self._buffer = []
+        self._last_flush = time.monotonic()

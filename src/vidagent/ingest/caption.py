@@ -1,0 +1,461 @@
+"""The caption stage: one caption per clip and the progressive subject registry (DVD, Table 9).
+
+Clips are captioned in temporal order, each seeing the subjects met so far:
+``(S_i, c_i) = VLM(f_i, S_{i-1})``, ``S_0 = {}``, ``S_i = S_{i-1} ∪ new_i``. The adapter filling
+the ``vlm`` role decides how.
+
+**A vision-language model** (``openai:<model>``, any adapter with ``supports_images``) gets
+Table 9 verbatim, one request per clip: the system prompt; frames at 2 fps decoded from the
+source at 720p (longest side 1280 px, never upscaled), each after a label ``t=HH:MM:SS`` (plus
+``.5`` on half seconds; A.11 #9), at most ``capabilities.max_images`` (uniformly subsampled; 0 is
+no cap); ``[TRANSCRIPTS]`` = the clip's transcript or ``No transcript.`` (the released code's
+fallback); ``[SUBJECTS]`` = ``S_{i-1}`` as compact JSON of the prompt's four fields;
+``CLIP_START_TIME``/``CLIP_END_TIME`` = ``"HH:MM:SS"`` (truncated) as JSON strings, so the
+template stays valid JSON (the released code leaves them bare); ``BENCHMARK_CUSTOM_PLACEHOLDER``
+= ``benchmark_hint``, empty by default (A.11 #11); temperature 0, JSON mode. Placeholders are
+filled in one pass, so a transcript is never searched for placeholders.
+
+Answers are parsed leniently (code fences, trailing text, bare ``HH:MM:SS`` values). An
+unparsable one is asked again up to ``format_retries`` times as a follow-up turn quoting it (an
+identical request would only hit the response cache), then stored raw as the caption with no
+subjects, and ``note`` says so. Proposed ids become runtime ids ``subject_<n>`` (A.11 #3) and
+``subjects_present`` follows; an id that is neither known nor new is dropped, and a new subject
+is present in the clip that introduced it. A rejected request
+(:class:`~vidagent.exceptions.RequestRejectedError`, e.g. a content filter) or a filtered answer
+leaves the caption blank, as in the paper. So that a misconfiguration cannot blank a whole
+video, HTTP 401/403/404 are raised at once, and rejections before the run's first success are
+held back and raised once ``probation`` of them are in a row.
+
+**The perception describer** (``perception:describer``, the offline default) is not a VLM, and
+no model is called: the caption is a factual paragraph, opened by
+:data:`~vidagent.models.perception.LABEL`, of what earlier stages stored in the clip's row
+(``detections`` with position and size, ``ocr_text``, the transcript), what the stored 1 fps
+thumbnails measure (dominant colours, brightness, motion) and the shot cuts inside the clip.
+Subjects are detected people (and faces outside any person box), re-identified across clips by
+a hue x saturation histogram of the box on the nearest thumbnail: an intersection of at least
+``reid_threshold`` with a known subject's is a match, else a new ``subject_<n>`` is registered
+with the region's dominant colours as appearance.
+
+**Checkpoints and resume.** Through the registry, a clip's caption depends on every clip before
+it, so the pending clips are the first clip whose fingerprint differs *and all after it*. The
+registry is stored as ``Summary(kind="registry")``, ``inputs_hash`` = the last clip it covers,
+*before* the clip rows it covers (VLM clips one by one: a call is never worth repeating). A
+rerun continues from the first pending clip with that registry; one that does not end right
+before it (a crash between the two writes) is rebuilt from the subjects introduced earlier
+(each entry keeps ``first_clip``) and the ids finished clips name (``unknown`` placeholders if
+their entry is lost).
+
+Not implemented: A.11 #1's ``parallel_merge`` (the chain is sequential, as in the paper) and
+A.11 #4's transcript-guided segmentation (clips are the structure stage's uniform clips).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import re
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from vidagent.exceptions import ConfigError, RequestRejectedError
+from vidagent.ingest.base import IngestContext, Stage, StageEstimate, text_hash
+from vidagent.ingest.describe import (
+    decode_jpeg,
+    describe_clip,
+    detections_in,
+    next_subject_id,
+    reidentify,
+)
+from vidagent.library.schema import Summary
+from vidagent.models.base import ChatRequest, ImagePart, Message
+from vidagent.prompts import load_prompt
+from vidagent.timecode import clock, hhmmss
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
+
+    from vidagent.config import Settings
+    from vidagent.library import ClipRow
+    from vidagent.media import VideoInfo
+    from vidagent.models.client import Client
+
+log = logging.getLogger(__name__)
+
+REGISTRY = "registry"  # Summary kind of the subject registry
+NO_TRANSCRIPT = "No transcript."
+FIX_JSON = (
+    "Your reply was not valid JSON in the requested output format. Reply with only the JSON object."
+)
+PROMPT_FIELDS = ("name", "appearance", "identity", "first_seen")
+# What the stage keeps per subject: the prompt's fields, the clip that introduced the subject
+# (to rebuild the registry on resume) and, on the describer path, its colour signature.
+KEPT_FIELDS = (*PROMPT_FIELDS, "first_clip", "signature")
+_CONFIG_STATUSES = frozenset({401, 403, 404})  # a key, permission or model problem, not content
+_PLACEHOLDERS = re.compile(
+    r"BENCHMARK_CUSTOM_PLACEHOLDER|\[TRANSCRIPTS\]|\[SUBJECTS\]|CLIP_START_TIME|CLIP_END_TIME"
+)
+_BARE_TIME = re.compile(r"(:\s*)(\d{1,2}:\d{2}:\d{2}(?:\.\d+)?)(?=\s*[,}\]\n])")
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+#: mean absolute change between consecutive same-shot thumbnails (0-1) -> words
+
+
+class _Filtered(Exception):
+    """The provider's content filter cut the answer (finish_reason ``content_filter``)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Times, registry and answer helpers (summarize and the tools use them too)
+
+
+def registry_view(registry: dict[str, Any]) -> str:
+    """``[SUBJECTS]``: the registry as compact JSON with the prompt's fields only."""
+    view = {sid: {k: e[k] for k in PROMPT_FIELDS if k in e} for sid, e in registry.items()}
+    return json.dumps(view, ensure_ascii=False)
+
+
+def parse_caption(text: str) -> tuple[str, list[str], dict[str, Any]] | None:
+    """``(captions, subjects_present, new_subject_registry)`` from a Table 9 answer, or None."""
+    obj = _json_object(text)
+    if not isinstance(obj, dict):
+        return None
+    desc = obj.get("clip_description")
+    present: Any = []
+    if isinstance(desc, dict):
+        captions, present = desc.get("captions"), desc.get("subjects_present") or []
+    else:
+        captions = desc  # the released code's variant: a plain narration string
+    if isinstance(captions, list):
+        captions = " ".join(str(c) for c in captions)
+    if not isinstance(captions, str):
+        return None
+    ids = (
+        [str(p) for p in present if isinstance(p, (str, int))] if isinstance(present, list) else []
+    )
+    new = obj.get("new_subject_registry")
+    if isinstance(new, list):  # some models list the entries instead of keying them by id
+        new = {
+            str(e.get("subject_id", f"new_{i}")): e
+            for i, e in enumerate(new)
+            if isinstance(e, dict)
+        }
+    return captions.strip(), ids, new if isinstance(new, dict) else {}
+
+
+def _json_object(text: str) -> Any:
+    """The first JSON object in ``text``, inside a code fence if there is one."""
+    fenced = _FENCE.search(text)
+    body = fenced.group(1) if fenced else text
+    for start in [m.start() for m in re.finditer(r"\{", body)][:20]:
+        for candidate in (body[start:], _BARE_TIME.sub(r'\1"\2"', body[start:])):
+            try:
+                obj = json.JSONDecoder().raw_decode(candidate)[0]
+            except json.JSONDecodeError:
+                continue
+            if isinstance(obj, dict):
+                return obj
+    return None
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None or value == "":
+        return []
+    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+
+
+def _subject(entry: Any, clip: ClipRow) -> dict[str, Any]:
+    entry = entry if isinstance(entry, dict) else {"appearance": entry}
+    return {
+        "name": str(entry.get("name") or "unknown"),
+        "appearance": _as_list(entry.get("appearance")),
+        "identity": _as_list(entry.get("identity")),
+        "first_seen": str(entry.get("first_seen") or hhmmss(clip.t0)),
+        "first_clip": clip.clip_index,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# The stage
+
+
+class Caption(Stage):
+    """Captions clips in order with a progressive subject registry; see the module docstring.
+
+    Args:
+        benchmark_hint: fills ``BENCHMARK_CUSTOM_PLACEHOLDER`` (e.g. EgoSchema's camera-wearer
+            note); part of the fingerprint when set.
+    """
+
+    name = "caption"
+    role = "vlm"
+    column = "caption_model"
+    prompts = ("dvd_caption_system", "dvd_caption")
+    fps: ClassVar[float] = 2.0  # frames per second sent to the VLM (paper)
+    frame_size: ClassVar[int] = 1280  # longest side: 720p for 16:9 video (paper)
+    jpeg_quality: ClassVar[int] = 90
+    format_retries: ClassVar[int] = 2
+    probation: ClassVar[int] = 3
+    reid_threshold: ClassVar[float] = 0.6
+    #: OpenAI high-detail cost of a 1280x720 image: 6 tiles of 512 px x 170 + 85 = 1105 tokens
+    tokens_per_image: ClassVar[int] = 1105
+    output_tokens: ClassVar[int] = 250
+
+    def __init__(self, benchmark_hint: str = "") -> None:
+        self.benchmark_hint = benchmark_hint
+        self.note = ""
+
+    def fingerprint(self, settings: Settings) -> str:
+        base = super().fingerprint(settings)
+        return f"{base}|hint={text_hash(self.benchmark_hint)[:8]}" if self.benchmark_hint else base
+
+    def pending(self, ctx: IngestContext) -> list[ClipRow]:
+        fp = self.fingerprint(ctx.settings)
+        clips = ctx.library.clips(ctx.video.video_id)
+        first = next((k for k, c in enumerate(clips) if c.caption_model != fp), len(clips))
+        return clips[first:]
+
+    def start(self) -> None:
+        super().start()
+        self._registry: dict[str, Any] | None = None
+        self._held: list[dict[str, Any]] = []
+        self._succeeded = False
+        self._counts = {"blank": 0, "unparsed": 0}
+
+    def run(self, ctx: IngestContext, clips: list[ClipRow], bar: tqdm) -> None:
+        if not clips:
+            return
+        client = ctx.models.client(self.role)
+        self._registry = self._load_registry(ctx, clips[0].clip_index)
+        if client.adapter.provider == "perception":
+            self._run_describer(ctx, clips, bar)
+        elif client.capabilities.supports_images:
+            self._run_vlm(ctx, client, clips, bar)
+        else:
+            raise ConfigError(
+                f"vlm role {client.spec} takes no images; set vlm to a vision model "
+                "(openai:<model>) or to perception:describer"
+            )
+        self._buffer.extend(self._held)  # rejected clips of a run that never succeeded
+        self._held = []
+        self.flush(ctx)
+        blank, raw = self._counts["blank"], self._counts["unparsed"]
+        notes = [f"{blank} clip(s) left blank (request rejected)"] if blank else []
+        notes += [f"{raw} clip(s) stored as raw text (unparsable JSON)"] if raw else []
+        self.note = "; ".join(notes)
+
+    def flush(self, ctx: IngestContext) -> None:
+        """Write the registry covering the buffered clips, then the clips themselves."""
+        if self._buffer and self._registry is not None:
+            last = max(int(u["clip_index"]) for u in self._buffer)
+            ctx.library.put_summary(
+                Summary(
+                    ctx.video.video_id,
+                    REGISTRY,
+                    data=json.dumps(self._registry, ensure_ascii=False),
+                    model=self.fingerprint(ctx.settings),
+                    inputs_hash=str(last),
+                )
+            )
+        super().flush(ctx)
+
+    def _load_registry(self, ctx: IngestContext, first: int) -> dict[str, Any]:
+        """``S_{first-1}``: the stored checkpoint, or a rebuild when it does not fit."""
+        if first == 0:
+            return {}
+        fp = self.fingerprint(ctx.settings)
+        stored = ctx.library.summary(ctx.video.video_id, REGISTRY)
+        data = json.loads(stored.data) if stored else {}
+        entries = {
+            sid: {k: e[k] for k in KEPT_FIELDS if k in e}
+            for sid, e in data.items()
+            if isinstance(e, dict)
+        }
+        if stored and stored.model == fp and stored.inputs_hash == str(first - 1):
+            return entries
+        log.info("caption: rebuilding the subject registry before clip %d", first)
+        kept = {sid: e for sid, e in entries.items() if int(e.get("first_clip", first)) < first}
+        for clip in ctx.library.clips(ctx.video.video_id):
+            if clip.clip_index < first and clip.caption_model == fp:
+                for sid in json.loads(clip.subjects or "[]"):
+                    kept.setdefault(sid, _subject({}, clip))
+        return kept
+
+    # -- the VLM path -------------------------------------------------------------------------
+
+    def _run_vlm(self, ctx: IngestContext, client: Client, clips: list[ClipRow], bar: tqdm) -> None:
+        from vidagent.media import probe
+
+        info = probe(ctx.path)
+        fp = self.fingerprint(ctx.settings)
+        for clip in clips:
+            request = self.request(info, clip, self._registry or {}, client.capabilities.max_images)
+            try:
+                parsed, raw = self._ask(client, request)
+            except (RequestRejectedError, _Filtered) as e:
+                self._rejected(ctx, clip, e, fp, bar)
+                continue
+            self._succeeded = True
+            if parsed is None:
+                log.warning("caption: clip %d answer is not JSON; storing it raw", clip.clip_index)
+                self._counts["unparsed"] += 1
+                caption, present = raw.strip(), list[str]()
+            else:
+                caption, present = parsed[0], self._register(clip, parsed[1], parsed[2])
+            self._buffer.extend(self._held)
+            self._held = []
+            update = {"clip_index": clip.clip_index, "caption": caption}
+            update |= {"subjects": json.dumps(present), "caption_model": fp}
+            self.finished(ctx, update, bar, now=True)
+
+    def request(
+        self, info: VideoInfo, clip: ClipRow, registry: dict[str, Any], max_images: int
+    ) -> ChatRequest:
+        """The Table 9 request for one clip: system prompt, filled user prompt, labelled frames."""
+        from vidagent.media import encode_jpeg, frames_at
+
+        times = self.frame_times(clip, max_images)
+        frames = frames_at(info, times, size=self.frame_size)  # (N, H, W, 3) uint8
+        parts: list[str | ImagePart] = [self.user_prompt(clip, registry)]
+        for t, rgb in zip(times, frames):
+            parts += [f"t={clock(t)}", ImagePart(encode_jpeg(rgb, self.jpeg_quality))]
+        system = Message("system", load_prompt("dvd_caption_system"))
+        return ChatRequest(
+            messages=(system, Message("user", tuple(parts))), json_mode=True, temperature=0.0
+        )
+
+    def user_prompt(self, clip: ClipRow, registry: dict[str, Any]) -> str:
+        values = {
+            "BENCHMARK_CUSTOM_PLACEHOLDER": self.benchmark_hint,
+            "[TRANSCRIPTS]": clip.transcript.strip() or NO_TRANSCRIPT,
+            "[SUBJECTS]": registry_view(registry),
+            "CLIP_START_TIME": json.dumps(hhmmss(clip.t0)),
+            "CLIP_END_TIME": json.dumps(hhmmss(clip.t1)),
+        }
+        return _PLACEHOLDERS.sub(lambda m: values[m.group(0)], load_prompt("dvd_caption"))
+
+    def frame_times(self, clip: ClipRow, max_images: int) -> list[float]:
+        """Times at ``fps`` from the clip start, uniformly subsampled to ``max_images``."""
+        n = max(1, math.ceil((clip.t1 - clip.t0) * self.fps - 1e-6))
+        times = [round(clip.t0 + k / self.fps, 3) for k in range(n)]
+        if 0 < max_images < n:
+            times = [times[int(i)] for i in np.linspace(0, n - 1, max_images).round()]
+        return times
+
+    def _ask(
+        self, client: Client, request: ChatRequest
+    ) -> tuple[tuple[str, list[str], dict[str, Any]] | None, str]:
+        """The parsed answer (or None) and the last raw text, with format retries."""
+        messages, raw = request.messages, ""
+        for _ in range(1 + self.format_retries):
+            response = client.chat(dataclasses.replace(request, messages=messages))
+            if response.finish_reason == "content_filter":
+                raise _Filtered(response.text)
+            raw = response.text
+            parsed = parse_caption(raw)
+            if parsed is not None:
+                return parsed, raw
+            messages = (*messages, Message("assistant", raw), Message("user", FIX_JSON))
+        return None, raw
+
+    def _rejected(
+        self, ctx: IngestContext, clip: ClipRow, error: Exception, fp: str, bar: tqdm
+    ) -> None:
+        status = getattr(error, "status", None)
+        if status in _CONFIG_STATUSES:
+            raise error
+        log.warning("caption: clip %d rejected by the provider (%s)", clip.clip_index, error)
+        self._counts["blank"] += 1
+        update = {"clip_index": clip.clip_index, "caption": "", "subjects": "[]"}
+        update["caption_model"] = fp
+        if self._succeeded:
+            self.finished(ctx, update, bar, now=True)
+            return
+        self._held.append(update)
+        bar.update(1)
+        if len(self._held) >= self.probation:
+            raise RequestRejectedError(
+                f"the first {len(self._held)} clips were all rejected, which is not a content "
+                f"filter; check the vlm model and endpoint (last error: {error})",
+                status=status,
+            ) from error
+
+    def _register(self, clip: ClipRow, present: list[str], new: dict[str, Any]) -> list[str]:
+        """Add the clip's new subjects under runtime ids; the ids present, renumbered."""
+        registry = self._registry if self._registry is not None else {}
+        known = set(registry)
+        renamed: dict[str, str] = {}
+        for proposed, entry in new.items():
+            sid = next_subject_id(registry)
+            registry[sid] = _subject(entry, clip)
+            renamed[str(proposed)] = sid
+        ids: list[str] = []
+        for x in present:
+            sid = renamed.get(x, x if x in known else "")
+            if sid and sid not in ids:
+                ids.append(sid)
+        ids += [sid for sid in renamed.values() if sid not in ids]
+        self._registry = registry
+        return ids
+
+    # -- the perception describer path ----------------------------------------------------------
+
+    def _run_describer(self, ctx: IngestContext, clips: list[ClipRow], bar: tqdm) -> None:
+        fp = self.fingerprint(ctx.settings)
+        video = ctx.video
+        cuts = [s.t0 for s in ctx.library.shots(video.video_id)[1:]]
+        registry = self._registry if self._registry is not None else {}
+        for clip in clips:
+            thumbs = [
+                (f.t, decode_jpeg(f.jpeg))
+                for f in ctx.library.frames(video.video_id, clip.t0, clip.t1)
+                if f.t < clip.t1
+            ]
+            seen = detections_in(clip, video.width, video.height)
+            present = reidentify(registry, clip, seen, thumbs, self.reid_threshold)
+            update = {
+                "clip_index": clip.clip_index,
+                "caption": describe_clip(clip, thumbs, cuts, seen),
+            }
+            update |= {"subjects": json.dumps(present), "caption_model": fp}
+            self._registry = registry
+            self.finished(ctx, update, bar)
+
+    # -- estimate -------------------------------------------------------------------------------
+
+    def estimate(self, info: VideoInfo, clips: int, settings: Settings) -> StageEstimate:
+        from vidagent.models.registry import parse_spec
+
+        spec = settings.spec(self.role)
+        if parse_spec(spec).provider == "perception":
+            return StageEstimate(
+                self.name,
+                self.role,
+                spec,
+                frames=math.ceil(info.duration * settings.sample_fps),
+                seconds=clips * 0.02,
+                notes=["perception describer: no model calls; facts from stored rows"],
+            )
+        per_clip = math.ceil(settings.clip_seconds * self.fps)
+        frames = math.ceil(info.duration * self.fps)  # the last clip may be shorter
+        prompt = (len(load_prompt("dvd_caption")) + len(load_prompt("dvd_caption_system"))) // 4
+        # ~2.5 spoken words/s at ~1.3 tokens/word; the registry grows, ~200 tokens on average
+        speech = settings.clip_seconds * 3.3 if info.has_audio else 4
+        per_call = prompt + 200 + speech + per_clip * (self.tokens_per_image + 8)
+        return StageEstimate(
+            self.name,
+            self.role,
+            spec,
+            calls=clips,
+            frames=frames,
+            input_tokens=int(
+                clips * per_call - (clips * per_clip - frames) * (self.tokens_per_image + 8)
+            ),
+            output_tokens=clips * self.output_tokens,
+            seconds=clips * 6.0,
+            notes=[
+                f"{self.tokens_per_image} tokens per 720p image (OpenAI high detail)",
+                "calls run one after another: each needs the previous clip's registry",
+            ],
+        )

@@ -1,0 +1,77 @@
+"""The embed stage: one vector per clip, from its caption, speech and on-screen text.
+
+Deep Video Discovery embeds the caption alone; vidagent also appends the clip's transcript and
+on-screen text (labelled), because offline captions are perception reports and speech carries
+most of what users search for. The vectors live in ``clip_vectors`` bound in the manifest to
+the embed model's spec and dimension. Each vector stores a hash of the text it was made from:
+
+- a clip whose text changed (new caption, new transcript) is re-embedded alone;
+- a new embed model empties the table (never mixing two models' vectors) and re-embeds all.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from vidagent.ingest.base import IngestContext, Stage, StageEstimate, text_hash
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
+
+    from vidagent.config import Settings
+    from vidagent.library import ClipRow
+    from vidagent.media import VideoInfo
+
+TABLE = "clip_vectors"
+
+
+def clip_text(clip: ClipRow) -> str:
+    """What is embedded for a clip."""
+    parts = [clip.caption.strip()]
+    if clip.transcript.strip():
+        parts.append(f"Speech: {clip.transcript.strip()}")
+    if clip.ocr_text.strip():
+        parts.append("On-screen text: " + " | ".join(clip.ocr_text.split("\n")))
+    return "\n".join(p for p in parts if p)
+
+
+class Embed(Stage):
+    name = "embed"
+    role = "embed"
+    batch: ClassVar[int] = 64
+
+    def pending(self, ctx: IngestContext) -> list[ClipRow]:
+        clips = ctx.library.clips(ctx.video.video_id)
+        bound = ctx.library.manifest.embeddings.get(TABLE, {})
+        if bound.get("spec") != self.fingerprint(ctx.settings):
+            return clips
+        stored = ctx.library.clip_vector_hashes(ctx.video.video_id)
+        return [c for c in clips if stored.get(c.clip_index) != text_hash(clip_text(c))]
+
+    def run(self, ctx: IngestContext, clips: list[ClipRow], bar: tqdm) -> None:
+        client = ctx.models.client("embed")
+        spec = self.fingerprint(ctx.settings)
+        for i in range(0, len(clips), self.batch):
+            chunk = clips[i : i + self.batch]
+            texts = [clip_text(c) for c in chunk]
+            vectors = client.embed(texts).vectors  # (B, D) float32
+            # A new model empties the table on its first batch; pending() already returned every
+            # clip in that case, so nothing is left without a vector.
+            ctx.library.use_embedding(TABLE, spec, int(vectors.shape[1]))
+            hashes = [text_hash(t) for t in texts]
+            ctx.library.put_clip_vectors(
+                ctx.video.video_id, spec, chunk, vectors, hashes, replace=False
+            )
+            bar.update(len(chunk))
+
+    def estimate(self, info: VideoInfo, clips: int, settings: Settings) -> StageEstimate:
+        spec = settings.spec("embed")
+        local = not spec.startswith("openai:")
+        return StageEstimate(
+            self.name,
+            self.role,
+            spec,
+            calls=-(-clips // self.batch),
+            input_tokens=clips * 120,  # caption + speech + on-screen text of a 5 s clip
+            seconds=clips / 150 if local else -(-clips // self.batch) * 1.0,
+        )

@@ -1,0 +1,169 @@
+"""Runs the ingest stages over videos: idempotent, resumable, with progress and a dry run.
+
+Order: structure (probe, thumbnails, shots, clips) → transcribe → read_text → detect →
+caption → embed → summarize. Every stage skips clips whose output its current fingerprint
+already made (see :mod:`vidagent.ingest.base`), so the same command finishes an interrupted
+run, and changing one role's model redoes only that role's work (plus the embeddings and
+summary of text that actually changed).
+
+Videos are independent: a file that cannot be read gets a :class:`~vidagent.exceptions.MediaError`
+in its result and the others are indexed; nothing of another video is touched.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tqdm import tqdm
+
+from vidagent.exceptions import MediaError
+from vidagent.ingest.base import IngestContext, Stage, StageEstimate
+from vidagent.ingest.structure import StructureReport, index_structure
+
+if TYPE_CHECKING:
+    from vidagent.config import Settings
+    from vidagent.library import Library, VideoRecord
+    from vidagent.models.client import Models
+
+STAGES = ("transcribe", "read_text", "detect", "caption", "embed", "summarize")
+
+
+def make_stage(name: str) -> Stage:
+    """A fresh stage object by name (imported lazily: each pulls its own model code)."""
+    if name == "transcribe":
+        from vidagent.ingest.transcribe import Transcribe
+
+        return Transcribe()
+    if name == "read_text":
+        from vidagent.ingest.read_text import ReadText
+
+        return ReadText()
+    if name == "detect":
+        from vidagent.ingest.detect import Detect
+
+        return Detect()
+    if name == "caption":
+        from vidagent.ingest.caption import Caption
+
+        return Caption()
+    if name == "embed":
+        from vidagent.ingest.embed import Embed
+
+        return Embed()
+    if name == "summarize":
+        from vidagent.ingest.summarize import Summarize
+
+        return Summarize()
+    raise ValueError(f"unknown stage {name!r}; stages: structure, {', '.join(STAGES)}")
+
+
+@dataclass
+class StageRun:
+    stage: str
+    clips: int
+    seconds: float
+    note: str = ""
+
+
+@dataclass
+class IndexResult:
+    """What indexing one path did, or why it could not."""
+
+    path: Path
+    video: VideoRecord | None = None
+    structure: StructureReport | None = None
+    stages: list[StageRun] = field(default_factory=list)
+    error: MediaError | None = None
+
+    @property
+    def seconds(self) -> float:
+        base = self.structure.seconds if self.structure else 0.0
+        return base + sum(s.seconds for s in self.stages)
+
+
+def _bar(desc: str, total: int, enabled: bool) -> tqdm:
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit="clip",
+        leave=False,
+        disable=not enabled,
+        file=sys.stderr,
+        dynamic_ncols=True,
+    )
+
+
+def run_stage(stage: Stage, ctx: IngestContext, *, progress: bool = False) -> StageRun:
+    """Run one stage on the clips it still owes; record it in the video's stage map."""
+    started = time.perf_counter()
+    pending = stage.pending(ctx)
+    if pending:
+        with _bar(f"{ctx.video.name[:24]} {stage.name}", len(pending), progress) as bar:
+            stage.start()
+            stage.run(ctx, pending, bar)
+            stage.flush(ctx)
+    note = getattr(stage, "note", "")
+    info = {
+        "model": stage.fingerprint(ctx.settings),
+        "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    if note:
+        info["note"] = note
+    ctx.video = ctx.library.set_stage(ctx.video.video_id, stage.name, info)
+    return StageRun(stage.name, len(pending), time.perf_counter() - started, note)
+
+
+def index_path(
+    path: str | Path,
+    *,
+    library: Library,
+    settings: Settings,
+    models: Models,
+    stages: Sequence[str] = STAGES,
+    progress: bool = False,
+    on_stage: Callable[[StageRun], None] | None = None,
+) -> IndexResult:
+    """Index one file through ``stages``; media errors are returned, not raised."""
+    path = Path(path).expanduser()
+    result = IndexResult(path)
+    try:
+        result.structure = index_structure(library, path, settings)
+    except MediaError as e:
+        result.error = e
+        return result
+    ctx = IngestContext(library, models, settings, result.structure.video, path)
+    for name in stages:
+        run = run_stage(make_stage(name), ctx, progress=progress)
+        result.stages.append(run)
+        if on_stage:
+            on_stage(run)
+    result.video = ctx.video
+    return result
+
+
+def estimate_path(
+    path: str | Path, settings: Settings, stages: Sequence[str] = STAGES
+) -> list[StageEstimate]:
+    """What indexing ``path`` would spend, from a probe alone: nothing is decoded or called."""
+    from vidagent.media import probe, uniform_clips
+
+    info = probe(path)
+    clips = len(uniform_clips(info.duration, settings.clip_seconds))
+    frames = int(info.duration * settings.sample_fps)
+    out = [
+        StageEstimate(
+            "structure",
+            None,
+            "decoder",
+            frames=frames,
+            seconds=info.duration / 150 + info.duration / 60,
+        )
+    ]
+    out += [make_stage(name).estimate(info, clips, settings) for name in stages]
+    return out

@@ -1,0 +1,188 @@
+"""The read_text stage: text burned into the picture (titles, slides, signs, subtitles), per clip.
+
+Frames are sampled at ``fps`` (default 1 per second), at most ``size`` pixels on the long side,
+in one sequential decode over runs of pending clips
+(:func:`~vidagent.ingest.sampling.sample_clips`), and read in batches.
+The default size, 960, keeps small print legible: on a 1920x1080 frame, text 13 px high is read
+exactly from a 960 px frame but with errors from a 640 px one.
+
+OCR is the most expensive local stage, so a frame that has not changed since the last frame
+actually read reuses that frame's lines. "Not changed" is judged on 64x36 grayscale thumbnails
+(each cell the mean of a block of pixels, which averages sensor and compression noise away): the
+frame is unchanged when no cell moved by more than :data:`UNCHANGED_MAX_DIFF` grey levels.
+The *largest* cell change is the test, not the mean, because text is small. Measured on
+generated 1 fps samples, thumbnails of frames decoded at 960 px::
+
+    change between samples                       mean |diff|   max |diff|
+    none (x264 still)                            0.00-0.02     0-3
+    none, sensor noise sigma 4 on every frame    0.03-0.27     1-2
+    one 20 px letter added on a 1280x720 slide   0.03          53
+    small subtitle line replaced (1280x720)      0.15-0.19     40-51
+    big title digit replaced (640x360)           0.77-1.05     165-181
+
+A mean threshold cannot separate these (noise 0.27 > one letter 0.03); the maximum separates
+them by a factor of 13, and 12 sits between with margin on both sides. The comparison is with
+the last frame read, not the previous frame, so a slow fade or pan is read again once it adds
+up to a visible change.
+
+Per clip, ``ocr_text`` holds the distinct lines in first-seen order joined by newlines, compared
+case- and whitespace-insensitively.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, ClassVar
+
+import cv2
+import numpy as np
+
+from vidagent.ingest.base import IngestContext, Stage, StageEstimate
+from vidagent.ingest.sampling import sample_clips
+from vidagent.media import probe
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
+
+    from vidagent.config import Settings
+    from vidagent.library import ClipRow
+    from vidagent.media import VideoInfo
+    from vidagent.models.base import TextLine
+    from vidagent.models.client import Client
+
+THUMB_SIZE = (64, 36)  # (w, h) of the change-detection thumbnails
+#: Largest thumbnail-cell change, in grey levels, of a frame that counts as unchanged.
+UNCHANGED_MAX_DIFF = 12
+#: Seconds per frame read on 2 CPU cores. RapidOCR (as configured by its adapter) scales every
+#: frame up until its short side is 736 px before detecting text, so the cost hardly depends on
+#: the size we decode at: 0.31 s for 640x360, 0.56-0.65 s for 720x528 and 480x352, 0.75 s for
+#: 1280x720 at 960 or 640 px (best of 3 runs on a shared machine; loaded, up to 2x that).
+SECONDS_PER_FRAME = {"rapidocr:pp-ocr": 0.6}
+
+
+def thumbnail(rgb: np.ndarray) -> np.ndarray:
+    """The change-detection thumbnail of a frame.  # (H, W, 3) uint8 -> (36, 64) int16"""
+    gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)  # (H, W) uint8
+    return cv2.resize(gray, THUMB_SIZE, interpolation=cv2.INTER_AREA).astype(np.int16)
+
+
+def unchanged(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two thumbnails show the same picture (see the module docstring)."""
+    return int(np.abs(a - b).max()) <= UNCHANGED_MAX_DIFF
+
+
+def merge_lines(frames: Iterable[list[TextLine]]) -> str:
+    """Distinct lines in first-seen order, one per line; case and spacing do not count."""
+    seen: dict[str, str] = {}
+    for lines in frames:
+        for line in lines:
+            text = " ".join(line.text.split())
+            if text and text.casefold() not in seen:
+                seen[text.casefold()] = text
+    return "\n".join(seen.values())
+
+
+class _FrameReader:
+    """Queues frames for OCR, handing an unchanged frame the slot of the last frame queued."""
+
+    def __init__(self, client: Client, batch: int) -> None:
+        self.client = client
+        self.batch = batch
+        self.lines: dict[int, list[TextLine]] = {}  # slot -> lines read
+        self.queue: list[tuple[int, np.ndarray]] = []
+        self.ref: tuple[int, np.ndarray] | None = None  # (slot, thumbnail) of the last one queued
+        self.seen = 0
+        self.read = 0
+
+    def add(self, rgb: np.ndarray) -> int:
+        """Queue a frame unless unchanged; returns the slot its lines will be in."""
+        self.seen += 1
+        thumb = thumbnail(rgb)
+        if self.ref is not None and unchanged(self.ref[1], thumb):
+            return self.ref[0]
+        slot, self.read = self.read, self.read + 1
+        self.queue.append((slot, rgb))
+        self.ref = (slot, thumb)
+        return slot
+
+    def read_queue(self) -> None:
+        for i in range(0, len(self.queue), self.batch):
+            part = self.queue[i : i + self.batch]
+            results = self.client.read_text([rgb for _, rgb in part])
+            self.lines.update(zip((slot for slot, _ in part), results))
+        self.queue = []
+
+    def forget(self) -> None:
+        """Drop the lines of every slot but the reference one (later frames may reuse it)."""
+        keep = self.ref[0] if self.ref is not None else -1
+        self.lines = {k: v for k, v in self.lines.items() if k == keep}
+
+
+class ReadText(Stage):
+    """OCR of sampled frames into ``ocr_text`` per clip.
+
+    Args:
+        fps: frames sampled per second.
+        size: longest side of the frames read, in pixels (never upscaled).
+        batch: frames per OCR call (at least the adapter's ``batch_size``).
+
+    After :meth:`run`, ``frames_seen`` and ``frames_read`` count the sampled and the actually
+    read frames, and ``note`` says so in words.
+    """
+
+    name: ClassVar[str] = "read_text"
+    role: ClassVar[str | None] = "ocr"
+    column: ClassVar[str | None] = "ocr_model"
+
+    def __init__(self, fps: float = 1.0, size: int = 960, batch: int = 8) -> None:
+        self.fps = fps
+        self.size = size
+        self.batch = batch
+        self.frames_seen = 0
+        self.frames_read = 0
+        self.note = ""
+
+    def run(self, ctx: IngestContext, clips: list[ClipRow], bar: tqdm) -> None:
+        fp = self.fingerprint(ctx.settings)
+        client = ctx.models.client(str(self.role))
+        reader = _FrameReader(client, max(self.batch, client.capabilities.batch_size))
+        waiting: list[tuple[ClipRow, list[int]]] = []
+        for clip, frames in sample_clips(probe(ctx.path), clips, self.fps, self.size):
+            waiting.append((clip, [reader.add(rgb) for _, rgb in frames]))
+            if len(reader.queue) >= reader.batch:
+                self._finish(ctx, reader, waiting, fp, bar)
+                waiting = []
+        self._finish(ctx, reader, waiting, fp, bar)
+        self.frames_seen, self.frames_read = reader.seen, reader.read
+        skipped = reader.seen - reader.read
+        self.note = f"read {reader.read} of {reader.seen} frames ({skipped} unchanged, reused)"
+
+    def _finish(
+        self,
+        ctx: IngestContext,
+        reader: _FrameReader,
+        waiting: list[tuple[ClipRow, list[int]]],
+        fp: str,
+        bar: tqdm,
+    ) -> None:
+        reader.read_queue()
+        for clip, slots in waiting:
+            text = merge_lines(reader.lines[s] for s in dict.fromkeys(slots))
+            update = {"clip_index": clip.clip_index, "ocr_text": text, "ocr_model": fp}
+            self.finished(ctx, update, bar)
+        reader.forget()
+
+    def estimate(self, info: VideoInfo, clips: int, settings: Settings) -> StageEstimate:
+        """Every sampled frame read: an upper bound, as unchanged frames are not read again."""
+        spec = settings.spec(str(self.role))
+        frames = max(math.ceil(info.duration * self.fps - 1e-9), clips)
+        est = StageEstimate(
+            self.name, self.role, spec, calls=math.ceil(frames / self.batch), frames=frames
+        )
+        if spec in SECONDS_PER_FRAME:
+            est.seconds = frames * SECONDS_PER_FRAME[spec]
+        else:
+            est.notes.append(f"no measured speed for {spec}")
+        est.notes.append("at most: frames unchanged since the last one read are not read again")
+        return est

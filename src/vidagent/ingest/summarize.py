@@ -1,0 +1,245 @@
+"""The summarize stage: a global summary of the clip captions, and the final subject registry.
+
+**Global summary** (VideoAgent2 Phase 1, ``S = F_llm(C, prompt_Summary)``). ``C`` is one line per
+captioned clip, ``"{start}s-{end}s: {caption}"`` (spec A.11 #8; times as integers when whole,
+else with one decimal; each caption's whitespace collapsed so a clip stays on one line; clips
+whose caption is blank, e.g. content-filtered, are left out). ``{C}`` is filled by plain
+replacement with the lines between newlines, the ``llm`` answers at temperature 0 (at most
+``max_tokens``), and the full response is stored as ``Summary(kind="global")`` (A.11 #6). The
+prompt stays verbatim for every video, "4-second clips" included (A.11 #13).
+
+Long videos do not fit a small local model: when ``C`` exceeds ``token_budget`` (estimated as
+characters / 4; the default suits an 8k-context model), consecutive lines are summarised in
+chunks of at most the budget (at least two lines each, so every level shrinks), each chunk
+with the same prompt; the chunk summaries become lines ``"{start}s-{end}s: {summary}"`` over
+their chunk's span and are summarised the same way, level by level, until they fit one call.
+The chunk summaries are kept in the summary's ``data``.
+
+The summary is redone only when its fingerprint (llm spec + prompt hash) or the captions change:
+``inputs_hash`` hashes the caption lines it was made from.
+
+**Subject registry.** The caption stage leaves the registry ``S_N`` as ``Summary(kind="registry")``.
+This stage adds each subject's ``temporal_spans`` (A.11 #2): the clips whose ``subjects`` name
+it, consecutive ones merged with a gap tolerance of one clip, as ``[start_s, end_s]``. An id that
+clips name but the registry lacks gets an ``unknown`` entry. The ``model`` and ``inputs_hash`` of
+the caption stage's checkpoint are kept, since no model is involved and the caption stage
+resumes from them. The optional "actions" LLM pass of A.11 #2 is not run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from vidagent.ingest.base import IngestContext, Stage, StageEstimate, text_hash
+from vidagent.ingest.caption import REGISTRY, hhmmss
+from vidagent.library.schema import Summary
+from vidagent.models.base import ChatRequest, Message
+from vidagent.prompts import load_prompt
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
+
+    from vidagent.config import Settings
+    from vidagent.library import ClipRow
+    from vidagent.media import VideoInfo
+    from vidagent.models.client import Client
+
+GLOBAL = "global"  # Summary kind of the global summary
+
+
+@dataclass(frozen=True)
+class Line:
+    """One entry of ``C``: a span and its text (a clip caption or a chunk summary)."""
+
+    t0: float
+    t1: float
+    text: str
+
+    def __str__(self) -> str:
+        return f"{_secs(self.t0)}s-{_secs(self.t1)}s: {' '.join(self.text.split())}"
+
+
+def _secs(t: float) -> str:
+    return f"{t:.0f}" if abs(t - round(t)) < 0.05 else f"{t:.1f}"
+
+
+def caption_lines(clips: list[ClipRow]) -> list[Line]:
+    """``C``: the captioned clips in order."""
+    return [Line(c.t0, c.t1, c.caption) for c in clips if c.caption.strip()]
+
+
+def summary_prompt(lines: list[Line]) -> str:
+    """prompt_Summary with ``{C}`` filled by the lines, one per line."""
+    return load_prompt("videoagent2_summary").replace(
+        "{C}", "\n" + "\n".join(map(str, lines)) + "\n"
+    )
+
+
+def temporal_spans(indices: list[int], clips: dict[int, ClipRow]) -> list[list[float]]:
+    """Spans of the clips ``indices``, neighbours at most one clip apart merged."""
+    spans: list[list[int]] = []
+    for i in sorted(set(indices)):
+        if spans and i - spans[-1][1] <= 2:
+            spans[-1][1] = i
+        else:
+            spans.append([i, i])
+    return [[clips[a].t0, clips[b].t1] for a, b in spans]
+
+
+def derive_registry(entries: dict[str, Any], clips: list[ClipRow]) -> dict[str, Any]:
+    """The registry with ``temporal_spans`` from the clips' subjects (idempotent)."""
+    by_index = {c.clip_index: c for c in clips}
+    seen: dict[str, list[int]] = {}
+    for c in clips:
+        for sid in json.loads(c.subjects or "[]"):
+            seen.setdefault(sid, []).append(c.clip_index)
+    out: dict[str, Any] = {}
+    for sid, entry in entries.items():
+        out[sid] = {k: v for k, v in entry.items() if k != "temporal_spans"}
+    for sid, where in seen.items():
+        if sid not in out:
+            first = by_index[where[0]]
+            out[sid] = {
+                "name": "unknown",
+                "appearance": [],
+                "identity": [],
+                "first_seen": hhmmss(first.t0),
+                "first_clip": first.clip_index,
+            }
+    for sid, entry in out.items():
+        entry["temporal_spans"] = temporal_spans(seen.get(sid, []), by_index)
+    return out
+
+
+class Summarize(Stage):
+    """Global summary and subject registry of a video; see the module docstring."""
+
+    name = "summarize"
+    role = "llm"
+    prompts = ("videoagent2_summary",)
+    token_budget: ClassVar[int] = 5000  # tokens of C per call (chars / 4)
+    #: caps a runaway small local model; with the budget it fits an 8k context
+    max_tokens: ClassVar[int] = 1024
+    output_tokens: ClassVar[int] = 500  # expected per call, for the estimate
+
+    def __init__(self) -> None:
+        self.note = ""
+        self.calls = 0  # llm calls of the last run
+
+    def pending(self, ctx: IngestContext) -> list[ClipRow]:
+        """Every clip when the summary or the registry is stale, else none."""
+        clips = ctx.library.clips(ctx.video.video_id)
+        fresh = self._global_fresh(ctx, clips) and self._registry(ctx, clips)[1]
+        return [] if fresh else clips
+
+    def run(self, ctx: IngestContext, clips: list[ClipRow], bar: tqdm) -> None:
+        vid = ctx.video.video_id
+        clips = ctx.library.clips(vid)
+        if not self._global_fresh(ctx, clips):
+            lines = caption_lines(clips)
+            text, data = self._summarize(ctx.models.client(self.role), lines)
+            summary = Summary(
+                vid,
+                GLOBAL,
+                text=text,
+                data=json.dumps(data, ensure_ascii=False),
+                model=self.fingerprint(ctx.settings),
+                inputs_hash=text_hash(*map(str, lines)),
+            )
+            ctx.library.put_summary(summary)
+        registry, fresh = self._registry(ctx, clips)
+        if not fresh:
+            stored = ctx.library.summary(vid, REGISTRY)
+            ctx.library.put_summary(
+                Summary(
+                    vid,
+                    REGISTRY,
+                    data=json.dumps(registry, ensure_ascii=False),
+                    model=stored.model if stored else "",
+                    inputs_hash=stored.inputs_hash if stored else "",
+                )
+            )
+        bar.update(len(clips))
+
+    def _global_fresh(self, ctx: IngestContext, clips: list[ClipRow]) -> bool:
+        stored = ctx.library.summary(ctx.video.video_id, GLOBAL)
+        return (
+            stored is not None
+            and stored.model == self.fingerprint(ctx.settings)
+            and stored.inputs_hash == text_hash(*map(str, caption_lines(clips)))
+        )
+
+    def _registry(self, ctx: IngestContext, clips: list[ClipRow]) -> tuple[dict[str, Any], bool]:
+        """The derived registry, and whether the stored one already equals it."""
+        stored = ctx.library.summary(ctx.video.video_id, REGISTRY)
+        current = json.loads(stored.data) if stored else {}
+        derived = derive_registry(current, clips)
+        return derived, (current == derived) if stored else not derived
+
+    def _summarize(self, client: Client, lines: list[Line]) -> tuple[str, dict[str, Any]]:
+        """The final summary text, and the chunk summaries of each level below it."""
+        if not lines:
+            self.note = "no captions to summarise"
+            return "", {"levels": []}
+        levels: list[list[dict[str, Any]]] = []
+        self.calls = 0
+        while len(lines) > 1 and self._tokens(lines) > self.token_budget:
+            summaries = [  # a lone trailing line moves up a level as it is
+                Line(
+                    chunk[0].t0,
+                    chunk[-1].t1,
+                    self._ask(client, chunk) if chunk[1:] else chunk[0].text,
+                )
+                for chunk in self._chunks(lines)
+            ]
+            levels.append([{"t0": s.t0, "t1": s.t1, "text": s.text} for s in summaries])
+            lines = summaries
+        text = self._ask(client, lines)
+        if levels:
+            self.note = f"hierarchical: {self.calls} llm calls over {len(levels) + 1} levels"
+        return text, {"levels": levels}
+
+    def _ask(self, client: Client, lines: list[Line]) -> str:
+        prompt = summary_prompt(lines)
+        request = ChatRequest(
+            messages=(Message("user", prompt),), temperature=0.0, max_tokens=self.max_tokens
+        )
+        self.calls += 1
+        return client.chat(request).text
+
+    def _tokens(self, lines: list[Line]) -> int:
+        return sum(len(str(line)) + 1 for line in lines) // 4
+
+    def _chunks(self, lines: list[Line]) -> list[list[Line]]:
+        """Consecutive lines within the budget, at least two per chunk (so levels shrink)."""
+        chunks: list[list[Line]] = [[]]
+        for line in lines:
+            chunk = chunks[-1]
+            if len(chunk) >= 2 and self._tokens([*chunk, line]) > self.token_budget:
+                chunks.append([line])
+            else:
+                chunk.append(line)
+        return chunks
+
+    def estimate(self, info: VideoInfo, clips: int, settings: Settings) -> StageEstimate:
+        spec = settings.spec(self.role)
+        per_caption = 100 if settings.spec("vlm").startswith("perception:") else 250
+        captions = clips * per_caption
+        prompt = len(load_prompt("videoagent2_summary")) // 4
+        chunks = 0 if captions <= self.token_budget else -(-captions // self.token_budget)
+        calls = 1 + chunks
+        input_tokens = captions + calls * prompt + chunks * self.output_tokens
+        output_tokens = calls * self.output_tokens
+        local = not spec.startswith("openai:")
+        return StageEstimate(
+            self.name,
+            self.role,
+            spec,
+            calls=calls,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            seconds=(input_tokens / 300 + output_tokens / 20) if local else calls * 15.0,
+            notes=[f"{per_caption} tokens per caption; chunks of {self.token_budget} tokens"],
+        )

@@ -1,0 +1,38 @@
+"""Times as people read and write them: ``HH:MM:SS`` out, seconds or ``HH:MM:SS`` in."""
+
+from __future__ import annotations
+
+
+def hhmmss(t: float) -> str:
+    """``HH:MM:SS`` with the seconds truncated, as Deep Video Discovery writes clip times."""
+    s = max(0, int(t))
+    return f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def hms(t: float) -> str:
+    """``HH:MM:SS`` rounded to the nearest second, for display."""
+    return hhmmss(round(t))
+
+
+def clock(t: float) -> str:
+    """``HH:MM:SS``, plus ``.d`` when ``t`` is not a whole second (2 fps labels need it)."""
+    whole, tenth = divmod(max(0, round(t * 10)), 10)
+    return hhmmss(whole) + (f".{tenth}" if tenth else "")
+
+
+def parse_time(text: str) -> float:
+    """Seconds from ``SS``, ``SS.s``, ``MM:SS`` or ``HH:MM:SS``.
+
+    Raises:
+        ValueError: not a time; the message says which forms are accepted.
+    """
+    try:
+        parts = [float(p) for p in str(text).strip().split(":")]
+    except ValueError:
+        parts = []
+    if not 1 <= len(parts) <= 3 or any(p < 0 for p in parts):
+        raise ValueError(f"{text!r} is not a time; use seconds or HH:MM:SS")
+    seconds = 0.0
+    for p in parts:
+        seconds = seconds * 60 + p
+    return seconds

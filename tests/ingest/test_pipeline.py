@@ -1,0 +1,166 @@
+"""The whole ingest pipeline: resumable after SIGKILL, exact, and selective when a model changes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from vidagent.config import load_settings
+from vidagent.exceptions import NotAVideoError
+from vidagent.ingest import STAGES, index_video
+from vidagent.library import Library
+from vidagent.media.synth import make_video
+from vidagent.models.base import Detection, Segment, TextLine, Transcript
+from vidagent.models.client import Models
+from vidagent.models.fake import FakeAdapter
+
+CAPTION = json.dumps(
+    {
+        "clip_start_time": "00:00:00",
+        "clip_end_time": "00:00:05",
+        "new_subject_registry": {},
+        "clip_description": {
+            "subjects_present": [],
+            "captions": "A coloured scene with a moving disc.",
+        },
+    }
+)
+FAKES = {
+    "llm": "fake:echo?reply=A short test video.",
+    "vlm": "fake:echo?reply=" + CAPTION,
+    "embed": "fake:hash?dim=32",
+    "asr": "fake:echo?text=hello there",
+    "ocr": "fake:a",
+    "detector": "fake:a",
+}
+
+
+def fake_models(settings, ocr_text: str = "HELLO") -> Models:  # type: ignore[no-untyped-def]
+    adapters = {
+        "llm": FakeAdapter(options={"reply": "A short test video."}),
+        "vlm": FakeAdapter(options={"reply": CAPTION}),
+        "embed": FakeAdapter("hash", {"dim": settings.embed.split("dim=")[1]}),
+        "asr": FakeAdapter(transcript=Transcript("en", (Segment(0.0, 2.0, "hello there"),))),
+        "ocr": FakeAdapter(read_text_fn=lambda img: [TextLine(ocr_text, (0, 0, 10, 10), 0.9)]),
+        "detector": FakeAdapter(detect_fn=lambda img: [Detection("person", (0, 0, 50, 100), 0.8)]),
+    }
+    return Models.from_adapters(adapters, settings)
+
+
+def runs(result) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    return {r.stage: r.clips for r in result.stages}
+
+
+def test_all_stages_then_nothing_left_to_do(small_video: Path, tmp_path: Path) -> None:
+    settings = load_settings({**FAKES, "cache": "off"})
+    lib = Library(tmp_path / "lib")
+    first = index_video(small_video, library=lib, settings=settings, models=fake_models(settings))
+    assert runs(first) == {
+        "transcribe": 3,
+        "read_text": 3,
+        "detect": 3,
+        "caption": 3,
+        "embed": 3,
+        "summarize": 3,
+    }
+    again = index_video(small_video, library=lib, settings=settings, models=fake_models(settings))
+    assert all(n == 0 for n in runs(again).values())
+    video = lib.list_videos()[0]
+    assert set(video.stages) == {"structure", *STAGES}
+
+
+def test_changing_one_model_redoes_only_its_work(small_video: Path, tmp_path: Path) -> None:
+    settings = load_settings({**FAKES, "cache": "off"})
+    lib = Library(tmp_path / "lib")
+    index_video(small_video, library=lib, settings=settings, models=fake_models(settings))
+    vid = lib.list_videos()[0].video_id
+    before = {c.clip_index: c for c in lib.clips(vid)}
+
+    # A new OCR model: OCR redone for every clip; captions, speech and detections untouched;
+    # embeddings redone only because the embedded text changed; the summary made no new call.
+    ocr_settings = settings.model_copy(update={"ocr": "fake:b"})
+    result = index_video(
+        small_video, library=lib, settings=ocr_settings, models=fake_models(ocr_settings, "WORLD")
+    )
+    assert (
+        runs(result)["read_text"] == 3
+        and runs(result)["transcribe"] == 0
+        and runs(result)["caption"] == 0
+    )
+    assert runs(result)["embed"] == 3
+    after = {c.clip_index: c for c in lib.clips(vid)}
+    assert all(
+        after[i].ocr_text == "WORLD" and after[i].caption == before[i].caption for i in before
+    )
+
+    # A new embedding model (another dimension): only the vectors are redone, never mixed.
+    emb_settings = ocr_settings.model_copy(update={"embed": "fake:hash?dim=48"})
+    result = index_video(
+        small_video, library=lib, settings=emb_settings, models=fake_models(emb_settings, "WORLD")
+    )
+    assert runs(result) == {
+        "transcribe": 0,
+        "read_text": 0,
+        "detect": 0,
+        "caption": 0,
+        "embed": 3,
+        "summarize": 0,
+    }
+    assert lib.manifest.embeddings["clip_vectors"] == {"spec": "fake:hash?dim=48", "dim": 48}
+    assert len(lib.clip_vector_hashes(vid)) == 3
+    assert len(lib.clips(vid)) == 3
+
+
+def test_a_bad_file_raises_and_writes_nothing(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.mp4"
+    bad.write_text("not a video")
+    settings = load_settings({**FAKES, "cache": "off"})
+    lib = Library(tmp_path / "lib")
+    with pytest.raises(NotAVideoError):
+        index_video(bad, library=lib, settings=settings, models=fake_models(settings))
+    assert lib.list_videos() == []
+
+
+def _count_lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def test_sigkill_at_any_moment_then_rerun_finishes_exactly(tmp_path: Path) -> None:
+    video = tmp_path / "long.mp4"
+    make_video(video, duration=40, shots=4, fps=10, size=(320, 180))  # 8 clips
+    log = tmp_path / "vlm-calls.jsonl"
+    env = {
+        **os.environ,
+        "VIDAGENT_HOME": str(tmp_path / "home"),
+        "VIDAGENT_CACHE": "off",
+        **{f"VIDAGENT_{k.upper()}": v for k, v in FAKES.items()},
+        "VIDAGENT_VLM": FAKES["vlm"] + f"&delay=0.25&log={log}",
+        "VIDAGENT_OCR": "fake:echo",
+        "VIDAGENT_DETECTOR": "fake:echo",
+    }
+    cmd = [sys.executable, "-m", "vidagent", "index", str(video), "--json", "--no-progress"]
+    for delay in (1.5, 2.5, 3.5):
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+
+    lib = Library(tmp_path / "home" / "library")
+    (v,) = lib.list_videos()
+    clips = lib.clips(v.video_id)
+    assert [c.clip_index for c in clips] == list(range(8))  # exactly one row per clip
+    assert all(c.caption == "A coloured scene with a moving disc." for c in clips)
+    assert sorted(lib.clip_vector_hashes(v.video_id)) == list(range(8))
+    assert len(lib.frames(v.video_id)) == 40
+    # Each kill can interrupt at most one caption call in flight; finished clips never repeat.
+    assert 8 <= _count_lines(log) <= 8 + 3
+    assert set(v.stages) == {"structure", *STAGES}
