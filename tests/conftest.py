@@ -28,7 +28,9 @@ def small_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from vidagent.media.synth import make_video
 
     path = tmp_path_factory.mktemp("media") / "small.mp4"
-    make_video(path, duration=12, shots=3, text_overlays=[(5.0, 8.0, "HELLO VIDAGENT")], audio="tone")
+    make_video(
+        path, duration=12, shots=3, text_overlays=[(5.0, 8.0, "HELLO VIDAGENT")], audio="tone"
+    )
     return path
 
 

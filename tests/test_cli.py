@@ -12,10 +12,17 @@ from pathlib import Path
 import pytest
 
 
-def vidagent(*args: str, home: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def vidagent(
+    *args: str, home: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "VIDAGENT_HOME": str(home), "HF_HUB_OFFLINE": "1", **(env or {})}
     return subprocess.run(
-        [sys.executable, "-m", "vidagent", *args], capture_output=True, text=True, env=env, timeout=600
+        [sys.executable, "-m", "vidagent", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
     )
 
 
@@ -51,7 +58,9 @@ def test_index_prints_structure_and_is_idempotent(
     assert report["shots"] == 3 and not report["reused"]
     assert all(stage["clips"] == 3 for stage in report["stages"].values())
 
-    again = json.loads(vidagent("index", str(small_video), "--json", home=_isolated_home, env=fake_env).stdout)
+    again = json.loads(
+        vidagent("index", str(small_video), "--json", home=_isolated_home, env=fake_env).stdout
+    )
     assert again["reused"] and again["video_id"] == report["video_id"]
     assert all(stage["clips"] == 0 for stage in again["stages"].values())
     listed = json.loads(vidagent("list", "--json", home=_isolated_home).stdout)
@@ -77,8 +86,14 @@ def test_bad_files_among_good_ones(
     vidagent("index", str(good), home=_isolated_home, env=fake_env)
     lib_before = json.loads(vidagent("show", "good.mp4", "--json", home=_isolated_home).stdout)
     out = vidagent(
-        "index", str(notes), str(half), str(empty), str(tmp_path / "missing.mp4"), str(good),
-        home=_isolated_home, env=fake_env,
+        "index",
+        str(notes),
+        str(half),
+        str(empty),
+        str(tmp_path / "missing.mp4"),
+        str(good),
+        home=_isolated_home,
+        env=fake_env,
     )
     assert out.returncode == 1
     errors = out.stderr.strip().splitlines()
@@ -88,7 +103,9 @@ def test_bad_files_among_good_ones(
     listed = json.loads(vidagent("list", "--json", home=_isolated_home).stdout)
     assert [v["name"] for v in listed] == ["good.mp4"]
     lib_after = json.loads(vidagent("show", "good.mp4", "--json", home=_isolated_home).stdout)
-    assert lib_after["clips"] == lib_before["clips"] and lib_after["summary"] == lib_before["summary"]
+    assert (
+        lib_after["clips"] == lib_before["clips"] and lib_after["summary"] == lib_before["summary"]
+    )
 
 
 def test_remove_by_name(small_video: Path, _isolated_home: Path, fake_env: dict[str, str]) -> None:
@@ -120,23 +137,44 @@ def test_dry_run_spends_nothing_and_prices_the_vlm(small_video: Path, _isolated_
     assert caption["input_tokens"] > 0 and caption["cost_usd"] == pytest.approx(
         (caption["input_tokens"] * 0.15 + caption["output_tokens"] * 0.6) / 1e6
     )
-    assert set(stages) == {"structure", "transcribe", "read_text", "detect", "caption", "embed", "summarize"}
+    assert set(stages) == {
+        "structure",
+        "transcribe",
+        "read_text",
+        "detect",
+        "caption",
+        "embed",
+        "summarize",
+    }
     assert not (_isolated_home / "library").exists()  # nothing was written
 
     table = vidagent("index", str(small_video), "--dry-run", home=_isolated_home, env=env).stdout
     assert "caption" in table and "openai:gpt-4o-mini" in table and "total: about" in table
 
 
-def test_show_and_search_read_the_index(small_video: Path, _isolated_home: Path, fake_env: dict[str, str]) -> None:
+def test_show_and_search_read_the_index(
+    small_video: Path, _isolated_home: Path, fake_env: dict[str, str]
+) -> None:
     vidagent("index", str(small_video), home=_isolated_home, env=fake_env)
     shown = vidagent("show", small_video.name, home=_isolated_home)
-    assert shown.returncode == 0 and "00:00:05-00:00:10" in shown.stdout and "summary" in shown.stdout
+    assert (
+        shown.returncode == 0 and "00:00:05-00:00:10" in shown.stdout and "summary" in shown.stdout
+    )
     hits = vidagent(
-        "search", small_video.name, "hello there", "--from", "00:00:06", "--json", home=_isolated_home, env=fake_env
+        "search",
+        small_video.name,
+        "hello there",
+        "--from",
+        "00:00:06",
+        "--json",
+        home=_isolated_home,
+        env=fake_env,
     )
     assert hits.returncode == 0, hits.stderr
     rows = json.loads(hits.stdout)
     assert rows and all(r["t1"] > 6 for r in rows)  # the time filter holds
     assert rows[0]["start"] in {"00:00:05", "00:00:10"}
-    bad = vidagent("search", small_video.name, "x", "--from", "soon", home=_isolated_home, env=fake_env)
+    bad = vidagent(
+        "search", small_video.name, "x", "--from", "soon", home=_isolated_home, env=fake_env
+    )
     assert bad.returncode != 0 and "not a time" in bad.stderr

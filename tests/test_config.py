@@ -15,7 +15,9 @@ def test_defaults_are_the_offline_models(_isolated_home: Path) -> None:
     assert s.library_uri == str(_isolated_home / "library")
 
 
-def test_layers_file_then_env_then_flags(_isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_layers_file_then_env_then_flags(
+    _isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _isolated_home.mkdir()
     (_isolated_home / "config.toml").write_text(
         'llm = "openai:from-file"\nvlm = "openai:vlm-file"\nclip_seconds = 4\n'
@@ -39,7 +41,9 @@ def test_dict_settings_from_env_are_json(monkeypatch: pytest.MonkeyPatch) -> Non
         load_settings()
 
 
-def test_openai_key_falls_back_to_the_conventional_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_openai_key_falls_back_to_the_conventional_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-conventional")
     assert load_settings().openai_api_key == "sk-conventional"
     monkeypatch.setenv("VIDAGENT_OPENAI_API_KEY", "sk-own")
@@ -56,7 +60,9 @@ def test_openai_key_falls_back_to_the_conventional_variable(monkeypatch: pytest.
         ("cache = 'sometimes'", "cache"),
     ],
 )
-def test_bad_config_file_says_what_is_wrong(_isolated_home: Path, content: str, message: str) -> None:
+def test_bad_config_file_says_what_is_wrong(
+    _isolated_home: Path, content: str, message: str
+) -> None:
     _isolated_home.mkdir()
     (_isolated_home / "config.toml").write_text(content)
     with pytest.raises(ConfigError, match=message):

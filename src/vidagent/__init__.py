@@ -16,18 +16,31 @@ _EXPORTS = {
     "load_settings": "vidagent.config",
     "Library": "vidagent.library",
     "index_video": "vidagent.ingest",
+    "search": "vidagent.library.search",
     "Models": "vidagent.models.client",
     "load_model": "vidagent.models",
     "probe": "vidagent.media",
     "frames_at": "vidagent.media",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = [
+    "Library",
+    "Models",
+    "Settings",
+    "__version__",
+    "frames_at",
+    "index_video",
+    "load_model",
+    "load_settings",
+    "probe",
+    "search",
+]
 
 if TYPE_CHECKING:
     from vidagent.config import Settings, load_settings
     from vidagent.ingest import index_video
     from vidagent.library import Library
+    from vidagent.library.search import search
     from vidagent.media import frames_at, probe
     from vidagent.models import load_model
     from vidagent.models.client import Models

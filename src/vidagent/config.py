@@ -58,7 +58,9 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     home: Path = Field(default_factory=lambda: Path("~/.vidagent").expanduser())
-    library: str = Field("", description="Library directory or object-store URI; default <home>/library")
+    library: str = Field(
+        "", description="Library directory or object-store URI; default <home>/library"
+    )
 
     llm: str = DEFAULT_SPECS["llm"]
     vlm: str = DEFAULT_SPECS["vlm"]
@@ -72,7 +74,9 @@ class Settings(BaseModel):
     openai_api_key: str = Field("", repr=False)
     request_timeout: float = Field(60.0, gt=0, description="seconds per model request")
     max_retries: int = Field(5, ge=0, description="retries of timeouts, 429 and 5xx")
-    backoff_base: float = Field(1.0, ge=0, description="first backoff in seconds; doubles per retry")
+    backoff_base: float = Field(
+        1.0, ge=0, description="first backoff in seconds; doubles per retry"
+    )
     backoff_max: float = Field(60.0, ge=0)
     default_concurrency: int = Field(4, ge=1, description="concurrent requests per remote endpoint")
     concurrency: dict[str, int] = Field(default_factory=dict, description="per-endpoint overrides")

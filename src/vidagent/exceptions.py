@@ -51,7 +51,9 @@ class BackendMissingError(UserError):
 
     def __init__(self, what: str, extra: str) -> None:
         self.extra = extra
-        super().__init__(f"{what} is not installed; install it with: pip install 'vidagent[{extra}]'")
+        super().__init__(
+            f"{what} is not installed; install it with: pip install 'vidagent[{extra}]'"
+        )
 
 
 class MediaError(VidagentError):
@@ -125,7 +127,9 @@ class ProviderTimeout(RetryableError):
 class RateLimitError(RetryableError):
     """HTTP 429 from the endpoint."""
 
-    def __init__(self, message: str, *, endpoint: str = "", retry_after: float | None = None) -> None:
+    def __init__(
+        self, message: str, *, endpoint: str = "", retry_after: float | None = None
+    ) -> None:
         super().__init__(message, endpoint=endpoint, status=429)
         self.retry_after = retry_after
 

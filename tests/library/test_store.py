@@ -17,14 +17,32 @@ from vidagent.library import manifest as manifest_mod
 
 
 def video(video_id: str, name: str = "a.mp4", duration: float = 15.0) -> VideoRecord:
-    return VideoRecord(video_id, f"/videos/{name}", name, 1000, duration, 25.0, 640, 360, 0, "h264", True, "2026-01-01T00:00:00", {})
+    return VideoRecord(
+        video_id,
+        f"/videos/{name}",
+        name,
+        1000,
+        duration,
+        25.0,
+        640,
+        360,
+        0,
+        "h264",
+        True,
+        "2026-01-01T00:00:00",
+        {},
+    )
 
 
 def clips(video_id: str, n: int, caption: str = "") -> list[ClipRow]:
-    return [ClipRow(video_id, i, 5.0 * i, 5.0 * (i + 1), caption=f"{caption} {i}") for i in range(n)]
+    return [
+        ClipRow(video_id, i, 5.0 * i, 5.0 * (i + 1), caption=f"{caption} {i}") for i in range(n)
+    ]
 
 
-def add(lib: Library, video_id: str, n: int = 3, caption: str = "clip", name: str = "a.mp4") -> None:
+def add(
+    lib: Library, video_id: str, n: int = 3, caption: str = "clip", name: str = "a.mp4"
+) -> None:
     lib.put_clips(video_id, clips(video_id, n, caption))
     lib.put_video(video(video_id, name, 5.0 * n))
 
@@ -110,7 +128,9 @@ def test_vectors_of_another_model_are_refused_and_switching_resets(tmp_path: Pat
     with pytest.raises(EmbeddingMismatchError):
         lib.put_clip_vectors("v1", "other:model", lib.clips("v1"), np.eye(2, 4, dtype=np.float32))
     with pytest.raises(EmbeddingMismatchError):
-        lib.put_clip_vectors("v1", "fake:hash?dim=4", lib.clips("v1"), np.eye(2, 8, dtype=np.float32))
+        lib.put_clip_vectors(
+            "v1", "fake:hash?dim=4", lib.clips("v1"), np.eye(2, 8, dtype=np.float32)
+        )
 
     assert lib.use_embedding("clip_vectors", "other:model", 8) is True
     assert lib.search_clips(np.ones(8)) == []  # old vectors are gone, never mixed with new ones
@@ -129,7 +149,9 @@ def test_newer_library_is_refused_untouched(tmp_path: Path) -> None:
     assert json.loads(path.read_text()) == data
 
 
-def test_pending_migrations_run_in_order_and_are_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pending_migrations_run_in_order_and_are_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     lib = Library(tmp_path / "lib")
     add(lib, "v1", 2)
     ran: list[int] = []
@@ -170,12 +192,18 @@ def test_sigkill_mid_write_leaves_a_readable_consistent_library(tmp_path: Path) 
     uri = tmp_path / "lib"
     add(Library(uri), "keep", 3, "untouched")
     for delay in (0.4, 0.9, 1.3, 1.7, 2.2):
-        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(uri)], stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(uri)], stdout=subprocess.PIPE, text=True
+        )
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         lib = Library(uri)
-        assert [c.caption for c in lib.clips("keep")] == ["untouched 0", "untouched 1", "untouched 2"]
+        assert [c.caption for c in lib.clips("keep")] == [
+            "untouched 0",
+            "untouched 1",
+            "untouched 2",
+        ]
         for v in lib.list_videos():
             if v.video_id == "keep":
                 continue

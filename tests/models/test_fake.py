@@ -39,7 +39,9 @@ def test_hash_embeddings_are_deterministic_and_share_words() -> None:
     models = Models(load_settings({"embed": "fake:hash?dim=128", "cache": "off"}))
     v = models.client("embed").embed(["red car parked", "a red car", "blue sky"]).vectors
     assert v.shape == (3, 128)
-    assert np.allclose(v, models.client("embed").embed(["red car parked", "a red car", "blue sky"]).vectors)
+    assert np.allclose(
+        v, models.client("embed").embed(["red car parked", "a red car", "blue sky"]).vectors
+    )
     assert v[0] @ v[1] > v[0] @ v[2]
 
 

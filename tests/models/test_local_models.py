@@ -14,11 +14,15 @@ from vidagent.models.client import Models
 from vidagent.models.registry import module_available
 
 needs = {
-    "llm": pytest.mark.skipif(not module_available("llama_cpp"), reason="vidagent[llm] not installed"),
+    "llm": pytest.mark.skipif(
+        not module_available("llama_cpp"), reason="vidagent[llm] not installed"
+    ),
     "embed": pytest.mark.skipif(
         not module_available("sentence_transformers"), reason="vidagent[embed] not installed"
     ),
-    "ocr": pytest.mark.skipif(not module_available("rapidocr"), reason="vidagent[ocr] not installed"),
+    "ocr": pytest.mark.skipif(
+        not module_available("rapidocr"), reason="vidagent[ocr] not installed"
+    ),
 }
 
 
@@ -33,12 +37,17 @@ def models() -> Models:
 def test_bundled_llm_follows_a_json_schema(models: Models) -> None:
     schema = {
         "type": "object",
-        "properties": {"tool": {"enum": ["clip_search", "frame_inspect", "finish"]}, "query": {"type": "string"}},
+        "properties": {
+            "tool": {"enum": ["clip_search", "frame_inspect", "finish"]},
+            "query": {"type": "string"},
+        },
         "required": ["tool", "query"],
     }
     response = models.client("llm").chat(
         ChatRequest(
-            messages=(Message("user", "Find the moment the man opens the door. Reply with an action."),),
+            messages=(
+                Message("user", "Find the moment the man opens the door. Reply with an action."),
+            ),
             response_schema=schema,
             max_tokens=60,
         )
@@ -52,9 +61,17 @@ def test_bundled_llm_follows_a_json_schema(models: Models) -> None:
 
 @needs["embed"]
 def test_bundled_minilm_ranks_related_text_first(models: Models) -> None:
-    vectors = models.client("embed").embed(
-        ["a man walks his dog in the park", "a person strolling with a puppy", "quarterly revenue fell sharply"]
-    ).vectors
+    vectors = (
+        models.client("embed")
+        .embed(
+            [
+                "a man walks his dog in the park",
+                "a person strolling with a puppy",
+                "quarterly revenue fell sharply",
+            ]
+        )
+        .vectors
+    )
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32
     sims = vectors @ vectors[0]
     assert sims[1] > sims[2] + 0.3

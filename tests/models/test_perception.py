@@ -30,7 +30,9 @@ def test_report_states_measured_facts_and_is_labelled() -> None:
     detector = FakeAdapter(detect_fn=lambda img: [Detection("person", (0, 0, 40, 100), 0.9)])
     ocr = FakeAdapter(read_text_fn=lambda img: [TextLine("EXIT", (0, 0, 10, 10), 0.99)])
     describer = PerceptionDescriber(detector=detector, ocr=ocr)
-    out = describer.chat(ChatRequest(messages=(Message("user", ("Describe.", *map(jpeg, frames()))),)))
+    out = describer.chat(
+        ChatRequest(messages=(Message("user", ("Describe.", *map(jpeg, frames()))),))
+    )
     lines = out.text.splitlines()
     assert lines[0] == LABEL
     assert "red" in lines[1] and "1 person (left)" in lines[1] and '"EXIT"' in lines[1]
@@ -40,7 +42,11 @@ def test_report_states_measured_facts_and_is_labelled() -> None:
 def test_questions_are_answered_by_the_llm_from_the_report_only() -> None:
     llm = FakeAdapter.function(lambda req: "The first image is red.")
     describer = PerceptionDescriber(llm=llm)
-    out = describer.chat(ChatRequest(messages=(Message("user", ("What colour is the first image?", *map(jpeg, frames()))),)))
+    out = describer.chat(
+        ChatRequest(
+            messages=(Message("user", ("What colour is the first image?", *map(jpeg, frames()))),)
+        )
+    )
     assert out.text == "The first image is red."
     sent = llm.requests[0].messages[0].text
     assert "You cannot see the images" in sent and LABEL in sent and "What colour" in sent

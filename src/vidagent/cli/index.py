@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +105,7 @@ def index(
     if dry_run:
         failed = _dry_run(files, settings, chosen, as_json)
     else:
-        show = progress if progress is not None else click.get_text_stream("stderr").isatty()
+        show = progress if progress is not None else sys.stderr.isatty()
         failed = _index(files, settings, chosen, as_json, show)
     if failed:
         ctx.exit(1)

@@ -77,7 +77,9 @@ class Stage:
 
     def pending(self, ctx: IngestContext) -> list[ClipRow]:
         fp = self.fingerprint(ctx.settings)
-        return [c for c in ctx.library.clips(ctx.video.video_id) if getattr(c, str(self.column)) != fp]
+        return [
+            c for c in ctx.library.clips(ctx.video.video_id) if getattr(c, str(self.column)) != fp
+        ]
 
     def run(self, ctx: IngestContext, clips: list[ClipRow], bar: tqdm) -> None:
         raise NotImplementedError
@@ -91,7 +93,9 @@ class Stage:
         self._buffer: list[dict[str, Any]] = []
         self._last_flush = time.monotonic()
 
-    def finished(self, ctx: IngestContext, update: dict[str, Any], bar: tqdm, *, now: bool = False) -> None:
+    def finished(
+        self, ctx: IngestContext, update: dict[str, Any], bar: tqdm, *, now: bool = False
+    ) -> None:
         """Record one clip's output; write the buffer when due (or at once with ``now``)."""
         self._buffer.append(update)
         bar.update(1)

@@ -11,6 +11,7 @@ the embed model's spec and dimension. Each vector stores a hash of the text it w
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, ClassVar
 
 from vidagent.ingest.base import IngestContext, Stage, StageEstimate, text_hash
@@ -51,18 +52,26 @@ class Embed(Stage):
     def run(self, ctx: IngestContext, clips: list[ClipRow], bar: tqdm) -> None:
         client = ctx.models.client("embed")
         spec = self.fingerprint(ctx.settings)
-        for i in range(0, len(clips), self.batch):
-            chunk = clips[i : i + self.batch]
-            texts = [clip_text(c) for c in chunk]
-            vectors = client.embed(texts).vectors  # (B, D) float32
-            # A new model empties the table on its first batch; pending() already returned every
-            # clip in that case, so nothing is left without a vector.
-            ctx.library.use_embedding(TABLE, spec, int(vectors.shape[1]))
-            hashes = [text_hash(t) for t in texts]
-            ctx.library.put_clip_vectors(
-                ctx.video.video_id, spec, chunk, vectors, hashes, replace=False
-            )
-            bar.update(len(chunk))
+        chunks = [clips[i : i + self.batch] for i in range(0, len(clips), self.batch)]
+        texts = [[clip_text(c) for c in chunk] for chunk in chunks]
+        # Remote endpoints take several batches at once (the client layer caps how many);
+        # a local model is one slot anyway. Batches are stored in order as they complete.
+        workers = (
+            1
+            if client.capabilities.local
+            else ctx.models.limiter.limit_for(client.adapter.endpoint, False)
+        )
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            for chunk, batch, result in zip(chunks, texts, pool.map(client.embed, texts)):
+                vectors = result.vectors  # (B, D) float32
+                # A new model empties the table on its first batch; pending() already returned
+                # every clip in that case, so nothing is left without a vector.
+                ctx.library.use_embedding(TABLE, spec, int(vectors.shape[1]))
+                hashes = [text_hash(t) for t in batch]
+                ctx.library.put_clip_vectors(
+                    ctx.video.video_id, spec, chunk, vectors, hashes, replace=False
+                )
+                bar.update(len(chunk))
 
     def estimate(self, info: VideoInfo, clips: int, settings: Settings) -> StageEstimate:
         spec = settings.spec("embed")

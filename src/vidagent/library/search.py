@@ -17,7 +17,7 @@ def search(
     library: Library,
     query: str,
     *,
-    models: Models,
+    models: Models | None = None,
     videos: Sequence[str] | None = None,
     t_from: float | None = None,
     t_to: float | None = None,
@@ -30,6 +30,7 @@ def search(
         query: free text.
         models: the model hub; its embed client must be the model the Library's vectors were
             made with (the manifest records it), else LibraryError says which to use.
+            Default: a hub for exactly that model, with the other settings as configured.
         videos: ids, id prefixes or names; default every video.
         t_from, t_to: keep clips overlapping this range (seconds).
         top: how many clips.
@@ -37,6 +38,14 @@ def search(
     bound = library.manifest.embeddings.get("clip_vectors")
     if bound is None:
         raise LibraryError(f"{library.uri} has no clip embeddings yet; run `vidagent index` first")
+    if models is None:
+        from vidagent.config import load_settings
+        from vidagent.models.client import Models
+
+        with Models(load_settings({"embed": bound["spec"]})) as own:
+            return search(
+                library, query, models=own, videos=videos, t_from=t_from, t_to=t_to, top=top
+            )
     client = models.client("embed")
     if client.spec != bound["spec"]:
         raise LibraryError(

@@ -235,7 +235,9 @@ class Library:
         columns = ["video_id", *dict.fromkeys(k for u in updates for k in u)]
         part = pa.schema([schema.field(c) for c in columns])
         data = pa.Table.from_pylist([{"video_id": video_id, **u} for u in updates], schema=part)
-        self.table("clips").merge_insert(["video_id", "clip_index"]).when_matched_update_all().execute(data)
+        self.table("clips").merge_insert(
+            ["video_id", "clip_index"]
+        ).when_matched_update_all().execute(data)
 
     def clips(
         self, video_id: str, t0: float | None = None, t1: float | None = None

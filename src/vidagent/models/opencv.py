@@ -64,11 +64,12 @@ class OpenCVDetector(Adapter):
         if not hasattr(self._local, "hog"):
             import cv2
 
+            # OpenCV's type stubs miss both names below; they exist at run time.
+            people = cv2.HOGDescriptor_getDefaultPeopleDetector()  # type: ignore[attr-defined]
+            cascades = cv2.data.haarcascades  # type: ignore[attr-defined]
             hog = cv2.HOGDescriptor()
-            hog.setSVMDetector(cv2.HOGDescriptor_getDefaultPeopleDetector())
-            haar = cv2.CascadeClassifier(
-                cv2.data.haarcascades + "haarcascade_frontalface_default.xml"
-            )
+            hog.setSVMDetector(people)
+            haar = cv2.CascadeClassifier(cascades + "haarcascade_frontalface_default.xml")
             self._local.hog, self._local.haar = hog, haar
         return self._local.hog, self._local.haar
 

@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from vidagent.exceptions import RequestRejectedError
 from vidagent.models.base import (
     Adapter,
     BackendStatus,
     Capabilities,
     ChatRequest,
     ChatResponse,
+    ImagePart,
     Message,
 )
 
@@ -75,6 +77,16 @@ def dominant_colours(rgb: np.ndarray, k: int = 3) -> list[tuple[str, float]]:
 def _where(box: tuple[float, float, float, float], width: int) -> str:
     centre = (box[0] + box[2]) / 2 / width
     return "left" if centre < 0.33 else "right" if centre > 0.67 else "centre"
+
+
+def _decode(image: ImagePart) -> np.ndarray:
+    """RGB pixels of an encoded image.  # (H, W, 3) uint8"""
+    import cv2
+
+    bgr = cv2.imdecode(np.frombuffer(image.data, np.uint8), cv2.IMREAD_COLOR)
+    if bgr is None:
+        raise RequestRejectedError(f"an image of {len(image.data)} bytes could not be decoded")
+    return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
 
 
 class PerceptionDescriber(Adapter):
@@ -146,15 +158,7 @@ class PerceptionDescriber(Adapter):
         return "\n".join(lines)
 
     def chat(self, request: ChatRequest) -> ChatResponse:
-        import cv2
-
-        frames = [
-            cv2.cvtColor(
-                cv2.imdecode(np.frombuffer(p.data, np.uint8), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB
-            )
-            for m in request.messages
-            for p in m.images
-        ]
+        frames = [_decode(p) for m in request.messages for p in m.images]
         report = self.describe(frames)
         if self.llm is None:
             return ChatResponse(text=report, model=self.spec)

@@ -2,6 +2,8 @@
 
 ``rapidocr:pp-ocr`` is the only model name. Options: ``min_score`` (default 0.5) drops low
 confidence lines; ``max_side`` (default 960) is the longest side text detection works at.
+Lines with fewer than two letters or digits are dropped: on textured video frames PP-OCR reads
+lone dots and single glyphs out of noise far more often than it finds one-character signs.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ class RapidOCRAdapter(Adapter):
                     result.txts or (),
                     result.scores or (),
                 ):
-                    if score < min_score or not text.strip():
+                    if score < min_score or sum(ch.isalnum() for ch in text) < 2:
                         continue
                     pts = np.asarray(box, dtype=np.float32)  # (4, 2) corners
                     x0, y0 = pts.min(axis=0)

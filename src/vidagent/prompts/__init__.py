@@ -13,11 +13,11 @@ prompt fills them with plain string replacement, so braces in the templates need
 from __future__ import annotations
 
 import hashlib
-from functools import lru_cache
+from functools import cache
 from importlib.resources import files
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_prompt(name: str) -> str:
     """The text of ``prompts/<name>.txt``."""
     return files("vidagent.prompts").joinpath(f"{name}.txt").read_text(encoding="utf-8")

@@ -1,0 +1,110 @@
+"""Index real and generated media with the embedded offline models, then find things by meaning."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vidagent.config import load_settings
+from vidagent.ingest import index_video
+from vidagent.library import Library
+from vidagent.library.search import search
+from vidagent.media.synth import make_video
+from vidagent.models.client import Models
+from vidagent.models.registry import module_available
+
+pytestmark = pytest.mark.skipif(
+    not (
+        module_available("faster_whisper")
+        and module_available("sentence_transformers")
+        and module_available("rapidocr")
+    ),
+    reason="the offline extras (vidagent[offline]) are not installed",
+)
+
+
+@pytest.fixture(scope="module")
+def narrated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Library, str, Path]:
+    from realmedia import get_clip
+
+    clip = get_clip("wannaworktogether.mp4")
+    home = tmp_path_factory.mktemp("home")
+    settings = load_settings({"home": home, "cache": "off"})
+    result = index_video(clip, settings=settings, stages=("transcribe", "caption", "embed"))
+    return Library(settings.library_uri), result.structure.video.video_id, home
+
+
+def overlaps(t0: float, t1: float, a: float, b: float) -> bool:
+    return t0 < b and a < t1
+
+
+def test_spoken_words_are_in_the_transcript_at_their_times(
+    narrated: tuple[Library, str, Path],
+) -> None:
+    lib, vid, _ = narrated
+    segments = lib.transcript(vid)
+    text = " ".join(s.text for s in segments).lower()
+    for word in ("teacher", "artist", "copyright", "website"):
+        assert word in text
+    artist = next(s for s in segments if "artist" in s.text.lower())
+    assert 20.0 < artist.t0 < 24.0  # "And the artist who builds beauty..." starts near 22 s
+    clips = lib.clips(vid)
+    assert len(clips) == 36 and all(
+        c.transcript_model.startswith("faster-whisper:tiny.en") for c in clips
+    )
+
+
+def test_search_for_a_spoken_phrase_returns_its_span(narrated: tuple[Library, str, Path]) -> None:
+    lib, vid, home = narrated
+    with Models(load_settings({"home": home, "cache": "off"})) as models:
+        hits = search(
+            lib,
+            "an artist who builds beauty out of bits and pieces she finds online",
+            models=models,
+            top=3,
+        )
+    assert hits[0].clip.video_id == vid
+    assert overlaps(hits[0].clip.t0, hits[0].clip.t1, 21.9, 26.3)
+
+    env = {**os.environ, "VIDAGENT_HOME": str(home), "HF_HUB_OFFLINE": "1"}
+    cli = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "vidagent",
+            "search",
+            "wannaworktogether.mp4",
+            "copyright protects your creativity against uses you don't consent to",
+            "--json",
+            "--top",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert cli.returncode == 0, cli.stderr
+    top = json.loads(cli.stdout)[0]
+    assert overlaps(top["t0"], top["t1"], 69.5, 73.0)
+    assert top["start"].count(":") == 2  # HH:MM:SS
+
+
+def test_burned_in_text_is_read_and_found(tmp_path: Path) -> None:
+    video = tmp_path / "sign.mp4"
+    make_video(video, duration=30, shots=2, text_overlays=[(12.0, 16.0, "FIRE EXIT ON THE LEFT")])
+    settings = load_settings({"home": tmp_path / "home", "cache": "off"})
+    result = index_video(video, settings=settings, stages=("read_text", "caption", "embed"))
+    lib = Library(settings.library_uri)
+    vid = result.structure.video.video_id
+    read = {c.clip_index: c.ocr_text for c in lib.clips(vid) if c.ocr_text}
+    assert set(read) == {2, 3} and all("FIRE EXIT ON THE LEFT" in text for text in read.values())
+    with Models(settings) as models:
+        hits = search(lib, "emergency fire exit", models=models, top=2)
+    assert {h.clip.clip_index for h in hits} == {2, 3}
