@@ -254,7 +254,7 @@ def test_ocr_finds_burned_in_text_only_in_clips_that_show_it(
     small_video: Path, make_context: MakeContext
 ) -> None:
     ctx = make_context(small_video)  # "HELLO VIDAGENT" from 5 s to 8 s; clips of 5 s
-    stage = ReadText()
+    stage = ReadText(fps=1.0)
     run_stage(stage, ctx)
     clips = ctx.library.clips(ctx.video.video_id)
     assert "HELLO VIDAGENT" in clips[1].ocr_text.splitlines()
@@ -272,7 +272,7 @@ def test_ocr_reads_a_still_slide_once(
     path = make_slides(tmp_path / "slides.mp4", [(6.0, "FIRST SLIDE"), (6.0, "SECOND SLIDE")])
     ocr = CountingOCR(RapidOCRAdapter("pp-ocr"))
     ctx = make_context(path, Models.from_adapters({"ocr": ocr}, settings))
-    stage = ReadText()
+    stage = ReadText(fps=1.0)
     run_stage(stage, ctx)
     assert stage.frames_seen == 12
     assert len(ocr.frames) == 2 == stage.frames_read  # one read per slide, 10 frames reused
@@ -294,7 +294,7 @@ def test_ocr_lines_are_deduplicated_in_first_seen_order(
     ctx = make_context(
         small_video, Models.from_adapters({"ocr": FakeAdapter(read_text_fn=read)}, settings)
     )
-    run_stage(ReadText(), ctx)
+    run_stage(ReadText(fps=1.0), ctx)
     first = ctx.library.clips(ctx.video.video_id)[0]
     assert first.ocr_text == "Title\nframe 0\nframe 1\nframe 2"
 
@@ -311,13 +311,13 @@ def test_ocr_resumes_only_pending_clips(
     ctx = make_context(
         small_video, Models.from_adapters({"ocr": FakeAdapter(read_text_fn=read)}, settings)
     )
-    run_stage(ReadText(), ctx)
+    run_stage(ReadText(fps=1.0), ctx)
     vid = ctx.video.video_id
     before = ctx.library.clips(vid)
     assert len(seen) == 12  # the synthetic video pans: no frame is unchanged
 
     ctx.library.update_clips(vid, [{"clip_index": 1, "ocr_model": ""}])
-    assert [c.clip_index for c in run_stage(ReadText(), ctx)] == [1]
+    assert [c.clip_index for c in run_stage(ReadText(fps=1.0), ctx)] == [1]
     after = ctx.library.clips(vid)
     assert len(seen) == 12 + 5  # the five frames of [5, 10)
     assert len(after) == 3
@@ -335,7 +335,7 @@ def test_detect_finds_pedestrians(make_context: MakeContext, realmedia: ModuleTy
     path = realmedia.get_clip("vtest.avi")  # 768x576 street scene
     ctx = make_context(path)
     clips = ctx.library.clips(ctx.video.video_id)
-    stage = Detect()
+    stage = Detect(fps=1.0)
     run_stage(stage, ctx, clips[:6])  # the first 30 s
     after = ctx.library.clips(ctx.video.video_id)
     records = [d for c in after[:6] for d in json.loads(c.detections)]
@@ -366,7 +366,7 @@ def test_detect_boxes_are_in_display_pixels(
     ctx = make_context(
         small_video, Models.from_adapters({"detector": FakeAdapter(detect_fn=detect)}, settings)
     )
-    run_stage(Detect(size=320), ctx)
+    run_stage(Detect(fps=1.0, size=320), ctx)
     assert set(sizes) == {(180, 320, 3)}
     first = json.loads(ctx.library.clips(ctx.video.video_id)[0].detections)
     assert first[:2] == [
@@ -388,11 +388,11 @@ def test_detect_resumes_only_pending_clips(
     ctx = make_context(
         small_video, Models.from_adapters({"detector": FakeAdapter(detect_fn=detect)}, settings)
     )
-    run_stage(Detect(), ctx)
+    run_stage(Detect(fps=1.0), ctx)
     vid = ctx.video.video_id
     before = ctx.library.clips(vid)
     ctx.library.update_clips(vid, [{"clip_index": 2, "detect_model": ""}])
-    assert [c.clip_index for c in run_stage(Detect(), ctx)] == [2]
+    assert [c.clip_index for c in run_stage(Detect(fps=1.0), ctx)] == [2]
     after = ctx.library.clips(vid)
     assert len(seen) == 12 + 2  # the two frames of [10, 12)
     assert after[:2] == before[:2] and len(after) == 3
@@ -411,7 +411,7 @@ def test_a_new_model_spec_redoes_only_its_stage(
         "detector": FakeAdapter(),
     }
     ctx = make_context(small_video, Models.from_adapters(fakes, settings))
-    stages = [Transcribe(), ReadText(), Detect()]
+    stages = [Transcribe(), ReadText(fps=1.0), Detect(fps=1.0)]
     for stage in stages:
         run_stage(stage, ctx)
         assert stage.pending(ctx) == []
@@ -427,12 +427,12 @@ def test_estimates(small_video: Path, settings: Settings) -> None:
     assert (asr.calls, asr.input_tokens) == (12, 0)
     assert 60 <= asr.seconds <= 600
     assert Transcribe().estimate(dataclasses.replace(info, has_audio=False), 3, settings).calls == 0
-    ocr = ReadText().estimate(info, 3, settings)
+    ocr = ReadText(fps=1.0).estimate(info, 3, settings)
     assert (ocr.frames, ocr.calls) == (12, 2) and ocr.seconds > 0
-    det = Detect().estimate(info, 3, settings)
+    det = Detect(fps=1.0).estimate(info, 3, settings)
     assert (det.frames, det.calls) == (12, 2) and det.seconds > 0
     assert (
-        ReadText()
+        ReadText(fps=1.0)
         .estimate(info, 3, load_settings({"ocr": "fake:x"}))
         .notes[0]
         .startswith("no measured")

@@ -1,6 +1,7 @@
 """The read_text stage: text burned into the picture (titles, slides, signs, subtitles), per clip.
 
-Frames are sampled at ``fps`` (default 1 per second), at most ``size`` pixels on the long side,
+Frames are sampled at ``fps`` (default one every 2 s: titles and captions stay up longer than
+that, and OCR is the dearest local stage), at most ``size`` pixels on the long side,
 in one sequential decode over runs of pending clips
 (:func:`~vidagent.ingest.sampling.sample_clips`), and read in batches.
 The default size, 960, keeps small print legible: on a 1920x1080 frame, text 13 px high is read
@@ -135,7 +136,7 @@ class ReadText(Stage):
     role: ClassVar[str | None] = "ocr"
     column: ClassVar[str | None] = "ocr_model"
 
-    def __init__(self, fps: float = 1.0, size: int = 960, batch: int = 8) -> None:
+    def __init__(self, fps: float = 0.5, size: int = 960, batch: int = 8) -> None:
         self.fps = fps
         self.size = size
         self.batch = batch

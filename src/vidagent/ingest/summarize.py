@@ -119,9 +119,9 @@ class Summarize(Stage):
     name = "summarize"
     role = "llm"
     prompts = ("videoagent2_summary",)
-    token_budget: ClassVar[int] = 5000  # tokens of C per call (chars / 4)
+    token_budget: ClassVar[int] = 5500  # tokens of C per call (chars / 4)
     #: caps a runaway small local model; with the budget it fits an 8k context
-    max_tokens: ClassVar[int] = 1024
+    max_tokens: ClassVar[int] = 512
     output_tokens: ClassVar[int] = 500  # expected per call, for the estimate
 
     def __init__(self) -> None:

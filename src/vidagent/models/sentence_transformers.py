@@ -93,5 +93,8 @@ class SentenceTransformerAdapter(Adapter):
             convert_to_numpy=True,
             show_progress_bar=False,
         ).astype(np.float32)  # (N, D)
-        tokens = sum(len(ids) for ids in st.tokenizer(texts)["input_ids"])
+        ids = st.tokenizer(texts, truncation=True, max_length=st.max_seq_length)["input_ids"]
+        tokens = sum(
+            len(row) for row in ids
+        )  # what the model saw: inputs are cut at max_seq_length
         return EmbedResponse(vectors=vectors, usage=Usage(input_tokens=tokens))
