@@ -496,4 +496,4 @@ def test_estimates_count_calls_frames_and_tokens(small_video: Path) -> None:
     describer = Caption().estimate(info, 3, load_settings())
     assert (describer.calls, describer.input_tokens) == (0, 0)
     assert Summarize().estimate(info, 3, vlm).calls == 1
-    assert Summarize().estimate(info, 720, vlm).calls == 1 + -(-720 * 250 // 5000)
+    assert Summarize().estimate(info, 720, vlm).calls == 1 + -(-720 * 250 // Summarize.token_budget)

@@ -98,7 +98,7 @@ def test_search_for_a_spoken_phrase_returns_its_span(narrated: tuple[Library, st
 
 def test_burned_in_text_is_read_and_found(tmp_path: Path) -> None:
     video = tmp_path / "sign.mp4"
-    make_video(video, duration=30, shots=2, text_overlays=[(12.0, 16.0, "FIRE EXIT ON THE LEFT")])
+    make_video(video, duration=30, shots=2, text_overlays=[(12.0, 18.0, "FIRE EXIT ON THE LEFT")])
     settings = load_settings({"home": tmp_path / "home", "cache": "off"})
     result = index_video(video, settings=settings, stages=("read_text", "caption", "embed"))
     lib = Library(settings.library_uri)
