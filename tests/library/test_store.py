@@ -213,3 +213,13 @@ def test_sigkill_mid_write_leaves_a_readable_consistent_library(tmp_path: Path) 
             assert sorted(c.clip_index for c in rows) == list(range(len(rows)))
             # The video row is written after its clips, so clips are at least as new as the listing.
             assert int(rows[0].caption[3:]) >= v.stages["gen"]
+
+
+def test_new_clips_drop_the_old_clips_vectors(tmp_path: Path) -> None:
+    lib = Library(tmp_path / "lib")
+    add(lib, "v1", 4)
+    lib.use_embedding("clip_vectors", "fake:hash", 4)
+    lib.put_clip_vectors("v1", "fake:hash", lib.clips("v1"), np.eye(4, dtype=np.float32))
+    lib.put_clips("v1", [ClipRow("v1", 0, 0.0, 4.0), ClipRow("v1", 1, 4.0, 8.0)])  # re-cut
+    assert lib.clip_vector_hashes("v1") == {}
+    assert lib.search_clips(np.eye(4, dtype=np.float32)[0]) == []

@@ -222,6 +222,9 @@ class Library:
     # -- clips, frames, shots --------------------------------------------------------------------
 
     def put_clips(self, video_id: str, clips: Sequence[ClipRow]) -> None:
+        """Make ``clips`` the video's clips. Its clip vectors belong to the old clips: dropped."""
+        if self._exists("clip_vectors"):
+            self.table("clip_vectors").delete(f"video_id = {_quote(video_id)}")
         self._replace("clips", video_id, [c.__dict__ for c in clips])
 
     def update_clips(self, video_id: str, updates: Sequence[dict[str, Any]]) -> None:
