@@ -180,3 +180,11 @@ def test_show_and_search_read_the_index(
         "search", small_video.name, "x", "--from", "soon", home=_isolated_home, env=fake_env
     )
     assert bad.returncode != 0 and "not a time" in bad.stderr
+
+
+def test_reading_commands_never_create_a_library(_isolated_home: Path) -> None:
+    assert vidagent("list", "--json", home=_isolated_home).stdout.strip() == "[]"
+    for args in (["show", "x"], ["search", "all", "anything"], ["remove", "x"]):
+        out = vidagent(*args, home=_isolated_home)
+        assert out.returncode == 1 and "no Library at" in out.stderr and "vidagent index" in out.stderr
+    assert not (_isolated_home / "library").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -10,9 +11,15 @@ from vidagent.cli import cli, hms, parse_time, settings_of
 
 
 def _library(ctx: click.Context):  # type: ignore[no-untyped-def]
+    """The configured Library; reading commands never create one."""
+    from vidagent.exceptions import LibraryError
     from vidagent.library import Library
 
-    return Library(settings_of(ctx).library_uri)
+    uri = settings_of(ctx).library_uri
+    try:
+        return Library(uri, create=False)
+    except LibraryError:
+        raise LibraryError(f"no Library at {uri}; index a video first (vidagent index PATH)") from None
 
 
 @cli.command(name="list")
@@ -20,7 +27,11 @@ def _library(ctx: click.Context):  # type: ignore[no-untyped-def]
 @click.pass_context
 def list_videos(ctx: click.Context, as_json: bool) -> None:
     """List the videos in the Library."""
-    videos = _library(ctx).list_videos()
+    from vidagent.library.manifest import MANIFEST
+
+    uri = settings_of(ctx).library_uri
+    fresh = "://" not in uri and not (Path(uri).expanduser() / MANIFEST).is_file()
+    videos = [] if fresh else _library(ctx).list_videos()
     if as_json:
         click.echo(json.dumps([v.to_row() | {"stages": v.stages} for v in videos], indent=2))
         return
