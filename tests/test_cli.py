@@ -186,5 +186,7 @@ def test_reading_commands_never_create_a_library(_isolated_home: Path) -> None:
     assert vidagent("list", "--json", home=_isolated_home).stdout.strip() == "[]"
     for args in (["show", "x"], ["search", "all", "anything"], ["remove", "x"]):
         out = vidagent(*args, home=_isolated_home)
-        assert out.returncode == 1 and "no Library at" in out.stderr and "vidagent index" in out.stderr
+        assert (
+            out.returncode == 1 and "no Library at" in out.stderr and "vidagent index" in out.stderr
+        )
     assert not (_isolated_home / "library").exists()

@@ -10,28 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from factories import video_record
 
 from vidagent.exceptions import EmbeddingMismatchError, LibraryVersionError, VideoNotFoundError
-from vidagent.library import ClipRow, FrameRow, Library, ShotRow, VideoRecord, content_id
+from vidagent.library import ClipRow, FrameRow, Library, ShotRow, content_id
 from vidagent.library import manifest as manifest_mod
-
-
-def video(video_id: str, name: str = "a.mp4", duration: float = 15.0) -> VideoRecord:
-    return VideoRecord(
-        video_id,
-        f"/videos/{name}",
-        name,
-        1000,
-        duration,
-        25.0,
-        640,
-        360,
-        0,
-        "h264",
-        True,
-        "2026-01-01T00:00:00",
-        {},
-    )
 
 
 def clips(video_id: str, n: int, caption: str = "") -> list[ClipRow]:
@@ -44,7 +27,7 @@ def add(
     lib: Library, video_id: str, n: int = 3, caption: str = "clip", name: str = "a.mp4"
 ) -> None:
     lib.put_clips(video_id, clips(video_id, n, caption))
-    lib.put_video(video(video_id, name, 5.0 * n))
+    lib.put_video(video_record(video_id, 5.0 * n, name))
 
 
 def test_content_id_follows_bytes_not_names(tmp_path: Path) -> None:

@@ -5,9 +5,10 @@ import sys
 
 import pytest
 
-from vidagent.config import ROLES, load_settings
+from vidagent.config import load_settings
 from vidagent.exceptions import ConfigError
 from vidagent.models import load_model
+from vidagent.models.base import ChatRequest, Message
 from vidagent.models.fake import FakeAdapter
 from vidagent.models.registry import backend_status, create_adapter, parse_spec
 
@@ -52,8 +53,10 @@ def test_status_of_a_missing_gguf_is_not_usable(tmp_path) -> None:
 
 
 def test_load_model_takes_a_role_or_a_spec() -> None:
-    client = load_model("fake:echo")
+    client = load_model("fake:echo?reply=pong")
     assert isinstance(client.adapter, FakeAdapter)
-    assert client.chat.__self__ is client
-    assert load_model("detector").spec == "opencv:hog+haar"
-    assert set(ROLES) >= {"llm", "vlm", "embed", "image_embed", "asr", "ocr", "detector"}
+    reply = client.chat(ChatRequest(messages=(Message("user", "ping"),)))
+    assert reply.text == "pong"
+    assert load_model("detector").spec == "opencv:hog+haar"  # the configured default
+    with pytest.raises(ConfigError, match="unknown model provider"):
+        load_model("nope:model")

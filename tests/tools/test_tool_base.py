@@ -5,9 +5,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from factories import video_record
 
 from vidagent.exceptions import VideoNotFoundError
-from vidagent.library import Library, VideoRecord
+from vidagent.library import Library
 from vidagent.models.base import ToolSpec
 from vidagent.tools import Evidence, Observation, Seconds, Toolbox, ToolContext, tool
 
@@ -57,28 +58,10 @@ def failing(ctx: ToolContext, kind: Literal["value", "runtime"]) -> Observation:
     raise RuntimeError("a bug of ours")
 
 
-def record(video_id: str, duration: float) -> VideoRecord:
-    return VideoRecord(
-        video_id,
-        f"/videos/{video_id}.mp4",
-        f"{video_id}.mp4",
-        1000,
-        duration,
-        25.0,
-        640,
-        360,
-        0,
-        "h264",
-        True,
-        "2026-01-01T00:00:00",
-        {},
-    )
-
-
 @pytest.fixture
 def ctx(tmp_path: Path) -> ToolContext:
     lib = Library(tmp_path / "lib")
-    lib.put_video(record("aaaa1111", 120.0))
+    lib.put_video(video_record("aaaa1111", 120.0))
     return ToolContext(lib, None, ["aaaa1111"])
 
 
@@ -232,7 +215,7 @@ def test_json_text_arguments(ctx: ToolContext) -> None:
 
 
 def test_video_refs_resolve_within_scope(ctx: ToolContext) -> None:
-    ctx.library.put_video(record("bbbb2222", 60.0))
+    ctx.library.put_video(video_record("bbbb2222", 60.0))
     ctx.video_ids.append("bbbb2222")
     assert ctx.resolve_video("bbbb") == "bbbb2222"
     assert ctx.resolve_video("aaaa1111.mp4") == "aaaa1111"
