@@ -3,27 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-
-def vidagent(
-    *args: str, home: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "VIDAGENT_HOME": str(home), "HF_HUB_OFFLINE": "1", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "vidagent", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        check=False,
-    )
+from clirun import vidagent
 
 
 def test_info_lists_every_role_and_the_library(_isolated_home: Path) -> None:

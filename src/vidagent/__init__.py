@@ -12,6 +12,12 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    "ask": "vidagent.agents.ask",
+    "Answer": "vidagent.agents.base",
+    "Agent": "vidagent.agents.base",
+    "Budget": "vidagent.agents.budget",
+    "Trace": "vidagent.agents.trace",
+    "tool": "vidagent.tools.base",
     "Settings": "vidagent.config",
     "load_settings": "vidagent.config",
     "Library": "vidagent.library",
@@ -24,19 +30,29 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "Agent",
+    "Answer",
+    "Budget",
     "Library",
     "Models",
     "Settings",
+    "Trace",
     "__version__",
+    "ask",
     "frames_at",
     "index_video",
     "load_model",
     "load_settings",
     "probe",
     "search",
+    "tool",
 ]
 
 if TYPE_CHECKING:
+    from vidagent.agents.ask import ask
+    from vidagent.agents.base import Agent, Answer
+    from vidagent.agents.budget import Budget
+    from vidagent.agents.trace import Trace
     from vidagent.config import Settings, load_settings
     from vidagent.ingest import index_video
     from vidagent.library import Library
@@ -44,6 +60,7 @@ if TYPE_CHECKING:
     from vidagent.media import frames_at, probe
     from vidagent.models import load_model
     from vidagent.models.client import Models
+    from vidagent.tools.base import tool
 
 
 def __getattr__(name: str) -> Any:

@@ -7,6 +7,7 @@ fast and never import torch. One module per family of commands:
 - :mod:`.info`: ``info``, ``probe``
 - :mod:`.index`: ``index`` (with ``--dry-run``)
 - :mod:`.library`: ``list``, ``show``, ``search``, ``remove``
+- :mod:`.ask`: ``ask``, ``replay``
 """
 
 from __future__ import annotations
@@ -80,4 +81,4 @@ def main(argv: list[str] | None = None) -> None:
 __all__ = ["cli", "hms", "main", "parse_time", "settings_of"]
 
 # Register the commands (imported for their side effect on ``cli``).
-from vidagent.cli import index, info, library  # noqa: F401
+from vidagent.cli import ask, index, info, library  # noqa: F401

@@ -237,6 +237,7 @@ class Capabilities:
     max_images: int = 0
     batch_size: int = 1
     local: bool = True  # runs in this process: no network, concurrency 1 per loaded model
+    context_tokens: int | None = None  # prompt + output limit, where known and small
 
 
 class Adapter:

@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -155,16 +156,43 @@ class SpecTotals:
         )
 
 
-class UsageLedger:
-    """Thread-safe record of every call, with totals per spec."""
+# Ledgers capturing the calls made in the current context (one agent run), besides the hub's.
+_CAPTURING: ContextVar[tuple[UsageLedger, ...]] = ContextVar("vidagent_capturing", default=())
 
-    def __init__(self) -> None:
+
+class UsageLedger:
+    """Thread-safe record of every call, with totals per spec.
+
+    Args:
+        on_record: called with each record as it is made (an agent's trace listens here).
+    """
+
+    def __init__(self, on_record: Callable[[CallRecord], None] | None = None) -> None:
         self._lock = threading.Lock()
         self._records: list[CallRecord] = []
+        self._on_record = on_record
 
     def record(self, record: CallRecord) -> None:
         with self._lock:
             self._records.append(record)
+        if self._on_record is not None:
+            self._on_record(record)
+
+    @staticmethod
+    @contextmanager
+    def capture(on_record: Callable[[CallRecord], None] | None = None) -> Iterator[UsageLedger]:
+        """A ledger that also receives every call made in this context, by any client.
+
+        Per-question accounting must not read the hub's shared ledger: a benchmark runs many
+        questions at once over one hub. Context variables keep each run's calls apart; work
+        handed to other threads inside a run must be started with ``contextvars.copy_context``.
+        """
+        ledger = UsageLedger(on_record)
+        token = _CAPTURING.set((*_CAPTURING.get(), ledger))
+        try:
+            yield ledger
+        finally:
+            _CAPTURING.reset(token)
 
     def records(self) -> list[CallRecord]:
         with self._lock:
@@ -350,20 +378,21 @@ class Client:
         retries: int = 0,
         error: str | None = None,
     ) -> None:
-        self.ledger.record(
-            CallRecord(
-                spec=self.spec,
-                role=self.role,
-                operation=operation,
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cost_usd=0.0 if cached else usage.cost_usd,
-                latency_s=time.monotonic() - started,
-                cached=cached,
-                retries=retries,
-                error=error,
-            )
+        record = CallRecord(
+            spec=self.spec,
+            role=self.role,
+            operation=operation,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cost_usd=0.0 if cached else usage.cost_usd,
+            latency_s=time.monotonic() - started,
+            cached=cached,
+            retries=retries,
+            error=error,
         )
+        self.ledger.record(record)
+        for ledger in _CAPTURING.get():
+            ledger.record(record)
 
     def close(self) -> None:
         self.adapter.close()

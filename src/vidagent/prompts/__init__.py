@@ -5,6 +5,12 @@
 | ``dvd_caption_system.txt`` | Deep Video Discovery, Table 9, system prompt |
 | ``dvd_caption.txt`` | Deep Video Discovery, Table 9, user prompt (typos kept: "timestampl", "phase") |
 | ``videoagent2_summary.txt`` | VideoAgent2, Appendix B, prompt_Summary |
+| ``dvd_agent_system.txt`` | Deep Video Discovery, Table 10, system prompt (its "codebase" sentence kept) |
+| ``dvd_agent.txt`` | Deep Video Discovery, Table 10, user prompt (typos kept: "unkown", "prgressively") |
+| ``dvd_frame_inspect_system.txt`` | Deep Video Discovery, Tables 11 and 12, system prompt |
+| ``dvd_frame_inspect.txt`` | Deep Video Discovery, Table 11, user prompt |
+| ``dvd_global_browse.txt`` | Deep Video Discovery, Table 12, user prompt |
+| ``dvd_tools.json`` | Deep Video Discovery, Tables 13 and 14, the function schemas |
 
 Placeholders stay as the papers wrote them (``[TRANSCRIPTS]``, ``{C}``); the code that uses a
 prompt fills them with plain string replacement, so braces in the templates need no escaping.
@@ -13,14 +19,23 @@ prompt fills them with plain string replacement, so braces in the templates need
 from __future__ import annotations
 
 import hashlib
+import json
 from functools import cache
 from importlib.resources import files
+from typing import Any
 
 
 @cache
 def load_prompt(name: str) -> str:
     """The text of ``prompts/<name>.txt``."""
     return files("vidagent.prompts").joinpath(f"{name}.txt").read_text(encoding="utf-8")
+
+
+@cache
+def load_json(name: str) -> Any:
+    """The parsed contents of ``prompts/<name>.json`` (tool schemas)."""
+    text = files("vidagent.prompts").joinpath(f"{name}.json").read_text(encoding="utf-8")
+    return json.loads(text)
 
 
 def prompt_hash(name: str) -> str:

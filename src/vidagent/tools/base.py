@@ -11,6 +11,7 @@ error :class:`Observation` the model can fix. Anything else is our bug and propa
 
 from __future__ import annotations
 
+import copy
 import inspect
 import json
 import math
@@ -67,13 +68,18 @@ class Observation:
 
 @dataclass
 class ToolContext:
-    """What tools share and the schema never shows: library, videos in scope, models, budget, trace."""
+    """What tools share and the schema never shows: library, videos in scope, models, budget, trace.
+
+    ``options`` carries a strategy's settings for its tools (frame counts, the original
+    question, caption length); each tool documents the keys it reads.
+    """
 
     library: Library
     models: Models | None
     video_ids: list[str]
     budget: Any = None
     trace: Any = None
+    options: dict[str, Any] = field(default_factory=dict)
     _durations: dict[str, float] = field(default_factory=dict, init=False, repr=False)
 
     def duration(self, video_id: str) -> float:
@@ -258,6 +264,7 @@ class Tool:
             raise TypeError(f"tool {self.name!r} must be annotated to return Observation")
         self._model = _arguments_model(self.name, fn, hints, docs)
         self.schema: dict[str, Any] = _strip_titles(self._model.model_json_schema())
+        self._presented: ToolSpec | None = None
         self.__doc__ = fn.__doc__
 
     def __repr__(self) -> str:
@@ -265,7 +272,30 @@ class Tool:
 
     def spec(self) -> ToolSpec:
         """What a model receives: name, description and the argument schema."""
-        return ToolSpec(self.name, self.description, self.schema)
+        return self._presented or ToolSpec(self.name, self.description, self.schema)
+
+    def presented_as(self, spec: ToolSpec) -> Tool:
+        """This tool shown to models with another schema (a paper's verbatim one).
+
+        Arguments are still validated against the function's own signature, so the shown schema
+        may be looser (DVD's ``items: {}``) but must name only real arguments and require every
+        argument the function requires.
+
+        Raises:
+            TypeError: the spec names another tool, an unknown argument, or leaves out a
+                required one.
+        """
+        props = set(spec.parameters.get("properties", {}))
+        own = set(self.schema.get("properties", {}))
+        required = set(self.schema.get("required", []))
+        if spec.name != self.name or props - own or required - props:
+            raise TypeError(
+                f"spec {spec.name!r} does not fit tool {self.name!r}: unknown "
+                f"{sorted(props - own)}, missing {sorted(required - props)}"
+            )
+        shown = copy.copy(self)
+        shown._presented = spec
+        return shown
 
     def signature(self) -> str:
         """A one-line summary of the arguments: ``search(query: string, top_k: integer = 16)``."""
@@ -398,3 +428,13 @@ class Toolbox:
                 error=True,
             )
         return self._tools[name](ctx, args)
+
+
+@tool
+def answer(ctx: ToolContext, answer: str) -> Observation:
+    """Call this function after confirming the answer of the user's question, and finish the conversation.
+
+    Args:
+        answer: Answer to the user's question.
+    """
+    return Observation(text=answer)

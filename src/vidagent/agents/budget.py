@@ -1,0 +1,93 @@
+"""Per-question budgets: steps, frames, tokens, seconds and money, and the meter that checks them.
+
+When a budget runs out the loop does not fail: it stops searching and asks the model for a final
+answer (one last call, which is allowed to go over). Defaults are generous for the papers'
+settings (DVD: 15 steps, about 0.15 M tokens and $0.21 per question with o3; one global browse
+looks at 250 frames and one frame inspection at up to 50).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from vidagent.exceptions import ConfigError
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits for one question; ``None`` means no limit.
+
+    Attributes:
+        steps: reasoning steps (model turns that may call tools); ``None``: the strategy's own
+            limit (DVD 15, VideoAgent2 T = 5).
+        frames: frames looked at by tools.
+        tokens: input plus output tokens over every model call, tools' included.
+        seconds: wall-clock time.
+        cost_usd: money, from the configured prices.
+    """
+
+    steps: int | None = None
+    frames: int | None = 2000
+    tokens: int | None = 1_000_000
+    seconds: float | None = 3600.0
+    cost_usd: float | None = 5.0
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is not None and value <= 0:
+                raise ConfigError(f"budget {f.name} must be positive, not {value}")
+
+    def with_steps(self, default: int) -> Budget:
+        """This budget with the strategy's step limit where none was given."""
+        return self if self.steps is not None else dataclasses.replace(self, steps=default)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class BudgetExceeded(Exception):
+    """Raised inside a run when a budget is spent; the loop turns it into a forced answer."""
+
+    def __init__(self, budget: str, used: float, limit: float) -> None:
+        super().__init__(f"{budget} budget exhausted ({used:g} of {limit:g})")
+        self.budget, self.used, self.limit = budget, used, limit
+
+
+class Meter:
+    """What one run has spent so far, against its budget."""
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+        self.started = time.monotonic()
+        self.steps = 0
+        self.frames = 0
+        self.tokens = 0
+        self.cost_usd = 0.0
+        self.model_calls = 0
+
+    @property
+    def seconds(self) -> float:
+        return time.monotonic() - self.started
+
+    def spent(self) -> dict[str, float]:
+        return {
+            "steps": self.steps,
+            "frames": self.frames,
+            "tokens": self.tokens,
+            "seconds": self.seconds,
+            "cost_usd": self.cost_usd,
+        }
+
+    def check(self) -> None:
+        """Raise :class:`BudgetExceeded` for the first budget that is spent.
+
+        Steps count as spent when ``steps`` reached the limit: no further step may start.
+        """
+        for name, used in self.spent().items():
+            limit = getattr(self.budget, name)
+            if limit is not None and used >= limit:
+                raise BudgetExceeded(name, used, limit)

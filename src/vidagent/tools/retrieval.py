@@ -1,0 +1,152 @@
+"""Searching the index: DVD's GlobalBrowse and ClipSearch, over one or several videos.
+
+``clip_search`` ranks clips by cosine similarity between the query's embedding and each clip's
+embedded text (caption, speech, on-screen text) and lists the top k in time order with their
+scores (DVD spec A.11 #14); no language model is called. ``global_browse`` returns the subject
+registry built at ingest and an event-centric summary of frames sampled uniformly over the whole
+video, written by the ``vlm`` role for the query (DVD Table 12). That summary is cached in the
+Library per video, query, model and sampling, so asking again costs nothing.
+
+``ctx.options`` keys read here: ``caption_words`` (cut each clip's text to this many words; None
+keeps all, DVD spec A.11 #22), ``question`` (used when the browse query is empty),
+``browse_frames`` (250), ``browse_height`` (360), ``browse_prompt`` (default Table 12).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Annotated
+
+from pydantic import Field
+
+from vidagent.exceptions import ConfigError
+from vidagent.library.schema import ClipHit, Summary
+from vidagent.prompts import load_prompt, prompt_hash
+from vidagent.timecode import clock
+from vidagent.tools.base import Evidence, Observation, Seconds, ToolContext, tool
+from vidagent.tools.frames import ask_vlm, browse_times
+
+EVENT_KIND = "event:"  # Summary kind prefix of cached global-browse summaries
+
+
+def clip_text(hit: ClipHit, words: int | None = None) -> str:
+    """A clip's caption with its speech and on-screen text, cut to ``words`` words."""
+    clip = hit.clip
+    text = clip.caption.strip()
+    if clip.transcript.strip():
+        text += f' Speech: "{clip.transcript.strip()}"'
+    if clip.ocr_text.strip():
+        text += f' On-screen text: "{clip.ocr_text.strip()}"'
+    cut = text.split()
+    if words is not None and len(cut) > words:
+        text = " ".join(cut[:words]) + " …"
+    return text or "(no caption)"
+
+
+def _span(ctx: ToolContext, video_id: str, t0: float, t1: float) -> str:
+    where = "" if len(ctx.video_ids) == 1 else f"{ctx.library.get_video(video_id).name} "
+    return f"[{where}{clock(round(t0, 1))}, {clock(round(t1, 1))}]"
+
+
+@tool
+def clip_search(
+    ctx: ToolContext,
+    event_description: str,
+    top_k: Annotated[int, Field(ge=1, le=200)] = 16,
+    video: str | None = None,
+    time_range: tuple[Seconds, Seconds] | None = None,
+) -> Observation:
+    """Searches for events in a video clip database based on a given event description and retrieves the top-k most relevant video clip captions.
+
+    Args:
+        event_description: A textual description of the event to search for.
+        top_k: The maximum number of top results to retrieve.
+        video: Search only this video (id or name); default every video in scope.
+        time_range: Search only clips overlapping [start, end].
+    """
+    from vidagent.library.search import search
+
+    if not event_description.strip():
+        raise ValueError("event_description is empty; describe the event to search for")
+    if ctx.models is None:
+        raise ConfigError("clip_search needs models (the embed role)")
+    videos = [ctx.resolve_video(video)] if video is not None else list(ctx.video_ids)
+    t_from, t_to = sorted(time_range) if time_range is not None else (None, None)
+    hits = search(
+        ctx.library, event_description, models=ctx.models, videos=videos,
+        t_from=t_from, t_to=t_to, top=top_k,
+    )  # fmt: skip
+    if not hits:
+        return Observation(text="Searched Video Clip Scripts :\nNo clips found.")
+    words = ctx.options.get("caption_words")
+    lines = [
+        f"{_span(ctx, h.clip.video_id, h.clip.t0, h.clip.t1)} ({h.score:.2f}) {clip_text(h, words)}"
+        for h in sorted(hits, key=lambda h: (h.clip.video_id, h.clip.t0))
+    ]
+    return Observation(
+        text="Searched Video Clip Scripts :\n" + "\n".join(lines),
+        evidence=tuple(Evidence(h.clip.video_id, h.clip.t0, h.clip.t1) for h in hits),  # best first
+    )
+
+
+@tool
+def global_browse(ctx: ToolContext, query: str, video: str | None = None) -> Observation:
+    """Obtain a subject registry and relevant information about the query from the whole video.
+
+    Args:
+        query: A textual description of the question to search for.
+        video: Browse only this video (id or name); default every video in scope.
+    """
+    from vidagent.ingest.caption import REGISTRY, registry_view
+
+    query = query.strip() or str(ctx.options.get("question", ""))
+    videos = [ctx.resolve_video(video)] if video is not None else list(ctx.video_ids)
+    sections, frames, calls = [], 0, 0
+    for video_id in videos:
+        stored = ctx.library.summary(video_id, REGISTRY)
+        registry = registry_view(json.loads(stored.data)) if stored else "{}"
+        events, looked = _event_summary(ctx, video_id, query)
+        frames, calls = frames + looked, calls + (1 if looked else 0)
+        head = "" if len(videos) == 1 else f"Video {ctx.library.get_video(video_id).name}:\n"
+        sections.append(f"{head}Subjects Information :\n{registry}\nEvent Information :\n{events}")
+    return Observation(
+        text="\n\n".join(sections),
+        evidence=tuple(Evidence(v, 0.0, ctx.duration(v)) for v in videos),
+        frames=frames,
+        model_calls=calls,
+    )
+
+
+def _event_summary(ctx: ToolContext, video_id: str, query: str) -> tuple[str, int]:
+    """The query's event summary and the frames looked at for it (0 when cached)."""
+    if ctx.models is None:
+        raise ConfigError("global_browse needs models (the vlm role)")
+    opts = ctx.options
+    n, height = int(opts.get("browse_frames", 250)), int(opts.get("browse_height", 360))
+    template = opts.get("browse_prompt") or load_prompt("dvd_global_browse").strip()
+    key_parts = [query, ctx.models.client("vlm").spec, template, str(n), str(height)]
+    kind = EVENT_KIND + hashlib.sha256("\x1f".join(key_parts).encode()).hexdigest()[:16]
+    cached = ctx.library.summary(video_id, kind)
+    if cached is not None:
+        return cached.text, 0
+    times = browse_times(ctx.duration(video_id), n)
+    text = ask_vlm(
+        ctx,
+        video_id,
+        times,
+        short_side=height,
+        system=load_prompt("dvd_frame_inspect_system").strip(),
+        prompt=template.replace("[question]", query),
+    )
+    ctx.library.put_summary(
+        Summary(
+            video_id=video_id,
+            kind=kind,
+            text=text,
+            data=json.dumps({"query": query, "frames": n, "height": height}),
+            model=ctx.models.client("vlm").spec,
+            inputs_hash=prompt_hash("dvd_global_browse"),
+        )
+    )
+    return text, len(times)

@@ -1,0 +1,274 @@
+"""The agent loop through DVD: every tool, every failure path, budgets and forced answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentkit import JSON_ONLY, action, build_library, call, hub
+
+from vidagent.agents.base import ELIDED, Question, fit_context
+from vidagent.agents.budget import Budget
+from vidagent.agents.dvd import FINISH_PROMPT, DVDAgent
+from vidagent.agents.trace import (
+    AgentTurn,
+    Answered,
+    BudgetExhausted,
+    FormatError,
+    ModelCall,
+    Observed,
+    RunFinished,
+    RunStarted,
+    ToolCalled,
+    Trace,
+)
+from vidagent.models.base import ChatRequest, Message
+from vidagent.models.fake import FakeAdapter
+from vidagent.prompts import load_prompt
+
+OPTIONS = ("GOODBYE", "HELLO VIDAGENT", "No text")
+
+
+@pytest.fixture(scope="module")
+def indexed(small_video: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    return build_library(tmp_path_factory.mktemp("lib") / "lib", small_video)
+
+
+def run(indexed: Any, llm: FakeAdapter, vlm: FakeAdapter | None = None, **kwargs: Any) -> Any:
+    library, ids, settings = indexed
+    agent = DVDAgent(library, hub(settings, llm, vlm), **kwargs)
+    return agent.run(Question("What text appears on screen?", tuple(ids), OPTIONS))
+
+
+def kinds(answer: Any) -> list[str]:
+    return [e.kind for e in answer.trace.events if not isinstance(e, ModelCall)]
+
+
+def observations(answer: Any) -> list[Observed]:
+    return answer.trace.of(Observed)
+
+
+def test_native_trajectory_through_every_tool(indexed: Any) -> None:
+    llm = FakeAdapter.scripted(
+        [
+            call("global_browse", query="what text is shown?"),
+            call("clip_search", event_description="hello there", top_k=2),
+            call(
+                "frame_inspect",
+                question="What text?",
+                time_ranges_hhmmss=[["00:00:05", "00:00:08"]],
+            ),
+            call("answer", answer="(B) HELLO VIDAGENT"),
+        ]
+    )
+    vlm = FakeAdapter.function(lambda req: f"saw {req.image_count()} images")
+    answer = run(indexed, llm, vlm)
+
+    assert (answer.choice, answer.letter, answer.parsed, answer.forced) == (1, "B", True, False)
+    assert [(e.t0, e.t1) for e in answer.evidence] == [(5.0, 8.0)]
+    assert kinds(answer) == ["run_started"] + ["agent_turn", "tool_called", "observed"] * 4 + [
+        "answer",
+        "run_finished",
+    ]
+    browse, search, inspect = observations(answer)[:3]
+    # 250 frames, spliced to fit the fake VLM's 64 images; cached for the next ask
+    assert browse.frames == 250 and "saw 63 images" in browse.text
+    assert (
+        browse.text.startswith("Subjects Information :\n")
+        and "Event Information :\n" in browse.text
+    )
+    assert search.text.startswith("Searched Video Clip Scripts :\n")
+    assert search.text.count("\n[") == 2 and len(search.evidence) == 2
+    # frame_inspect: 5 s to 8 s at 2 fps = 7 frames, each labelled, with Table 11 verbatim
+    assert inspect.frames == 7 and inspect.text == "saw 7 images"
+    inspect_request = vlm.requests[-1]
+    labels = [p for p in inspect_request.messages[1].content if isinstance(p, str)]
+    assert labels[:2] == ["t=00:00:05", "t=00:00:05"] or labels[0] == "t=00:00:05"
+    assert labels[-1] == load_prompt("dvd_frame_inspect").strip().replace(
+        "[question]", "What text?"
+    )
+    assert inspect_request.messages[0].text == "You are a helpful assistant to answer questions."
+    totals = answer.trace.totals
+    assert totals.steps == 4 and totals.frames == 257 and totals.model_calls == 7
+
+
+def test_global_browse_is_cached_per_query(indexed: Any) -> None:
+    script = [
+        call("global_browse", query="a query only this test asks"),
+        call("answer", answer="A"),
+    ]
+    vlm = FakeAdapter.function(lambda req: "events")
+    first = run(indexed, FakeAdapter.scripted(list(script)), vlm)
+    second = run(indexed, FakeAdapter.scripted(list(script)), vlm)
+    assert observations(first)[0].frames == 250 and observations(second)[0].frames == 0
+    assert observations(second)[0].text == observations(first)[0].text
+    assert len(vlm.requests) == 1
+
+
+def test_json_actions_with_a_schema_for_models_without_tools(indexed: Any) -> None:
+    llm = FakeAdapter.scripted(
+        [
+            action("clip_search", "search first", event_description="hello"),
+            action("answer", answer="B"),
+        ],
+        capabilities=JSON_ONLY,
+    )
+    answer = run(indexed, llm)
+    assert answer.letter == "B" and not answer.forced
+    first = llm.requests[0]
+    assert not first.tools and first.response_schema is not None
+    names = [
+        c["properties"]["name"]["const"]
+        for c in first.response_schema["properties"]["action"]["anyOf"]
+    ]
+    assert names == ["global_browse", "clip_search", "frame_inspect", "answer"]
+    assert "Reply with exactly one JSON object" in first.messages[0].text
+    # the observation comes back as text the model reads
+    assert llm.requests[1].messages[-1].text.startswith("Observation from clip_search:\n")
+    assert answer.trace.of(AgentTurn)[0].thought == "search first"
+
+
+def test_malformed_json_is_retried_with_a_reminder(indexed: Any) -> None:
+    llm = FakeAdapter.scripted(
+        ["Sure! I will search.", '{"thought": "x"}', action("answer", answer="(B)")],
+        capabilities=JSON_ONLY,
+    )
+    answer = run(indexed, llm)
+    errors = answer.trace.of(FormatError)
+    assert [e.attempt for e in errors] == [1, 2]
+    assert "not valid JSON" in errors[0].problem and '"action"' in errors[1].problem
+    retry = llm.requests[1].messages
+    assert retry[-2].text == "Sure! I will search." and "not a valid action" in retry[-1].text
+    assert answer.letter == "B" and answer.reason == "answered"
+
+
+def test_format_retries_run_out_then_a_final_answer_is_forced(indexed: Any) -> None:
+    llm = FakeAdapter.scripted(["nope"] * 4 + ['{"answer": "C"}'], capabilities=JSON_ONLY)
+    answer = run(indexed, llm)
+    assert len(answer.trace.of(FormatError)) == 4  # first try + 3 retries
+    assert (answer.letter, answer.forced, answer.reason) == ("C", True, "format_errors")
+    assert llm.requests[-1].messages[-1].text == "Answer now with the option letter only."
+
+
+def test_unknown_tool_and_bad_arguments_come_back_as_observations(indexed: Any) -> None:
+    llm = FakeAdapter.scripted(
+        [
+            call("zoom_in", box=[0, 0, 1, 1]),
+            call("frame_inspect", question="x", time_ranges_hhmmss="soon"),
+            call("frame_inspect", question="x", time_ranges_hhmmss=[["00:10:00", "00:11:00"]]),
+            call("frame_inspect", question="x", time_ranges_hhmmss=[["00:00:10", "00:05:00"]]),
+            call("answer"),
+            call("answer", answer="B"),
+        ]
+    )
+    answer = run(indexed, llm)
+    unknown, bad, late, clamped, no_answer = observations(answer)[:5]
+    assert (
+        unknown.error
+        and "Unknown tool 'zoom_in'" in unknown.text
+        and "frame_inspect" in unknown.text
+    )
+    assert bad.error and "time_ranges_hhmmss" in bad.text and "Expected: frame_inspect(" in bad.text
+    assert late.error and "begins after the video ends" in late.text
+    assert not clamped.error and clamped.evidence == [[answer.evidence[0].video_id, 10.0, 12.0]]
+    assert no_answer.error and "'answer' is required" in no_answer.text
+    assert answer.letter == "B" and answer.trace.totals.steps == 6
+    # each error went back to the model as the tool's result
+    assert llm.requests[1].messages[-1].role == "tool"
+    assert "Unknown tool" in llm.requests[1].messages[-1].text
+
+
+def test_max_steps_adds_the_finish_prompt_then_forces_an_answer(indexed: Any) -> None:
+    llm = FakeAdapter.scripted(
+        [call("clip_search", event_description="text")] * 3 + ["(A) GOODBYE"]
+    )
+    answer = run(indexed, llm, budget=Budget(steps=3))
+    assert (answer.letter, answer.forced, answer.reason) == ("A", True, "max_steps")
+    assert llm.requests[2].messages[-1].text == FINISH_PROMPT  # step 3 of 3
+    assert llm.requests[2].tools  # still offered the answer tool
+    final = llm.requests[3]
+    assert not final.tools and final.messages[-1].text == "Answer now with the option letter only."
+    assert answer.trace.totals.steps == 3
+
+
+def test_frame_budget_exhaustion_forces_an_answer(indexed: Any) -> None:
+    llm = FakeAdapter.scripted([call("global_browse", query="q frames budget"), "B"])
+    answer = run(indexed, llm, budget=Budget(frames=100))
+    (exhausted,) = answer.trace.of(BudgetExhausted)
+    assert (exhausted.budget, exhausted.used, exhausted.limit) == ("frames", 250, 100)
+    assert (answer.letter, answer.forced, answer.reason) == ("B", True, "budget:frames")
+    assert len(llm.requests) == 2 and not llm.requests[1].tools
+
+
+def test_token_budget_counts_every_model_call(indexed: Any) -> None:
+    # Fake tokens are words: the prompts alone are ~420, so step 2 passes 500 and step 3 never starts.
+    llm = FakeAdapter.scripted([call("clip_search", event_description="text")] * 2 + ["C"])
+    answer = run(indexed, llm, budget=Budget(tokens=500))
+    assert answer.reason == "budget:tokens" and answer.letter == "C"
+    spent = answer.trace.totals
+    assert spent.input_tokens + spent.output_tokens >= 500
+    assert spent.steps == 2 and spent.model_calls == 5  # 3 llm + 2 embed
+
+
+def test_an_unparsable_answer_is_recorded_not_guessed(indexed: Any) -> None:
+    answer = run(indexed, FakeAdapter.scripted([call("answer", answer="I am not sure.")]))
+    assert (answer.choice, answer.parsed, answer.text) == (None, False, "I am not sure.")
+    assert answer.trace.answer.parsed is False
+
+
+def test_text_reply_without_a_tool_call_is_the_answer(indexed: Any) -> None:
+    answer = run(indexed, FakeAdapter.scripted(["The text says HELLO VIDAGENT, so (B)."]))
+    assert answer.letter == "B" and answer.trace.totals.steps == 1
+
+
+def test_trace_file_round_trips(indexed: Any, tmp_path: Path) -> None:
+    library, ids, settings = indexed
+    llm = FakeAdapter.scripted(
+        [call("clip_search", event_description="hello"), call("answer", answer="B")]
+    )
+    path = tmp_path / "run.jsonl"
+    seen: list[Any] = []
+    answer = DVDAgent(library, hub(settings, llm)).run(
+        Question("What text appears on screen?", tuple(ids), OPTIONS), Trace(path, [seen.append])
+    )
+    loaded = Trace.load(path)
+    assert loaded.events == answer.trace.events == seen
+    started = loaded.of(RunStarted)[0]
+    assert started.strategy == "dvd" and started.budget["steps"] == 15
+    assert (
+        started.models["embed"] == "fake:hash?dim=32"
+        and started.models["llm"] == "fake:scripted"
+        and started.videos[0]["name"] == "small.mp4"
+    )
+    assert started.settings["browse_frames"] == 250
+    assert loaded.of(ToolCalled)[0].arguments == {"event_description": "hello"}
+    assert isinstance(loaded.events[-2], Answered) and isinstance(loaded.events[-1], RunFinished)
+
+
+def test_fit_context_elides_oldest_observations_first() -> None:
+    messages = [
+        Message("system", "s"),
+        Message("user", "question"),
+        Message("assistant", "a1"),
+        Message("user", "Observation from clip_search:\n" + "x" * 3000),
+        Message("assistant", "a2"),
+        Message("user", "Observation from frame_inspect:\n" + "y" * 3000),
+        Message("assistant", "a3"),
+    ]
+    fitted = fit_context(messages, limit=1200)
+    assert fitted[3].text == f"Observation from clip_search:\n{ELIDED}"
+    assert fitted[5].text.endswith("y" * 100)  # the newer one still fits
+    assert fit_context(messages, limit=10_000) == messages
+
+
+def test_local_models_get_shorter_clip_texts(indexed: Any) -> None:
+    llm = FakeAdapter.scripted(
+        [action("clip_search", event_description="hello"), action("answer", answer="B")],
+        capabilities=JSON_ONLY,
+    )
+    run(indexed, llm)
+    text = json.loads(json.dumps(llm.requests[1].messages[-1].text))
+    assert all(len(line.split()) <= 125 for line in text.splitlines()[1:])
+    assert isinstance(llm.requests[0], ChatRequest)

@@ -1,0 +1,153 @@
+"""``vidagent ask`` and ``replay`` as a user runs them, ``vidagent.ask``, and a run over HTTP."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentkit import INDEX_SPECS, action, build_library
+from clirun import vidagent
+from faultserver import Behaviour, FaultServer, completion
+
+import vidagent as va
+from vidagent.agents.base import Question
+from vidagent.agents.dvd import DVDAgent
+from vidagent.agents.trace import Observed, Trace, render
+from vidagent.config import load_settings
+from vidagent.models.client import Models
+
+
+def fake_env(*replies: str) -> dict[str, str]:
+    env = {f"VIDAGENT_{k.upper()}": v for k, v in INDEX_SPECS.items()}
+    env["VIDAGENT_LLM"] = "fake:scripted?replies=" + json.dumps(list(replies))
+    return env
+
+
+SCRIPT = (
+    action("clip_search", "look for the text", event_description="HELLO"),
+    action("answer", "found it", answer="(B)"),
+)
+
+
+def test_ask_shows_steps_live_and_replay_renders_the_same(
+    small_video: Path, _isolated_home: Path, tmp_path: Path
+) -> None:
+    trace = tmp_path / "run.jsonl"
+    args = ["ask", str(small_video), "What text appears?", "-o", "BYE", "-o", "HELLO VIDAGENT"]
+    out = vidagent(*args, "--tool-mode", "json", "--trace", str(trace), home=_isolated_home,
+                   env=fake_env(*SCRIPT))  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert "step 1 · thought: look for the text" in lines
+    assert any(
+        line.startswith('step 1 → clip_search {"event_description": "HELLO"}') for line in lines
+    )
+    assert "answer: (B) HELLO VIDAGENT" in lines and lines[-1] == f"trace: {trace}"
+    assert any(line.startswith("  evidence: small.mp4 00:00:") for line in lines)
+
+    # replay: no model is reachable (an empty script fails on any call), same lines come back
+    again = vidagent("replay", str(trace), home=_isolated_home, env=fake_env())
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines() == lines[:-1]
+    summary = json.loads(vidagent("replay", str(trace), "--json", home=_isolated_home).stdout)
+    assert summary["letter"] == "B" and summary["totals"]["steps"] == 2
+
+
+def test_ask_json_output(small_video: Path, _isolated_home: Path) -> None:
+    out = vidagent("ask", str(small_video), "What text appears?", "-o", "BYE", "-o", "HELLO",
+                   "--json", "--tool-mode", "json", home=_isolated_home, env=fake_env(*SCRIPT))  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    body = json.loads(out.stdout)
+    assert body["letter"] == "B" and body["answer"]["parsed"] is True
+    assert body["totals"]["steps"] == 2 and Path(body["trace"]).is_file()
+    assert Path(body["trace"]).parent == _isolated_home / "traces"
+    assert "step 1 → clip_search" in out.stderr  # live steps go to stderr with --json
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["ask", "missing.mp4", "q"], "missing.mp4: not a video file and not a video in"),
+        (
+            ["ask", "{video}", "q", "--strategy", "nope"],
+            "unknown strategy 'nope'; choose one of: dvd",
+        ),
+        (["ask", "{video}", "q", "--max-steps", "0"], "budget steps must be positive"),
+        (["ask", "{video}", "q", "--set", "nonsense"], "'nonsense' is not KEY=VALUE"),
+        (["ask", "q"], "give at least one VIDEO and a QUESTION"),
+        (["replay", "{video}"], "not a vidagent trace event"),
+        (["replay", "missing.jsonl"], "missing.jsonl: no such trace file"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_code(
+    args: list[str], message: str, small_video: Path, _isolated_home: Path
+) -> None:
+    out = vidagent(*(a.replace("{video}", str(small_video)) for a in args), home=_isolated_home,
+                   env=fake_env())  # fmt: skip
+    assert out.returncode != 0
+    assert message in out.stderr.strip().splitlines()[-1]  # the error itself is one line
+
+
+def test_python_ask_indexes_then_answers(small_video: Path, tmp_path: Path) -> None:
+    settings = load_settings(
+        {**INDEX_SPECS, "llm": "fake:scripted?replies=" + json.dumps(list(SCRIPT))}
+    )
+    events: list[Any] = []
+    answer = va.ask(small_video, "What text appears?", options=["BYE", "HELLO"], settings=settings,
+                    library=tmp_path / "lib", trace=tmp_path / "t.jsonl", on_event=events.append,
+                    tool_mode="json")  # fmt: skip
+    assert isinstance(answer, va.Answer) and answer.letter == "B"
+    assert answer.trace is not None and answer.trace.events == events
+    assert Trace.load(tmp_path / "t.jsonl").events == events
+    record = va.Library(tmp_path / "lib").list_videos()[0]
+    assert "embed" in record.stages and "summarize" not in record.stages  # DVD reads no summary
+
+
+@pytest.fixture
+def server() -> Iterator[FaultServer]:
+    s = FaultServer().start()
+    yield s
+    s.stop()
+
+
+def _tool_call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"id": f"call_{name}", "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)}}  # fmt: skip
+
+
+def test_native_tool_calling_over_an_openai_compatible_server(
+    small_video: Path, tmp_path: Path, server: FaultServer
+) -> None:
+    library, ids, _ = build_library(tmp_path / "lib", small_video)
+    settings = load_settings({**INDEX_SPECS, "llm": "openai:agent-model", "vlm": "openai:vision-model",
+                              "openai_base_url": server.base_url, "openai_api_key": "sk-test"})  # fmt: skip
+    inspect = {
+        "question": "What does the text say?",
+        "time_ranges_hhmmss": [["00:00:05", "00:00:07"]],
+    }
+    server.script(
+        Behaviour(body=completion("I should look at the frames.", tool_calls=[_tool_call("frame_inspect", **inspect)])),
+        Behaviour(body=completion("The text reads HELLO VIDAGENT.")),
+        Behaviour(body=completion("", tool_calls=[_tool_call("answer", answer="B")])),
+    )  # fmt: skip
+    with Models(settings) as models:
+        answer = DVDAgent(library, models).run(Question("What text?", tuple(ids), ("BYE", "HELLO")))
+    assert answer.letter == "B" and answer.trace.totals.model_calls == 3
+    first, vision, last = server.bodies("/chat/completions")
+    assert first["model"] == "agent-model"
+    assert [t["function"]["name"] for t in first["tools"]] == [
+        "global_browse", "clip_search", "frame_inspect", "answer",
+    ]  # fmt: skip
+    images = [p for p in vision["messages"][1]["content"] if p["type"] == "image_url"]
+    assert vision["model"] == "vision-model" and len(images) == 5  # 5, 5.5, 6, 6.5, 7 s
+    assert images[0]["image_url"]["url"].startswith("data:image/jpeg;base64,")
+    tool_message = last["messages"][-1]
+    assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == "call_frame_inspect"
+    assert tool_message["content"] == "The text reads HELLO VIDAGENT."
+    assert last["messages"][-2]["tool_calls"][0]["function"]["name"] == "frame_inspect"
+    (observed,) = answer.trace.of(Observed)[:1]
+    assert observed.frames == 5 and observed.evidence == [[ids[0], 5.0, 7.0]]
+    assert list(render(answer.trace.events))[-2].startswith("answer: (B) HELLO\n")
