@@ -8,6 +8,7 @@ fast and never import torch. One module per family of commands:
 - :mod:`.index`: ``index`` (with ``--dry-run``)
 - :mod:`.library`: ``list``, ``show``, ``search``, ``remove``
 - :mod:`.ask`: ``ask``, ``replay``
+- :mod:`.bench`: ``bench score``
 """
 
 from __future__ import annotations
@@ -81,4 +82,4 @@ def main(argv: list[str] | None = None) -> None:
 __all__ = ["cli", "hms", "main", "parse_time", "settings_of"]
 
 # Register the commands (imported for their side effect on ``cli``).
-from vidagent.cli import ask, index, info, library  # noqa: F401
+from vidagent.cli import ask, bench, index, info, library  # noqa: F401

@@ -1,0 +1,112 @@
+"""Benchmarks: loaders of the official annotation files and scorers that reproduce their numbers.
+
+One module per benchmark, each data plus four small functions (see :mod:`vidagent.bench.base`):
+
+| name | module | splits |
+|---|---|---|
+| ``egoschema`` | :mod:`.egoschema` | subset, full |
+| ``nextqa`` | :mod:`.nextqa` | val, test (ATP-hard: an id list) |
+| ``intentqa`` | :mod:`.intentqa` | test, val, train |
+| ``lvbench`` | :mod:`.lvbench` | all |
+| ``longvideobench`` | :mod:`.longvideobench` | val, test (subset ``long``) |
+| ``videomme`` | :mod:`.videomme` | all, short, medium, long (``subtitles``) |
+| ``charades_sta`` | :mod:`.charades_sta` | test, train |
+| ``crossvid`` | :mod:`.crossvid` | all, or task codes |
+
+Shared pieces: :mod:`.base` (samples, outcomes, scores, the protocol, :func:`evaluate`),
+:mod:`.predictions` (prediction-file and id-list readers), :mod:`.judge` (the LLM judge for
+open-ended answers). Benchmark modules are imported on first use (:func:`get_benchmark`).
+
+Example::
+
+    from vidagent.bench import evaluate, get_benchmark
+
+    bench = get_benchmark("nextqa")
+    loaded = bench.load(Path("NExT-QA/dataset/nextqa"), split="val")
+    scores = evaluate(bench, loaded, bench.read_predictions(Path("preds.json"), loaded.samples))
+    print(scores.overall.score, scores.sections["group"]["C"].score)
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, cast
+
+from vidagent.bench.base import (
+    Benchmark,
+    GroupScore,
+    LoadResult,
+    MissingVideo,
+    Outcome,
+    Sample,
+    Scores,
+    evaluate,
+    letter_index,
+)
+from vidagent.exceptions import UserError
+
+if TYPE_CHECKING:  # mypy checks that every module implements the Benchmark protocol
+    from vidagent.bench import (
+        charades_sta,
+        crossvid,
+        egoschema,
+        intentqa,
+        longvideobench,
+        lvbench,
+        nextqa,
+        videomme,
+    )
+
+    _MODULES: tuple[Benchmark, ...] = (
+        charades_sta,
+        crossvid,
+        egoschema,
+        intentqa,
+        longvideobench,
+        lvbench,
+        nextqa,
+        videomme,
+    )
+
+#: Benchmark name -> module; the names the CLI accepts.
+BENCHMARKS = {
+    "egoschema": "vidagent.bench.egoschema",
+    "nextqa": "vidagent.bench.nextqa",
+    "intentqa": "vidagent.bench.intentqa",
+    "lvbench": "vidagent.bench.lvbench",
+    "longvideobench": "vidagent.bench.longvideobench",
+    "videomme": "vidagent.bench.videomme",
+    "charades_sta": "vidagent.bench.charades_sta",
+    "crossvid": "vidagent.bench.crossvid",
+}
+
+_ALIASES = {"next-qa": "nextqa", "video-mme": "videomme", "charades-sta": "charades_sta"}
+_ALIASES |= {"charades": "charades_sta", "lvb": "longvideobench"}
+
+
+def get_benchmark(name: str) -> Benchmark:
+    """The benchmark module called ``name`` (case and ``-``/``_`` do not matter).
+
+    Raises:
+        UserError: no such benchmark; the message lists the known ones.
+    """
+    key = name.strip().lower()
+    key = _ALIASES.get(key, key).replace("-", "_")
+    if key not in BENCHMARKS:
+        raise UserError(f"unknown benchmark {name!r}; choose one of: {', '.join(BENCHMARKS)}")
+    return cast(Benchmark, import_module(BENCHMARKS[key]))
+
+
+__all__ = [
+    "BENCHMARKS",
+    "Benchmark",
+    "GroupScore",
+    "LoadResult",
+    "MissingVideo",
+    "Outcome",
+    "Sample",
+    "Scores",
+    "evaluate",
+    "get_benchmark",
+    "letter_index",
+]

@@ -1,0 +1,519 @@
+"""What every benchmark shares: samples, load results, outcomes, scores, the protocol.
+
+A benchmark is a module with four small functions (STYLE.md §11) plus a reader for its usual
+prediction file:
+
+- ``load(data, *, split=None, videos=None, **options) -> LoadResult`` reads the official
+  annotation files under ``data`` and resolves each sample's videos under ``videos`` (a default
+  folder under ``data`` when not given). A missing video is listed in
+  :attr:`LoadResult.missing`, never raised.
+- ``prompt(sample) -> str``: the question with its options as ``(A) ...`` lines.
+- ``score(samples, predictions, *, judge=None) -> list[Outcome]``: one outcome per sample, from
+  already-parsed predictions ``{sample id: answer or None}``. ``None`` (or an id absent from the
+  mapping) means the system gave no answer; any other value is an answer, and one of the wrong
+  type (a word where an option index was expected) is simply wrong.
+- ``aggregate(samples, outcomes) -> Scores``: the official number beside the strict one, and the
+  official per-category breakdowns.
+- ``read_predictions(path, samples) -> dict``: the benchmark's usual prediction file, and the
+  runner's JSONL rows (``{"id": ..., "parsed": ...}`` per line), to the mapping ``score`` takes
+  (shared readers in :mod:`vidagent.bench.predictions`).
+
+Two rules decide what an unanswered question counts for, and each benchmark names its official
+one: ``"all"`` (every question is in the denominator, so unanswered = wrong: NExT-QA's
+``eval_mc.py``, EgoSchema) or ``"answered"`` (unanswered questions leave the denominator: LVBench's
+``compute_accuracy``, Video-MME's ``eval_your_results``, CrossVid's scripts). The strict number,
+unanswered = wrong, is always reported beside it.
+
+Nothing here does I/O at import time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from vidagent.agents.answer import LETTERS, question_with_options
+from vidagent.exceptions import UserError
+
+if TYPE_CHECKING:
+    from vidagent.bench.judge import Judge
+
+#: A parsed answer: an option index, a set of indices (multi-select), an order of item numbers,
+#: a ``(start, end)`` interval in seconds, or free text. Tuples for the sequence forms.
+Answer = int | tuple[int, ...] | tuple[float, float] | str
+Predictions = Mapping[str, Any]
+Rule = Literal["all", "answered"]
+
+VIDEO_SUFFIXES = (".mp4", ".MP4", ".mkv", ".webm", ".avi", ".mov")
+
+
+class BenchmarkDataError(UserError):
+    """An annotation or prediction file is missing or not in the expected format."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Samples
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One benchmark question.
+
+    Attributes:
+        id: the benchmark's own question id (the key prediction files use).
+        videos: every video the question is about, resolved under the video root. A video may be
+            a folder of frames (CrossVid's drone views).
+        question: the question text, without the options.
+        options: the answer options without their letters; empty for open questions.
+        answer: the reference: an option index (single choice), a tuple of indices
+            (multi-select), a tuple of item numbers (ordering), a ``(start, end)`` interval in
+            seconds, or text (open-ended); ``None`` where the split's answers are not public.
+        categories: every category the question belongs to (LVBench questions have several).
+        task: the answer form: ``"choice"``, ``"multi"``, ``"order"``, ``"interval"``, ``"open"``.
+        extras: benchmark-specific fields (question type, duration group, clip bounds, ...).
+    """
+
+    id: str
+    videos: tuple[Path, ...]
+    question: str
+    options: tuple[str, ...] = ()
+    answer: Answer | None = None
+    categories: tuple[str, ...] = ()
+    task: str = "choice"
+    extras: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class MissingVideo:
+    """A video a sample needs that is not under the video root."""
+
+    sample_id: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """What a loader read: the samples, and the videos it could not find."""
+
+    benchmark: str
+    split: str
+    samples: tuple[Sample, ...]
+    missing: tuple[MissingVideo, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def missing_samples(self) -> int:
+        """How many samples lack at least one of their videos."""
+        return len({m.sample_id for m in self.missing})
+
+    def runnable(self) -> tuple[Sample, ...]:
+        """The samples whose videos are all present."""
+        lacking = {m.sample_id for m in self.missing}
+        return tuple(s for s in self.samples if s.id not in lacking)
+
+    def only(self, ids: Iterable[str]) -> LoadResult:
+        """The same result restricted to ``ids`` (e.g. NExT-QA's ATP-hard list), in load order.
+
+        Raises:
+            BenchmarkDataError: when none of the ids is a question of this split.
+        """
+        wanted = set(ids)
+        samples = tuple(s for s in self.samples if s.id in wanted)
+        if wanted and not samples:
+            raise BenchmarkDataError(
+                f"none of the {len(wanted)} listed ids is a {self.benchmark} {self.split} question"
+            )
+        notes = self.notes
+        unknown = len(wanted) - len(samples)
+        if unknown:
+            notes += (f"{unknown} listed ids are not {self.benchmark} {self.split} questions",)
+        kept = {s.id for s in samples}
+        missing = tuple(m for m in self.missing if m.sample_id in kept)
+        return LoadResult(self.benchmark, self.split, samples, missing, notes)
+
+
+class VideoRoot:
+    """Finds videos under a root folder and records the ones that are not there.
+
+    A name is tried as given, then with each common suffix, then (once the folder has been
+    indexed, on the first miss) by file stem anywhere below the root, so a root laid out in
+    sub-folders still resolves names given without their folder.
+    """
+
+    def __init__(self, root: Path, suffixes: Sequence[str] = VIDEO_SUFFIXES) -> None:
+        self.root = root
+        self.suffixes = tuple(suffixes)
+        self._by_stem: dict[str, Path] | None = None
+        self.missing: list[MissingVideo] = []
+
+    def resolve(self, sample_id: str, name: str, *, folder: bool = False) -> Path:
+        """The path of video ``name`` (a file, or a folder of frames when ``folder``)."""
+        path = self.root / name
+        if path.exists():
+            return path
+        if not folder:
+            for suffix in self.suffixes:
+                candidate = path.with_name(path.name + suffix)
+                if candidate.is_file():
+                    return candidate
+            found = self._stem_index().get(Path(name).stem)
+            if found is not None:
+                return found
+            if not path.suffix:
+                path = path.with_name(path.name + self.suffixes[0])
+        self.missing.append(MissingVideo(sample_id, path))
+        return path
+
+    def _stem_index(self) -> dict[str, Path]:
+        if self._by_stem is None:
+            self._by_stem = {}
+            if self.root.is_dir():
+                for p in sorted(self.root.rglob("*")):
+                    if p.suffix in self.suffixes:
+                        self._by_stem.setdefault(p.stem, p)
+        return self._by_stem
+
+
+def video_root(data: Path, videos: Path | None, *candidates: str) -> Path:
+    """``videos`` when given, else the first of ``data/<candidate>`` that exists (or the first)."""
+    if videos is not None:
+        return Path(videos).expanduser()
+    for name in candidates:
+        if (data / name).is_dir():
+            return data / name
+    return data / candidates[0]
+
+
+def check_options(benchmark: str, options: Mapping[str, Any], known: Iterable[str] = ()) -> None:
+    """Refuse options a loader does not understand, naming the ones it does."""
+    unknown = sorted(k for k, v in options.items() if v not in (None, False) and k not in known)
+    if unknown:
+        allowed = ", ".join(sorted(known)) or "none"
+        raise UserError(f"{benchmark} has no option {unknown[0]!r} (its options: {allowed})")
+
+
+def check_split(benchmark: str, split: str, splits: Sequence[str]) -> str:
+    if split not in splits:
+        raise UserError(f"{benchmark} has no split {split!r}; choose one of: {', '.join(splits)}")
+    return split
+
+
+def require_file(path: Path, what: str) -> Path:
+    if not path.is_file():
+        raise BenchmarkDataError(f"{what} not found: {path}")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Prompts and letters
+
+
+def letter_index(text: str) -> int | None:
+    """The option index a lone letter names: ``"A"``, ``"(B)"``, ``"C."``, ``"D)"``; else ``None``.
+
+    Letters only, upper case: free text is the answer parser's job, not the scorer's.
+    """
+    m = re.fullmatch(r"\s*\(?\s*([A-Z])\s*\)?\s*[.:]?\s*", text)
+    return LETTERS.index(m.group(1)) if m else None
+
+
+def strip_label(option: str) -> str:
+    """An option without a leading ``"A. "``, ``"(A) "``, ``"A) "`` or ``"A: "`` label."""
+    return re.sub(r"^\s*\(?[A-Z][.):]\s*", "", option, count=1).strip()
+
+
+def format_question(question: str, options: Sequence[str]) -> str:
+    """The question, then one ``(A) option`` line per option (as the agents' prompts show it)."""
+    return question_with_options(question.strip(), options)
+
+
+def as_choice(value: Any) -> Any:
+    """A prediction value as an option index where it is one; other answers stay as they are.
+
+    Ints stay; a lone letter becomes its index; ``{"prediction": x}`` (NExT-QA's result files)
+    gives ``x``. Anything else is kept, so it counts as an answer that names no option.
+    """
+    if isinstance(value, dict) and "prediction" in value:
+        value = value["prediction"]
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, str):
+        index = letter_index(value)
+        return value if index is None else index
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def as_interval(value: Any) -> tuple[float, float] | None:
+    """A ``(start, end)`` pair from ``[s, e]`` or ``"s,e"`` (CrossVid's answer form), else ``None``.
+
+    A string must split on its comma into exactly two numbers, as CrossVid's ``FSA.py`` reads it;
+    a reversed pair is put in order.
+    """
+    parts = value.split(",") if isinstance(value, str) else value
+    if not isinstance(parts, (list, tuple)) or len(parts) != 2:
+        return None
+    try:
+        start, end = (float(p) for p in parts)
+    except (TypeError, ValueError):
+        return None
+    return (start, end) if start <= end else (end, start)
+
+
+def interval_iou(a: Sequence[float], b: Sequence[float]) -> float:
+    """Temporal IoU of two ``(start, end)`` intervals: their overlap over the span from the
+    earlier start to the later end (their union whenever they overlap); 0 when that is empty.
+    """
+    inter = max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
+    union = max(a[1], b[1]) - min(a[0], b[0])
+    return inter / union if union > 0 else 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Outcomes and scores
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one sample scored.
+
+    ``earned`` out of ``possible`` points: 1 or 0 of 1 for a choice, the IoU of 1 for an
+    interval, judge points of ``2 * scoring points`` for CrossVid's open questions.
+    ``answered`` is False when there was no prediction (or the judge could not score it).
+    """
+
+    id: str
+    earned: float
+    possible: float = 1.0
+    answered: bool = True
+    detail: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+
+def unanswered(sample: Sample, possible: float = 1.0) -> Outcome:
+    return Outcome(sample.id, 0.0, possible, answered=False)
+
+
+def score_choices(samples: Sequence[Sample], predictions: Predictions) -> list[Outcome]:
+    """Single-choice outcomes: 1 when the predicted option index is the answer, else 0."""
+    outcomes = []
+    for s in samples:
+        p = predictions.get(s.id)
+        if p is None:
+            outcomes.append(unanswered(s))
+            continue
+        right = isinstance(p, int) and not isinstance(p, bool) and p == s.answer
+        outcomes.append(Outcome(s.id, float(right), detail={"prediction": p}))
+    return outcomes
+
+
+@dataclass(frozen=True)
+class GroupScore:
+    """One line of a report: the official number and the strict one, in percent."""
+
+    score: float
+    strict: float
+    questions: int
+    answered: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "score": round(self.score, 4),
+            "strict": round(self.strict, 4),
+            "questions": self.questions,
+            "answered": self.answered,
+        }
+
+
+@dataclass
+class Tally:
+    """Running sums over outcomes, turned into a :class:`GroupScore` under a rule."""
+
+    questions: int = 0
+    answered: int = 0
+    earned: float = 0.0
+    possible: float = 0.0
+    answered_possible: float = 0.0
+
+    def add(self, o: Outcome) -> None:
+        self.questions += 1
+        self.earned += o.earned
+        self.possible += o.possible
+        if o.answered:
+            self.answered += 1
+            self.answered_possible += o.possible
+
+    def result(self, rule: Rule) -> GroupScore:
+        strict = 100.0 * self.earned / self.possible if self.possible else 0.0
+        base = self.possible if rule == "all" else self.answered_possible
+        score = 100.0 * self.earned / base if base else 0.0
+        return GroupScore(score, strict, self.questions, self.answered)
+
+
+def mean_of(groups: Sequence[GroupScore]) -> GroupScore:
+    """The unweighted mean of several groups (CrossVid's dimension and overall averages)."""
+    if not groups:
+        return GroupScore(0.0, 0.0, 0, 0)
+    return GroupScore(
+        sum(g.score for g in groups) / len(groups),
+        sum(g.strict for g in groups) / len(groups),
+        sum(g.questions for g in groups),
+        sum(g.answered for g in groups),
+    )
+
+
+@dataclass(frozen=True)
+class Scores:
+    """A benchmark's report.
+
+    Attributes:
+        benchmark: the benchmark's name.
+        split: the split (and subset) scored.
+        metric: what the numbers measure (``"accuracy"``, ``"mean IoU"``, ...).
+        rule: the official rule for unanswered questions (see the module docstring).
+        overall: the headline number.
+        sections: named breakdowns, each an ordered mapping key -> :class:`GroupScore`.
+        labels: display names for section keys (``"CW" -> "Why"``).
+        extra: further official numbers, in percent (Charades-STA's R@1 at each IoU).
+        missing: questions without a prediction.
+        unknown: prediction ids that match no question of the split.
+        notes: what the reader should know (judge failures, subsets left out).
+    """
+
+    benchmark: str
+    split: str
+    metric: str
+    rule: Rule
+    overall: GroupScore
+    sections: Mapping[str, Mapping[str, GroupScore]] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    extra: Mapping[str, float] = field(default_factory=dict)
+    missing: int = 0
+    unknown: int = 0
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "benchmark": self.benchmark,
+            "split": self.split,
+            "metric": self.metric,
+            "rule": self.rule,
+            "overall": self.overall.to_dict(),
+            "sections": {
+                name: {key: g.to_dict() for key, g in groups.items()}
+                for name, groups in self.sections.items()
+            },
+            "labels": dict(self.labels),
+            "extra": {k: round(v, 4) for k, v in self.extra.items()},
+            "missing": self.missing,
+            "unknown": self.unknown,
+            "notes": list(self.notes),
+        }
+
+
+def tally(
+    samples: Sequence[Sample],
+    outcomes: Sequence[Outcome],
+    key: Callable[[Sample], Iterable[str]],
+    order: Sequence[str] = (),
+) -> dict[str, Tally]:
+    """Outcomes summed per key; a sample counts once in each of its keys.
+
+    Keys listed in ``order`` come first in that order (present even when empty); others follow
+    in order of first appearance.
+    """
+    groups: dict[str, Tally] = {k: Tally() for k in order}
+    for sample, outcome in zip(samples, outcomes, strict=True):
+        for k in key(sample):
+            groups.setdefault(k, Tally()).add(outcome)
+    return groups
+
+
+def overall_tally(outcomes: Iterable[Outcome]) -> Tally:
+    total = Tally()
+    for o in outcomes:
+        total.add(o)
+    return total
+
+
+def section(groups: Mapping[str, Tally], rule: Rule) -> dict[str, GroupScore]:
+    return {k: t.result(rule) for k, t in groups.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Benchmarks
+
+
+class Benchmark(Protocol):
+    """A benchmark module: data plus four small functions and a prediction-file reader."""
+
+    # Read-only properties, because the modules' constants (e.g. a 2-tuple for SPLITS) are
+    # narrower than the protocol's types and a plain protocol attribute would be invariant.
+    @property
+    def NAME(self) -> str: ...
+
+    @property
+    def TITLE(self) -> str: ...
+
+    @property
+    def SPLITS(self) -> tuple[str, ...]: ...
+
+    @property
+    def DEFAULT_SPLIT(self) -> str: ...
+
+    def load(
+        self, data: Path, *, split: str | None = None, videos: Path | None = None, **options: Any
+    ) -> LoadResult: ...
+
+    def prompt(self, sample: Sample) -> str: ...
+
+    def score(
+        self, samples: Sequence[Sample], predictions: Predictions, *, judge: Judge | None = None
+    ) -> list[Outcome]: ...
+
+    def aggregate(
+        self, samples: Sequence[Sample], outcomes: Sequence[Outcome], *, split: str = ""
+    ) -> Scores: ...
+
+    def read_predictions(self, path: Path, samples: Sequence[Sample]) -> dict[str, Any]: ...
+
+
+def evaluate(
+    bench: Benchmark,
+    loaded: LoadResult,
+    predictions: Predictions,
+    *,
+    judge: Judge | None = None,
+) -> Scores:
+    """Score ``predictions`` (``{id: parsed answer or None}``) on the loaded samples.
+
+    Raises:
+        BenchmarkDataError: when there are predictions but none matches a question.
+    """
+    samples = tuple(s for s in loaded.samples if s.answer is not None)
+    if not samples:
+        raise BenchmarkDataError(
+            f"{bench.NAME} {loaded.split} has no public answers to score against; "
+            "submit to the benchmark's own server"
+        )
+    ids = {s.id for s in loaded.samples}
+    unknown = sum(1 for k in predictions if k not in ids)
+    if predictions and unknown == len(predictions):
+        example = next(iter(predictions))
+        raise BenchmarkDataError(
+            f"none of the {len(predictions)} predictions matches a {bench.NAME} {loaded.split} "
+            f"question (e.g. id {example!r}); check the benchmark, --split and the id format"
+        )
+    outcomes = bench.score(samples, predictions, judge=judge)
+    scores = bench.aggregate(samples, outcomes, split=loaded.split)
+    notes = scores.notes + loaded.notes
+    if len(samples) < len(loaded.samples):
+        notes += (
+            f"{len(loaded.samples) - len(samples)} questions without a public answer left out",
+        )
+    if unknown:
+        notes += (f"{unknown} predictions match no question of this split and were ignored",)
+    return replace(scores, unknown=unknown, notes=notes)

@@ -1,0 +1,71 @@
+"""IntentQA (Li et al., ICCV 2023), scored as its ``eval_intentqa.py`` does.
+
+Data: ``train.csv`` / ``val.csv`` / ``test.csv`` from JoseponLee/IntentQA
+``datasets/IntentQA/`` (in ``data`` or ``data/intentqa``): NExT-QA's columns with ``video_id``
+for ``video``, plus ``action, lemma, lemma_id``. Ids are ``<video_id>_<qid>``. Videos (NExT-QA's
+VidOR clips) are ``<root>/<video_id>.mp4`` (or found by stem below the root); the root defaults
+to ``data/videos``. The papers report the test split, so it is the default.
+
+The official script is NExT-QA's ``eval_mc.py`` with groups that have no questions left out:
+IntentQA has CW (why), CH (how) and TN (before/after, TP merged in), so groups C and T. Every
+question counts; predictions take NExT-QA's forms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vidagent.bench import nextqa
+from vidagent.bench.base import (
+    LoadResult,
+    Outcome,
+    Predictions,
+    Sample,
+    Scores,
+    check_options,
+    check_split,
+    format_question,
+    score_choices,
+    video_root,
+)
+
+if TYPE_CHECKING:
+    from vidagent.bench.judge import Judge
+
+NAME = "intentqa"
+TITLE = "IntentQA"
+SPLITS = ("test", "val", "train")
+DEFAULT_SPLIT = "test"
+
+
+def load(
+    data: Path, *, split: str | None = None, videos: Path | None = None, **options: Any
+) -> LoadResult:
+    """IntentQA questions of ``split``."""
+    check_options(NAME, options)
+    split = check_split(NAME, split or DEFAULT_SPLIT, SPLITS)
+    return nextqa.load_csv(NAME, data, split, video_root(data, videos, "videos"))
+
+
+def prompt(sample: Sample) -> str:
+    """The question with its five options."""
+    return format_question(sample.question, sample.options)
+
+
+def score(
+    samples: Sequence[Sample], predictions: Predictions, *, judge: Judge | None = None
+) -> list[Outcome]:
+    """1 for the right option, else 0."""
+    return score_choices(samples, predictions)
+
+
+def aggregate(samples: Sequence[Sample], outcomes: Sequence[Outcome], *, split: str = "") -> Scores:
+    """Accuracy per question type, per group and overall, every question counted."""
+    return nextqa.aggregate_types(NAME, samples, outcomes, split)
+
+
+def read_predictions(path: Path, samples: Sequence[Sample]) -> dict[str, Any]:
+    """NExT-QA's forms: result files, ``{id: index or letter}``, or runner JSONL."""
+    return nextqa.read_predictions(path, samples)

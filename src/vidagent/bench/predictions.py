@@ -1,0 +1,119 @@
+"""Prediction files: the runner's JSONL rows and the benchmarks' usual forms, read to
+``{question id: answer or None}``, and question-id lists (``--ids``).
+
+Each benchmark's ``read_predictions`` picks the readers for its formats; these are the shared
+pieces. Errors name the file and the forms that are accepted.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from vidagent.bench.base import BenchmarkDataError
+
+
+def read_json_rows(path: Path) -> Any:
+    """A JSON document, or the list of objects in a JSONL file.
+
+    Raises:
+        BenchmarkDataError: the file is missing or is neither JSON nor JSONL.
+    """
+    if not path.is_file():
+        raise BenchmarkDataError(f"predictions file not found: {path}")
+    text = path.read_text(encoding="utf-8")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as whole:
+        rows = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                raise BenchmarkDataError(
+                    f"{path}: neither JSON ({whole.msg}, line {whole.lineno}) "
+                    f"nor JSONL (line {n} does not parse)"
+                ) from None
+        return rows
+
+
+def is_runner_rows(doc: Any) -> bool:
+    """True for the runner's JSONL rows: objects with ``id`` and ``parsed``."""
+    return (
+        isinstance(doc, list)
+        and bool(doc)
+        and all(isinstance(r, dict) and "id" in r and "parsed" in r for r in doc)
+    )
+
+
+def runner_predictions(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``{id: parsed}`` from runner rows; JSON lists become tuples (intervals, orders, sets)."""
+    return {str(r["id"]): _tuples(r["parsed"]) for r in rows}
+
+
+def _tuples(value: Any) -> Any:
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def read_id_mapping(
+    path: Path, doc: Any, convert: Callable[[Any], Any], formats: str
+) -> dict[str, Any]:
+    """Runner rows or a JSON object ``{id: answer}``, each value through ``convert``.
+
+    Raises:
+        BenchmarkDataError: naming ``formats``, the forms the benchmark accepts.
+    """
+    if is_runner_rows(doc):
+        return {k: None if v is None else convert(v) for k, v in runner_predictions(doc).items()}
+    if isinstance(doc, dict):
+        return {str(k): None if v is None else convert(v) for k, v in doc.items()}
+    raise BenchmarkDataError(f"{path}: not a predictions file; expected {formats}")
+
+
+def read_csv_mapping(path: Path, id_column: str, value_column: str) -> dict[str, str] | None:
+    """``{id: value}`` from a CSV with those header columns, or ``None`` if it has not them."""
+    with path.open(newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        fields = reader.fieldnames or []
+        if id_column not in fields or value_column not in fields:
+            return None
+        return {row[id_column]: row[value_column] for row in reader}
+
+
+def read_id_list(path: Path) -> list[str]:
+    """Question ids from a file: one per line, a JSON list, or a CSV.
+
+    A CSV needs an ``id`` column, or NExT-QA's ``video`` and ``qid`` columns (ids become
+    ``<video>_<qid>``).
+
+    Raises:
+        BenchmarkDataError: the file is missing or holds no ids.
+    """
+    if not path.is_file():
+        raise BenchmarkDataError(f"id list not found: {path}")
+    lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    lines = [line for line in lines if line]
+    if lines and lines[0].startswith("["):
+        try:
+            ids = [str(v) for v in json.loads("\n".join(lines))]
+        except (json.JSONDecodeError, TypeError):
+            raise BenchmarkDataError(f"{path}: not a JSON list of ids") from None
+    elif lines and "," in lines[0]:
+        rows = list(csv.DictReader(lines))
+        header = set(rows[0]) if rows else set()
+        if "id" in header:
+            ids = [r["id"] for r in rows]
+        elif {"video", "qid"} <= header:
+            ids = [f"{r['video']}_{r['qid']}" for r in rows]
+        else:
+            raise BenchmarkDataError(f"{path}: a CSV id list needs an 'id' or 'video','qid' column")
+    else:
+        ids = lines
+    if not ids:
+        raise BenchmarkDataError(f"{path}: no question ids in it")
+    return ids

@@ -1,0 +1,43 @@
+"""A real run: the embedded SmolLM2 drives DVD through JSON actions on a real narrated clip,
+with the perception describer standing in for the VLM. SmolLM2-135M is weak; what must hold is
+that the run completes with a well-formed answer and a trace that replays."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from realmedia import get_clip
+
+from vidagent.agents.ask import ask
+from vidagent.agents.budget import Budget
+from vidagent.agents.dvd import SEARCH_TOOLS
+from vidagent.agents.trace import AgentTurn, ModelCall, Observed, RunStarted, Trace, render
+from vidagent.config import load_settings
+
+pytestmark = [pytest.mark.models, pytest.mark.realmedia]
+
+
+def test_smollm2_answers_about_a_real_clip(tmp_path: Path) -> None:
+    clip = get_clip("wannaworktogether.mp4")
+    settings = load_settings({"cache": "off"})  # the embedded offline defaults
+    options = ["working together", "cooking dinner", "a football match"]
+    answer = ask(
+        clip, "What is the video about?", options=options, settings=settings,
+        library=tmp_path / "lib", budget=Budget(steps=3), trace=tmp_path / "trace.jsonl",
+    )  # fmt: skip
+    trace = answer.trace
+    assert trace is not None
+    started = trace.of(RunStarted)[0]
+    assert started.models["llm"] == "llamacpp:smollm2-135m" and started.videos[0]["duration"] > 170
+    turns = trace.of(AgentTurn)
+    assert turns and all(t.mode == "json" for t in turns)
+    assert all(c["name"] in (*SEARCH_TOOLS, "answer") for t in turns for c in t.tool_calls)
+    assert 1 <= trace.totals.steps <= 3
+    assert any(e.role == "llm" and e.output_tokens > 0 for e in trace.of(ModelCall))
+    assert all(o.text for o in trace.of(Observed))
+    # well formed: a parsed answer names one option; an unparsable one says so, never guesses
+    assert answer.parsed == (answer.choice is not None)
+    assert answer.reason in ("answered", "max_steps", "format_errors")
+    assert Trace.load(tmp_path / "trace.jsonl").events == trace.events
+    assert list(render(trace.events))[-2].startswith("answer: ")

@@ -1,0 +1,68 @@
+"""Charades-STA: R@1 at IoU 0.3/0.5/0.7 and mIoU on lines in the official format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vidagent.bench import evaluate, get_benchmark
+from vidagent.bench.base import BenchmarkDataError
+
+charades = get_benchmark("charades_sta")
+
+LINES = """\
+3MSZA 24.3 30.4##person turn a light on.
+3MSZA 24.3 30.4##person flipped the light switch near the door.
+AO8RW 0.0 6.9##a person is putting a book on a shelf.
+0IH69 10.0 20.0##a person opens a door.
+J30YV 5.0 15.0##person sitting on a chair.
+"""
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    (tmp_path / "charades_sta_test.txt").write_text(LINES)
+    return tmp_path
+
+
+def test_recall_at_each_threshold_and_mean_iou(data: Path, tmp_path: Path) -> None:
+    preds = {
+        "3MSZA_0": [24.3, 30.4],  # IoU 1
+        "3MSZA_1": [27.35, 33.45],  # overlap 3.05 over 9.15 -> 1/3
+        "AO8RW_0": [6.9, 0.0],  # reversed, put in order: IoU 1
+        "0IH69_0": [12.0, 20.0],  # 8 / 10 = 0.8
+        # J30YV_0 unanswered: IoU 0
+    }
+    path = tmp_path / "preds.json"
+    path.write_text(json.dumps(preds))
+    loaded = charades.load(data)
+    scores = evaluate(charades, loaded, charades.read_predictions(path, loaded.samples))
+    ious = [1.0, 1 / 3, 1.0, 0.8, 0.0]
+    assert scores.metric == "mIoU"
+    assert scores.overall.score == pytest.approx(100 * sum(ious) / 5)
+    assert scores.extra == pytest.approx(
+        {"R@1 IoU=0.3": 80.0, "R@1 IoU=0.5": 60.0, "R@1 IoU=0.7": 60.0}
+    )
+    assert scores.missing == 1
+
+
+def test_ids_count_each_videos_queries(data: Path) -> None:
+    loaded = charades.load(data, videos=data / "none")
+    assert [s.id for s in loaded.samples] == ["3MSZA_0", "3MSZA_1", "AO8RW_0", "0IH69_0", "J30YV_0"]
+    first = loaded.samples[0]
+    assert first.answer == (24.3, 30.4) and first.task == "interval"
+    assert first.question == "person turn a light on."
+    assert '"person turn a light on."' in charades.prompt(first)
+    assert loaded.missing_samples == 5 and loaded.missing[0].path == data / "none" / "3MSZA.mp4"
+
+
+def test_unreadable_answers_score_zero_and_bad_lines_fail(data: Path, tmp_path: Path) -> None:
+    loaded = charades.load(data)
+    outcomes = charades.score(loaded.samples, {"3MSZA_0": "about 25 s", "3MSZA_1": (1.0,)})
+    assert [o.earned for o in outcomes[:2]] == [0.0, 0.0] and outcomes[0].answered
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "charades_sta_test.txt").write_text("3MSZA 24.3 person turns on a light\n")
+    with pytest.raises(BenchmarkDataError, match="line 1: expected 'video start end##sentence'"):
+        charades.load(tmp_path / "bad")

@@ -1,0 +1,108 @@
+"""``vidagent bench score`` as a user runs it: a real process, real files, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from clirun import vidagent
+
+
+def test_hga_val_scores_as_published(shared_benchmarks: Path, _isolated_home: Path) -> None:
+    val = shared_benchmarks / "nextqa"
+    args = (
+        "bench",
+        "score",
+        "nextqa",
+        "--data",
+        str(val),
+        "--predictions",
+        str(val / "hga_val_predictions.json"),
+    )
+    out = vidagent(*args, "--json", home=_isolated_home)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert round(report["overall"]["score"], 2) == 49.74
+    groups = {k: round(v["score"], 2) for k, v in report["sections"]["group"].items()}
+    assert groups == {"C": 46.26, "T": 50.74, "D": 59.33}
+    assert report["overall"]["questions"] == 4996 and report["predictions"] == 4996
+
+    text = vidagent(*args, home=_isolated_home).stdout
+    assert text.splitlines()[0] == "NExT-QA val: 4996 questions, 4996 predictions, 0 unanswered"
+    assert "accuracy: 49.74  (official rule: every question counts; strict 49.74)" in text
+    assert "  C   46.26   46.26   2607/2607   Acc_C" in text
+
+
+def test_an_id_list_restricts_the_questions(
+    shared_benchmarks: Path, tmp_path: Path, _isolated_home: Path
+) -> None:
+    val = shared_benchmarks / "nextqa"
+    ids = tmp_path / "atp_hard.json"
+    ids.write_text(json.dumps(["4010069381_6", "4882821564_1"]))  # HGA: wrong, right
+    out = vidagent("bench", "score", "next-qa", "--data", str(val), "--predictions",
+                   str(val / "hga_val_predictions.json"), "--ids", str(ids), "--json", home=_isolated_home)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["overall"]["questions"] == 2 and report["overall"]["score"] == 50.0
+    assert "4994 predictions match no question of this split and were ignored" in report["notes"]
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        ("missing", "error: predictions file not found: "),
+        ("not json", "neither JSON"),
+        ("wrong ids", "error: none of the 1 predictions matches a nextqa val question"),
+        ("bad split", "error: nextqa has no split 'train'; choose one of: val, test"),
+        ("bad bench", "error: unknown benchmark 'nextqb'; choose one of: egoschema, nextqa"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_1(
+    setup: str, message: str, shared_benchmarks: Path, tmp_path: Path, _isolated_home: Path
+) -> None:
+    preds = tmp_path / "p.json"
+    if setup == "not json":
+        preds.write_text("{oops")
+    elif setup != "missing":
+        preds.write_text(json.dumps({"12345_1": 0}))
+    bench = "nextqb" if setup == "bad bench" else "nextqa"
+    extra = ("--split", "train") if setup == "bad split" else ()
+    out = vidagent("bench", "score", bench, "--data", str(shared_benchmarks / "nextqa"),
+                   "--predictions", str(preds), *extra, home=_isolated_home)  # fmt: skip
+    assert out.returncode == 1
+    assert out.stderr.strip().count("\n") == 0 and message in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_crossvid_open_answers_judged_by_the_configured_model(
+    tmp_path: Path, _isolated_home: Path
+) -> None:
+    (tmp_path / "QA").mkdir()
+    rows = [{"id": 0, "video A": "a.mp4", "video B": "b.mp4", "question": "How do they differ?",
+             "answer": "A fries, B boils.", "scoring_points": ["A fries", "B boils"]}]  # fmt: skip
+    (tmp_path / "QA" / "CCQA.json").write_text(json.dumps(rows))
+    preds = tmp_path / "CCQA_result.json"
+    preds.write_text(json.dumps([{"id": 0, "answer": "A fries the onions."}]))
+    verdict = '<score>{"coverage": [true, false], "correctness": [true, false]}</score>'
+    args = (
+        "bench",
+        "score",
+        "crossvid",
+        "--data",
+        str(tmp_path),
+        "--split",
+        "CCQA",
+        "--predictions",
+        str(preds),
+    )
+    out = vidagent(*args, "--judge", f"fake:echo?reply={verdict}", "--json", home=_isolated_home)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["sections"]["task"]["CCQA"]["score"] == 50.0
+    env = {"VIDAGENT_LLM": f"fake:echo?reply={verdict}"}  # without --judge: the llm role
+    assert (
+        json.loads(vidagent(*args, "--json", home=_isolated_home, env=env).stdout)["overall"][
+            "score"
+        ]
+        == 50.0
+    )

@@ -1,0 +1,203 @@
+"""CrossVid: every task form, CrossVid's averages, and the open-ended LLM judge."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vidagent.bench import evaluate, get_benchmark
+from vidagent.bench.base import BenchmarkDataError
+from vidagent.bench.judge import Judge, parse_verdict
+from vidagent.exceptions import UserError
+from vidagent.models.base import ChatRequest
+from vidagent.models.client import Models
+from vidagent.models.fake import FakeAdapter
+
+crossvid = get_benchmark("crossvid")
+
+FOUR = ["A. Video 1", "B. Video 2", "C. Video 3", "D. Video 4"]
+MOVIES = [f"movie/m{i}.mp4" for i in range(1, 5)]
+QA = {
+    "BU": [
+        {"id": 0, "question": "Which videos show an animal drinking?", "options": FOUR,
+         "videos": [f"behavior/b{i}.mp4" for i in range(1, 5)], "answer": ["A", "C"]},
+        {"id": 1, "question": "Which videos show a bird?", "options": FOUR,
+         "videos": [f"behavior/b{i}.mp4" for i in range(1, 5)], "answer": ["B"]},
+    ],
+    "NC": [{"id": 0, "question": "Which film ends in a wedding?", "options": FOUR, "videos": MOVIES, "answer": "B"}],
+    "CC": [{"id": 0, "question": "Who uses a whisk?", "options": FOUR, "videos": MOVIES, "answer": "D"}],
+    "PEA": [
+        {"id": 0, "question": "Which video has the error?", "options": FOUR[:3],
+         "videos": ["assembly/a1.mp4", "assembly/a2.mp4", "assembly/a3.mp4"],
+         "begin": [0, 5, 10], "end": [30, 35, 40], "answer": "A"},
+    ],
+    "PI": [
+        {"id": 0, "video": "movie/m9.mp4", "beginning": [[0, 30]], "ending": [[200, 230]],
+         "options": [f"{c}. event {c}" for c in "ABCDEF"], "answer": "E"},
+    ],
+    "FSA": [
+        {"id": 0, "video A": "cook/c1.mp4", "video B": "cook/c2.mp4", "ref_segment": [12, 20], "answer": [30, 40]},
+        {"id": 1, "video A": "cook/c1.mp4", "video B": "cook/c2.mp4", "ref_segment": [40, 50], "answer": [10, 20]},
+    ],
+    "PSS": [{"id": 0, "video": "cook/c3.mp4", "segments": {"1": [[0, 10]], "2": [[10, 20]], "3": [[20, 30]]},
+             "answer": "2->3->1"}],
+    "MSR": [
+        {"id": 0, "vid": "0001-02", "question": "Where is {A3} relative to {B1}? Is {A3} moving?",
+         "objects": [{"id": 3}, {"id": 1}], "options": ["A. {A3} is left of {B1}", "B. {A3} is right of {B1}"],
+         "answer": "A"},
+    ],
+    "MOC": [{"id": 0, "vid": "0002-01", "question": "How many cars pass?", "objects": [],
+             "options": ["A. 1", "B. 2", "C. 3"], "answer": "C"}],
+    "CCQA": [
+        {"id": i, "video A": "cook/c1.mp4", "video B": "cook/c2.mp4", "question": f"How do the cooks differ? ({i})",
+         "answer": "Cook A fries the onions; cook B boils them.", "scoring_points": points}
+        for i, points in enumerate([["A fries", "B boils"], ["p1", "p2", "p3"], ["q1", "q2"]])
+    ],
+}  # fmt: skip
+
+PREDICTIONS = {
+    "BU-0": "CA", "BU-1": "BD",  # a set: right; wrong
+    "NC-0": "B", "PEA-0": "(A)", "PI-0": "E",  # CC-0 unanswered
+    "FSA-0": "32,40", "FSA-1": [0, 10],  # IoU 0.8; 0
+    "PSS-0": "2 -> 3 -> 1", "MSR-0": "A", "MOC-0": "B",
+    "CCQA-0": "Cook A fries, cook B boils too.", "CCQA-1": "They differ.",  # CCQA-2 unanswered
+}  # fmt: skip
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    (tmp_path / "QA").mkdir()
+    for task, rows in QA.items():
+        (tmp_path / "QA" / f"{task}.json").write_text(json.dumps(rows))
+    (tmp_path / "videos" / "cook").mkdir(parents=True)
+    for name in ("c1", "c2", "c3"):
+        (tmp_path / "videos" / "cook" / f"{name}.mp4").write_bytes(b"x")
+    for view in (1, 2):
+        (tmp_path / "uav" / "frames" / str(view) / f"0001-02-{view}").mkdir(parents=True)
+    return tmp_path
+
+
+def scripted_judge(calls: list[ChatRequest]) -> Judge:
+    def reply(request: ChatRequest) -> str:
+        calls.append(request)
+        if "(0)" in request.messages[-1].text:
+            return 'Looks fine.\n<score>{"coverage": [true, false], "correctness": [true, false]}</score>'
+        return '<score>{"coverage": [true, true], "correctness": [true, true]}</score>'  # 2 for 3 points
+
+    return Judge(Models.from_adapters({"llm": FakeAdapter.function(reply)}))
+
+
+def test_every_task_and_crossvid_averages(data: Path) -> None:
+    loaded = crossvid.load(data)
+    calls: list[ChatRequest] = []
+    scores = evaluate(crossvid, loaded, PREDICTIONS, judge=scripted_judge(calls))
+    tasks = {k: round(g.score, 4) for k, g in scores.sections["task"].items()}
+    assert tasks == {
+        "BU": 50.0, "NC": 100.0, "CC": 0.0, "PEA": 100.0, "PI": 100.0, "FSA": 40.0,
+        "PSS": 100.0, "MSR": 100.0, "MOC": 0.0, "CCQA": 50.0,
+    }  # fmt: skip
+    dims = scores.sections["dimension"]
+    assert (
+        dims["C.Avg"].score == 62.5 and dims["T.Avg"].score == 80.0 and dims["M.Avg"].score == 50.0
+    )
+    assert scores.overall.score == pytest.approx(64.0)  # O.Avg: mean of the ten task scores
+    # CCQA: 2 of 4 points judged; the 3-point answer's verdict failed; CCQA-2 unanswered (2 points)
+    ccqa = scores.sections["task"]["CCQA"]
+    assert ccqa.answered == 1 and ccqa.strict == pytest.approx(100 * 2 / (4 + 6 + 4))
+    assert scores.notes[0] == "the judge could not score 1 answers (left out, as CrossVid does)"
+    assert scores.missing == 2  # CC-0 and CCQA-2; the failed verdict is counted in the note
+
+    assert len(calls) == 2 and calls[0].temperature == 0.0
+    system, user = calls[0].messages
+    assert system.text == "You are a helpful assistant."
+    assert "- Scoring Points: ['A fries', 'B boils']" in user.text
+    assert "- Model's Output: Cook A fries, cook B boils too." in user.text
+    assert (
+        '{\n    "coverage": [true, false, true, ...],' in user.text
+        and "Be conservative" not in user.text
+    )
+
+
+def test_samples_of_each_form(data: Path) -> None:
+    by_id = {s.id: s for s in crossvid.load(data).samples}
+    assert (
+        by_id["BU-0"].answer == (0, 2)
+        and by_id["BU-0"].task == "multi"
+        and len(by_id["BU-0"].videos) == 4
+    )
+    assert by_id["PI-0"].answer == 4 and len(by_id["PI-0"].options) == 6
+    assert by_id["PI-0"].question.startswith(
+        "Provide you the beginning and the ending of a movie clip"
+    )
+    fsa = by_id["FSA-0"]
+    assert fsa.answer == (30.0, 40.0) and fsa.task == "interval"
+    assert fsa.videos == (data / "videos" / "cook" / "c1.mp4", data / "videos" / "cook" / "c2.mp4")
+    assert "between 12s and 20s in Video 1?" in fsa.question
+    assert by_id["PSS-0"].answer == (2, 3, 1) and '"2->3->1"' in crossvid.prompt(by_id["PSS-0"])
+    msr = by_id["MSR-0"]
+    assert msr.question == "Where is obj_1 relative to obj_2? Is obj_1 moving?"
+    assert msr.options == ("obj_1 is left of obj_2", "obj_1 is right of obj_2")
+    assert msr.videos[0] == data / "uav" / "frames" / "1" / "0001-02-1"
+    assert by_id["PEA-0"].extras["begin"] == [0, 5, 10]
+    assert (
+        by_id["CCQA-1"].extras["scoring_points"] == ("p1", "p2", "p3")
+        and by_id["CCQA-1"].task == "open"
+    )
+    loaded = crossvid.load(data)
+    lacking = {m.sample_id for m in loaded.missing}
+    assert "FSA-0" not in lacking and "MSR-0" not in lacking and {"BU-0", "MOC-0"} <= lacking
+
+
+def test_official_results_of_one_task(data: Path, tmp_path: Path) -> None:
+    results = tmp_path / "FSA_result.json"
+    results.write_text(
+        json.dumps(
+            [{"id": 0, "answer": "32,40", "iou": 0.8}, {"id": 1, "answer": "[10s, 20s]", "iou": 0}]
+        )
+    )
+    fsa = crossvid.load(data, split="FSA")
+    scores = evaluate(crossvid, fsa, crossvid.read_predictions(results, fsa.samples))
+    assert scores.overall.score == pytest.approx(40.0)  # "[10s, 20s]" does not parse, as in FSA.py
+    with pytest.raises(BenchmarkDataError, match="name that task with --split"):
+        crossvid.read_predictions(results, crossvid.load(data, split="FSA,PSS").samples)
+    by_task = tmp_path / "all.json"
+    by_task.write_text(
+        json.dumps({"NC": [{"id": 0, "answer": "B"}], "MOC": [{"id": 0, "answer": "C"}]})
+    )
+    assert crossvid.read_predictions(by_task, ()) == {"NC-0": "B", "MOC-0": "C"}
+
+
+def test_open_answers_need_a_judge_and_bad_tasks_are_refused(data: Path) -> None:
+    loaded = crossvid.load(data, split="CCQA")
+    with pytest.raises(UserError, match="needs an LLM judge"):
+        evaluate(crossvid, loaded, {"CCQA-0": "text"})
+    assert (
+        evaluate(crossvid, loaded, {}).overall.questions == 3
+    )  # nothing to judge: no judge needed
+    with pytest.raises(UserError, match="no task 'XYZ'"):
+        crossvid.load(data, split="NC,XYZ")
+
+
+def test_verdict_parsing() -> None:
+    good = parse_verdict('<score>{"coverage": [true], "correctness": [false]}</score>', 1)
+    assert good.ok and good.points == 1
+    assert parse_verdict('{"coverage": [true], "correctness": [true]}', 1).points == 2
+    assert not parse_verdict("<score>not json</score>", 1).ok
+    assert not parse_verdict('<score>{"coverage": ["yes"], "correctness": [true]}</score>', 1).ok
+    short = parse_verdict('<score>{"coverage": [true], "correctness": [true]}</score>', 2)
+    assert not short.ok and short.error == "1/1 entries for 2 scoring points"
+
+
+def test_judge_prompt_variants_and_failures() -> None:
+    models = Models.from_adapters({"llm": FakeAdapter.scripted(["no verdict here"])})
+    judge = Judge(models, template="agentcvr")
+    assert (
+        "Be conservative: **If unsure about coverage or correctness, choose 'false'.**"
+        in judge.template
+    )
+    verdict = judge.score_points("Q?", "ref", ["p"], "out")
+    assert not verdict.ok and verdict.reply == "no verdict here"
+    with pytest.raises(UserError, match="lacks {POINTS}, {OUTPUT}"):
+        Judge(models, template="Score {QUESTION} against {ANSWER}.")
