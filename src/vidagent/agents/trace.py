@@ -347,7 +347,7 @@ def render_answer(
         option = options[e.choice] if options and e.choice < len(options) else ""
         if re.fullmatch(rf"\(?{letter}\)?\.?", text):
             text = f"({letter}) {option}".rstrip()
-        elif not re.match(r"^\(?[A-Z]\)?(?:$|[\s.):])", text):
+        elif not re.match(rf"^(?:\({letter}\)|{letter}(?:$|[.):]))", text):
             text = f"({letter}) {text}"
     lines = [f"answer: {text}"]
     if not e.parsed:
