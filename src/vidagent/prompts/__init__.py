@@ -5,6 +5,11 @@
 | ``dvd_caption_system.txt`` | Deep Video Discovery, Table 9, system prompt |
 | ``dvd_caption.txt`` | Deep Video Discovery, Table 9, user prompt (typos kept: "timestampl", "phase") |
 | ``videoagent2_summary.txt`` | VideoAgent2, Appendix B, prompt_Summary |
+| ``videoagent2_caption.txt`` | VideoAgent2, Appendix A.1, image caption with per-clause confidence |
+| ``videoagent2_answer.txt`` | VideoAgent2, Appendix B, prompt_Answer |
+| ``videoagent2_create_plan.txt`` | VideoAgent2, Appendix B, prompt_CreatePlan |
+| ``videoagent2_adjust_plan.txt`` | VideoAgent2, Appendix B, prompt_AdjustPlan |
+| ``videoagent2_segment_caption.txt`` | not in the paper: a VLM's caption of one segment when VideoAgent2 builds its general context (LaViLa, the paper's captioner, takes no prompt) |
 | ``dvd_agent_system.txt`` | Deep Video Discovery, Table 10, system prompt (its "codebase" sentence kept) |
 | ``dvd_agent.txt`` | Deep Video Discovery, Table 10, user prompt (typos kept: "unkown", "prgressively") |
 | ``dvd_frame_inspect_system.txt`` | Deep Video Discovery, Tables 11 and 12, system prompt |

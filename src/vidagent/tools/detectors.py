@@ -1,0 +1,357 @@
+"""Object detectors and trackers for the perception tools: protocols, defaults, registries.
+
+VideoAgent2 (appendix A.2, A.3) pairs YOLOv11 with SAM2; neither ships offline. Both therefore
+sit behind a small protocol and a registry by name. A plugin calls :func:`register_detector` or
+:func:`register_tracker`, and a strategy picks by name in ``ctx.options``:
+
+* ``object_detector`` (default ``"role"``): the ``detector`` model role, ``opencv:hog+haar``
+  offline (``person`` from HOG, ``face`` from Haar). HOG scores are SVM margins (0.3 to about
+  5 on OpenCV's ``vtest.avi``), so they are squashed into ``[0, 1]`` with a sigmoid, as the
+  adapter already does for Haar.
+* ``object_tracker`` (default ``"template"``): :class:`TemplateTracker`, normalised
+  cross-correlation of the start box's grey pixels searched one box size around the last box.
+  ``opencv-python-headless`` 4.14 without contrib offers one tracker that needs no model file,
+  MIL (GOTURN, DaSiamRPN, Nano and Vit load ONNX weights; CSRT and KCF live in contrib). It is
+  registered as ``"mil"`` but is not the default: it draws on an RNG inside OpenCV that
+  ``cv2.setRNGSeed`` does not reach, so the same call tracks differently depending on how many
+  MIL trackers ran before in the process, and it was no better. On ``vtest.avi`` (11 windows,
+  the most confident HOG person followed 1, 2 and 3 s away, counted when its box overlaps a
+  HOG detection there with IoU >= 0.3), template matching at 2 steps a second on 512 px frames
+  scored 16/19, 16/17 and 10/12 in about 1 ms a step; MIL at 5 steps a second on full frames
+  16/19, 14/17 and 7/12 in about 20 ms a step, and stepping once a second it lost most people
+  within the first second.
+
+Neither gives a score of its own, so confidence is the appearance similarity of the tracked box
+to the start box (normalised cross-correlation of grey pixels, clipped to ``[0, 1]``). A
+drifted track does not find its object again (MIL latched onto another pedestrian instead), so
+each stops at the first step under its ``lost_below`` and reports the rest of that direction as
+lost. For MIL (similarity of 32x64 patches) that is 0.2: 0.4 to 0.9 while it held a walking
+person on ``vtest.avi``, under 0.2 once it drifted. Template matching always finds a best
+match somewhere, so its bar is higher, 0.4: of 192 steps 1 to 4 s from the start on
+``vtest.avi``, every one of the 159 whose box overlapped a HOG detection scored 0.4 or more,
+while 10 of the other 33 scored less. SAM2's own score would replace all this.
+
+Backends see and return pixels of the frames they are given; the procedures in
+:mod:`vidagent.tools.tracking` convert to fractions of the frame.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Protocol
+
+import cv2
+import numpy as np
+
+from vidagent.exceptions import ConfigError, UserError
+from vidagent.models.base import Box, Detection
+
+if TYPE_CHECKING:
+    from vidagent.tools.base import ToolContext
+
+_PATCH = (32, 64)  # (width, height) of the similarity template: upright objects, people first
+LOST = 0.2  # tracker confidence under which a followed box counts as lost, whatever the tracker
+
+# What a model may call a class the detector names otherwise; used only when the result is a
+# class the detector knows (or its vocabulary is open).
+_PERSON = "people persons human humans pedestrian pedestrians man men woman women boy girl"
+SYNONYMS: dict[str, str] = {
+    **dict.fromkeys(_PERSON.split() + ["child", "children", "kid", "someone"], "person"),
+    **dict.fromkeys(["faces", "head", "heads"], "face"),
+    **dict.fromkeys(["phone", "mobile phone", "cellphone", "smartphone"], "cell phone"),
+}
+SYNONYMS.update(television="tv", sofa="couch", motorbike="motorcycle", bike="bicycle")
+
+
+@dataclass(frozen=True)
+class TrackPoint:
+    """Where a tracker put the object in one frame; ``box`` is None once it lost it."""
+
+    box: Box | None
+    confidence: float
+
+
+class ObjectDetector(Protocol):
+    """Finds objects in frames.
+
+    Attributes:
+        name: Shown to the model, e.g. the model spec.
+        vocabulary: The class names it can find, or None for an open vocabulary.
+    """
+
+    name: str
+    vocabulary: frozenset[str] | None
+
+    def detect(self, frames: Sequence[np.ndarray], targets: Sequence[str]) -> list[list[Detection]]:
+        """Detections per frame, boxes in pixels of that frame, scores in ``[0, 1]``.
+
+        Args:
+            frames: RGB frames, each (H, W, 3) uint8.
+            targets: Class names asked for, empty for all (an open-vocabulary detector prompts
+                with them; a closed one may ignore them: the caller filters).
+        """
+        ...
+
+
+class ObjectTracker(Protocol):
+    """Follows one object from a box in one frame through the frames before and after it.
+
+    Attributes:
+        name: Shown to the model.
+        step_fps: Frame rate it tracks well at; None to track on the sampling grid.
+    """
+
+    name: str
+    step_fps: float | None
+
+    def track(self, frames: np.ndarray, start: int, box: Box) -> list[TrackPoint]:
+        """One point per frame, boxes in pixels; ``frames[start]`` keeps ``box``.
+
+        Args:
+            frames: RGB frames in time order.  # (N, H, W, 3) uint8
+            start: Index of the frame ``box`` was found in.
+            box: Pixels ``(x0, y0, x1, y1)`` in ``frames[start]``.
+        """
+        ...
+
+
+# ---------------------------------------------------------------------------------------------
+# Defaults
+
+
+class RoleDetector:
+    """The ``detector`` model role as an :class:`ObjectDetector`."""
+
+    def __init__(self, ctx: ToolContext) -> None:
+        if ctx.models is None:
+            raise UserError("this context has no models; the perception tools need a detector")
+        self._client = ctx.models.client("detector")
+        self.name = self._client.spec
+        adapter = self._client.adapter
+        self.vocabulary: frozenset[str] | None = None
+        self._margins: set[str] = set()
+        if adapter.provider == "opencv":
+            from vidagent.models.opencv import KINDS
+
+            self.vocabulary = frozenset(KINDS[k] for k in getattr(adapter, "kinds", KINDS))
+            self._margins = {"person"}  # HOG margins; Haar faces come squashed already
+
+    def detect(self, frames: Sequence[np.ndarray], targets: Sequence[str]) -> list[list[Detection]]:
+        found = self._client.detect(list(frames))
+        return [[self._calibrated(d) for d in ds] for ds in found]
+
+    def _calibrated(self, d: Detection) -> Detection:
+        if d.label in self._margins:
+            return replace(d, score=1.0 / (1.0 + math.exp(-d.score)))
+        return replace(d, score=min(max(d.score, 0.0), 1.0))
+
+
+def _patch(rgb: np.ndarray, box: Box) -> np.ndarray | None:
+    """The grey pixels of ``box`` resized to :data:`_PATCH`; None when under 4 px a side."""
+    h, w = rgb.shape[:2]
+    x0, y0 = max(0, round(box[0])), max(0, round(box[1]))
+    x1, y1 = min(w, round(box[2])), min(h, round(box[3]))
+    if x1 - x0 < 4 or y1 - y0 < 4:
+        return None
+    grey = cv2.cvtColor(rgb[y0:y1, x0:x1], cv2.COLOR_RGB2GRAY)  # (h, w) uint8
+    return cv2.resize(grey, _PATCH, interpolation=cv2.INTER_AREA)  # (64, 32) uint8
+
+
+def similarity(template: np.ndarray, rgb: np.ndarray, box: Box) -> float:
+    """Normalised cross-correlation of ``box`` in ``rgb`` with a :func:`_patch` template, in [0, 1]."""
+    patch = _patch(rgb, box)
+    if patch is None:
+        return 0.0
+    score = float(cv2.matchTemplate(patch, template, cv2.TM_CCOEFF_NORMED)[0, 0])
+    return min(max(score, 0.0), 1.0) if math.isfinite(score) else 0.0
+
+
+class MILTracker:
+    """OpenCV's MIL tracker, run forwards and then backwards from the start frame, each way
+    until MIL reports a loss or the box looks less like the start than ``lost_below``.
+
+    Not reproducible from call to call (see the module docstring); ``"mil"`` in the registry.
+    """
+
+    name = "opencv-mil"
+    step_fps: float | None = 5.0
+    lost_below = LOST
+
+    def track(self, frames: np.ndarray, start: int, box: Box) -> list[TrackPoint]:
+        points = [TrackPoint(None, 0.0)] * len(frames)
+        points[start] = TrackPoint(box, 1.0)
+        template = _patch(frames[start], box)
+        if template is None:
+            return points
+        x0, y0, x1, y1 = (round(v) for v in box)
+        for step in (1, -1):
+            tracker = cv2.TrackerMIL_create()  # type: ignore[attr-defined]  # missing in the stubs
+            tracker.init(frames[start], (x0, y0, x1 - x0, y1 - y0))
+            k = start + step
+            while 0 <= k < len(frames):
+                ok, (x, y, bw, bh) = tracker.update(frames[k])
+                if not ok:
+                    break  # the rest of this direction stays lost
+                found = (float(x), float(y), float(x + bw), float(y + bh))
+                score = similarity(template, frames[k], found)
+                if score < self.lost_below:
+                    break
+                points[k] = TrackPoint(found, score)
+                k += step
+        return points
+
+
+class TemplateTracker:
+    """Template matching near the last position: the default tracker.
+
+    The template is the start box's grey pixels; each step searches one box size around the
+    last box and moves to the best match, whose score is the confidence; under ``lost_below``
+    it stops. Boxes keep their size.
+    """
+
+    name = "opencv-template"
+    step_fps: float | None = 2.0
+    lost_below = 0.4
+
+    def track(self, frames: np.ndarray, start: int, box: Box) -> list[TrackPoint]:
+        points = [TrackPoint(None, 0.0)] * len(frames)
+        points[start] = TrackPoint(box, 1.0)
+        x0, y0, x1, y1 = (round(v) for v in box)
+        grey = [cv2.cvtColor(f, cv2.COLOR_RGB2GRAY) for f in frames]  # each (H, W) uint8
+        template = grey[start][max(0, y0) : y1, max(0, x0) : x1]  # (h, w) uint8
+        if min(template.shape) < 4:
+            return points
+        for step in (1, -1):
+            last: Box = box
+            k = start + step
+            while 0 <= k < len(frames):
+                last, score = self._step(grey[k], template, last)
+                if score < self.lost_below:
+                    break
+                points[k] = TrackPoint(last, score)
+                k += step
+        return points
+
+    @staticmethod
+    def _step(grey: np.ndarray, template: np.ndarray, last: Box) -> tuple[Box, float]:
+        th, tw = template.shape
+        h, w = grey.shape
+        sx0, sy0 = max(0, round(last[0]) - tw), max(0, round(last[1]) - th)
+        sx1, sy1 = min(w, round(last[2]) + tw), min(h, round(last[3]) + th)
+        region = grey[sy0:sy1, sx0:sx1]
+        if region.shape[0] < th or region.shape[1] < tw:
+            return last, 0.0
+        scores = cv2.matchTemplate(region, template, cv2.TM_CCOEFF_NORMED)  # (h', w') float32
+        _, best, _, (bx, by) = cv2.minMaxLoc(scores)
+        found = (float(sx0 + bx), float(sy0 + by), float(sx0 + bx + tw), float(sy0 + by + th))
+        return found, min(max(float(best), 0.0), 1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Registries
+
+DetectorFactory = Callable[["ToolContext"], ObjectDetector]
+TrackerFactory = Callable[[], ObjectTracker]
+
+DETECTORS: dict[str, DetectorFactory] = {"role": RoleDetector}
+TRACKERS: dict[str, TrackerFactory] = {"template": TemplateTracker}
+if hasattr(cv2, "TrackerMIL_create"):
+    TRACKERS["mil"] = MILTracker
+
+
+def register_detector(name: str, factory: DetectorFactory, *, replace: bool = False) -> None:
+    """Make a detector available as ``ctx.options["object_detector"] = name``.
+
+    Raises:
+        ValueError: ``name`` is taken and ``replace`` is False.
+    """
+    if name in DETECTORS and not replace:
+        raise ValueError(f"a detector named {name!r} is registered already")
+    DETECTORS[name] = factory
+
+
+def register_tracker(name: str, factory: TrackerFactory, *, replace: bool = False) -> None:
+    """Make a tracker available as ``ctx.options["object_tracker"] = name``.
+
+    Raises:
+        ValueError: ``name`` is taken and ``replace`` is False.
+    """
+    if name in TRACKERS and not replace:
+        raise ValueError(f"a tracker named {name!r} is registered already")
+    TRACKERS[name] = factory
+
+
+def backends(ctx: ToolContext) -> tuple[ObjectDetector, ObjectTracker]:
+    """The detector and tracker ``ctx.options`` names (``object_detector``, ``object_tracker``).
+
+    Raises:
+        ConfigError: a name nobody registered; the message lists the registered ones.
+    """
+    detector = str(ctx.options.get("object_detector", "role"))
+    tracker = str(ctx.options.get("object_tracker", "template"))
+    if detector not in DETECTORS:
+        raise ConfigError(f"no detector {detector!r}; registered: {', '.join(sorted(DETECTORS))}")
+    if tracker not in TRACKERS:
+        raise ConfigError(f"no tracker {tracker!r}; registered: {', '.join(sorted(TRACKERS))}")
+    return DETECTORS[detector](ctx), TRACKERS[tracker]()
+
+
+# ---------------------------------------------------------------------------------------------
+# Boxes and names
+
+
+def to_fraction(box: Box, width: int, height: int) -> Box:
+    """Pixels of a ``width`` x ``height`` frame to fractions of it, clipped to the frame."""
+    x0, y0, x1, y1 = (min(max(v / s, 0.0), 1.0) for v, s in zip(box, (width, height) * 2))
+    return (x0, y0, x1, y1)
+
+
+def to_pixels(box: Box, width: int, height: int) -> Box:
+    """Fractions of a frame to pixels of a ``width`` x ``height`` frame."""
+    return (box[0] * width, box[1] * height, box[2] * width, box[3] * height)
+
+
+def iou(a: Box, b: Box) -> float:
+    """Intersection over union of two boxes in the same units."""
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    inter = max(0.0, w) * max(0.0, h)
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def normal_name(name: str) -> str:
+    """Lower case, single spaces, no leading article: ``"The  Man"`` -> ``"man"``."""
+    words = name.lower().replace("_", " ").split()
+    if words and words[0] in ("a", "an", "the"):
+        words = words[1:]
+    return " ".join(words)
+
+
+def resolve_target(name: str, detector: ObjectDetector) -> str:
+    """The detector's class name for what the model called ``name``.
+
+    Raises:
+        ValueError: the detector has a closed vocabulary and ``name`` maps onto none of it; the
+            message says what it can detect.
+    """
+    key = normal_name(name)
+    vocabulary = detector.vocabulary
+    if vocabulary is None:
+        return SYNONYMS.get(key, key)
+    for candidate in (key, SYNONYMS.get(key), key[:-1] if key.endswith("s") else None):
+        if candidate in vocabulary:
+            return candidate
+    raise ValueError(
+        f"the detector {detector.name} cannot detect {name!r}; it detects only: "
+        f"{', '.join(sorted(vocabulary))}. Ask for one of those, or use zoom_in with "
+        "task='caption' to look for anything else"
+    )
+
+
+def same_label(label: str, target: str) -> bool:
+    """Whether a detection's label names ``target`` (compared as :func:`resolve_target` does)."""
+    key = normal_name(label)
+    return key == target or SYNONYMS.get(key) == target
