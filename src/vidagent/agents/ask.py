@@ -20,7 +20,10 @@ if TYPE_CHECKING:
     from vidagent.models.client import Models
 
 #: Strategy name -> "module:class", imported on first use.
-STRATEGIES = {"dvd": "vidagent.agents.dvd:DVDAgent"}
+STRATEGIES = {
+    "dvd": "vidagent.agents.dvd:DVDAgent",
+    "videoagent2": "vidagent.agents.videoagent2:VideoAgent2Agent",
+}
 
 
 def strategy_class(name: str) -> type[Agent]:

@@ -43,7 +43,7 @@ def _summary(trace: Any) -> dict[str, Any]:
     type=click.Path(dir_okay=False),
     help="trace JSONL file [default: $VIDAGENT_HOME/traces/…]",
 )
-@click.option("--max-steps", type=int, help="reasoning steps [strategy's own: dvd 15]")
+@click.option("--max-steps", type=int, help="reasoning steps [strategy's own: dvd 15, videoagent2 5]")
 @click.option("--max-frames", type=int, help="frames looked at [2000]")
 @click.option("--max-tokens", type=int, help="tokens over all model calls [1000000]")
 @click.option("--max-seconds", type=float, help="wall-clock seconds [3600]")
