@@ -9,6 +9,7 @@ fast and never import torch. One module per family of commands:
 - :mod:`.library`: ``list``, ``show``, ``search``, ``remove``
 - :mod:`.ask`: ``ask``, ``replay``
 - :mod:`.bench`: ``bench score``
+- :mod:`.bench_run`: ``bench run``, ``bench report``
 """
 
 from __future__ import annotations
@@ -82,4 +83,4 @@ def main(argv: list[str] | None = None) -> None:
 __all__ = ["cli", "hms", "main", "parse_time", "settings_of"]
 
 # Register the commands (imported for their side effect on ``cli``).
-from vidagent.cli import ask, bench, index, info, library  # noqa: F401
+from vidagent.cli import ask, bench, bench_run, index, info, library  # noqa: F401

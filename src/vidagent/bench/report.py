@@ -1,0 +1,426 @@
+"""Reports over run folders: the paper-style table, strict beside official, with bootstrap CIs.
+
+:func:`load_run` scores one run folder again from its rows, with the benchmark's own scorer, over
+exactly the questions the run was given (its manifest lists them: a question without a row, or
+whose video was missing, counts as unanswered). :func:`bootstrap` resamples the questions with
+replacement (seeded, :data:`RESAMPLES` times) and runs the benchmark's own ``aggregate`` on each
+resample, so every number of the table, per category included, gets a percentile interval that
+follows the official aggregation (CrossVid's averages of task means too).
+
+The report has, for each benchmark and split, one table whose rows are the overall number and
+every official breakdown and whose columns are, per run, the official number and the strict one
+(unanswered = wrong), each with its 95% interval; then a table of per-question means over the
+answered rows: steps, frames, tokens, cost and latency. :func:`write_report` writes it as
+Markdown and JSON and draws the plots (:mod:`vidagent.bench.plots`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vidagent.bench.base import BenchmarkDataError, GroupScore, Outcome, Sample, Scores
+from vidagent.bench.rundir import ROWS, RunFolderError, read_manifest, read_rows
+
+if TYPE_CHECKING:
+    from vidagent.bench.base import Benchmark
+    from vidagent.bench.judge import Judge
+
+RESAMPLES = 1000
+LEVEL = 0.95
+#: Per-question means in the cost table: row field -> column title.
+MEANS = {"steps": "steps", "frames": "frames", "tokens": "tokens", "cost_usd": "cost $",
+         "latency_s": "latency s"}  # fmt: skip
+_MEAN_FORMAT = {"steps": "{:.1f}", "frames": "{:.0f}", "tokens": "{:,.0f}", "cost_usd": "{:.4f}",
+                "latency_s": "{:.2f}"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A percentile interval of the official number and of the strict one, in percent."""
+
+    score: tuple[float, float]
+    strict: tuple[float, float]
+
+
+@dataclass
+class RunReport:
+    """One run folder, scored.
+
+    Attributes:
+        name: the folder's name (what tables and plots call the run).
+        path: the run folder.
+        manifest: its manifest.
+        scores: the benchmark's report over the run's questions.
+        intervals: per cell (``"overall"``, ``"<section>/<key>"``, ``"extra/<name>"``).
+        counts: questions, answered, errors, missing videos, not run (no row yet), scored.
+        means: per-question means over rows without an error (``None``: no such row).
+    """
+
+    name: str
+    path: Path
+    manifest: dict[str, Any]
+    scores: Scores
+    intervals: dict[str, Interval] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    means: dict[str, float | None] = field(default_factory=dict)
+
+    @property
+    def group(self) -> tuple[str, str]:
+        return self.scores.benchmark, self.scores.split
+
+    def to_dict(self) -> dict[str, Any]:
+        m = self.manifest
+        return {
+            "name": self.name,
+            "path": str(self.path),
+            "benchmark": m["benchmark"],
+            "split": m["split"],
+            "strategy": m["strategy"],
+            "strategy_options": m.get("strategy_options", {}),
+            "models": m.get("models", {}),
+            "counts": self.counts,
+            "means": {k: None if v is None else round(v, 6) for k, v in self.means.items()},
+            "scores": self.scores.to_dict(),
+            "intervals": {
+                k: {
+                    "score": [round(x, 4) for x in i.score],
+                    "strict": [round(x, 4) for x in i.strict],
+                }
+                for k, i in self.intervals.items()
+            },
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Scoring
+
+
+def score_rows(
+    bench: Benchmark,
+    samples: Sequence[Sample],
+    rows: Mapping[str, Mapping[str, Any]],
+    *,
+    split: str = "",
+    judge: Judge | None = None,
+) -> tuple[list[Sample], list[Outcome], Scores]:
+    """Score runner rows ``{id: row}`` on ``samples``: the scored samples, outcomes and scores.
+
+    Raises:
+        BenchmarkDataError: none of the samples has a public answer.
+        UserError: open-ended answers and no judge (CrossVid CCQA).
+    """
+    from vidagent.bench.predictions import runner_predictions
+
+    scored = [s for s in samples if s.answer is not None]
+    if not scored:
+        raise BenchmarkDataError(
+            f"{bench.NAME} {split}: no question of the run has a public answer to score against"
+        )
+    predictions = runner_predictions(list(rows.values()))
+    outcomes = bench.score(scored, predictions, judge=judge)
+    return scored, outcomes, bench.aggregate(scored, outcomes, split=split)
+
+
+def cells(scores: Scores) -> Iterator[tuple[str, GroupScore]]:
+    """Every number of a report, keyed ``overall``, ``<section>/<key>`` or ``extra/<name>``."""
+    yield "overall", scores.overall
+    for name, groups in scores.sections.items():
+        for key, g in groups.items():
+            yield f"{name}/{key}", g
+    for name, value in scores.extra.items():
+        yield f"extra/{name}", GroupScore(value, value, scores.overall.questions, 0)
+
+
+def bootstrap(
+    bench: Benchmark,
+    samples: Sequence[Sample],
+    outcomes: Sequence[Outcome],
+    *,
+    split: str = "",
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    level: float = LEVEL,
+) -> dict[str, Interval]:
+    """Percentile intervals of every cell over ``resamples`` resamples of the questions.
+
+    A cell absent from a resample (a category none of whose questions was drawn) takes its
+    interval from the resamples that have it.
+    """
+    import numpy as np
+
+    n = len(samples)
+    if n == 0 or resamples < 1:
+        return {}
+    rng = np.random.default_rng(seed)
+    draws: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for _ in range(resamples):
+        pick = rng.integers(0, n, n)
+        scores = bench.aggregate(
+            [samples[i] for i in pick], [outcomes[i] for i in pick], split=split
+        )
+        for key, g in cells(scores):
+            draws[key].append((g.score, g.strict))
+    tail = 100 * (1 - level) / 2
+    out = {}
+    for key, values in draws.items():
+        arr = np.asarray(values)  # (R, 2): official, strict
+        lo, hi = np.percentile(arr, [tail, 100 - tail], axis=0)
+        out[key] = Interval((float(lo[0]), float(hi[0])), (float(lo[1]), float(hi[1])))
+    return out
+
+
+def load_run(
+    path: Path,
+    *,
+    judge: Judge | None = None,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> RunReport:
+    """Score run folder ``path`` again from its rows, with intervals, counts and means.
+
+    Raises:
+        RunFolderError: not a run folder, or its benchmark's data folder is gone.
+    """
+    from vidagent.bench import get_benchmark
+
+    path = Path(path)
+    manifest = read_manifest(path)
+    bench = get_benchmark(manifest["benchmark"])
+    data = Path(manifest["data"])
+    if not data.is_dir():
+        raise RunFolderError(f"{path}: the benchmark's data folder {data} is not there any more")
+    options: dict[str, Any] = {"subset": manifest["subset"]} if manifest.get("subset") else {}
+    videos = Path(manifest["videos"]) if manifest.get("videos") else None
+    loaded = bench.load(data, split=manifest["split"], videos=videos, **options)
+    wanted = list(manifest.get("samples", []))
+    by_id = {s.id: s for s in loaded.samples}
+    samples = [by_id[i] for i in wanted if i in by_id]
+    rows = {k: r for k, r in read_rows(path / ROWS).items() if k in set(wanted)}
+    scored, outcomes, scores = score_rows(
+        bench, samples, rows, split=manifest["split"], judge=judge
+    )
+    lost = len(wanted) - len(samples)
+    if lost:
+        notes = (*scores.notes, f"{lost} questions of the run are not in the data any more")
+        scores = dataclasses.replace(scores, notes=notes)
+    return RunReport(
+        name=path.resolve().name,
+        path=path,
+        manifest=manifest,
+        scores=scores,
+        intervals=bootstrap(
+            bench, scored, outcomes, split=manifest["split"], resamples=resamples, seed=seed
+        ),
+        counts=_counts(manifest, wanted, rows, len(scored)),
+        means=_means(rows),
+    )
+
+
+def _counts(
+    manifest: Mapping[str, Any], wanted: Sequence[str], rows: Mapping[str, Mapping[str, Any]],
+    scored: int,
+) -> dict[str, int]:  # fmt: skip
+    missing = {m["id"] for m in manifest.get("missing_videos", [])}
+    ok = [r for r in rows.values() if r.get("error") is None]
+    return {
+        "questions": len(wanted),
+        "answered": sum(r.get("parsed") is not None for r in ok),
+        "errors": len(rows) - len(ok),
+        "missing_videos": len(missing),
+        "not_run": sum(1 for i in wanted if i not in rows and i not in missing),
+        "scored": scored,
+    }
+
+
+def _means(rows: Mapping[str, Mapping[str, Any]]) -> dict[str, float | None]:
+    ok = [r for r in rows.values() if r.get("error") is None]
+    out: dict[str, float | None] = {}
+    for key in MEANS:
+        values = [float(r[key]) for r in ok if isinstance(r.get(key), (int, float))]
+        out[key] = sum(values) / len(values) if values else None
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables
+
+
+def _cell(value: float, interval: tuple[float, float] | None) -> str:
+    if interval is None:
+        return f"{value:.1f}"
+    return f"{value:.1f} [{interval[0]:.1f}, {interval[1]:.1f}]"
+
+
+def _label(scores: Scores, key: str) -> str:
+    label = scores.labels.get(key, "")
+    return f"{key} ({label})" if label and label != key else key
+
+
+def score_table(reports: Sequence[RunReport]) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of one benchmark's table; a row of one cell is a section heading."""
+    head = [f"{reports[0].scores.metric}"]
+    for r in reports:
+        head += [f"{r.name} official", f"{r.name} strict"]
+    keys: dict[str, str] = {}  # cell key -> row label, in first-seen order over the runs
+    for r in reports:
+        for key, _ in cells(r.scores):
+            section, _, name = key.partition("/")
+            keys.setdefault(key, "overall" if key == "overall" else _label(r.scores, name))
+    rows: list[list[str]] = []
+    section_now = ""
+    for key, label in keys.items():
+        section = key.partition("/")[0] if "/" in key else ""
+        if section != section_now:
+            rows.append([section])
+            section_now = section
+        row = [label]
+        for r in reports:
+            found = dict(cells(r.scores)).get(key)
+            interval = r.intervals.get(key)
+            if found is None:
+                row += ["–", "–"]
+                continue
+            row.append(_cell(found.score, interval.score if interval else None))
+            row.append(_cell(found.strict, interval.strict if interval else None))
+        rows.append(row)
+    return head, rows
+
+
+def cost_table(reports: Sequence[RunReport]) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the per-run counts and per-question means."""
+    head = ["run", "benchmark", "strategy", "llm", "questions", "answered", "errors",
+            "missing videos", "not run", *MEANS.values()]  # fmt: skip
+    rows = []
+    for r in reports:
+        m, c = r.manifest, r.counts
+        row = [r.name, f"{m['benchmark']} {m['split']}", m["strategy"],
+               m.get("models", {}).get("llm", ""), str(c["questions"]), str(c["answered"]),
+               str(c["errors"]), str(c["missing_videos"]), str(c["not_run"])]  # fmt: skip
+        for key in MEANS:
+            value = r.means.get(key)
+            row.append("–" if value is None else _MEAN_FORMAT[key].format(value))
+        rows.append(row)
+    return head, rows
+
+
+def groups(reports: Sequence[RunReport]) -> dict[tuple[str, str], list[RunReport]]:
+    """Runs by (benchmark, split), in order of first appearance."""
+    out: dict[tuple[str, str], list[RunReport]] = {}
+    for r in reports:
+        out.setdefault(r.group, []).append(r)
+    return out
+
+
+def _caption(runs: Sequence[RunReport], resamples: int, seed: int) -> str:
+    m = runs[0].manifest
+    s = runs[0].scores
+    rule = "every question counts" if s.rule == "all" else "unanswered questions left out"
+    return (
+        f"{m.get('title', m['benchmark'])} {m['split']}: {s.metric}; official ({rule}) and "
+        f"strict (unanswered = wrong), with {LEVEL:.0%} bootstrap intervals "
+        f"({resamples} resamples, seed {seed})"
+    )
+
+
+def render_text(reports: Sequence[RunReport], *, resamples: int = RESAMPLES, seed: int = 0) -> str:
+    """The report as aligned plain text."""
+    parts = []
+    for runs in groups(reports).values():
+        head, rows = score_table(runs)
+        parts.append(_caption(runs, resamples, seed))
+        parts.append(_aligned(head, rows, indent=True))
+        parts += [f"note ({r.name}): {n}" for r in runs for n in r.scores.notes]
+        parts.append("")
+    parts.append("per question (means over answered rows without an error)")
+    parts.append(_aligned(*cost_table(reports)))
+    return "\n".join(parts)
+
+
+def _aligned(head: list[str], rows: list[list[str]], *, indent: bool = False) -> str:
+    """Columns padded to their widest cell; with ``indent``, a section's rows under its heading."""
+    if indent:
+        rows = [r if len(r) == 1 or r[0] == "overall" else ["  " + r[0], *r[1:]] for r in rows]
+    full = [r for r in rows if len(r) == len(head)]
+    widths = [max(len(x[i]) for x in [head, *full]) for i in range(len(head))]
+
+    def line(cells_: list[str]) -> str:
+        if len(cells_) == 1:
+            return cells_[0]
+        padded = [cells_[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(cells_[1:], widths[1:]))]
+        return "  ".join(padded).rstrip()
+
+    return "\n".join(line(r) for r in [head, *rows])
+
+
+def render_markdown(
+    reports: Sequence[RunReport], *, resamples: int = RESAMPLES, seed: int = 0
+) -> str:
+    """The report as Markdown: one table per benchmark and split, then the cost table."""
+    parts = ["# Benchmark report", ""]
+    for runs in groups(reports).values():
+        head, rows = score_table(runs)
+        parts += [f"## {_caption(runs, resamples, seed)}", "", _md(head, rows), ""]
+        parts += [f"- note ({r.name}): {n}" for r in runs for n in r.scores.notes]
+        parts.append("")
+    parts += ["## Per question", "", "Means over answered rows without an error.", ""]
+    parts += [_md(*cost_table(reports)), ""]
+    return "\n".join(parts)
+
+
+def _md(head: list[str], rows: list[list[str]]) -> str:
+    def line(cells_: list[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells_) + " |"
+
+    out = [line(head), "|" + "---|" * len(head)]
+    for r in rows:
+        out.append(line([f"*{r[0]}*", *[""] * (len(head) - 1)]) if len(r) == 1 else line(r))
+    return "\n".join(out)
+
+
+def report_json(
+    reports: Sequence[RunReport], *, resamples: int = RESAMPLES, seed: int = 0
+) -> dict[str, Any]:
+    return {
+        "level": LEVEL,
+        "resamples": resamples,
+        "seed": seed,
+        "runs": [r.to_dict() for r in reports],
+    }
+
+
+def write_report(
+    reports: Sequence[RunReport],
+    out: Path,
+    *,
+    plots: bool = True,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> list[Path]:
+    """Write ``report.md``, ``report.json`` and (with ``plots``) the PNG plots into ``out``.
+
+    Raises:
+        BackendMissingError: ``plots`` and matplotlib is not installed (the ``bench`` extra).
+    """
+    import json
+
+    if plots:
+        from vidagent.bench.plots import require_matplotlib
+
+        require_matplotlib()  # before anything is written
+    out.mkdir(parents=True, exist_ok=True)
+    md, js = out / "report.md", out / "report.json"
+    md.write_text(render_markdown(reports, resamples=resamples, seed=seed), encoding="utf-8")
+    body = report_json(reports, resamples=resamples, seed=seed)
+    js.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
+    written = [md, js]
+    if plots:
+        from vidagent.bench.plots import plot_accuracy_vs_cost, plot_categories
+
+        written.append(plot_categories(reports, out / "accuracy_by_category.png"))
+        written.append(plot_accuracy_vs_cost(reports, out / "accuracy_vs_cost.png"))
+    return written

@@ -1,0 +1,537 @@
+"""Run a strategy over a benchmark: concurrent, rate-limited, resumable.
+
+:func:`run_benchmark` loads the benchmark's questions (the first ``limit`` of the split, in load
+order), indexes every video they need into the Library once, then answers the questions on a
+pool of threads that share one :class:`~vidagent.models.client.Models` hub, and appends one row
+per finished question to the run folder (:mod:`vidagent.bench.rundir`).
+
+Concurrency. The hub's :class:`~vidagent.models.client.Limiter` is the global limit: each
+endpoint takes at most ``settings.concurrency[endpoint]`` (else ``default_concurrency``)
+requests at once whatever the number of threads, and a local model one. More threads than the
+largest limit among the endpoints the agent reasons with (the ``llm`` and ``vlm`` roles) could
+only wait for a slot, so the pool is capped there; raise the endpoint's limit in the settings to
+go faster, e.g. ``concurrency = {"https://api.openai.com/v1" = 16}``.
+
+Resuming. The run folder's manifest records everything that decides the answers; a run started
+again with the same settings and ``out`` (the default folder is named by a hash of them, the
+prompts aside) skips the questions that have a row. A question cut off by a crash has no row and
+is asked again; so is a question whose row records an error (its old row is dropped first). A
+different setting or an edited prompt is refused with the name of what changed, so one folder
+never mixes two configurations.
+
+Errors. A question whose video is missing gets no row: it is listed in the manifest and counted
+as unanswered by reports. A question that fails (a provider error after the client's retries, a
+video that cannot be decoded, an unexpected exception) gets a row with ``error`` and its
+traceback goes to ``errors.log``. A :class:`~vidagent.exceptions.UserError` (a bad spec, a
+missing backend) stops the run at once, since every question would fail the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vidagent.agents.budget import Budget
+from vidagent.bench.answers import jsonable, parse_prediction
+from vidagent.bench.base import BenchmarkDataError, Sample
+from vidagent.bench.rundir import (
+    ERRORS,
+    FORMAT,
+    IDENTITY,
+    INDEX_SETTINGS,
+    MANIFEST,
+    ROWS,
+    TRACES,
+    RowLog,
+    check_resume,
+    digest,
+    prompt_hashes,
+    read_rows,
+    rewrite_rows,
+    trace_name,
+    write_json_atomic,
+)
+from vidagent.config import ROLES, Settings, load_settings
+from vidagent.exceptions import ConfigError, LibraryError, MediaError, UserError
+
+if TYPE_CHECKING:
+    from vidagent.agents.base import Agent, Answer, ToolMode
+    from vidagent.bench.base import Benchmark, Scores
+    from vidagent.library import Library
+    from vidagent.models.client import Models
+
+#: Roles the agent loop calls on every step; the thread pool is capped by their endpoints.
+AGENT_ROLES = ("llm", "vlm")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What to run.
+
+    Attributes:
+        benchmark: a benchmark name (:data:`vidagent.bench.BENCHMARKS`).
+        data: the folder of its official annotation files.
+        split: the split (default: the benchmark's usual one).
+        subset: a named subset (LongVideoBench ``long``).
+        videos: the video root (default: the benchmark's folder under ``data``).
+        ids: a file of question ids to keep (NExT-QA's ATP-hard list).
+        strategy: an agent strategy name (:data:`vidagent.agents.ask.STRATEGIES`).
+        strategy_options: the strategy's own settings.
+        tool_mode: ``auto``, ``native`` or ``json`` tool calling.
+        budget: per-question limits.
+        limit: answer only the first ``limit`` questions of the split.
+        concurrency: questions in flight at once (capped; see the module docstring).
+    """
+
+    benchmark: str
+    data: Path
+    split: str | None = None
+    subset: str | None = None
+    videos: Path | None = None
+    ids: Path | None = None
+    strategy: str = "dvd"
+    strategy_options: Mapping[str, Any] = field(default_factory=dict)
+    tool_mode: ToolMode = "auto"
+    budget: Budget = field(default_factory=Budget)
+    limit: int | None = None
+    concurrency: int = 4
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a run (or resume) did.
+
+    Attributes:
+        out: the run folder.
+        questions: questions the run answers (after ``ids`` and ``limit``).
+        done_before: of those, rows found from earlier sessions and kept.
+        ran: questions answered in this session, failed ones included.
+        errors: rows with an error in this session.
+        missing: questions lacking a video (no row; unanswered in reports).
+        concurrency: threads used; ``requested_concurrency`` the number asked for.
+        seconds: wall time of this session; ``answer_seconds`` the part spent answering
+            (after the manifest and the indexing).
+        scores: the run's scores over every row so far (``None`` where they need a judge).
+        notes: what the user should know (a capped pool, a missing video, a judge needed).
+    """
+
+    out: Path
+    benchmark: str
+    split: str
+    questions: int
+    done_before: int
+    ran: int
+    errors: int
+    missing: int
+    concurrency: int
+    requested_concurrency: int
+    seconds: float
+    answer_seconds: float = 0.0
+    scores: Scores | None = None
+    notes: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------------------------------------
+# Pieces of a run
+
+
+class VideoIndex:
+    """Videos indexed into the run's Library at most once, from any thread.
+
+    One video is indexed at a time: Library writes (its manifest, its tables) are not safe from
+    two threads, and a thread asking for a video another is indexing waits and gets its id.
+    A video that cannot be indexed keeps its error, raised again for every question on it.
+    """
+
+    def __init__(
+        self, library: Library, settings: Settings, models: Models, stages: Sequence[str]
+    ) -> None:
+        self.library, self.settings, self.models = library, settings, models
+        self.stages = tuple(stages)
+        self._lock = threading.Lock()
+        self._done: dict[Path, str | MediaError] = {}
+
+    def ensure(self, path: Path) -> str:
+        """The video id of ``path``, indexing it through the strategy's stages first if needed.
+
+        Raises:
+            MediaError: the file cannot be used as a video.
+        """
+        from vidagent.ingest import index_video
+
+        key = Path(path).resolve()
+        with self._lock:
+            if key not in self._done:
+                try:
+                    result = index_video(
+                        key, library=self.library, settings=self.settings, models=self.models,
+                        stages=self.stages,
+                    )  # fmt: skip
+                    assert result.video is not None
+                    self._done[key] = result.video.video_id
+                except MediaError as e:
+                    self._done[key] = e
+            found = self._done[key]
+        if isinstance(found, MediaError):
+            raise found
+        return found
+
+
+def endpoint_limits(models: Models, roles: Sequence[str] = AGENT_ROLES) -> dict[str, int]:
+    """``{endpoint: concurrent requests the hub's Limiter allows}`` for the roles' adapters."""
+    limits: dict[str, int] = {}
+    for role in roles:
+        try:
+            adapter = models.client(role).adapter
+        except ConfigError:
+            continue  # a role the hub cannot serve is not one the agent will wait on
+        limits[adapter.endpoint] = models.limiter.limit_for(
+            adapter.endpoint, adapter.capabilities.local
+        )
+    return limits
+
+
+# ---------------------------------------------------------------------------------------------
+# The run
+
+
+def run_benchmark(
+    config: RunConfig,
+    *,
+    settings: Settings | None = None,
+    out: Path | None = None,
+    models: Models | None = None,
+    library: Library | None = None,
+    progress: bool = False,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> RunSummary:
+    """Answer a benchmark's questions with a strategy, resuming the run folder ``out``.
+
+    Args:
+        config: the benchmark, strategy, budget and limits.
+        settings: default :func:`~vidagent.config.load_settings()`.
+        out: the run folder (default ``$VIDAGENT_HOME/runs/<bench>-<split>-<strategy>-<hash>``,
+            the hash of every setting that decides the answers, so the same command resumes).
+        models: the hub (default: one from ``settings``, closed at the end).
+        library: the Library to index into and search (default: the configured one).
+        progress: progress bars on stderr.
+        on_row: called with each row as it is written.
+
+    Raises:
+        UserError: a bad benchmark, split, data folder, strategy, option or model spec, or an
+            ``out`` that holds a run with other settings.
+    """
+    from vidagent.agents.ask import strategy_class
+    from vidagent.bench import get_benchmark
+    from vidagent.library import Library
+    from vidagent.models.client import Models
+
+    settings = settings or load_settings()
+    if config.concurrency < 1:
+        raise UserError(f"concurrency must be at least 1, not {config.concurrency}")
+    if config.limit is not None and config.limit < 1:
+        raise UserError(f"limit must be at least 1, not {config.limit}")
+    bench = get_benchmark(config.benchmark)
+    data = Path(config.data).expanduser()
+    if not data.is_dir():
+        raise BenchmarkDataError(f"no such data folder: {data}")
+    options: dict[str, Any] = {"subset": config.subset} if config.subset else {}
+    loaded = bench.load(data, split=config.split, videos=config.videos, **options)
+    if config.ids is not None:
+        from vidagent.bench.predictions import read_id_list
+
+        loaded = loaded.only(read_id_list(config.ids))
+    samples = loaded.samples[: config.limit]
+    cls = strategy_class(config.strategy)
+
+    own = models is None
+    hub = models if models is not None else Models(settings)
+    try:
+        library = library if library is not None else Library(settings.library_uri)
+        agent = _preflight(cls, library, hub, config)
+        run = _Run(bench, config, settings, hub, library, agent, samples, loaded.missing)
+        return run.go(out, data, loaded.split, progress, on_row)
+    finally:
+        if own:
+            hub.close()
+
+
+def _preflight(cls: type[Agent], library: Library, models: Models, config: RunConfig) -> Agent:
+    """The agent built once before any work, so a bad option or embedding fails at once."""
+    try:
+        agent = cls(library, models, budget=config.budget, tool_mode=config.tool_mode,
+                    **dict(config.strategy_options))  # fmt: skip
+    except (TypeError, ValueError) as e:
+        raise UserError(f"strategy {config.strategy}: {e}") from None
+    bound = library.manifest.embeddings.get("clip_vectors")
+    if bound is not None and bound["spec"] != models.client("embed").spec:
+        raise LibraryError(
+            f"the Library's clips were embedded with {bound['spec']}; run with "
+            f"--embed {bound['spec']}, or index into another Library (--library)"
+        )
+    return agent
+
+
+class _Run:
+    """One session of a run: manifest, indexing, the thread pool, rows."""
+
+    def __init__(
+        self, bench: Benchmark, config: RunConfig, settings: Settings, models: Models,
+        library: Library, agent: Agent, samples: Sequence[Sample], missing: Sequence[Any],
+    ) -> None:  # fmt: skip
+        self.bench, self.config, self.settings = bench, config, settings
+        self.models, self.library, self.agent = models, library, agent
+        self.samples = tuple(samples)
+        targeted = {s.id for s in self.samples}
+        self.missing = [m for m in missing if m.sample_id in targeted]
+        self.lacking = {m.sample_id for m in self.missing}
+        self.index = VideoIndex(library, settings, models, type(agent).stages)
+        self._log_lock = threading.Lock()
+
+    def go(
+        self, out: Path | None, data: Path, split: str, progress: bool,
+        on_row: Callable[[dict[str, Any]], None] | None,
+    ) -> RunSummary:  # fmt: skip
+        started = time.monotonic()
+        limits = endpoint_limits(self.models)
+        requested = self.config.concurrency
+        workers = min(requested, max(limits.values(), default=requested))
+        manifest = self._manifest(data, split, limits, workers)
+        # Named without the prompts: a new prompt file must not start a fresh default folder;
+        # an edited prompt is caught by check_resume instead.
+        named = {k: manifest[k] for k in IDENTITY if k != "prompts"}
+        self.out = out or self.settings.home / "runs" / (
+            f"{self.bench.NAME}-{split}-{self.config.strategy}-{digest(named)}"
+        )
+        done = self._open(manifest)
+        todo = [s for s in self.samples if s.id not in done and s.id not in self.lacking]
+        notes = self._notes(requested, workers, limits)
+        self._index_videos(todo, progress)
+        errors, answering = 0, time.monotonic()
+        with RowLog(self.out / ROWS) as self.rows:
+            for row in self._answer_all(todo, workers, progress):
+                errors += row["error"] is not None
+                if on_row is not None:
+                    on_row(row)
+        answer_seconds = time.monotonic() - answering
+        scores, more = self._scores(split)
+        return RunSummary(
+            out=self.out, benchmark=self.bench.NAME, split=split, questions=len(self.samples),
+            done_before=len(done), ran=len(todo), errors=errors, missing=len(self.lacking),
+            concurrency=workers, requested_concurrency=requested,
+            seconds=time.monotonic() - started, answer_seconds=answer_seconds, scores=scores,
+            notes=notes + more,
+        )  # fmt: skip
+
+    # -- manifest and resume ------------------------------------------------------------------
+
+    def _manifest(
+        self, data: Path, split: str, limits: dict[str, int], workers: int
+    ) -> dict[str, Any]:
+        from vidagent import __version__
+
+        c, s = self.config, self.settings
+        dumped = s.model_dump(mode="json")
+        dumped["openai_api_key"] = "(set)" if s.openai_api_key else ""
+        ids = None
+        if c.ids is not None:
+            ids = {"path": str(Path(c.ids).resolve()), "sha256": digest(Path(c.ids).read_text())}
+        return {
+            "format": FORMAT,
+            "vidagent": __version__,
+            "created_at": _now(),
+            "benchmark": self.bench.NAME,
+            "title": self.bench.TITLE,
+            "split": split,
+            "data": str(data.resolve()),
+            "videos": str(Path(c.videos).resolve()) if c.videos else None,
+            "subset": c.subset,
+            "ids": ids,
+            "strategy": c.strategy,
+            "strategy_options": json.loads(json.dumps(dict(c.strategy_options), default=str)),
+            "strategy_settings": json.loads(json.dumps(self.agent.describe(), default=str)),
+            "tool_mode": c.tool_mode,
+            "budget": self.agent.budget.to_dict(),
+            "models": {role: self._spec(role) for role in ROLES},
+            "index_settings": {k: dumped[k] for k in INDEX_SETTINGS},
+            "prompts": prompt_hashes(),
+            "settings": dumped,
+            "library": self.library.uri,
+            "limit": c.limit,
+            "concurrency": {"requested": c.concurrency, "threads": workers, "endpoints": limits},
+            "samples": [x.id for x in self.samples],
+            "missing_videos": [{"id": m.sample_id, "path": str(m.path)} for m in self.missing],
+            "sessions": [],
+        }
+
+    def _spec(self, role: str) -> str:
+        """The spec serving ``role`` in the hub (a given hub may differ from the settings)."""
+        if role in ("llm", "vlm", "embed"):  # the roles questions call; others only index
+            try:
+                return self.models.client(role).spec
+            except ConfigError:
+                pass
+        return self.settings.spec(role)
+
+    def _open(self, manifest: dict[str, Any]) -> set[str]:
+        """Write the manifest (checking an earlier one) and return the ids already answered."""
+        path = self.out / MANIFEST
+        session = {"started_at": _now(), "vidagent": manifest["vidagent"],
+                   "concurrency": manifest["concurrency"]}  # fmt: skip
+        if path.is_file():
+            from vidagent.bench.rundir import read_manifest
+
+            old = read_manifest(self.out)
+            check_resume(old, manifest, self.out)
+            manifest["created_at"] = old.get("created_at", manifest["created_at"])
+            manifest["sessions"] = list(old.get("sessions", []))
+            # A failed question is asked again: its row goes, the rest stay as they are.
+            rewrite_rows(self.out / ROWS, lambda row: row.get("error") is None)
+        rows = read_rows(self.out / ROWS)
+        session["rows_kept"] = len(rows)
+        manifest["sessions"].append(session)
+        (self.out / TRACES).mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, manifest)
+        return {s.id for s in self.samples if s.id in rows}
+
+    def _notes(self, requested: int, workers: int, limits: dict[str, int]) -> tuple[str, ...]:
+        notes = []
+        if workers < requested:
+            shown = ", ".join(f"{e}: {n}" for e, n in limits.items())
+            notes.append(
+                f"concurrency capped at {workers}, the most requests the agent's endpoints take "
+                f"at once ({shown}); a local model takes one, a remote endpoint the settings' "
+                "concurrency[endpoint] or default_concurrency"
+            )
+        if self.missing:
+            notes.append(
+                f"{len(self.lacking)} questions lack a video (e.g. {self.missing[0].path}); "
+                "they count as unanswered"
+            )
+        return tuple(notes)
+
+    # -- indexing and answering ---------------------------------------------------------------
+
+    def _index_videos(self, todo: Sequence[Sample], progress: bool) -> None:
+        """Index every video the questions need, before any question is asked."""
+        from tqdm import tqdm
+
+        paths = list(dict.fromkeys(p for s in todo for p in s.videos))
+        for path in tqdm(paths, desc="indexing", unit="video", disable=not progress):
+            with contextlib.suppress(MediaError):  # kept; the questions on it record it
+                self.index.ensure(path)
+
+    def _answer_all(
+        self, todo: Sequence[Sample], workers: int, progress: bool
+    ) -> Iterator[dict[str, Any]]:
+        """Rows as questions finish; on an interrupt, questions in flight finish first."""
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(todo), desc="questions", unit="q", disable=not progress)
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vidagent-bench")
+        pending: set[Future[dict[str, Any]]] = {pool.submit(self._answer, s) for s in todo}
+        failed = 0
+        try:
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    row = future.result()  # a UserError stops the run here
+                    failed += row["error"] is not None
+                    bar.update()
+                    bar.set_postfix(errors=failed, refresh=False)
+                    yield row
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+            bar.close()
+
+    def _answer(self, sample: Sample) -> dict[str, Any]:
+        """Ask one question and write its row (in this thread, as soon as it is known)."""
+        from vidagent.agents.ask import ask
+
+        trace = self.out / TRACES / trace_name(sample.id)
+        row: dict[str, Any] = {"id": sample.id}
+        started = time.monotonic()
+        try:
+            ids = [self.index.ensure(p) for p in sample.videos]
+            choice = sample.task == "choice" and bool(sample.options)
+            answer = ask(
+                ids, sample.question if choice else self.bench.prompt(sample),
+                options=sample.options if choice else (), strategy=self.config.strategy,
+                settings=self.settings, library=self.library, models=self.models,
+                budget=self.config.budget, trace=trace, tool_mode=self.config.tool_mode,
+                **dict(self.config.strategy_options),
+            )  # fmt: skip
+            row.update(self._answered(sample, answer))
+        except UserError:
+            raise
+        except Exception as e:  # noqa: BLE001 - one question's failure must not end a long run
+            row.update(prediction=None, parsed=None, correct=None, score=None, error=_error(e))
+            row["correct"] = False if sample.answer is not None else None
+            self._log_error(sample.id, e)
+        row["latency_s"] = round(time.monotonic() - started, 3)
+        row["trace"] = f"{TRACES}/{trace.name}" if trace.is_file() else None
+        row["finished_at"] = _now()
+        self.rows.append(row)
+        return row
+
+    def _answered(self, sample: Sample, answer: Answer) -> dict[str, Any]:
+        parsed = parse_prediction(sample, answer)
+        correct, score = self._score(sample, parsed)
+        totals = answer.trace.totals if answer.trace is not None else None
+        row: dict[str, Any] = {
+            "prediction": answer.text, "parsed": jsonable(parsed), "correct": correct,
+            "score": score, "letter": answer.letter, "forced": answer.forced,
+            "reason": answer.reason, "confidence": answer.confidence,
+            "evidence": [[e.video_id, e.t0, e.t1] for e in answer.evidence],
+        }  # fmt: skip
+        if totals is not None:
+            row.update(
+                steps=totals.steps, frames=totals.frames, model_calls=totals.model_calls,
+                input_tokens=totals.input_tokens, output_tokens=totals.output_tokens,
+                tokens=totals.input_tokens + totals.output_tokens,
+                cost_usd=round(totals.cost_usd, 6), agent_seconds=round(totals.seconds, 3),
+            )  # fmt: skip
+        row["error"] = None
+        return row
+
+    def _score(self, sample: Sample, parsed: Any) -> tuple[bool | None, float | None]:
+        """Full marks, and the fraction of points, by the benchmark's own scorer."""
+        if sample.answer is None:
+            return None, None
+        try:
+            (outcome,) = self.bench.score([sample], {sample.id: parsed})
+        except UserError:  # open answers need a judge: the report scores them
+            return None, None
+        return outcome.earned >= outcome.possible, round(outcome.earned / outcome.possible, 6)
+
+    def _log_error(self, sample_id: str, error: Exception) -> None:
+        text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        with self._log_lock, (self.out / ERRORS).open("a", encoding="utf-8") as f:
+            f.write(f"--- {_now()} {sample_id}\n{text}")
+
+    def _scores(self, split: str) -> tuple[Scores | None, tuple[str, ...]]:
+        from vidagent.bench.report import score_rows
+
+        rows = read_rows(self.out / ROWS)
+        try:
+            _, _, scores = score_rows(self.bench, self.samples, rows, split=split)
+        except UserError as e:
+            return None, (f"not scored: {e}",)
+        return scores, ()
+
+
+def _error(e: Exception) -> str:
+    return f"{type(e).__name__}: {e}".strip()
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

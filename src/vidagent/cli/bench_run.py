@@ -1,0 +1,149 @@
+"""``vidagent bench run`` (answer a benchmark with a strategy, resumably) and ``bench report``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from vidagent.cli import settings_of
+from vidagent.cli.bench import bench
+
+
+@bench.command(name="run")
+@click.argument("benchmark", metavar="BENCH")
+@click.option("--data", required=True, type=click.Path(path_type=Path),
+              help="folder holding the benchmark's annotation files")  # fmt: skip
+@click.option("--split", help="split or task list (default: the benchmark's usual one)")
+@click.option("--subset", help="a named subset (longvideobench: long)")
+@click.option("--videos", type=click.Path(path_type=Path), help="video folder [the benchmark's]")
+@click.option("--ids", type=click.Path(path_type=Path),
+              help="answer only these question ids (e.g. NExT-QA's ATP-hard list)")  # fmt: skip
+@click.option("--strategy", "-s", default="dvd", show_default=True, help="agent strategy")
+@click.option("--limit", type=int, help="only the first N questions of the split")
+@click.option("--concurrency", "-j", type=int, default=4, show_default=True,
+              help="questions at once (capped by the endpoints' limits in the settings)")  # fmt: skip
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="run folder [$VIDAGENT_HOME/runs/<bench>-<split>-<strategy>-<hash>]")  # fmt: skip
+@click.option("--max-steps", type=int, help="reasoning steps [strategy's own: dvd 15]")
+@click.option("--max-frames", type=int, help="frames looked at per question [2000]")
+@click.option("--max-tokens", type=int, help="tokens per question [1000000]")
+@click.option("--max-seconds", type=float, help="wall-clock seconds per question [3600]")
+@click.option("--max-cost", type=float, help="US dollars per question [5]")
+@click.option("--tool-mode", type=click.Choice(["auto", "native", "json"]), default="auto",
+              show_default=True, help="native tool calls or JSON actions")  # fmt: skip
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="a strategy option, e.g. prefill_global_browse=true")  # fmt: skip
+@click.option("--quiet", "-q", is_flag=True, help="no progress bars")
+@click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
+@click.pass_context
+def run(ctx: click.Context, benchmark: str, data: Path, split: str | None, subset: str | None,
+        videos: Path | None, ids: Path | None, strategy: str, limit: int | None,
+        concurrency: int, out: Path | None, max_steps: int | None, max_frames: int | None,
+        max_tokens: int | None, max_seconds: float | None, max_cost: float | None,
+        tool_mode: str, sets: tuple[str, ...], quiet: bool, as_json: bool) -> None:  # fmt: skip
+    """Answer BENCH's questions with an agent, writing one row per question to a run folder.
+
+    Videos are indexed into the Library (--library) first. Running the same command again
+    resumes: questions with a row are skipped, failed ones are asked again. Rows go to
+    OUT/predictions.jsonl (readable by `bench score`); `bench report OUT` makes the tables.
+    """
+    from vidagent.agents.budget import Budget
+    from vidagent.bench.runner import RunConfig, run_benchmark
+    from vidagent.cli.ask import _strategy_options
+
+    given: dict[str, Any] = {"steps": max_steps, "frames": max_frames, "tokens": max_tokens,
+                             "seconds": max_seconds, "cost_usd": max_cost}  # fmt: skip
+    config = RunConfig(
+        benchmark=benchmark, data=data, split=split, subset=subset, videos=videos, ids=ids,
+        strategy=strategy, strategy_options=_strategy_options(sets),
+        tool_mode=tool_mode,  # type: ignore[arg-type]
+        budget=Budget(**{k: v for k, v in given.items() if v is not None}),
+        limit=limit, concurrency=concurrency,
+    )  # fmt: skip
+    summary = run_benchmark(config, settings=settings_of(ctx), out=out, progress=not quiet)
+    if as_json:
+        body = {k: v for k, v in summary.__dict__.items() if k != "scores"}
+        body["out"] = str(summary.out)
+        body["scores"] = summary.scores.to_dict() if summary.scores else None
+        click.echo(json.dumps(body | {"notes": list(summary.notes)}, indent=2))
+        return
+    s = summary
+    click.echo(
+        f"{s.benchmark} {s.split}: {s.questions} questions; {s.done_before} done before, "
+        f"{s.ran} asked now ({s.errors} failed), {s.missing} without a video; "
+        f"{s.concurrency} at once, {s.seconds:.1f} s"
+    )
+    if s.scores is not None:
+        o = s.scores.overall
+        click.echo(
+            f"{s.scores.metric}: {o.score:.2f} (strict {o.strict:.2f}, {o.answered}/{o.questions} answered)"
+        )
+    for note in s.notes:
+        click.echo(f"note: {note}", err=True)
+    click.echo(f"run: {s.out}")
+
+
+@bench.command(name="report")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("bench-report"),
+              show_default=True, help="folder for report.md, report.json and the plots")  # fmt: skip
+@click.option("--no-plots", is_flag=True, help="skip the PNG plots (no matplotlib needed)")
+@click.option("--resamples", type=click.IntRange(min=0), default=1000, show_default=True,
+              help="bootstrap resamples (0: no intervals)")  # fmt: skip
+@click.option("--seed", type=int, default=0, show_default=True, help="bootstrap seed")
+@click.option("--judge", "judge_spec", metavar="SPEC",
+              help="model judging open-ended answers (CrossVid CCQA); default: the llm role")  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="print JSON instead of the table")
+@click.pass_context
+def report(ctx: click.Context, runs: tuple[Path, ...], out: Path, no_plots: bool,
+           resamples: int, seed: int, judge_spec: str | None, as_json: bool) -> None:  # fmt: skip
+    """Tables of one or more run folders: official beside strict, per category, with 95%
+    bootstrap intervals and per-question steps, frames, tokens, cost and latency; also written
+    to OUT as Markdown, JSON and PNG plots."""
+    from vidagent.bench.report import load_run, render_text, report_json, write_report
+    from vidagent.exceptions import BackendMissingError, UserError
+
+    if not no_plots:
+        from vidagent.bench.plots import require_matplotlib
+
+        try:
+            require_matplotlib()
+        except BackendMissingError as e:
+            raise UserError(f"{e}; or leave the plots out with --no-plots") from None
+    with _judge(ctx, runs, judge_spec) as judge:
+        reports = [load_run(r, judge=judge, resamples=resamples, seed=seed) for r in runs]
+    written = write_report(reports, out, plots=not no_plots, resamples=resamples, seed=seed)
+    if as_json:
+        click.echo(json.dumps(report_json(reports, resamples=resamples, seed=seed), indent=2))
+    else:
+        click.echo(render_text(reports, resamples=resamples, seed=seed))
+    click.echo("wrote: " + ", ".join(str(p) for p in written), err=as_json)
+
+
+class _judge:
+    """A judge over a hub of its own when a run holds open-ended answers (CrossVid CCQA)."""
+
+    def __init__(self, ctx: click.Context, runs: tuple[Path, ...], spec: str | None) -> None:
+        from vidagent.bench.rundir import read_manifest
+
+        self.needed = any(read_manifest(r)["benchmark"] == "crossvid" for r in runs)
+        self.settings = settings_of(ctx)
+        if spec:
+            self.settings = self.settings.model_copy(update={"llm": spec})
+        self.models: Any = None
+
+    def __enter__(self) -> Any:
+        if not self.needed:
+            return None
+        from vidagent.bench.judge import Judge
+        from vidagent.models.client import Models
+
+        self.models = Models(self.settings)
+        return Judge(self.models)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.models is not None:
+            self.models.close()

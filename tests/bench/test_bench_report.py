@@ -1,0 +1,145 @@
+"""``vidagent bench report``: official beside strict, per category, bootstrap intervals, cost
+means, and the Markdown, JSON and PNG files."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from benchkit import hub, make_lvbench, settings_with
+from clirun import vidagent
+
+from vidagent.bench import nextqa
+from vidagent.bench.base import Outcome, Sample
+from vidagent.bench.report import bootstrap
+from vidagent.bench.runner import RunConfig, run_benchmark
+from vidagent.exceptions import BackendMissingError
+from vidagent.models.base import ChatRequest
+from vidagent.models.fake import FakeAdapter
+
+OPTIONS = "\n(A) a cat\n(B) a dog\n(C) a car\n(D) a tree"
+#: Eight LVBench questions: (uid, video key, categories, answer). B is right for 1, 2, 5, 6.
+QUESTIONS = [
+    ("1", "k1", ["entity recognition"], "B"),
+    ("2", "k1", ["entity recognition", "reasoning"], "B"),
+    ("3", "k1", ["reasoning"], "A"),
+    ("4", "k1", ["temporal grounding"], "C"),
+    ("5", "k2", ["entity recognition"], "B"),
+    ("6", "k2", ["reasoning"], "B"),
+    ("7", "k2", ["temporal grounding"], "D"),
+    ("8", "k2", ["reasoning"], "A"),
+]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two runs on the same LVBench: 'always-b' answers every question B; 'unsure' says it
+    cannot tell on questions 3, 4 and 5 (unanswered: left out of LVBench's official number)."""
+    root = tmp_path_factory.mktemp("lvbench")
+    data = make_lvbench(root / "data", [
+        {"key": key, "uid": uid, "question": f"Question {uid}: what is shown?{OPTIONS}",
+         "answer": answer, "question_type": categories, "time_reference": ""}
+        for uid, key, categories, answer in QUESTIONS
+    ])  # fmt: skip
+    home = {"home": root / "home"}
+    always = run_benchmark(RunConfig("lvbench", data), settings=settings_with(**home),
+                           out=root / "always-b")  # fmt: skip
+
+    def unsure(request: ChatRequest) -> str:
+        text = request.messages[-1].text
+        return "I cannot tell." if any(f"Question {n}:" in text for n in "345") else "B"
+
+    settings = settings_with(**home)
+    with hub(settings, FakeAdapter.function(unsure)) as models:
+        other = run_benchmark(RunConfig("lvbench", data), settings=settings, out=root / "unsure",
+                              models=models)  # fmt: skip
+    return always.out, other.out
+
+
+def test_report_puts_official_beside_strict_per_category_and_writes_files(
+    runs: tuple[Path, Path], tmp_path: Path, _isolated_home: Path
+) -> None:
+    pytest.importorskip("matplotlib", reason="the plots need the bench extra")
+    out = tmp_path / "report"
+    result = vidagent("bench", "report", *map(str, runs), "--out", str(out), home=_isolated_home)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("LVBench all: accuracy; official (unanswered questions left out)")
+    assert lines[1].split() == ["accuracy", "always-b", "official", "always-b", "strict",
+                                "unsure", "official", "unsure", "strict"]  # fmt: skip
+    # always-b: 4 of 8 right. unsure: 3 right (1, 2, 6) of 5 answered; strict 3 of 8.
+    overall = lines[2]
+    assert overall.startswith("overall")
+    cells = [c.split(" [")[0] for c in overall.split("]")[:-1]]
+    assert [c.split()[-1] for c in cells] == ["50.0", "50.0", "60.0", "37.5"]
+    er = next(line for line in lines if line.strip().startswith("ER (entity recognition)"))
+    assert er.split()[3:4] == ["100.0"] and "66.7 [" in er  # unsure: 2 of 2 answered, 2 of 3
+    assert "per question (means over answered rows without an error)" in lines
+
+    body = json.loads((out / "report.json").read_text())
+    assert (body["level"], body["resamples"], body["seed"]) == (0.95, 1000, 0)
+    unsure = body["runs"][1]
+    assert unsure["name"] == "unsure" and unsure["scores"]["rule"] == "answered"
+    assert (
+        unsure["scores"]["overall"]["score"] == 60.0
+        and unsure["scores"]["overall"]["strict"] == 37.5
+    )
+    assert unsure["counts"] == {"questions": 8, "answered": 5, "errors": 0, "missing_videos": 0,
+                                "not_run": 0, "scored": 8}  # fmt: skip
+    assert unsure["means"]["steps"] == 1.0 and unsure["means"]["tokens"] > 0
+    assert unsure["models"]["llm"] == "fake:function" and unsure["strategy"] == "dvd"
+    for key, interval in unsure["intervals"].items():
+        section, _, name = key.partition("/")
+        cell = (
+            unsure["scores"]["overall"]
+            if key == "overall"
+            else unsure["scores"]["sections"][section][name]
+        )
+        assert interval["score"][0] <= cell["score"] <= interval["score"][1], key
+        assert interval["strict"][0] <= cell["strict"] <= interval["strict"][1], key
+
+    markdown = (out / "report.md").read_text()
+    assert (
+        "| accuracy | always-b official | always-b strict | unsure official | unsure strict |"
+        in markdown
+    )
+    assert "| *category* |" in markdown and "| cost $ | latency s |" in markdown
+    for name in ("accuracy_by_category.png", "accuracy_vs_cost.png"):
+        png = (out / name).read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+
+    again = vidagent("bench", "report", *map(str, runs), "--out", str(tmp_path / "again"),
+                     "--no-plots", home=_isolated_home)  # fmt: skip
+    assert again.stdout.splitlines()[:-1] == lines[:-1]  # seeded: the same intervals
+    assert sorted(p.name for p in (tmp_path / "again").iterdir()) == ["report.json", "report.md"]
+
+
+def test_report_errors_are_one_line(tmp_path: Path, _isolated_home: Path) -> None:
+    result = vidagent("bench", "report", str(tmp_path), home=_isolated_home)
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"error: {tmp_path}: not a benchmark run folder (no manifest.json in it)"
+    )
+
+
+def test_intervals_are_percentiles_of_seeded_resamples() -> None:
+    samples = [Sample(f"q{i}", (), "?", ("a", "b"), answer=0, categories=("CW", "C"))
+               for i in range(100)]  # fmt: skip
+    outcomes = [Outcome(s.id, float(i % 2)) for i, s in enumerate(samples)]
+    intervals = bootstrap(nextqa, samples, outcomes, resamples=1000, seed=7)
+    lo, hi = intervals["overall"].score
+    assert 38 < lo < 45 and 55 < hi < 62  # a binomial 50% of 100 spans about +-10 points
+    assert intervals == bootstrap(nextqa, samples, outcomes, resamples=1000, seed=7)
+    assert intervals["type/CW"] == intervals["overall"]  # the same questions, the same draws
+    perfect = [Outcome(s.id, 1.0) for s in samples]
+    assert bootstrap(nextqa, samples, perfect)["overall"].score == (100.0, 100.0)
+
+
+def test_plots_without_matplotlib_name_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vidagent.bench.plots import require_matplotlib
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(BackendMissingError, match=r"pip install 'vidagent\[bench\]'"):
+        require_matplotlib()

@@ -1,0 +1,269 @@
+"""``vidagent bench run``: rows, manifest, traces, missing videos, errors, concurrency, resume
+after a kill."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from benchkit import NEXTQA, RUNNABLE, SPECS, hub, make_nextqa, rows_in, settings_with
+from clirun import vidagent
+
+from vidagent import __version__
+from vidagent.agents.base import Answer
+from vidagent.agents.trace import Trace
+from vidagent.bench.answers import parse_prediction
+from vidagent.bench.base import Sample
+from vidagent.bench.rundir import RowLog, check_resume, read_manifest, read_rows
+from vidagent.bench.runner import RunConfig, run_benchmark
+from vidagent.exceptions import ServerError, UserError
+from vidagent.models.base import Capabilities, ChatRequest
+from vidagent.models.fake import ALL_ROLES, FakeAdapter
+from vidagent.prompts import prompt_hash
+
+
+@pytest.fixture(scope="module")
+def nextqa(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_nextqa(tmp_path_factory.mktemp("nextqa") / "data")
+
+
+def test_a_run_writes_one_row_per_question_a_manifest_and_traces(
+    nextqa: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "calls.jsonl"
+    settings = settings_with(f"fake:echo?reply=(B)&log={log}")
+    out = tmp_path / "run"
+    summary = run_benchmark(RunConfig("nextqa", nextqa), settings=settings, out=out)
+
+    assert (summary.questions, summary.ran, summary.missing, summary.errors) == (6, 5, 1, 0)
+    assert summary.concurrency == 1 and summary.requested_concurrency == 4  # local fakes: 1
+    assert any(n.startswith("concurrency capped at 1") for n in summary.notes)
+    assert any("1 questions lack a video (e.g. " in n for n in summary.notes)
+    assert summary.scores is not None  # B is right for v1_0, v1_1, v2_0; v3_0 has no video
+    assert summary.scores.overall.score == 50.0 and summary.scores.overall.answered == 5
+    assert summary.scores.split == "val" and summary.scores.sections["group"]["C"].score == 100.0
+
+    rows = read_rows(out / "predictions.jsonl")
+    assert set(rows) == RUNNABLE
+    assert {i for i, r in rows.items() if r["correct"]} == {"v1_0", "v1_1", "v2_0"}
+    row = rows["v1_2"]
+    assert (row["prediction"], row["parsed"], row["letter"], row["correct"]) == (
+        "(B)",
+        1,
+        "B",
+        False,
+    )
+    assert row["steps"] == 1 and row["model_calls"] == 1 and row["error"] is None
+    assert row["tokens"] == row["input_tokens"] + row["output_tokens"] > 0
+    assert row["cost_usd"] == 0.0 and row["latency_s"] >= row["agent_seconds"] >= 0
+    trace = Trace.load(out / row["trace"])
+    assert trace.answer is not None and trace.answer.choice == 1
+    assert "when does the light turn on" in trace.events[0].question
+
+    manifest = read_manifest(out)
+    assert manifest["benchmark"] == "nextqa" and manifest["split"] == "val"
+    assert manifest["vidagent"] == __version__ and manifest["strategy"] == "dvd"
+    assert manifest["models"]["llm"] == f"fake:echo?log={log}&reply=(B)"  # the serving spec
+    assert manifest["models"]["embed"] == SPECS["embed"]
+    assert manifest["prompts"]["dvd_agent.txt"] == prompt_hash("dvd_agent")
+    assert manifest["budget"]["steps"] == 15 and manifest["strategy_settings"]["tools"]
+    assert manifest["samples"] == [f"{v}_{q}" for v, q, *_ in NEXTQA]
+    assert manifest["missing_videos"] == [{"id": "v3_0", "path": str(nextqa / "videos" / "v3.mp4")}]
+    assert manifest["concurrency"] == {
+        "requested": 4, "threads": 1,
+        "endpoints": {f"fake:echo?log={log}&reply=(B)": 1, "perception:describer": 1},
+    }  # fmt: skip
+    assert manifest["settings"]["cache"] == "off" and manifest["settings"]["openai_api_key"] == ""
+
+    calls = len(log.read_text().splitlines())
+    again = run_benchmark(RunConfig("nextqa", nextqa), settings=settings, out=out)
+    assert (again.done_before, again.ran) == (5, 0)
+    assert len(log.read_text().splitlines()) == calls  # nothing was asked again
+    assert len(rows_in(out / "predictions.jsonl")) == 5
+
+
+def test_the_default_run_folder_is_named_by_the_settings_so_the_same_command_resumes(
+    nextqa: Path, _isolated_home: Path
+) -> None:
+    first = run_benchmark(RunConfig("nextqa", nextqa, limit=2), settings=settings_with())
+    assert first.out.parent == _isolated_home / "runs"
+    assert first.out.name.startswith("nextqa-val-dvd-")
+    again = run_benchmark(RunConfig("nextqa", nextqa, limit=3), settings=settings_with())
+    assert again.out == first.out and (again.done_before, again.ran) == (2, 1)
+    other = run_benchmark(
+        RunConfig("nextqa", nextqa, limit=1), settings=settings_with("fake:echo?reply=C")
+    )
+    assert other.out != first.out
+
+
+def test_resuming_with_another_model_is_refused_naming_it(nextqa: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    run_benchmark(RunConfig("nextqa", nextqa, limit=1), settings=settings_with(), out=out)
+    with pytest.raises(
+        UserError,
+        match=r"holds a run with another models\.llm \(was 'fake:echo\?reply=B', now 'fake:echo\?reply=C'\)",
+    ):
+        run_benchmark(
+            RunConfig("nextqa", nextqa, limit=1),
+            settings=settings_with("fake:echo?reply=C"),
+            out=out,
+        )
+    with pytest.raises(UserError, match=r"another budget\.steps \(was 15, now 3\)"):
+        run_benchmark(RunConfig("nextqa", nextqa, limit=1, budget=_budget(steps=3)),
+                      settings=settings_with(), out=out)  # fmt: skip
+
+
+def test_resume_compares_the_prompts_both_runs_have() -> None:
+    old = {"prompts": {"dvd_agent.txt": "aaaa", "old_strategy.txt": "bbbb"}}
+    check_resume(old, {"prompts": {"dvd_agent.txt": "aaaa", "new_strategy.txt": "cccc"}}, Path("r"))
+    with pytest.raises(
+        UserError, match=r"another prompts\.dvd_agent\.txt \(was 'aaaa', now 'dddd'\)"
+    ):
+        check_resume(old, {"prompts": {"dvd_agent.txt": "dddd"}}, Path("r"))
+
+
+def _budget(**limits: Any) -> Any:
+    from vidagent.agents.budget import Budget
+
+    return Budget(**limits)
+
+
+def test_a_failed_question_is_recorded_and_asked_again_on_resume(
+    nextqa: Path, tmp_path: Path
+) -> None:
+    settings = settings_with(max_retries=0)
+    failing = {"on": True}
+
+    def reply(request: ChatRequest) -> str:
+        if failing["on"] and "why does the man wave" in request.messages[-1].text:
+            raise ServerError("HTTP 503: overloaded", endpoint="fake", status=503)
+        return "B"
+
+    out = tmp_path / "run"
+    with hub(settings, FakeAdapter.function(reply)) as models:
+        first = run_benchmark(
+            RunConfig("nextqa", nextqa), settings=settings, out=out, models=models
+        )
+    assert (first.ran, first.errors) == (5, 1)
+    failed = read_rows(out / "predictions.jsonl")["v2_0"]
+    assert failed["error"] == "ServerError: fake: HTTP 503: overloaded"
+    assert failed["parsed"] is None and failed["correct"] is False
+    assert "--- " in (out / "errors.log").read_text() and "v2_0" in (out / "errors.log").read_text()
+
+    failing["on"] = False
+    with hub(settings, FakeAdapter.function(reply)) as models:
+        second = run_benchmark(
+            RunConfig("nextqa", nextqa), settings=settings, out=out, models=models
+        )
+    assert (second.done_before, second.ran, second.errors) == (4, 1, 0)
+    rows = rows_in(out / "predictions.jsonl")
+    assert sorted(r["id"] for r in rows) == sorted(RUNNABLE)  # the failed row was replaced
+    assert next(r for r in rows if r["id"] == "v2_0")["correct"] is True
+    assert second.scores is not None and second.scores.overall.score == 50.0
+
+
+def test_questions_run_concurrently_up_to_the_endpoint_limit(nextqa: Path, tmp_path: Path) -> None:
+    settings = settings_with(default_concurrency=3)
+    lock, state = threading.Lock(), {"now": 0, "most": 0}
+
+    class Remote(FakeAdapter):
+        """A remote-like endpoint that counts the requests it is serving at once."""
+
+        capabilities = Capabilities(roles=ALL_ROLES, supports_tools=True, local=False)
+
+        def chat(self, request: ChatRequest) -> Any:
+            with lock:
+                state["now"] += 1
+                state["most"] = max(state["most"], state["now"])
+            try:
+                time.sleep(0.3)
+                return super().chat(request)
+            finally:
+                with lock:
+                    state["now"] -= 1
+
+    with hub(settings, Remote("echo", {"reply": "B"})) as models:
+        summary = run_benchmark(RunConfig("nextqa", nextqa, concurrency=8), settings=settings,
+                                out=tmp_path / "run", models=models)  # fmt: skip
+    assert (summary.concurrency, summary.requested_concurrency, summary.ran) == (3, 8, 5)
+    assert state["most"] == 3
+
+
+def test_a_killed_run_resumes_without_redoing_or_losing_a_question(
+    nextqa: Path, tmp_path: Path, _isolated_home: Path
+) -> None:
+    log, out = tmp_path / "calls.jsonl", tmp_path / "run"
+    env = {f"VIDAGENT_{k.upper()}": v for k, v in SPECS.items()}
+    env["VIDAGENT_LLM"] = f"fake:echo?reply=B&delay=0.5&log={log}"
+    args = ["bench", "run", "nextqa", "--data", str(nextqa), "--out", str(out), "-q"]
+    full_env = {**os.environ, "VIDAGENT_HOME": str(_isolated_home), **env}
+    process = subprocess.Popen([sys.executable, "-m", "vidagent", *args], env=full_env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    rows_file = out / "predictions.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        if rows_file.is_file() and len(rows_file.read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    finished = {r["id"] for r in rows_in(rows_file)}
+    assert 2 <= len(finished) < len(RUNNABLE), "the run should be killed half-way"
+    asked_before = len(log.read_text().splitlines())
+
+    again = vidagent(*args, home=_isolated_home, env=env)
+    assert again.returncode == 0, again.stderr
+    assert f"{len(finished)} done before, {len(RUNNABLE) - len(finished)} asked now" in again.stdout
+    ids = [r["id"] for r in rows_in(rows_file)]
+    assert sorted(ids) == sorted(RUNNABLE)  # none lost, none twice
+    asked_again = [json.loads(line)["text"] for line in log.read_text().splitlines()[asked_before:]]
+    questions = {f"{v}_{q}": text for v, q, text, *_ in NEXTQA}
+    redone = [i for i, text in questions.items() for said in asked_again if text in said]
+    assert sorted(redone) == sorted(RUNNABLE - finished)  # each unfinished one once, no others
+    sessions = read_manifest(out)["sessions"]
+    assert len(sessions) == 2 and sessions[1]["rows_kept"] == len(finished)
+
+
+def test_bench_run_errors_are_one_line(nextqa: Path, _isolated_home: Path) -> None:
+    out = vidagent("bench", "run", "nextqa", "--data", str(nextqa), "--set", "nope=1",
+                   home=_isolated_home)  # fmt: skip
+    assert out.returncode == 1
+    assert out.stderr.strip().splitlines()[-1].startswith("error: strategy dvd: ")
+    out = vidagent("bench", "run", "nextqa", "--data", str(nextqa / "absent"), home=_isolated_home)
+    assert out.stderr.strip().splitlines()[-1] == f"error: no such data folder: {nextqa / 'absent'}"
+
+
+@pytest.mark.parametrize(
+    ("task", "text", "parsed"),
+    [
+        ("multi", "(A) and (C)", (0, 2)),
+        ("multi", "The answers are A, C", (0, 2)),
+        ("multi", "B D", (1, 3)),
+        ("multi", "A man is walking", None),
+        ("order", "The order is 2->3->1.", (2, 3, 1)),
+        ("interval", "from 00:01:05 to 70.5 seconds", (65.0, 70.5)),
+        ("interval", "It ends at 12 s, starts at 4", (4.0, 12.0)),
+        ("interval", "at 12", None),
+        ("open", "  ", None),
+        ("open", "**A red car**", "A red car"),
+    ],
+)
+def test_answers_are_read_in_the_benchmarks_form(task: str, text: str, parsed: Any) -> None:
+    sample = Sample("q", (), "?", options=("w", "x", "y", "z"), task=task)
+    assert parse_prediction(sample, Answer(text)) == parsed
+
+
+def test_a_torn_last_row_is_cut_before_appending(tmp_path: Path) -> None:
+    path = tmp_path / "predictions.jsonl"
+    path.write_text('{"id": "a", "parsed": 1}\n{"id": "b", "par')
+    with RowLog(path) as log:
+        log.append({"id": "c", "parsed": 2})
+    assert path.read_text() == '{"id": "a", "parsed": 1}\n{"id":"c","parsed":2}\n'
