@@ -297,8 +297,16 @@ def unanswered(sample: Sample, possible: float = 1.0) -> Outcome:
     return Outcome(sample.id, 0.0, possible, answered=False)
 
 
-def score_choices(samples: Sequence[Sample], predictions: Predictions) -> list[Outcome]:
-    """Single-choice outcomes: 1 when the predicted option index is the answer, else 0."""
+def choice_prompt(sample: Sample) -> str:
+    """A multiple-choice benchmark's prompt: the question with its ``(A) ...`` option lines."""
+    return format_question(sample.question, sample.options)
+
+
+def score_choices(
+    samples: Sequence[Sample], predictions: Predictions, *, judge: Judge | None = None
+) -> list[Outcome]:
+    """Single-choice outcomes: 1 when the predicted option index is the answer, else 0;
+    no prediction counts as unanswered. ``judge`` is unused (the scorer protocol has it)."""
     outcomes = []
     for s in samples:
         p = predictions.get(s.id)

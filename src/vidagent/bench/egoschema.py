@@ -22,20 +22,19 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vidagent.bench.base import (
     BenchmarkDataError,
     LoadResult,
     Outcome,
-    Predictions,
     Sample,
     Scores,
     VideoRoot,
     as_choice,
     check_options,
     check_split,
-    format_question,
+    choice_prompt,
     overall_tally,
     require_file,
     score_choices,
@@ -46,9 +45,6 @@ from vidagent.bench.predictions import (
     read_id_mapping,
     read_json_rows,
 )
-
-if TYPE_CHECKING:
-    from vidagent.bench.judge import Judge
 
 NAME = "egoschema"
 TITLE = "EgoSchema"
@@ -105,16 +101,8 @@ def _sample(row: dict[str, Any], answers: dict[str, int], finder: VideoRoot) -> 
     )
 
 
-def prompt(sample: Sample) -> str:
-    """The question with its five options."""
-    return format_question(sample.question, sample.options)
-
-
-def score(
-    samples: Sequence[Sample], predictions: Predictions, *, judge: Judge | None = None
-) -> list[Outcome]:
-    """1 for the right option, else 0."""
-    return score_choices(samples, predictions)
+prompt = choice_prompt  # the question with its (A) ... option lines
+score = score_choices  # 1 for the right option, else 0; none = unanswered
 
 
 def aggregate(samples: Sequence[Sample], outcomes: Sequence[Outcome], *, split: str = "") -> Scores:

@@ -15,24 +15,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vidagent.bench import nextqa
 from vidagent.bench.base import (
     LoadResult,
     Outcome,
-    Predictions,
     Sample,
     Scores,
     check_options,
     check_split,
-    format_question,
+    choice_prompt,
     score_choices,
     video_root,
 )
-
-if TYPE_CHECKING:
-    from vidagent.bench.judge import Judge
 
 NAME = "intentqa"
 TITLE = "IntentQA"
@@ -49,16 +45,8 @@ def load(
     return nextqa.load_csv(NAME, data, split, video_root(data, videos, "videos"))
 
 
-def prompt(sample: Sample) -> str:
-    """The question with its five options."""
-    return format_question(sample.question, sample.options)
-
-
-def score(
-    samples: Sequence[Sample], predictions: Predictions, *, judge: Judge | None = None
-) -> list[Outcome]:
-    """1 for the right option, else 0."""
-    return score_choices(samples, predictions)
+prompt = choice_prompt  # the question with its (A) ... option lines
+score = score_choices  # 1 for the right option, else 0; none = unanswered
 
 
 def aggregate(samples: Sequence[Sample], outcomes: Sequence[Outcome], *, split: str = "") -> Scores:

@@ -26,20 +26,19 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vidagent.bench.base import (
     BenchmarkDataError,
     LoadResult,
     Outcome,
-    Predictions,
     Sample,
     Scores,
     VideoRoot,
     as_choice,
     check_options,
     check_split,
-    format_question,
+    choice_prompt,
     letter_index,
     overall_tally,
     score_choices,
@@ -51,9 +50,6 @@ from vidagent.bench.predictions import (
     read_id_mapping,
     read_json_rows,
 )
-
-if TYPE_CHECKING:
-    from vidagent.bench.judge import Judge
 
 NAME = "lvbench"
 TITLE = "LVBench"
@@ -128,16 +124,8 @@ def split_options(text: str) -> tuple[str, tuple[str, ...]]:
     return "\n".join(lines[:first]).strip(), tuple(options)
 
 
-def prompt(sample: Sample) -> str:
-    """The question with its options as ``(A) ...`` lines."""
-    return format_question(sample.question, sample.options)
-
-
-def score(
-    samples: Sequence[Sample], predictions: Predictions, *, judge: Judge | None = None
-) -> list[Outcome]:
-    """1 for the right option, else 0; no prediction counts as unanswered."""
-    return score_choices(samples, predictions)
+prompt = choice_prompt  # the question with its (A) ... option lines
+score = score_choices  # 1 for the right option, else 0; none = unanswered
 
 
 def aggregate(samples: Sequence[Sample], outcomes: Sequence[Outcome], *, split: str = "") -> Scores:

@@ -27,20 +27,19 @@ import csv
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vidagent.bench.base import (
     BenchmarkDataError,
     LoadResult,
     Outcome,
-    Predictions,
     Sample,
     Scores,
     VideoRoot,
     as_choice,
     check_options,
     check_split,
-    format_question,
+    choice_prompt,
     overall_tally,
     score_choices,
     section,
@@ -51,9 +50,6 @@ from vidagent.bench.predictions import (
     read_id_mapping,
     read_json_rows,
 )
-
-if TYPE_CHECKING:
-    from vidagent.bench.judge import Judge
 
 NAME = "nextqa"
 TITLE = "NExT-QA"
@@ -116,16 +112,8 @@ def _video_map(path: Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in json.loads(path.read_text(encoding="utf-8")).items()}
 
 
-def prompt(sample: Sample) -> str:
-    """The question with its five options."""
-    return format_question(sample.question, sample.options)
-
-
-def score(
-    samples: Sequence[Sample], predictions: Predictions, *, judge: Judge | None = None
-) -> list[Outcome]:
-    """1 for the right option, else 0; no prediction counts as unanswered."""
-    return score_choices(samples, predictions)
+prompt = choice_prompt  # the question with its (A) ... option lines
+score = score_choices  # 1 for the right option, else 0; none = unanswered
 
 
 def aggregate(samples: Sequence[Sample], outcomes: Sequence[Outcome], *, split: str = "") -> Scores:

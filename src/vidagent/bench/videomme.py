@@ -29,20 +29,19 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vidagent.bench.base import (
     BenchmarkDataError,
     LoadResult,
     Outcome,
-    Predictions,
     Sample,
     Scores,
     VideoRoot,
     as_choice,
     check_options,
     check_split,
-    format_question,
+    choice_prompt,
     letter_index,
     overall_tally,
     score_choices,
@@ -55,9 +54,6 @@ from vidagent.bench.predictions import (
     read_id_mapping,
     read_json_rows,
 )
-
-if TYPE_CHECKING:
-    from vidagent.bench.judge import Judge
 
 NAME = "videomme"
 TITLE = "Video-MME"
@@ -157,16 +153,8 @@ def _sample(row: dict[str, Any], data: Path, finder: VideoRoot, subtitles: bool)
     )
 
 
-def prompt(sample: Sample) -> str:
-    """The question with its options as ``(A) ...`` lines."""
-    return format_question(sample.question, sample.options)
-
-
-def score(
-    samples: Sequence[Sample], predictions: Predictions, *, judge: Judge | None = None
-) -> list[Outcome]:
-    """1 for the right option, else 0; no letter counts as unanswered."""
-    return score_choices(samples, predictions)
+prompt = choice_prompt  # the question with its (A) ... option lines
+score = score_choices  # 1 for the right option, else 0; none = unanswered
 
 
 def aggregate(samples: Sequence[Sample], outcomes: Sequence[Outcome], *, split: str = "") -> Scores:
