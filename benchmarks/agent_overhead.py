@@ -31,16 +31,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-INDEX_SPECS = {
-    "llm": "fake:echo?reply=A video.",
-    "vlm": "perception:describer",
-    "embed": "fake:hash?dim=64",
-    "asr": "fake:echo?text=hello",
-    "ocr": "fake:echo",
-    "detector": "fake:echo",
-    "cache": "off",
-}
-
 
 def clip() -> Path:
     from realmedia import fetch_clip
@@ -92,7 +82,7 @@ def loop_overhead(library: Any, video_id: str, settings: Any, latency: float) ->
 
     duration = library.get_video(video_id).duration
     vlm = FakeAdapter("function", {"delay": str(latency)}, function=lambda r: "nothing relevant")
-    embed = FakeAdapter("hash", {"dim": "64"})
+    embed = FakeAdapter("hash", {"dim": "32"})
     models = Models.from_adapters(
         {"llm": scripted_llm(latency, duration), "vlm": vlm, "embed": embed}, settings
     )
@@ -119,7 +109,7 @@ def tool_costs(library: Any, video_id: str, settings: Any, repeat: int) -> dict[
     from vidagent.tools.retrieval import clip_search, global_browse
 
     models = Models.from_adapters(
-        {"vlm": FakeAdapter("echo", {"reply": "ok"}), "embed": FakeAdapter("hash", {"dim": "64"})},
+        {"vlm": FakeAdapter("echo", {"reply": "ok"}), "embed": FakeAdapter("hash", {"dim": "32"})},
         settings,
     )
     ctx = ToolContext(library, models, [video_id], options={"caption_words": None})
@@ -156,6 +146,8 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.5, help="fake model latency, seconds")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
+
+    from factories import INDEX_SPECS
 
     from vidagent.config import load_settings
     from vidagent.ingest import index_video

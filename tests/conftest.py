@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from factories import FAKE_SPECS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -32,17 +33,6 @@ def small_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
         path, duration=12, shots=3, text_overlays=[(5.0, 8.0, "HELLO VIDAGENT")], audio="tone"
     )
     return path
-
-
-#: Model specs that make every stage run without loading a real model (fast CLI tests).
-FAKE_SPECS = {
-    "llm": "fake:echo?reply=A short test video.",
-    "vlm": "perception:describer",
-    "embed": "fake:hash?dim=32",
-    "asr": "fake:echo?text=hello there",
-    "ocr": "fake:echo",
-    "detector": "fake:echo",
-}
 
 
 @pytest.fixture

@@ -1,8 +1,20 @@
-"""Small builders of Library rows shared by tests (tests/ is on sys.path via its conftest)."""
+"""Fake model specs and small builders of Library rows shared by tests (and benchmarks) (tests/ is on sys.path via its conftest)."""
 
 from __future__ import annotations
 
 from vidagent.library import VideoRecord
+
+#: Model specs that make every stage run without loading a real model (fast CLI tests).
+FAKE_SPECS = {
+    "llm": "fake:echo?reply=A short test video.",
+    "vlm": "perception:describer",
+    "embed": "fake:hash?dim=32",
+    "asr": "fake:echo?text=hello there",
+    "ocr": "fake:echo",
+    "detector": "fake:echo",
+}
+#: The same with the response cache off, as in-process tests and benchmarks index.
+INDEX_SPECS = {**FAKE_SPECS, "cache": "off"}
 
 
 def video_record(video_id: str, duration: float = 15.0, name: str | None = None) -> VideoRecord:

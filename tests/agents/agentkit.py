@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from factories import INDEX_SPECS
+
 from vidagent.config import Settings, load_settings
 from vidagent.ingest import index_video
 from vidagent.library import Library
@@ -13,15 +15,6 @@ from vidagent.models.base import Capabilities, ToolCall
 from vidagent.models.client import Models
 from vidagent.models.fake import FakeAdapter
 
-INDEX_SPECS = {
-    "llm": "fake:echo?reply=A short test video.",
-    "vlm": "perception:describer",
-    "embed": "fake:hash?dim=32",
-    "asr": "fake:echo?text=hello there",
-    "ocr": "fake:echo",
-    "detector": "fake:echo",
-    "cache": "off",
-}
 JSON_ONLY = Capabilities(
     roles=frozenset({"llm"}), supports_tools=False, supports_json_schema=True, local=True
 )

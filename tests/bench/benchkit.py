@@ -7,19 +7,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from factories import INDEX_SPECS
+
 from vidagent.config import Settings, load_settings
 from vidagent.models.client import Models
 from vidagent.models.fake import FakeAdapter
 
 #: Index with fast fakes; the llm is each test's own.
-SPECS = {
-    "vlm": "perception:describer",
-    "embed": "fake:hash?dim=32",
-    "asr": "fake:echo?text=hello there",
-    "ocr": "fake:echo",
-    "detector": "fake:echo",
-    "cache": "off",
-}
+SPECS = {k: v for k, v in INDEX_SPECS.items() if k != "llm"}  # the llm is each run's own
 
 #: NExT-QA rows: (video, qid, question, answer index, type). Video v3 is never generated.
 NEXTQA = [
