@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +24,11 @@ from vidagent.agents.trace import (
     ToolCalled,
     Trace,
 )
-from vidagent.models.base import ChatRequest, Message
+from vidagent.library.schema import ClipHit, ClipRow
+from vidagent.models.base import Message
 from vidagent.models.fake import FakeAdapter
 from vidagent.prompts import load_prompt
+from vidagent.tools.retrieval import clip_text
 
 OPTIONS = ("GOODBYE", "HELLO VIDAGENT", "No text")
 
@@ -85,7 +87,7 @@ def test_native_trajectory_through_every_tool(indexed: Any) -> None:
     assert inspect.frames == 7 and inspect.text == "saw 7 images"
     inspect_request = vlm.requests[-1]
     labels = [p for p in inspect_request.messages[1].content if isinstance(p, str)]
-    assert labels[:2] == ["t=00:00:05", "t=00:00:05"] or labels[0] == "t=00:00:05"
+    assert labels[:-1] == [f"t=00:00:0{s}" for s in ("5", "5.5", "6", "6.5", "7", "7.5", "8")]
     assert labels[-1] == load_prompt("dvd_frame_inspect").strip().replace(
         "[question]", "What text?"
     )
@@ -264,11 +266,19 @@ def test_fit_context_elides_oldest_observations_first() -> None:
 
 
 def test_local_models_get_shorter_clip_texts(indexed: Any) -> None:
-    llm = FakeAdapter.scripted(
-        [action("clip_search", event_description="hello"), action("answer", answer="B")],
-        capabilities=JSON_ONLY,
+    script = [action("answer", answer="B")]
+    local = DVDAgent(
+        indexed[0], hub(indexed[2], FakeAdapter.scripted(script, capabilities=JSON_ONLY))
     )
-    run(indexed, llm)
-    text = json.loads(json.dumps(llm.requests[1].messages[-1].text))
-    assert all(len(line.split()) <= 125 for line in text.splitlines()[1:])
-    assert isinstance(llm.requests[0], ChatRequest)
+    local.run(Question("q", tuple(indexed[1]), OPTIONS))
+    endpoint = dataclasses.replace(FakeAdapter.capabilities, local=False)
+    scripted = FakeAdapter.scripted([call("answer", answer="B")], capabilities=endpoint)
+    remote = DVDAgent(indexed[0], hub(indexed[2], scripted))
+    remote.run(Question("q", tuple(indexed[1]), OPTIONS))
+    assert local.ctx.options["caption_words"] == 120 and remote.ctx.options["caption_words"] is None
+
+
+def test_clip_text_is_cut_to_the_word_limit() -> None:
+    clip = ClipRow("v", 0, 0.0, 5.0, caption="one two three four five six", transcript="hi there")
+    assert clip_text(ClipHit(clip, 0.9)) == 'one two three four five six Speech: "hi there"'
+    assert clip_text(ClipHit(clip, 0.9), words=4) == "one two three four …"

@@ -3,7 +3,7 @@ splice and label frames for a vision-language model.
 
 Frames are decoded on demand from the source file at the resolution asked for (the Library's
 thumbnails are for browsing). Every image sent to a model is preceded by its time as a text
-label, ``t=HH:MM:SS`` (DVD spec A.11 #9). When a model accepts fewer images than there are
+label, ``t=HH:MM:SS`` with tenths where the time has them (DVD spec A.11 #9). When a model accepts fewer images than there are
 frames, neighbouring frames are spliced side by side into one image, as DVD does to fit Azure's
 50-image limit (the label then gives the first and last time).
 
@@ -23,7 +23,7 @@ from pydantic import Field
 from vidagent.exceptions import ConfigError
 from vidagent.models.base import ChatRequest, ImagePart, Message
 from vidagent.prompts import load_prompt
-from vidagent.timecode import clock, hhmmss
+from vidagent.timecode import clock
 from vidagent.tools.base import Evidence, Observation, Seconds, ToolContext, tool
 
 TimeRanges = Annotated[list[tuple[Seconds, Seconds]], Field(min_length=1)]
@@ -86,6 +86,11 @@ def splice(frames: np.ndarray, per_image: int) -> list[np.ndarray]:
     ]
 
 
+def _at(t: float) -> str:
+    """``HH:MM:SS`` with tenths where the time has them: 2 fps frames sit on half seconds."""
+    return clock(round(t, 1))
+
+
 def labelled_images(
     frames: np.ndarray, times: Sequence[float], max_images: int
 ) -> tuple[str | ImagePart, ...]:
@@ -96,9 +101,7 @@ def labelled_images(
     parts: list[str | ImagePart] = []
     for i, image in enumerate(splice(frames, per_image)):
         span = times[i * per_image : (i + 1) * per_image]
-        label = (
-            f"t={hhmmss(span[0])}" if len(span) == 1 else f"t={hhmmss(span[0])}-{hhmmss(span[-1])}"
-        )
+        label = f"t={_at(span[0])}" if len(span) == 1 else f"t={_at(span[0])}-{_at(span[-1])}"
         parts += [label, ImagePart(encode_jpeg(image, quality=85))]
     return tuple(parts)
 
@@ -153,10 +156,10 @@ def frame_inspect(
     """
     video_id = ctx.resolve_video(video)
     duration = ctx.duration(video_id)
-    late = [hhmmss(t0) for t0, _ in time_ranges_hhmmss if min(t0, _) > duration]
+    late = [min(pair) for pair in time_ranges_hhmmss if min(pair) > duration]
     if late:
         raise ValueError(
-            f"time range starting {late[0]} begins after the video ends ({clock(round(duration, 1))})"
+            f"time range starting {_at(late[0])} begins after the video ends ({_at(duration)})"
         )
     ranges = [ctx.clamp_span(video_id, t0, t1) for t0, t1 in time_ranges_hhmmss]
     opts = ctx.options
