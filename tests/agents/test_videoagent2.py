@@ -18,10 +18,10 @@ from vidagent.agents.ask import ask, strategy_class
 from vidagent.agents.base import Answer, Question
 from vidagent.agents.budget import Budget
 from vidagent.agents.trace import Observed, PhaseChanged, RunStarted, ToolCalled, Trace, render
-from vidagent.agents.videoagent2 import (
+from vidagent.agents.videoagent2 import VideoAgent2Agent
+from vidagent.agents.videoagent2_memory import (
     MemoryBank,
     ToolRecord,
-    VideoAgent2Agent,
     parse_assessment,
     parse_plan,
     strip_confidences,

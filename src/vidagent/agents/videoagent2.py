@@ -10,6 +10,7 @@ the tool runs and its return is appended to the bank with its confidence (Merge,
 t = T the answer is returned without a plan (A.11 #1; Sec. 4.4 "the maximum number of tool calls
 is equal to T-1"). :attr:`Answer.confidence` is that answer's ``cf`` on the paper's 0-5 scale
 (0: "not enough information", else "scaled from 1-5"), not the 0-1 of tool confidences.
+The memory bank, the reply parsers and the reply schemas live in :mod:`.videoagent2_memory`.
 
 The five tools are the perception tools: Image Caption → ``caption_frames``, Object Detection →
 ``detect_objects``, the two zoom tools → ``zoom_in`` (task caption / detect), Object Tracking →
@@ -53,19 +54,32 @@ the CoT process"), making ``adjust_plan`` moot; ``tools=False`` answers from ``B
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import json
 import math
-import re
 import uuid
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from vidagent.agents.answer import LETTERS, extract_choice
+from vidagent.agents.answer import extract_choice
 from vidagent.agents.base import Action, Agent, Answer, Question
 from vidagent.agents.budget import Budget
 from vidagent.agents.trace import FormatError, Observed, ToolCalled
+from vidagent.agents.videoagent2_memory import (
+    PAPER_TOOLS,
+    TOOL_KEYS,
+    MemoryBank,
+    ToolRecord,
+    answer_schema,
+    as_number,
+    json_object,
+    parse_assessment,
+    parse_box,
+    parse_frame_range,
+    parse_plan,
+    plan_schema,
+    tool_key,
+)
 from vidagent.exceptions import ConfigError
 from vidagent.ingest.base import text_hash
 from vidagent.ingest.summarize import GLOBAL, Line, Summarize, caption_lines
@@ -80,14 +94,6 @@ if TYPE_CHECKING:
     from vidagent.library import Library, VideoRecord
     from vidagent.models.client import Models
 
-#: The paper's tool names -> (our tool, zoom_in task).
-PAPER_TOOLS: dict[str, tuple[str, str | None]] = {
-    "Image Caption Tool": ("caption_frames", None),
-    "Object Detection Tool": ("detect_objects", None),
-    "Image Zoom in and Caption Tool": ("zoom_in", "caption"),
-    "Image Zoom in and Object Detection Tool": ("zoom_in", "detect"),
-    "Object Tracking Tool": ("track_object", None),
-}
 CONTEXT_KIND = "videoagent2:"  # Summary kind prefix of a general context built here
 SMALL_CONTEXT = 16384  # tokens; below this the bank is fitted (SmolLM2: 8192)
 RETURN_CHARS = 1200
@@ -156,238 +162,6 @@ class VideoAgent2Options:
         for problem, ok in checks.items():
             if not ok:
                 raise ConfigError(f"videoagent2: {problem} (set it with --set key=value)")
-
-
-@dataclass
-class ToolRecord:
-    """One merged tool return (NewInfo): the call as the model wrote it, what came back."""
-
-    step: int
-    call: dict[str, Any]
-    text: str
-    confidence: float | None
-    error: bool = False
-
-
-@dataclass
-class MemoryBank:
-    """B_t: captions C, summary S and the tool returns, rendered as prompt_Answer names them."""
-
-    captions: list[Line]
-    summary: str
-    returns: list[ToolRecord] = field(default_factory=list)
-
-    def render(self, *, confidences: bool = True, words: int | None = None, chars: int = 0) -> str:
-        returns = []
-        for r in self.returns:
-            text = r.text if confidences else strip_confidences(r.text)
-            entry: dict[str, Any] = {"step": r.step, "call": r.call, "return": _cut(text, chars)}
-            if confidences and r.confidence is not None:
-                entry["confidence"] = round(r.confidence, 2)
-            returns.append(entry)
-        # keys as the summary's C names spans: "12s-16s" (the case study's "Caption 12s-16s")
-        captions = {str(c).partition(": ")[0]: _words(c.text, words) for c in self.captions}
-        data = {"Caption": captions, "Summary": self.summary, "Tools return value": returns}
-        return json.dumps(data, ensure_ascii=False, indent=1)
-
-
-def _words(text: str, words: int | None) -> str:
-    cut = text.split()
-    return text if words is None or len(cut) <= words else " ".join(cut[:words]) + " …"
-
-
-def _cut(text: str, chars: int) -> str:
-    return text if not chars or len(text) <= chars else text[: chars - 1] + "…"
-
-
-# ---------------------------------------------------------------------------------------------
-# Parsing (spec A.7.6)
-
-# The answer is the text after the last "answer is" before "(confidence score = N)".
-_ANSWER = re.compile(
-    r"answer\s+is\s*((?:(?!answer\s+is).)+?),?\s*\(\s*confidence\s*score\s*=\s*([0-9.]+)\s*\)",
-    re.IGNORECASE,
-)
-_SCORE = re.compile(r"confidence\s*score\s*[=:]\s*([0-9]+(?:\.[0-9]+)?)", re.IGNORECASE)
-_NO_CONFIDENCE = (  # (pattern, replacement): how the perception tools' returns state one
-    (r"^(?:Mean clause confidence .*|The captioner gave no confidences\.)\n?", ""),
-    (r"best detection \d*\.?\d+ at", "detected at"),
-    (r"\s*[(\[]\s*(?:confidence|conf\.?)(?:\s*score)?\s*[:=]?\s*\d*\.?\d+\s*%?\s*[)\]]", ""),
-    (r",?\s*\bconfidence\s+\d*\.?\d+|\s*\bscoring\s+\d*\.?\d+(?: or more)?", ""),
-)
-
-
-def _number(value: Any) -> float:
-    try:
-        return min(max(float(value), 0.0), 5.0)
-    except (TypeError, ValueError):
-        return 0.0
-
-
-def parse_assessment(text: str) -> tuple[str | None, float]:
-    """``(A_t, cf_t)`` from a reply: "Yes, the answer is xx, (confidence score = xx)" in text, or
-    the JSON protocol's ``{"answer", "confidence"}``; "No …" or a score of 0 is ``(None, 0)``."""
-    data = _json_object(text)
-    if data is not None and "answer" in data:
-        answer, cf = str(data.get("answer") or "").strip(), _number(data.get("confidence"))
-    else:
-        clean = " ".join(text.replace("’", "'").split())
-        found = list(_ANSWER.finditer(clean))
-        if found:
-            answer, cf = found[-1].group(1).strip(" '\"*."), _number(found[-1].group(2))
-        else:
-            scores = _SCORE.findall(clean)
-            answer, cf = clean, _number(scores[-1]) if scores else 0.0
-            if re.match(r"^\W*no\b", clean, re.IGNORECASE):
-                cf = 0.0
-    if cf <= 0 or answer.lower() in ("", "none", "no", "xx"):
-        return None, 0.0
-    return answer, cf
-
-
-def _json_object(text: str) -> dict[str, Any] | None:
-    start, end = text.find("{"), text.rfind("}")
-    try:
-        data = json.loads(text[start : end + 1]) if 0 <= start < end else None
-    except json.JSONDecodeError:
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _blocks(text: str) -> list[str]:
-    """Top-level balanced ``{…}`` blocks of ``text``, in order."""
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch == "{":
-            start = i if depth == 0 else start
-            depth += 1
-        elif ch == "}" and depth:
-            depth -= 1
-            if depth == 0:
-                out.append(text[start : i + 1])
-    return out
-
-
-_QUOTES = str.maketrans("’‘“”", "''\"\"")
-
-
-def _literal(block: str) -> Any:
-    """A dict from a Python- or JSON-ish block: curly quotes straightened, ``# …`` dropped."""
-    clean = block.translate(_QUOTES)
-    clean = re.sub(r"#[^\n}]*", "", clean)
-    for parse in (json.loads, ast.literal_eval):
-        try:
-            return parse(clean)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            continue
-    return None
-
-
-def _commands(value: Any) -> list[dict[str, Any]]:
-    """The tool call commands inside an ``Action``/``Actions`` value or a command itself."""
-    if isinstance(value, str):
-        value = _literal(value) if "{" in value else None
-    if isinstance(value, list):
-        return [c for v in value for c in _commands(v)]
-    if not isinstance(value, dict):
-        return []
-    for key, inner in value.items():
-        if str(key).lower() in ("action", "actions"):
-            return _commands(inner)
-    return [value] if any(str(k).lower() in ("tool_name", "tool") for k in value) else []
-
-
-def parse_plan(text: str) -> tuple[str, list[dict[str, Any]]]:
-    """The plan's text and the tool call commands it outputs, in order."""
-    data = _json_object(text)
-    if data is not None and any(str(k).lower().startswith("action") for k in data):
-        return str(data.get("plan", "")).strip(), _commands(data)
-    blocks = _blocks(text)
-    plan = text[: text.find(blocks[0])].strip() if blocks else text.strip()
-    return plan, [c for b in blocks for c in _commands(_literal(b))]
-
-
-def strip_confidences(text: str) -> str:
-    """A tool return without its confidences (ablation 1)."""
-    for pattern, replacement in _NO_CONFIDENCE:
-        text = re.sub(pattern, replacement, text, flags=re.IGNORECASE | re.MULTILINE)
-    return text.strip()
-
-
-def _tool_key(name: str) -> str:
-    return re.sub(r"[^a-z]", "", name.lower()).removesuffix("tool")
-
-
-_TOOL_KEYS = {_tool_key(p): p for p in PAPER_TOOLS}
-
-
-def _frame_range(value: Any) -> tuple[int, int] | None:
-    numbers = [int(n) for n in re.findall(r"\d+", str(value if value is not None else ""))][:2]
-    return (min(numbers), max(numbers)) if numbers else None
-
-
-def _box(value: Any, width: int, height: int) -> tuple[float, float, float, float] | str:
-    numbers = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", json.dumps(value))]
-    if len(numbers) != 4:
-        return f"bbox {value!r} must be [xmin, ymin, xmax, ymax]"
-    if max(numbers) > 1.0:  # pixels of the displayed frame, as the paper's bbox is
-        numbers = [v / s for v, s in zip(numbers, (width, height) * 2)]
-    x0, y0, x1, y1 = numbers
-    return (x0, y0, x1, y1)
-
-
-# ---------------------------------------------------------------------------------------------
-# Schemas of the JSON protocol
-
-
-def _text(local: bool, limit: int) -> dict[str, Any]:
-    # A cap keeps a small local model from rambling; OpenAI's strict schemas reject maxLength.
-    return {"type": "string", "maxLength": limit} if local else {"type": "string"}
-
-
-_CLOSED = {"additionalProperties": False}
-
-
-def _object(props: dict[str, Any]) -> dict[str, Any]:
-    # every property required and no others: what OpenAI's strict schemas demand
-    return {"type": "object", "properties": props, "required": list(props), **_CLOSED}
-
-
-def answer_schema(options: int, *, cot: bool, final: bool, local: bool) -> dict[str, Any]:
-    """``{"thought"?, "answer", "confidence"}``; the answer an option letter when there are options."""
-    props: dict[str, Any] = {"thought": _text(local, 1000)} if cot else {}
-    letters = list(LETTERS[:options])
-    props["answer"] = (
-        {"type": "string", "enum": letters + ([] if final else ["none"])}
-        if options
-        else _text(local, 400)
-    )
-    props["confidence"] = {"type": "integer", "enum": [0, 1, 2, 3, 4, 5]}
-    return _object(props)
-
-
-def plan_schema(*, cot: bool, actions: int, last_frame: int, local: bool) -> dict[str, Any]:
-    """``{"plan"?, "Action"}``, or ``"Actions"`` (up to ``actions``) when it is not 0; one object
-    per tool; frame ids have at most as many digits as ``last_frame``."""
-    digits = f"{{1,{len(str(max(0, last_frame)))}}}"
-    frames = {"type": "string", "pattern": f"^[0-9]{digits}(-[0-9]{digits})?$"}
-    box = {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4}
-    choices = []
-    for name, (tool, _task) in PAPER_TOOLS.items():
-        props: dict[str, Any] = {"tool_name": {"type": "string", "enum": [name]}}
-        if tool == "track_object":
-            props["object_name"] = _text(local, 60)
-        props["frame_range"] = frames
-        if tool == "zoom_in":
-            props["bbox"] = box
-        choices.append(_object(props))
-    action = {"anyOf": choices}
-    props = {"plan": _text(local, 1000)} if cot else {}
-    if actions:
-        props["Actions"] = {"type": "array", "items": action, "minItems": 1, "maxItems": actions}
-    else:
-        props["Action"] = action
-    return _object(props)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -481,7 +255,7 @@ class VideoAgent2Agent(Agent):
     def _summarize(self, lines: list[Line]) -> str:
         """S = F_llm(C, prompt_Summary), chunked for small models as the summarize stage does."""
         self.meter.check()
-        return Summarize()._summarize(self.models.client("llm"), lines)[0]
+        return Summarize().summarize_lines(self.models.client("llm"), lines)[0]
 
     def _build_context(self, record: VideoRecord) -> tuple[list[Line], str, str]:
         """C and S built here (or read from the Library's cache), and which it was."""
@@ -625,9 +399,9 @@ class VideoAgent2Agent(Agent):
         prompt = f"{self.answer_prompt(question)}\n\n{must}"
         elided = f"{self.answer_prompt(question, ELIDED_BANK)}\n\n{must}"
         reply = self._ask(prompt, self._answer_schema(question, final=True), elided)
-        data = _json_object(reply)
+        data = json_object(reply)
         if data is not None and str(data.get("answer") or "").strip():
-            text, confidence = str(data["answer"]).strip(), _number(data.get("confidence"))
+            text, confidence = str(data["answer"]).strip(), as_number(data.get("confidence"))
         else:
             answer, confidence = parse_assessment(reply)
             text = answer if answer is not None else reply
@@ -700,18 +474,18 @@ class VideoAgent2Agent(Agent):
     def to_action(self, command: dict[str, Any]) -> Action | str:
         """Our tool call for a paper tool call command, or what is wrong with it."""
         raw = str(command.get("tool_name") or command.get("tool") or "")
-        paper = _TOOL_KEYS.get(_tool_key(raw))
+        paper = TOOL_KEYS.get(tool_key(raw))
         if paper is None:
             return f"unknown tool {raw!r}; the tools are: {', '.join(PAPER_TOOLS)}"
         tool, task = PAPER_TOOLS[paper]
-        span = _frame_range(command.get("frame_range"))
+        span = parse_frame_range(command.get("frame_range"))
         if span is None:
             return "frame_range must be a frame id or 'start frame-end frame'"
         start, end = (round(f / self.options.fps, 3) for f in span)
         args: dict[str, Any] = {"start" if tool == "caption_frames" else "time": start}
         if tool == "zoom_in":
             record = self.library.get_video(self.ctx.video_ids[0])
-            box = _box(command.get("bbox"), record.width, record.height)
+            box = parse_box(command.get("bbox"), record.width, record.height)
             if isinstance(box, str):
                 return box
             args |= {"box": list(box), "task": task}

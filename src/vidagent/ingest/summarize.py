@@ -139,7 +139,7 @@ class Summarize(Stage):
         clips = ctx.library.clips(vid)
         if not self._global_fresh(ctx, clips):
             lines = caption_lines(clips)
-            text, data = self._summarize(ctx.models.client(self.role), lines)
+            text, data = self.summarize_lines(ctx.models.client(self.role), lines)
             summary = Summary(
                 vid,
                 GLOBAL,
@@ -178,7 +178,7 @@ class Summarize(Stage):
         derived = derive_registry(current, clips)
         return derived, (current == derived) if stored else not derived
 
-    def _summarize(self, client: Client, lines: list[Line]) -> tuple[str, dict[str, Any]]:
+    def summarize_lines(self, client: Client, lines: list[Line]) -> tuple[str, dict[str, Any]]:
         """The final summary text, and the chunk summaries of each level below it."""
         if not lines:
             self.note = "no captions to summarise"
