@@ -76,9 +76,9 @@ def scripted_llm(latency: float, duration: float) -> Any:
 def loop_overhead(library: Any, video_id: str, settings: Any, latency: float) -> dict[str, float]:
     from vidagent.agents.base import Question
     from vidagent.agents.dvd import DVDAgent
-    from vidagent.agents.trace import ModelCall, Observed, Trace
     from vidagent.models.client import Models
     from vidagent.models.fake import FakeAdapter
+    from vidagent.trace import ModelCall, Observed, Trace
 
     duration = library.get_video(video_id).duration
     vlm = FakeAdapter("function", {"delay": str(latency)}, function=lambda r: "nothing relevant")

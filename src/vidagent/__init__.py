@@ -12,17 +12,18 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "ask": "vidagent.agents.ask",
+    "ask": "vidagent.app",
+    "Session": "vidagent.app",
     "Answer": "vidagent.agents.base",
     "Agent": "vidagent.agents.base",
-    "Budget": "vidagent.agents.budget",
-    "Trace": "vidagent.agents.trace",
+    "Budget": "vidagent.budget",
+    "Trace": "vidagent.trace",
     "tool": "vidagent.tools.base",
     "Settings": "vidagent.config",
     "load_settings": "vidagent.config",
     "Library": "vidagent.library",
     "index_video": "vidagent.ingest",
-    "search": "vidagent.library.search",
+    "search": "vidagent.app",
     "Models": "vidagent.models.client",
     "load_model": "vidagent.models",
     "probe": "vidagent.media",
@@ -35,6 +36,7 @@ __all__ = [
     "Budget",
     "Library",
     "Models",
+    "Session",
     "Settings",
     "Trace",
     "__version__",
@@ -49,18 +51,17 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from vidagent.agents.ask import ask
     from vidagent.agents.base import Agent, Answer
-    from vidagent.agents.budget import Budget
-    from vidagent.agents.trace import Trace
+    from vidagent.app import Session, ask, search
+    from vidagent.budget import Budget
     from vidagent.config import Settings, load_settings
     from vidagent.ingest import index_video
     from vidagent.library import Library
-    from vidagent.library.search import search
     from vidagent.media import frames_at, probe
     from vidagent.models import load_model
     from vidagent.models.client import Models
     from vidagent.tools.base import tool
+    from vidagent.trace import Trace
 
 
 def __getattr__(name: str) -> Any:

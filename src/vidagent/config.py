@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from vidagent.exceptions import ConfigError
+from vidagent.roles import ROLES  # declared there; many modules import it from here
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -30,7 +31,6 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 ENV_PREFIX = "VIDAGENT_"
-ROLES = ("llm", "vlm", "embed", "image_embed", "asr", "ocr", "detector")
 
 #: The embedded offline defaults (see DESIGN.md, "Models: roles and spec strings").
 DEFAULT_SPECS: dict[str, str] = {

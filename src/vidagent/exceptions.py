@@ -5,7 +5,8 @@ Every error says whose fault it is, so callers can react by type, never by messa
     VidagentError
     ├── UserError                    the caller must change something; the message says what
     │   ├── ConfigError              a bad setting, config file or spec string
-    │   └── BackendMissingError      an optional backend is not installed; names the extra
+    │   ├── BackendMissingError      an optional backend is not installed; names the extra
+    │   └── ToolInputError           a tool call's arguments cannot be used: shown to the model
     ├── MediaError                   a file cannot be used as a video (carries .path)
     │   ├── MediaNotFoundError       the path does not exist or cannot be read
     │   ├── NotAVideoError           no decodable container, or no video stream
@@ -24,9 +25,16 @@ Every error says whose fault it is, so callers can react by type, never by messa
         │   ├── ServerError          HTTP 5xx
         │   └── MalformedResponseError  a body that is not what the protocol promises
         ├── RequestRejectedError     other HTTP 4xx: the request itself is wrong; not retried
+        │   └── ContextOverflowError the request does not fit the model's context window
         └── CacheMissError           replay mode asked for a response that was never recorded
 
 Our own bugs are not wrapped: they propagate as ordinary Python exceptions.
+
+Inside an agent run, a :class:`ToolInputError`, :class:`LibraryError` or :class:`MediaError`
+raised by a tool, and a :class:`ProviderError` from a model a tool called, come back to the
+reasoning model as an observation it can react to; a :class:`ProviderError` of the reasoning
+model itself ends the search with a forced answer whose reason is recorded. Every other
+:class:`UserError` stops the run with its one-line message; anything else is a bug.
 """
 
 from __future__ import annotations
@@ -54,6 +62,11 @@ class BackendMissingError(UserError):
         super().__init__(
             f"{what} is not installed; install it with: pip install 'vidagent[{extra}]'"
         )
+
+
+class ToolInputError(UserError):
+    """A tool call's arguments or input cannot be used (a time after the video's end, an empty
+    query); the agent runtime shows the message to the model so that it can fix the call."""
 
 
 class MediaError(VidagentError):
@@ -144,6 +157,10 @@ class MalformedResponseError(RetryableError):
 
 class RequestRejectedError(ProviderError):
     """HTTP 4xx other than 429: the request is wrong and retrying will not help."""
+
+
+class ContextOverflowError(RequestRejectedError):
+    """The request does not fit the model's context window, even after fitting."""
 
 
 class CacheMissError(ProviderError):

@@ -9,10 +9,16 @@ from typing import Any
 import pytest
 from agentkit import JSON_ONLY, action, build_library, call, hub
 
-from vidagent.agents.base import ELIDED, Question, fit_context
-from vidagent.agents.budget import Budget
+from vidagent.agents.base import Question
 from vidagent.agents.dvd import FINISH_PROMPT, DVDAgent
-from vidagent.agents.trace import (
+from vidagent.budget import Budget
+from vidagent.library.schema import ClipHit, ClipRow
+from vidagent.models.base import Message
+from vidagent.models.context import ELIDED, fit_messages
+from vidagent.models.fake import FakeAdapter
+from vidagent.prompts import load_prompt
+from vidagent.tools.retrieval import clip_text
+from vidagent.trace import (
     AgentTurn,
     Answered,
     BudgetExhausted,
@@ -24,11 +30,6 @@ from vidagent.agents.trace import (
     ToolCalled,
     Trace,
 )
-from vidagent.library.schema import ClipHit, ClipRow
-from vidagent.models.base import Message
-from vidagent.models.fake import FakeAdapter
-from vidagent.prompts import load_prompt
-from vidagent.tools.retrieval import clip_text
 
 OPTIONS = ("GOODBYE", "HELLO VIDAGENT", "No text")
 
@@ -259,10 +260,11 @@ def test_fit_context_elides_oldest_observations_first() -> None:
         Message("user", "Observation from frame_inspect:\n" + "y" * 3000),
         Message("assistant", "a3"),
     ]
-    fitted = fit_context(messages, limit=1200)
+    fitted, note = fit_messages(messages, limit=1200)
     assert fitted[3].text == f"Observation from clip_search:\n{ELIDED}"
     assert fitted[5].text.endswith("y" * 100)  # the newer one still fits
-    assert fit_context(messages, limit=10_000) == messages
+    assert note == "1 earlier message elided to fit 1200 tokens"
+    assert fit_messages(messages, limit=10_000) == (messages, "")
 
 
 def test_local_models_get_shorter_clip_texts(indexed: Any) -> None:
@@ -270,12 +272,14 @@ def test_local_models_get_shorter_clip_texts(indexed: Any) -> None:
     local = DVDAgent(
         indexed[0], hub(indexed[2], FakeAdapter.scripted(script, capabilities=JSON_ONLY))
     )
-    local.run(Question("q", tuple(indexed[1]), OPTIONS))
+    question = Question("q", tuple(indexed[1]), OPTIONS)
+    local.run(question)
     endpoint = dataclasses.replace(FakeAdapter.capabilities, local=False)
     scripted = FakeAdapter.scripted([call("answer", answer="B")], capabilities=endpoint)
     remote = DVDAgent(indexed[0], hub(indexed[2], scripted))
-    remote.run(Question("q", tuple(indexed[1]), OPTIONS))
-    assert local.ctx.options["caption_words"] == 120 and remote.ctx.options["caption_words"] is None
+    remote.run(question)
+    assert local.tool_options(question).retrieval.caption_words == 120
+    assert remote.tool_options(question).retrieval.caption_words is None
 
 
 def test_clip_text_is_cut_to_the_word_limit() -> None:

@@ -15,9 +15,10 @@ from faultserver import Behaviour, FaultServer, completion
 import vidagent as va
 from vidagent.agents.base import Question
 from vidagent.agents.dvd import DVDAgent
-from vidagent.agents.trace import Observed, Trace, render
+from vidagent.cli.render import render
 from vidagent.config import load_settings
 from vidagent.models.client import Models
+from vidagent.trace import Observed, Trace
 
 
 def fake_env(*replies: str) -> dict[str, str]:

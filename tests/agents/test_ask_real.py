@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 from realmedia import get_clip
 
-from vidagent.agents.ask import ask
-from vidagent.agents.budget import Budget
 from vidagent.agents.dvd import SEARCH_TOOLS
-from vidagent.agents.trace import AgentTurn, ModelCall, Observed, RunStarted, Trace, render
+from vidagent.app import ask
+from vidagent.budget import Budget
+from vidagent.cli.render import render
 from vidagent.config import load_settings
+from vidagent.trace import AgentTurn, ModelCall, Observed, RunStarted, Trace
 
 pytestmark = [pytest.mark.models, pytest.mark.realmedia]
 

@@ -11,10 +11,11 @@ from agentkit import build_library, call, hub
 
 from vidagent.agents.base import Question
 from vidagent.agents.dvd import DVDAgent
-from vidagent.agents.trace import Observed
+from vidagent.exceptions import ConfigError
 from vidagent.media.synth import make_video
 from vidagent.models.fake import FakeAdapter
 from vidagent.prompts import load_json, load_prompt
+from vidagent.trace import Observed
 
 # Snapshots of the package data: a change to any prompt file fails here and must be deliberate.
 PROMPT_SHA256 = {
@@ -72,7 +73,7 @@ def test_ablations_and_options_change_the_toolbox() -> None:
     assert box.names == ["clip_search", "frame_inspect", "answer"]
     props = box["clip_search"].spec().parameters["properties"]
     assert "time_range" in props and "video" in props
-    with pytest.raises(ValueError, match="unknown DVD tools"):
+    with pytest.raises(ConfigError, match="dvd option tools: unknown"):
         DVDAgent(None, None, tools=("zoom",))  # type: ignore[arg-type]
 
 

@@ -14,10 +14,8 @@ from agentkit import INDEX_SPECS, JSON_ONLY, build_library
 from clirun import vidagent
 from faultserver import Behaviour, FaultServer, completion
 
-from vidagent.agents.ask import ask, strategy_class
 from vidagent.agents.base import Answer, Question
-from vidagent.agents.budget import Budget
-from vidagent.agents.trace import Observed, PhaseChanged, RunStarted, ToolCalled, Trace, render
+from vidagent.agents.strategies import strategy_class
 from vidagent.agents.videoagent2 import VideoAgent2Agent
 from vidagent.agents.videoagent2_memory import (
     MemoryBank,
@@ -26,6 +24,9 @@ from vidagent.agents.videoagent2_memory import (
     parse_plan,
     strip_confidences,
 )
+from vidagent.app import Session, ask
+from vidagent.budget import Budget
+from vidagent.cli.render import render
 from vidagent.config import Settings, load_settings
 from vidagent.exceptions import ConfigError
 from vidagent.ingest import index_video
@@ -36,6 +37,7 @@ from vidagent.models.client import Models
 from vidagent.models.fake import FakeAdapter
 from vidagent.models.registry import create_adapter
 from vidagent.prompts import load_prompt
+from vidagent.trace import Observed, PhaseChanged, RunStarted, ToolCalled, Trace
 
 OPTIONS = ("BYE", "HELLO VIDAGENT")
 QUESTION = "What text appears?"
@@ -108,12 +110,19 @@ def indexed(small_video: Path, tmp_path_factory: pytest.TempPathFactory) -> Inde
     return library, ids[0], settings
 
 
+def answer_with(agent: VideoAgent2Agent, question: Question) -> Answer:
+    """The agent's answer after the application layer built its general context."""
+    with Session(agent.models.settings, library=agent.library, models=agent.models) as session:
+        session.prepare(agent, question.video_ids)
+    return agent.run(question)
+
+
 def run(indexed: Indexed, script: Script, capabilities: Any = None, **options: Any) -> Answer:
     library, video_id, settings = indexed
     llm = FakeAdapter.function(script, capabilities=capabilities)
     options.setdefault("cache_context", False)
     agent = VideoAgent2Agent(library, models(settings, llm), **options)
-    return agent.run(Question(QUESTION, (video_id,), OPTIONS))
+    return answer_with(agent, Question(QUESTION, (video_id,), OPTIONS))
 
 
 def outcome(answer: Answer) -> tuple[Any, ...]:
@@ -375,9 +384,9 @@ def test_a_built_context_is_cached_in_the_library(indexed: Indexed) -> None:
     library, video_id, _ = indexed
     scripts = [Script([says("B", 5)]), Script([says("B", 5)])]
     answers = [run(indexed, s, cache_context=True, segment_seconds=6) for s in scripts]
-    assert [phases(a, "context")[0]["source"] for a in answers] == ["built", "cache"]
+    assert [phases(a, "context")[0]["source"] for a in answers] == ["built", "built"]
     assert len(scripts[0].prompts("A long video")) == 1 and scripts[1].prompts("A long video") == []
-    assert library.summary(video_id, "videoagent2:6s@1fps") is not None
+    assert library.artifact(video_id, "context", "videoagent2:6s@1fps") is not None
     assert bank_of(scripts[1].prompts("Now we have")[0]) == bank_of(scripts[0].prompts("Now we")[0])
 
 
@@ -386,7 +395,7 @@ def test_the_describer_captions_segments_from_the_index_rows(indexed: Indexed) -
     script = Script([says("B", 5)])
     describer = create_adapter("perception:describer", settings, "vlm")
     agent = VideoAgent2Agent(library, models(settings, FakeAdapter.function(script), describer))
-    answer = agent.run(Question(QUESTION, (video_id,), OPTIONS))
+    answer = answer_with(agent, Question(QUESTION, (video_id,), OPTIONS))
     captions = bank_of(script.prompts("Now we have")[0])["Caption"]
     assert answer.letter == "B" and list(captions) == ["0s-4s", "4s-8s", "8s-12s"]
     assert all(c.startswith("[perception describer") for c in captions.values())
@@ -541,7 +550,7 @@ def test_over_an_openai_compatible_endpoint(indexed: Indexed, server: FaultServe
     server.script(*(Behaviour(body=completion(text)) for text in replies))
     with Models(settings) as hub:
         agent = VideoAgent2Agent(library, hub, context="index")
-        answer = agent.run(Question(QUESTION, (video_id,), OPTIONS))
+        answer = answer_with(agent, Question(QUESTION, (video_id,), OPTIONS))
     assert outcome(answer) == ("B", 5.0, "answered", False)
     first, planned, vision, _, last = server.bodies("/chat/completions")
     assert first["model"] == "agent-model" and "tools" not in first

@@ -11,10 +11,10 @@ import pytest
 from benchkit import hub, make_lvbench, settings_with
 from clirun import vidagent
 
+from vidagent.app.bench import RunConfig, run_benchmark
 from vidagent.bench import nextqa
 from vidagent.bench.base import Outcome, Sample
 from vidagent.bench.report import bootstrap
-from vidagent.bench.runner import RunConfig, run_benchmark
 from vidagent.exceptions import BackendMissingError
 from vidagent.models.base import ChatRequest
 from vidagent.models.fake import FakeAdapter

@@ -19,15 +19,15 @@ from clirun import vidagent
 
 from vidagent import __version__
 from vidagent.agents.base import Answer
-from vidagent.agents.trace import Trace
+from vidagent.app.bench import RunConfig, run_benchmark
 from vidagent.bench.answers import parse_prediction
 from vidagent.bench.base import Sample
 from vidagent.bench.rundir import RowLog, check_resume, read_manifest, read_rows
-from vidagent.bench.runner import RunConfig, run_benchmark
 from vidagent.exceptions import ServerError, UserError
 from vidagent.models.base import Capabilities, ChatRequest
 from vidagent.models.fake import ALL_ROLES, FakeAdapter
 from vidagent.prompts import prompt_hash
+from vidagent.trace import Trace
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +131,7 @@ def test_resume_compares_the_prompts_both_runs_have() -> None:
 
 
 def _budget(**limits: Any) -> Any:
-    from vidagent.agents.budget import Budget
+    from vidagent.budget import Budget
 
     return Budget(**limits)
 
@@ -154,8 +154,9 @@ def test_a_failed_question_is_recorded_and_asked_again_on_resume(
         )
     assert (first.ran, first.errors) == (5, 1)
     failed = read_rows(out / "predictions.jsonl")["v2_0"]
-    assert failed["error"] == "ServerError: fake: HTTP 503: overloaded"
-    assert failed["parsed"] is None and failed["correct"] is False
+    # The outage ended the search with a forced answer; the row counts as failed, for a resume.
+    assert failed["error"] == "model error: ServerError: fake: HTTP 503: overloaded"
+    assert failed["forced"] is True and failed["reason"] == "model_error"
     assert "--- " in (out / "errors.log").read_text() and "v2_0" in (out / "errors.log").read_text()
 
     failing["on"] = False
@@ -236,7 +237,7 @@ def test_bench_run_errors_are_one_line(nextqa: Path, _isolated_home: Path) -> No
     out = vidagent("bench", "run", "nextqa", "--data", str(nextqa), "--set", "nope=1",
                    home=_isolated_home)  # fmt: skip
     assert out.returncode == 1
-    assert out.stderr.strip().splitlines()[-1].startswith("error: strategy dvd: ")
+    assert out.stderr.strip().splitlines()[-1].startswith("error: dvd has no option nope; ")
     out = vidagent("bench", "run", "nextqa", "--data", str(nextqa / "absent"), home=_isolated_home)
     assert out.stderr.strip().splitlines()[-1] == f"error: no such data folder: {nextqa / 'absent'}"
 

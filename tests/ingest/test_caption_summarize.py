@@ -18,7 +18,7 @@ from vidagent.ingest.caption import FIX_JSON, Caption
 from vidagent.ingest.structure import index_structure
 from vidagent.ingest.summarize import Summarize
 from vidagent.library import Library
-from vidagent.library.schema import Summary
+from vidagent.library.schema import Artifact
 from vidagent.media import probe
 from vidagent.models.base import Adapter, ChatRequest, ChatResponse, Message
 from vidagent.models.client import Models
@@ -88,8 +88,8 @@ def clip_rows(ctx: IngestContext) -> list[tuple[str, list[str]]]:
     return [(c.caption, json.loads(c.subjects)) for c in ctx.library.clips(ctx.video.video_id)]
 
 
-def registry(ctx: IngestContext) -> Summary:
-    stored = ctx.library.summary(ctx.video.video_id, "registry")
+def registry(ctx: IngestContext) -> Artifact:
+    stored = ctx.library.artifact(ctx.video.video_id, "registry")
     assert stored is not None
     return stored
 
@@ -152,8 +152,8 @@ def test_vlm_gets_table_9_verbatim_with_frames_and_carries_the_registry(
     ]
     assert {c.caption_model for c in ctx.library.clips(vid)} == {stage.fingerprint(ctx.settings)}
     stored = registry(ctx)
-    assert (stored.model, stored.inputs_hash) == (stage.fingerprint(ctx.settings), "2")
-    data = json.loads(stored.data)
+    assert (stored.producer, stored.inputs_hash) == (stage.fingerprint(ctx.settings), "2")
+    data = stored.data
     assert list(data) == ["subject_1", "subject_2", "subject_3"]
     assert data["subject_3"]["name"] == "Ann"
     assert data["subject_3"]["first_clip"] == 2
@@ -199,7 +199,7 @@ def test_answers_are_parsed_leniently_and_unparsable_ones_stored_raw(
     retry = vlm.requests[2].messages
     assert retry[-2:] == (Message("assistant", "no json here"), Message("user", FIX_JSON))
     assert stage.note == "1 clip(s) stored as raw text (unparsable JSON)"
-    assert list(json.loads(registry(ctx).data)) == ["subject_1", "subject_2"]
+    assert list(registry(ctx).data) == ["subject_1", "subject_2"]
 
 
 def test_content_filter_leaves_the_caption_blank(tmp_path: Path, small_video: Path) -> None:
@@ -298,7 +298,7 @@ def test_resume_after_a_crash_continues_the_registry_chain(
     assert '"subject_2": {"name": "p00:00:03"' in user_text(vlm.requests[0])
     assert [c.clip_index for c in ctx.library.clips(vid)] == [0, 1, 2, 3]
     assert [s for _, s in clip_rows(ctx)] == [[f"subject_{i}"] for i in (1, 2, 3, 4)]
-    assert list(json.loads(registry(ctx).data)) == [f"subject_{i}" for i in (1, 2, 3, 4)]
+    assert list(registry(ctx).data) == [f"subject_{i}" for i in (1, 2, 3, 4)]
 
 
 def test_a_registry_that_does_not_fit_the_first_pending_clip_is_rebuilt(
@@ -317,7 +317,7 @@ def test_a_registry_that_does_not_fit_the_first_pending_clip_is_rebuilt(
         run(Caption(), ctx)
     # As if written by something else: subject_2 lost, subject_9 from a clip not yet redone.
     stale = {"subject_1": {**SUBJECT_A, "first_clip": 0}, "subject_9": {"first_clip": 2}}
-    ctx.library.put_summary(Summary(vid, "registry", data=json.dumps(stale), model="other"))
+    ctx.library.put_artifact(Artifact(vid, "registry", data=stale, producer="other"))
 
     run(Caption(), ctx)
 
@@ -375,7 +375,7 @@ def test_describer_writes_labelled_factual_captions_and_reidentifies_people(
     assert "Speech was not transcribed." in rows[2].caption
     assert "Picture: mostly " in rows[2].caption
     assert [json.loads(c.subjects) for c in rows] == [["subject_1", "subject_2"], ["subject_2"], []]
-    data = json.loads(registry(ctx).data)
+    data = registry(ctx).data
     assert list(data) == ["subject_1", "subject_2"]
     assert data["subject_2"]["first_seen"] == "00:00:04"
     assert data["subject_2"]["identity"] == ["person detected by opencv:hog+haar"]
@@ -417,9 +417,9 @@ def test_summary_gets_the_verbatim_prompt_and_is_redone_only_when_captions_chang
         Message("user", summary_prompt("0s-5s: A man walks in.\n5s-10s: He sits.")),
     )
     assert request.temperature == 0.0
-    stored = ctx.library.summary(vid, "global")
+    stored = ctx.library.artifact(vid, "summary", "global")
     assert stored is not None
-    assert (stored.text, stored.model) == ("SUMMARY ONE", stage.fingerprint(ctx.settings))
+    assert (stored.text, stored.producer) == ("SUMMARY ONE", stage.fingerprint(ctx.settings))
 
     assert run(Summarize(), ctx) == 0
     assert len(llm.requests) == 1
@@ -427,7 +427,7 @@ def test_summary_gets_the_verbatim_prompt_and_is_redone_only_when_captions_chang
     ctx.library.update_clips(vid, [{"clip_index": 2, "caption": "He leaves."}])
     assert run(Summarize(), ctx) == 3
     assert "10s-12s: He leaves." in llm.requests[1].messages[0].text
-    stored = ctx.library.summary(vid, "global")
+    stored = ctx.library.artifact(vid, "summary", "global")
     assert stored is not None and stored.text == "SUMMARY TWO"
 
 
@@ -448,9 +448,9 @@ def test_long_captions_are_summarised_hierarchically(tmp_path: Path, small_video
         summary_prompt("\n".join(lines[2:])),
         summary_prompt("0s-6s: part one\n6s-12s: part two"),
     ]
-    stored = ctx.library.summary(ctx.video.video_id, "global")
+    stored = ctx.library.artifact(ctx.video.video_id, "summary", "global")
     assert stored is not None and stored.text == "FINAL"
-    assert json.loads(stored.data)["levels"] == [
+    assert stored.data["levels"] == [
         [{"t0": 0.0, "t1": 6.0, "text": "part one"}, {"t0": 6.0, "t1": 12.0, "text": "part two"}]
     ]
     assert stage.note == "hierarchical: 3 llm calls over 2 levels"
@@ -467,16 +467,14 @@ def test_registry_gets_temporal_spans_with_a_one_clip_gap_tolerance(
         vid, [{"clip_index": i, "subjects": json.dumps(s)} for i, s in enumerate(subjects)]
     )
     entry = {**SUBJECT_A, "first_clip": 0}
-    chain = Summary(
-        vid, "registry", data=json.dumps({"subject_1": entry}), model="m", inputs_hash="3"
-    )
-    ctx.library.put_summary(chain)
+    chain = Artifact(vid, "registry", data={"subject_1": entry}, producer="m", inputs_hash="3")
+    ctx.library.put_artifact(chain)
 
     run(Summarize(), ctx)
 
     stored = registry(ctx)
-    assert (stored.model, stored.inputs_hash) == ("m", "3")  # the caption chain's checkpoint
-    data = json.loads(stored.data)
+    assert (stored.producer, stored.inputs_hash) == ("m", "3")  # the caption chain's checkpoint
+    data = stored.data
     assert data["subject_1"] == {**entry, "temporal_spans": [[0.0, 9.0]]}
     assert data["subject_2"]["name"] == "unknown"  # named by clips, missing from the registry
     assert data["subject_2"]["temporal_spans"] == [[0.0, 3.0], [9.0, 12.0]]

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from vidagent.app import search
 from vidagent.config import load_settings
 from vidagent.ingest import index_video
 from vidagent.library import Library
-from vidagent.library.search import search
 from vidagent.media.synth import make_video
 from vidagent.models.client import Models
 from vidagent.models.registry import module_available

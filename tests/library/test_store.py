@@ -145,13 +145,15 @@ def test_pending_migrations_run_in_order_and_are_recorded(
         if "language" not in table.schema.names:
             table.add_columns({"language": "'en'"})
 
-    monkeypatch.setattr(manifest_mod, "SCHEMA_VERSION", 2)
-    monkeypatch.setitem(manifest_mod.MIGRATIONS, 1, add_language_column)
+    current = manifest_mod.SCHEMA_VERSION
+    monkeypatch.setattr(manifest_mod, "SCHEMA_VERSION", current + 1)
+    monkeypatch.setitem(manifest_mod.MIGRATIONS, current, add_language_column)
     upgraded = Library(tmp_path / "lib")
     assert ran == [1]
     Library(tmp_path / "lib")
     assert ran == [1]  # recorded: not run twice
-    assert json.loads((tmp_path / "lib" / "manifest.json").read_text())["schema_version"] == 2
+    manifest = json.loads((tmp_path / "lib" / "manifest.json").read_text())
+    assert manifest["schema_version"] == current + 1
     assert upgraded.table("clips").to_arrow().column("language").to_pylist() == ["en", "en"]
     assert [c.caption for c in upgraded.clips("v1")] == ["clip 0", "clip 1"]
 

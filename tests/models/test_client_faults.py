@@ -180,7 +180,7 @@ def test_5xx_beyond_max_retries_raises_server_error(server: FaultServer, make: A
     assert len(server.requests) == 4
     assert len(h.sleeps) == 3
     (record,) = h.client.ledger.records()
-    assert (record.retries, record.error) == (3, "ServerError")
+    assert record.retries == 3 and (record.error or "").startswith("ServerError")
 
 
 def test_timeout_raises_provider_timeout(server: FaultServer, make: Any) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,7 @@ import pytest
 from realmedia import get_clip
 
 from vidagent.config import load_settings
+from vidagent.exceptions import ConfigError
 from vidagent.library import Library, VideoRecord, content_id
 from vidagent.media import probe
 from vidagent.media.synth import make_video, read_counter
@@ -23,7 +24,8 @@ from vidagent.models.fake import FakeAdapter
 from vidagent.models.perception import PerceptionDescriber
 from vidagent.prompts import load_prompt
 from vidagent.tools import Toolbox, ToolContext
-from vidagent.tools.detectors import TRACKERS, TrackPoint
+from vidagent.tools.detectors import TRACKERS, TrackPoint, register_tracker
+from vidagent.tools.options import PerceptionOptions, ToolOptions
 from vidagent.tools.perception import (
     PERCEPTION_TOOLS,
     caption_frames,
@@ -51,11 +53,12 @@ def add_video(library: Library, path: Path) -> str:
 
 
 def fake_context(
-    tmp_path: Path, videos: list[Path], adapters: dict[str, Adapter], **options: Any
+    tmp_path: Path, videos: list[Path], adapters: dict[str, Adapter], **perception: Any
 ) -> ToolContext:
     library = Library(tmp_path / "lib")
     ids = [add_video(library, v) for v in videos]
     models = Models.from_adapters(adapters)
+    options = ToolOptions(perception=PerceptionOptions(**perception))
     return ToolContext(library, models, ids, options=options)
 
 
@@ -74,6 +77,14 @@ class Still:
 
     def track(self, frames: np.ndarray, start: int, box: Box) -> list[TrackPoint]:
         return [TrackPoint(box, 0.9)] * len(frames)
+
+
+@pytest.fixture
+def still_tracker() -> Iterator[None]:
+    """:class:`Still` registered as ``"still"`` for one test."""
+    register_tracker("still", Still)
+    yield
+    TRACKERS.unregister("still")
 
 
 @pytest.fixture(scope="module")
@@ -174,20 +185,21 @@ def test_zoom_caption_sends_the_enlarged_area(tmp_path: Path, counter_video: Pat
     assert obs.confidence == pytest.approx(0.7)
 
 
-def test_a_vlm_that_takes_no_images_is_a_fixable_error(tmp_path: Path, counter_video: Path) -> None:
+def test_a_vlm_that_takes_no_images_is_the_users_to_fix(tmp_path: Path, counter_video: Path) -> None:
+    """A configuration problem is not the model's to fix: it stops with the one-line fix."""
     blind = FakeAdapter(capabilities=Capabilities(roles=frozenset({"vlm"})))
-    obs = caption_frames(fake_context(tmp_path, [counter_video], {"vlm": blind}), {"start": 1})
-    assert obs.error and "takes no images" in obs.text
+    with pytest.raises(ConfigError, match="takes no images; set it to a vision model"):
+        caption_frames(fake_context(tmp_path, [counter_video], {"vlm": blind}), {"start": 1})
 
 
 # ---------------------------------------------------------------------------------------------
 # Detection
 
 
+@pytest.mark.usefixtures("still_tracker")
 def test_detection_keeps_the_most_confident_detection_in_the_window(
-    tmp_path: Path, counter_video: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, counter_video: Path
 ) -> None:
-    monkeypatch.setitem(TRACKERS, "still", Still)
     a = (160.0, 36.0, 192.0, 108.0)  # (0.5, 0.2, 0.6, 0.6) of 320x180
     detector = FakeAdapter(
         detect_fn=by_time(
@@ -209,11 +221,10 @@ def test_detection_keeps_the_most_confident_detection_in_the_window(
     assert obs.frames == 11 + 11 and obs.model_calls == 2  # window, tracking frames; detect, track
 
 
+@pytest.mark.usefixtures("still_tracker")
 def test_zoomed_detection_reports_boxes_in_the_whole_frame(
-    tmp_path: Path, counter_video: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, counter_video: Path
 ) -> None:
-    monkeypatch.setitem(TRACKERS, "still", Still)
-
     def top_left_quarter(img: np.ndarray) -> list[Detection]:
         h, w = img.shape[:2]
         return [Detection("cup", (0.0, 0.0, w / 2, h / 2), 0.7)]

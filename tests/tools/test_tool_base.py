@@ -7,7 +7,7 @@ from typing import Any, Literal
 import pytest
 from factories import video_record
 
-from vidagent.exceptions import VideoNotFoundError
+from vidagent.exceptions import ToolInputError, VideoNotFoundError
 from vidagent.library import Library
 from vidagent.models.base import ToolSpec
 from vidagent.tools import Evidence, Observation, Seconds, Toolbox, ToolContext, tool
@@ -47,14 +47,16 @@ def clip_search(
 
 
 @tool(name="fail")
-def failing(ctx: ToolContext, kind: Literal["value", "runtime"]) -> Observation:
+def failing(ctx: ToolContext, kind: Literal["input", "value", "runtime"]) -> Observation:
     """Fail on purpose.
 
     Args:
         kind: Which exception to raise.
     """
+    if kind == "input":
+        raise ToolInputError("frame 99 is past the end of the video")
     if kind == "value":
-        raise ValueError("frame 99 is past the end of the video")
+        raise ValueError("a ValueError inside a tool is a bug too")
     raise RuntimeError("a bug of ours")
 
 
@@ -243,7 +245,9 @@ def test_toolbox_calls_by_name(ctx: ToolContext) -> None:
 
 
 def test_fixable_errors_become_observations_and_bugs_propagate(ctx: ToolContext) -> None:
-    obs = failing(ctx, {"kind": "value"})
+    obs = failing(ctx, {"kind": "input"})
     assert obs == Observation("fail failed: frame 99 is past the end of the video", error=True)
     with pytest.raises(RuntimeError, match="a bug of ours"):
         failing(ctx, {"kind": "runtime"})
+    with pytest.raises(ValueError, match="is a bug too"):
+        failing(ctx, {"kind": "value"})

@@ -8,6 +8,7 @@ import cv2
 import numpy as np
 import pytest
 
+from vidagent.exceptions import ToolInputError
 from vidagent.models.base import Box, Detection
 from vidagent.tools.detectors import (
     MILTracker,
@@ -121,7 +122,7 @@ def test_object_names_map_onto_the_detectors_classes() -> None:
     detector = _Closed()
     assert resolve_target("a pedestrian", detector) == "person"
     assert resolve_target("Faces", detector) == "face"
-    with pytest.raises(ValueError, match="detects only: face, person"):
+    with pytest.raises(ToolInputError, match="detects only: face, person"):
         resolve_target("dog", detector)
     detector.vocabulary = None  # open vocabulary: any name goes, synonyms still apply
     assert resolve_target("the mobile phone", detector) == "cell phone"

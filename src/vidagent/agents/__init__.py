@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from vidagent.agents.answer import extract_choice, format_options
 from vidagent.agents.base import Agent, Answer, Question
-from vidagent.agents.budget import Budget
-from vidagent.agents.trace import Trace
+from vidagent.budget import Budget
+from vidagent.trace import Trace
 
 __all__ = ["Agent", "Answer", "Budget", "Question", "Trace", "extract_choice", "format_options"]

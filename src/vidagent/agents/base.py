@@ -1,56 +1,51 @@
-"""The one agent loop every strategy builds on.
+"""The base every strategy builds on: immutable configuration, validated options, one run loop.
 
-:class:`Agent` owns what strategies share: the message history, one model turn with tools
-(:meth:`Agent.decide`: native tool calling where the model has it, else a JSON-action protocol
-that llama.cpp enforces with a grammar compiled from the action's JSON schema, with up to
-:data:`FORMAT_RETRIES` retries carrying a reminder), running a tool (:meth:`Agent.act`),
-budgets (:class:`~vidagent.agents.budget.Meter`, checked before every step), the forced final
-answer (:meth:`Agent.force_answer`), answer extraction and the trace. A strategy implements
-:meth:`Agent.solve`; a ReAct strategy is a prompt, a toolbox and a call to :meth:`Agent.react`.
+An :class:`Agent` holds what does not change between questions: the Library, the model hub,
+the budget, the tool mode and the strategy's options (a frozen dataclass, :attr:`Agent.Options`,
+validated the same way for every strategy: an unknown or ill-typed option is a one-line
+:class:`~vidagent.exceptions.ConfigError` naming the allowed ones). One Agent may answer many
+questions at once: each :meth:`Agent.run` makes a :class:`~vidagent.agents.run.Run` holding that
+question's messages, meter, trace and tool context, and the strategy's :meth:`Agent.solve`
+writes only its decisions on it.
+
+:meth:`Agent.run` owns how a run ends. A spent budget, a model that never produced a valid
+action, the same failing call repeated, or an error of the reasoning model that the client's
+retries could not cure (a 400 such as a content filter, a context overflow) all end in a forced
+answer (:meth:`Agent.force_answer`) with the reason recorded; if that last call fails too, the
+answer is empty, unparsed and says why. No question ends in a traceback for a model's sake;
+a bug in our code still propagates.
 
 Evidence of an answer: the spans of the last observation before it that had any (at most
-:data:`EVIDENCE_SPANS`, best first), which in a ReAct run is normally the frame inspection
-that confirmed it or the best clips of the last search.
+:data:`~vidagent.agents.run.EVIDENCE_SPANS`, best first), which in a ReAct run is normally the
+frame inspection that confirmed it or the best clips of the last search.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import time
-import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from vidagent.agents.answer import extract_choice, option_letter, question_with_options
-from vidagent.agents.budget import Budget, BudgetExceeded, Meter
-from vidagent.agents.trace import (
-    AgentTurn,
-    Answered,
-    BudgetExhausted,
-    FormatError,
-    ModelCall,
-    Observed,
-    PhaseChanged,
-    RunFinished,
-    RunStarted,
-    ToolCalled,
-    Trace,
-)
-from vidagent.config import ROLES
-from vidagent.exceptions import ConfigError
-from vidagent.models.base import ChatRequest, ChatResponse, Message, ToolSpec
+import pydantic
+
+from vidagent.agents.actions import FormatFailure, RepeatedFailure, final_answer_schema
+from vidagent.agents.answer import option_letter, question_with_options
+from vidagent.agents.run import Run
+from vidagent.budget import Budget, BudgetExceeded, Meter
+from vidagent.exceptions import ConfigError, ProviderError
+from vidagent.models.base import Message
 from vidagent.models.client import CallRecord, UsageLedger
-from vidagent.tools.base import Evidence, Observation, Tool, Toolbox, ToolContext
+from vidagent.roles import ROLES
+from vidagent.tools.base import Evidence
+from vidagent.tools.options import ToolOptions
+from vidagent.trace import Answered, BudgetExhausted, ModelCall, RunFinished, RunStarted, Trace
 
 if TYPE_CHECKING:
     from vidagent.library import Library
     from vidagent.models.client import Models
 
-FORMAT_RETRIES = 3
-EVIDENCE_SPANS = 5
 ToolMode = Literal["auto", "native", "json"]
 
 
@@ -78,10 +73,12 @@ class Answer:
             text names no option: then ``parsed`` is False).
         parsed: a multiple-choice answer named exactly one option, or an open answer is
             non-empty.
-        forced: the model was asked for a final answer because steps or a budget ran out.
-        reason: ``answered``, ``max_steps``, ``budget:<name>`` or ``format_errors``.
+        forced: the model was asked for a final answer because the search could not go on.
+        reason: ``answered``, ``max_steps``, ``budget:<name>``, ``format_errors``,
+            ``repeated_failures``, ``model_error`` or a strategy's own (``plan_done``).
         confidence: the strategy's confidence, when it has one.
         evidence: video spans the answer rests on.
+        note: why a forced answer was forced, in words (a model error's message).
         trace: the run's events.
     """
 
@@ -92,6 +89,7 @@ class Answer:
     reason: str = "answered"
     confidence: float | None = None
     evidence: tuple[Evidence, ...] = ()
+    note: str = ""
     trace: Trace | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -100,29 +98,13 @@ class Answer:
 
 
 @dataclass(frozen=True)
-class Action:
-    """One tool call the model decided on; ``arguments`` is what it wrote (JSON text or object)."""
-
-    id: str
-    name: str
-    arguments: Any
-
-
-@dataclass(frozen=True)
-class Decision:
-    """A model turn: its reasoning, the tool calls it made (none: it answered in text)."""
-
-    thought: str
-    actions: tuple[Action, ...]
-    text: str
-
-
-class FormatFailure(Exception):
-    """The model gave no valid action after every format retry."""
+class NoOptions:
+    """A strategy without options of its own."""
 
 
 class Agent:
-    """Base of every strategy. Subclasses set ``name`` and ``max_steps`` and write :meth:`solve`.
+    """Base of every strategy. Subclasses set ``name``, ``max_steps``, ``stages`` and
+    ``Options`` and write :meth:`solve`.
 
     Args:
         library: the Library holding the videos.
@@ -132,19 +114,20 @@ class Agent:
             ``native`` and ``json`` force one.
         max_tokens: output cap per reasoning turn (``None``: the model's own; JSON actions on
             local models default to 512 so a runaway thought cannot stall a CPU for minutes).
+        options: the strategy's options, as its ``Options`` or a mapping of field names.
+        more: options as keyword arguments.
+
+    Raises:
+        ConfigError: an unknown or ill-typed option, or a bad tool mode.
     """
 
     name: ClassVar[str] = ""
     max_steps: ClassVar[int] = 15
+    Options: ClassVar[type[Any]] = NoOptions
     #: Ingest stages the strategy reads; ``ask`` indexes only these.
     stages: ClassVar[tuple[str, ...]] = (
-        "transcribe",
-        "read_text",
-        "detect",
-        "caption",
-        "embed",
-        "summarize",
-    )
+        "transcribe", "read_text", "detect", "caption", "embed", "summarize",
+    )  # fmt: skip
     #: Sent (without tools) when a run must end without the model having answered.
     final_prompt: ClassVar[str] = "Answer the question now with the information you have."
     final_prompt_choice: ClassVar[str] = "Answer now with the option letter only."
@@ -157,453 +140,169 @@ class Agent:
         budget: Budget | None = None,
         tool_mode: ToolMode = "auto",
         max_tokens: int | None = None,
+        options: Any = None,
+        **more: Any,
     ) -> None:
+        if more:  # options as keywords: DVDAgent(lib, models, tools=("clip_search",))
+            options = {**dataclasses.asdict(self.parse_options(options)), **more}
+        if tool_mode not in ("auto", "native", "json"):
+            raise ConfigError(f"tool mode {tool_mode!r}: choose auto, native or json")
         self.library = library
         self.models = models
-        self.budget = (budget or Budget()).with_steps(self.max_steps)
-        self.tool_mode = tool_mode
+        self.options = self.parse_options(options)
+        self.budget = self.step_budget(budget or Budget())
+        self.tool_mode: ToolMode = tool_mode
         self.max_tokens = max_tokens
-        self.messages: list[Message] = []
-        self._protocol = ""  # the JSON-action instructions, in JSON mode
-        self.step = 0
-        self._evidence: tuple[Evidence, ...] = ()
+
+    @classmethod
+    def parse_options(cls, given: Any) -> Any:
+        """The strategy's options from an ``Options`` object or a mapping of field names.
+
+        Raises:
+            ConfigError: an unknown name (the message lists the allowed ones) or a value of the
+                wrong type.
+        """
+        if isinstance(given, cls.Options):
+            return given
+        given = dict(given or {})
+        allowed = [f.name for f in dataclasses.fields(cls.Options)]
+        unknown = sorted(set(given) - set(allowed))
+        if unknown:
+            raise ConfigError(
+                f"{cls.name} has no option {', '.join(unknown)}; "
+                f"its options: {', '.join(sorted(allowed)) or 'none'}"
+            )
+        try:
+            return pydantic.TypeAdapter(cls.Options).validate_python(given)
+        except pydantic.ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            problem = str(first["msg"]).removeprefix("Value error, ")
+            raise ConfigError(
+                f"{cls.name} option {where}: {problem} (got {first.get('input')!r})"
+            ) from None
+
+    def step_budget(self, budget: Budget) -> Budget:
+        """The budget with the strategy's step limit where none was given."""
+        return budget.with_steps(self.max_steps)
 
     # -- what strategies implement -------------------------------------------------------------
 
-    def solve(self, question: Question) -> Answer:
+    def solve(self, run: Run) -> Answer:
         raise NotImplementedError
 
+    def tool_options(self, question: Question) -> ToolOptions:
+        """What the strategy tells its tools for this question."""
+        return ToolOptions(question=question.prompt)
+
     def describe(self) -> dict[str, Any]:
-        """Strategy settings recorded in the trace (ablations, thresholds)."""
-        return {"tool_mode": self.tool_mode, "max_tokens": self.max_tokens}
+        """Strategy settings recorded in the trace (options, ablations, thresholds)."""
+        return {
+            "tool_mode": self.tool_mode,
+            "max_tokens": self.max_tokens,
+            **dataclasses.asdict(self.options),
+        }
+
+    def force_answer(self, run: Run, reason: str, note: str = "") -> Answer:
+        """One last call without tools asking for the answer (allowed past every budget)."""
+        prompt = self.final_prompt_choice if run.question.options else self.final_prompt
+        messages = [*run.request_messages(), Message("user", prompt)]
+        schema = final_answer_schema() if self.mode() == "json" else None
+        text = run.chat(messages, schema, check=False)
+        if schema is not None:
+            try:
+                text = str(json.loads(text).get("answer", text))
+            except (json.JSONDecodeError, AttributeError):
+                pass
+        return run.answer(text, forced=True, reason=reason, note=note)
+
+    # -- model settings --------------------------------------------------------------------------
+
+    def mode(self) -> Literal["native", "json"]:
+        if self.tool_mode != "auto":
+            return self.tool_mode
+        return "native" if self.models.client("llm").capabilities.supports_tools else "json"
+
+    def turn_tokens(self) -> int | None:
+        if self.max_tokens is not None:
+            return self.max_tokens
+        local = self.models.client("llm").capabilities.local
+        return 512 if local and self.mode() == "json" else None
 
     # -- the run ---------------------------------------------------------------------------------
 
     def run(self, question: Question, trace: Trace | None = None) -> Answer:
         """Answer ``question``; every event goes to ``trace`` (default: kept in memory)."""
-        self.trace = trace if trace is not None else Trace()
-        self.meter = Meter(self.budget)
-        self.messages, self.step, self._evidence = [], 0, ()
-        self._usage = [0, 0]  # input, output tokens of this run
-        self.ctx = ToolContext(
-            self.library, self.models, list(question.video_ids), budget=self.meter, trace=self.trace
-        )
+        trace = trace if trace is not None else Trace()
+        run = Run(self, question, trace, Meter(self.budget))
+        usage = [0, 0]
+
+        def on_call(r: CallRecord) -> None:
+            run.meter.model_calls += 1
+            run.meter.tokens += r.input_tokens + r.output_tokens
+            run.meter.cost_usd += r.cost_usd
+            usage[0], usage[1] = usage[0] + r.input_tokens, usage[1] + r.output_tokens
+            run.emit(
+                ModelCall, role=r.role, spec=r.spec, operation=r.operation,
+                input_tokens=r.input_tokens, output_tokens=r.output_tokens, cost_usd=r.cost_usd,
+                latency_s=round(r.latency_s, 4), cached=r.cached, error=r.error, fitted=r.fitted,
+            )  # fmt: skip
+
         try:
-            answer = self._run(question)
+            run.emit(RunStarted, **self._started(question))
+            with UsageLedger.capture(on_call):
+                answer = self._solve(run)
+            run.emit(
+                Answered, text=answer.text, choice=answer.choice, parsed=answer.parsed,
+                forced=answer.forced, reason=answer.reason, confidence=answer.confidence,
+                evidence=[e.to_list() for e in answer.evidence], note=answer.note,
+            )  # fmt: skip
+            m = run.meter
+            run.emit(
+                RunFinished, steps=m.steps, frames=m.frames, model_calls=m.model_calls,
+                input_tokens=usage[0], output_tokens=usage[1], cost_usd=m.cost_usd,
+                seconds=m.seconds,
+            )  # fmt: skip
         finally:
-            self.trace.close()
-        return dataclasses.replace(answer, trace=self.trace)
+            trace.close()
+        return dataclasses.replace(answer, trace=trace)
 
-    def _run(self, question: Question) -> Answer:
-        self.trace.emit(self._started(question))
-        with UsageLedger.capture(self._on_call):
-            try:
-                answer = self.solve(question)
-            except BudgetExceeded as e:
-                self.emit(BudgetExhausted, budget=e.budget, used=e.used, limit=e.limit)
-                answer = self.force_answer(question, f"budget:{e.budget}")
-            except FormatFailure:
-                answer = self.force_answer(question, "format_errors")
-        self.emit(
-            Answered,
-            text=answer.text,
-            choice=answer.choice,
-            parsed=answer.parsed,
-            forced=answer.forced,
-            reason=answer.reason,
-            confidence=answer.confidence,
-            evidence=[[e.video_id, e.t0, e.t1] for e in answer.evidence],
-        )
-        m = self.meter
-        self.emit(
-            RunFinished,
-            steps=m.steps,
-            frames=m.frames,
-            model_calls=m.model_calls,
-            input_tokens=self._usage[0],
-            output_tokens=self._usage[1],
-            cost_usd=m.cost_usd,
-            seconds=m.seconds,
-        )
-        return answer
+    def _solve(self, run: Run) -> Answer:
+        """The strategy's answer, or a forced one when the search cannot go on."""
+        try:
+            return self.solve(run)
+        except BudgetExceeded as e:
+            run.emit(BudgetExhausted, budget=e.budget, used=e.used, limit=e.limit)
+            return self._forced(run, f"budget:{e.budget}")
+        except FormatFailure as e:
+            return self._forced(run, "format_errors", str(e))
+        except RepeatedFailure as e:
+            return self._forced(run, "repeated_failures", str(e))
+        except ProviderError as e:
+            return self._forced(run, "model_error", f"{type(e).__name__}: {e}")
 
-    def _started(self, question: Question) -> RunStarted:
+    def _forced(self, run: Run, reason: str, note: str = "") -> Answer:
+        try:
+            return self.force_answer(run, reason, note)
+        except ProviderError as e:
+            failed = f"the final answer call failed too ({type(e).__name__}: {e})"
+            return run.answer("", forced=True, reason=reason, note=f"{note}; {failed}" if note else failed)
+
+    def _started(self, question: Question) -> dict[str, Any]:
         from vidagent import __version__
 
         videos = []
         for vid in question.video_ids:
             record = self.library.get_video(vid)
             videos.append({"video_id": vid, "name": record.name, "duration": record.duration})
-        return RunStarted(
-            t=0.0,
-            strategy=self.name,
-            question=question.text,
-            options=list(question.options),
-            videos=videos,
-            models={role: self._spec(role) for role in ROLES},
-            budget=self.budget.to_dict(),
-            settings=json.loads(json.dumps(self.describe())),  # as the JSONL line will hold it
-            version=__version__,
-            started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        )
-
-    def _spec(self, role: str) -> str:
-        """The spec actually serving ``role`` for the roles agents call, else the configured one."""
-        if role in ("llm", "vlm", "embed"):
-            try:
-                return self.models.client(role).spec
-            except ConfigError:
-                pass
-        return self.models.settings.spec(role)
-
-    def emit(self, kind: type[Any], **fields: Any) -> None:
-        """Emit a trace event of ``kind`` stamped with the run's clock (and step, if it has one)."""
-        if "step" in {f.name for f in dataclasses.fields(kind)}:
-            fields.setdefault("step", self.step)
-        self.trace.emit(kind(t=round(self.meter.seconds, 4), **fields))
-
-    def phase(self, phase: str, **data: Any) -> None:
-        """Record a strategy milestone (a plan, a confidence) in the trace."""
-        self.emit(PhaseChanged, phase=phase, data=data)
-
-    def _on_call(self, r: CallRecord) -> None:
-        self.meter.model_calls += 1
-        self.meter.tokens += r.input_tokens + r.output_tokens
-        self.meter.cost_usd += r.cost_usd
-        self._usage[0] += r.input_tokens
-        self._usage[1] += r.output_tokens
-        self.emit(
-            ModelCall,
-            role=r.role,
-            spec=r.spec,
-            operation=r.operation,
-            input_tokens=r.input_tokens,
-            output_tokens=r.output_tokens,
-            cost_usd=r.cost_usd,
-            latency_s=round(r.latency_s, 4),
-            cached=r.cached,
-            error=r.error,
-        )
-
-    # -- answers -----------------------------------------------------------------------------------
-
-    def make_answer(
-        self,
-        text: str,
-        question: Question,
-        *,
-        forced: bool = False,
-        reason: str = "answered",
-        confidence: float | None = None,
-    ) -> Answer:
-        """An :class:`Answer` from the model's text: the option extracted, never guessed."""
-        text = text.strip()
-        choice = extract_choice(text, question.options) if question.options else None
-        parsed = choice is not None if question.options else bool(text)
-        return Answer(
-            text=text,
-            choice=choice,
-            parsed=parsed,
-            forced=forced,
-            reason=reason,
-            confidence=confidence,
-            evidence=self._evidence,
-        )
-
-    def force_answer(self, question: Question, reason: str) -> Answer:
-        """One last call without tools asking for the answer (allowed past every budget)."""
-        prompt = self.final_prompt_choice if question.options else self.final_prompt
-        messages = [*self._request_messages(), Message("user", prompt)]
-        client = self.models.client("llm")
-        schema = None
-        if self._mode() == "json":
-            schema = {
-                "type": "object",
-                "properties": {"answer": {"type": "string", "maxLength": 400}},
-                "required": ["answer"],
-            }
-        response = client.chat(
-            ChatRequest(
-                tuple(messages),
-                response_schema=schema if client.capabilities.supports_json_schema else None,
-                json_mode=schema is not None and not client.capabilities.supports_json_schema,
-                max_tokens=self._turn_tokens(),
-            )
-        )
-        text = response.text
-        if schema is not None:
-            try:
-                text = str(json.loads(text).get("answer", text))
-            except (json.JSONDecodeError, AttributeError):
-                pass
-        return self.make_answer(text, question, forced=True, reason=reason)
-
-    # -- one model turn --------------------------------------------------------------------------
-
-    def _mode(self) -> Literal["native", "json"]:
-        if self.tool_mode != "auto":
-            return self.tool_mode
-        return "native" if self.models.client("llm").capabilities.supports_tools else "json"
-
-    def _turn_tokens(self) -> int | None:
-        if self.max_tokens is not None:
-            return self.max_tokens
-        local = self.models.client("llm").capabilities.local
-        return 512 if local and self._mode() == "json" else None
-
-    def _request_messages(self) -> list[Message]:
-        """The history as sent: in JSON mode the system prompt also explains the protocol, and
-        observations are elided, oldest first, where the model's context would overflow."""
-        messages = list(self.messages)
-        if self._mode() == "json" and self._protocol:
-            head, *rest = messages
-            if head.role == "system":
-                messages = [Message("system", f"{head.text}\n\n{self._protocol}"), *rest]
-            else:
-                messages = [Message("system", self._protocol), *messages]
-        context = self.models.client("llm").capabilities.context_tokens
-        if context:
-            messages = fit_context(messages, context - (self._turn_tokens() or 512))
-        return messages
-
-    def decide(self, toolbox: Toolbox) -> Decision:
-        """One reasoning turn offering ``toolbox``; appends the model's turn to the history.
-
-        Raises:
-            BudgetExceeded: a budget is spent (checked before the call).
-            FormatFailure: JSON-action mode got no valid action after every retry.
-        """
-        self.meter.check()
-        if self._mode() == "native":
-            decision = self._decide_native(toolbox.specs())
-        else:
-            decision = self._decide_json(toolbox)
-        self.emit(
-            AgentTurn,
-            thought=decision.thought,
-            tool_calls=[
-                {"id": a.id, "name": a.name, "arguments": a.arguments} for a in decision.actions
-            ],
-            mode=self._mode(),
-        )
-        return decision
-
-    def _decide_native(self, specs: Sequence[ToolSpec]) -> Decision:
-        response = self.models.client("llm").chat(
-            ChatRequest(
-                tuple(self.messages),
-                tools=tuple(specs),
-                tool_choice="auto",
-                max_tokens=self._turn_tokens(),
-            )
-        )
-        self.messages.append(Message("assistant", response.text, tool_calls=response.tool_calls))
-        actions = tuple(Action(c.id, c.name, c.arguments) for c in response.tool_calls)
-        return Decision(response.text, actions, response.text)
-
-    def _decide_json(self, toolbox: Toolbox) -> Decision:
-        self._protocol = json_protocol(toolbox.specs())
-        client = self.models.client("llm")
-        schema = action_schema(toolbox)
-        request_messages = self._request_messages()
-        for attempt in range(FORMAT_RETRIES + 1):
-            response: ChatResponse = client.chat(
-                ChatRequest(
-                    tuple(request_messages),
-                    response_schema=schema if client.capabilities.supports_json_schema else None,
-                    json_mode=not client.capabilities.supports_json_schema,
-                    max_tokens=self._turn_tokens(),
-                )
-            )
-            parsed = parse_action(response.text)
-            if isinstance(parsed, Decision):
-                # Failed attempts stay in the trace, not in the history the model sees next.
-                self.messages.append(Message("assistant", response.text))
-                return parsed
-            self.emit(FormatError, attempt=attempt + 1, problem=parsed, reply=response.text)
-            request_messages = [
-                *request_messages,
-                Message("assistant", response.text),
-                Message("user", format_reminder(parsed)),
-            ]
-        raise FormatFailure(f"no valid action after {FORMAT_RETRIES} retries")
-
-    # -- tools -----------------------------------------------------------------------------------
-
-    def act(self, action: Action, toolbox: Toolbox) -> Observation:
-        """Run one tool call, record it, and add its observation to the history."""
-        arguments = action.arguments
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError:
-                pass  # the tool reports the bad JSON to the model
-        self.emit(ToolCalled, call_id=action.id, tool=action.name, arguments=arguments)
-        started = time.monotonic()
-        obs = toolbox.call(self.ctx, action.name, arguments)
-        self.meter.frames += obs.frames
-        if obs.evidence and not obs.error:
-            self._evidence = obs.evidence[:EVIDENCE_SPANS]
-        self.emit(
-            Observed,
-            call_id=action.id,
-            tool=action.name,
-            text=obs.text,
-            confidence=obs.confidence,
-            evidence=[[e.video_id, e.t0, e.t1] for e in obs.evidence],
-            frames=obs.frames,
-            model_calls=obs.model_calls,
-            error=obs.error,
-            seconds=round(time.monotonic() - started, 4),
-        )
-        if self._mode() == "native":
-            self.messages.append(
-                Message("tool", obs.text, tool_call_id=action.id, name=action.name)
-            )
-        else:
-            self.messages.append(Message("user", f"Observation from {action.name}:\n{obs.text}"))
-        return obs
-
-    def react(
-        self,
-        question: Question,
-        toolbox: Toolbox,
-        *,
-        answer_tool: str = "answer",
-        finish_prompt: str = "",
-    ) -> Answer:
-        """The ReAct loop: reason, call tools, observe, until the answer tool or the step limit.
-
-        On the last step ``finish_prompt`` (if any) is added before the model's turn; when the
-        limit passes without an answer, :meth:`force_answer` makes one more call without tools.
-        Every tool call of one turn runs, in order, and counts towards that turn's step.
-        """
-        limit = self.budget.steps or self.max_steps
-        for step in range(1, limit + 1):
-            self.step = step
-            if step == limit and finish_prompt:
-                self.messages.append(Message("user", finish_prompt))
-            decision = self.decide(toolbox)
-            self.meter.steps = step
-            if not decision.actions:
-                return self.make_answer(decision.text, question)
-            for action in decision.actions:
-                obs = self.act(action, toolbox)
-                # The answer tool echoes its argument; a bad call is an observation to fix.
-                if action.name == answer_tool and not obs.error:
-                    return self.make_answer(obs.text, question)
-        return self.force_answer(question, "max_steps")
-
-
-ELIDED = "[observation elided to fit the model's context window; call the tool again if needed]"
-
-
-def _tokens(messages: Sequence[Message]) -> int:
-    """A cautious token estimate: three characters per token (English runs about four)."""
-    return sum(len(m.text) // 3 + 4 for m in messages)
-
-
-def fit_context(messages: list[Message], limit: int) -> list[Message]:
-    """``messages`` with the oldest observations replaced by a note until they fit ``limit``.
-
-    The system prompt, the question and the latest message are never elided; a history that
-    still does not fit goes as it is and the model's own error says so.
-    """
-    out = list(messages)
-    for i, m in enumerate(out[:-1]):
-        if _tokens(out) <= limit:
-            break
-        if i < 2 or ELIDED in m.text:
-            continue
-        if m.role == "tool":
-            out[i] = dataclasses.replace(m, content=ELIDED)
-        elif m.role == "user" and m.text.startswith("Observation from "):
-            out[i] = dataclasses.replace(m, content=f"{m.text.split(chr(10), 1)[0]}\n{ELIDED}")
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# The JSON-action protocol (models without native tool calling)
-
-
-def json_protocol(specs: Sequence[ToolSpec]) -> str:
-    """The instructions appended to the system prompt in JSON-action mode."""
-    lines = ["You can call these functions:"]
-    for s in specs:
-        params = s.parameters.get("properties", {})
-        required = set(s.parameters.get("required", []))
-        args = ", ".join(f"{k}{'' if k in required else '?'}" for k in params)
-        lines.append(f"- {s.name}({args}): {s.description.strip()}")
-        for k, sub in params.items():
-            lines.append(f"    {k}: {sub.get('description', '').strip()}")
-    lines.append(
-        "Reply with exactly one JSON object and nothing else, of the form "
-        '{"thought": "<your reasoning>", "action": {"name": "<function name>", '
-        '"arguments": {<the function\'s arguments>}}}'
-    )
-    return "\n".join(lines)
-
-
-def action_schema(toolbox: Toolbox) -> dict[str, Any]:
-    """The JSON schema of one action; llama.cpp compiles it to a grammar the reply must follow.
-
-    Arguments follow each tool's own schema (exact types: DVD's shown schema has ``items: {}``),
-    restricted to the arguments shown to the model, every one of them required so that a
-    grammar-bound model writes each once.
-    """
-    choices = [
-        {
-            "type": "object",
-            "properties": {"name": {"const": name}, "arguments": _closed(toolbox[name])},
-            "required": ["name", "arguments"],
+        return {
+            "strategy": self.name,
+            "question": question.text,
+            "options": list(question.options),
+            "videos": videos,
+            "models": {role: self.models.serving(role) for role in ROLES},
+            "budget": self.budget.to_dict(),
+            "settings": json.loads(json.dumps(self.describe(), default=str)),
+            "version": __version__,
+            "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
-        for name in toolbox.names
-    ]
-    return {
-        "type": "object",
-        "properties": {
-            "thought": {"type": "string", "maxLength": 800},
-            "action": {"anyOf": choices} if len(choices) > 1 else choices[0],
-        },
-        "required": ["thought", "action"],
-    }
-
-
-def _closed(tool: Tool) -> dict[str, Any]:
-    shown = tool.spec().parameters.get("properties", {})
-    own = tool.schema.get("properties", {})
-    properties = {k: own[k] for k in shown if k in own}
-    return {"type": "object", "properties": properties, "required": list(properties)}
-
-
-def parse_action(text: str) -> Decision | str:
-    """A :class:`Decision` from a JSON-action reply, or the problem to remind the model of."""
-    try:
-        data = json.loads(_json_part(text))
-    except json.JSONDecodeError as e:
-        return f"the reply is not valid JSON ({e.msg} at character {e.pos})"
-    if not isinstance(data, dict):
-        return "the reply must be a JSON object"
-    action = data.get("action")
-    if not isinstance(action, dict) or not isinstance(action.get("name"), str):
-        return 'the reply has no "action" object with a "name"'
-    arguments = action.get("arguments", {})
-    thought = data.get("thought", "")
-    return Decision(
-        thought if isinstance(thought, str) else json.dumps(thought),
-        (Action(f"call_{uuid.uuid4().hex[:8]}", action["name"], arguments),),
-        text,
-    )
-
-
-def _json_part(text: str) -> str:
-    """The outermost ``{…}`` of a reply that wrapped its JSON in prose or a code fence."""
-    start, end = text.find("{"), text.rfind("}")
-    return text[start : end + 1] if 0 <= start < end else text
-
-
-def format_reminder(problem: str) -> str:
-    return (
-        f"Your last reply was not a valid action: {problem}. Reply again with exactly one JSON "
-        'object: {"thought": "...", "action": {"name": "<function name>", "arguments": {...}}}'
-    )

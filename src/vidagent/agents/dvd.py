@@ -20,6 +20,8 @@ Decisions where the paper is silent (spec A.11):
 - ``normalize_tool_names`` (#23, off): write ``clip_search``/``frame_inspect`` in the prompt
   where Table 10 says 'ClipSearch'/'FrameInspect'.
 - ``tools`` (Table 5 ablations): which of the three search tools the agent gets.
+- The forced answer: past the step limit (after the finish prompt), a spent budget, the same
+  failing call three times or a model error, one more call without tools asks for the answer.
 - Local models (small context): clip texts are cut to 120 words in search results (#22).
 """
 
@@ -27,20 +29,22 @@ from __future__ import annotations
 
 import copy
 import re
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from vidagent.agents.base import Action, Agent, Answer, Question
+from vidagent.agents.actions import Action
+from vidagent.agents.base import Agent, Answer, Question
+from vidagent.exceptions import ConfigError
 from vidagent.models.base import Message, ToolSpec
 from vidagent.prompts import load_json, load_prompt
 from vidagent.timecode import hms
 from vidagent.tools.base import Toolbox, answer
 from vidagent.tools.frames import frame_inspect
+from vidagent.tools.options import FrameOptions, RetrievalOptions, ToolOptions
 from vidagent.tools.retrieval import clip_search, global_browse
 
 if TYPE_CHECKING:
-    from vidagent.library import Library
-    from vidagent.models.client import Models
+    from vidagent.agents.run import Run
 
 SEARCH_TOOLS = ("global_browse", "clip_search", "frame_inspect")
 FINISH_PROMPT = "Please call the `answer` function to finish the task."
@@ -67,47 +71,46 @@ class DVDOptions:
     inspect_height: int = 720
     caption_words: int | None = None  # None: 120 for local llms, else all
 
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.tools) - set(SEARCH_TOOLS))
+        if unknown:
+            raise ConfigError(f"dvd option tools: unknown {unknown}; choose from {SEARCH_TOOLS}")
+        if min(self.browse_frames, self.browse_height, self.inspect_frames, self.inspect_height) < 1:
+            raise ConfigError("dvd options browse_* and inspect_* must be at least 1")
+
 
 class DVDAgent(Agent):
-    """Deep Video Discovery. Extra keyword arguments are :class:`DVDOptions` fields."""
+    """Deep Video Discovery; its options are :class:`DVDOptions`."""
 
     name = "dvd"
     max_steps = 15
+    Options = DVDOptions
+    options: DVDOptions
     stages = ("transcribe", "read_text", "detect", "caption", "embed")  # no global summary
 
-    def __init__(self, library: Library, models: Models, **kwargs: Any) -> None:
-        fields = set(DVDOptions.__dataclass_fields__)
-        options = {k: kwargs.pop(k) for k in list(kwargs) if k in fields}
-        super().__init__(library, models, **kwargs)
-        self.options = DVDOptions(**options)
-        unknown = set(self.options.tools) - set(SEARCH_TOOLS)
-        if unknown:
-            raise ValueError(f"unknown DVD tools {sorted(unknown)}; choose from {SEARCH_TOOLS}")
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), **asdict(self.options)}
-
-    def solve(self, question: Question) -> Answer:
-        self.ctx.options.update(
+    def tool_options(self, question: Question) -> ToolOptions:
+        o = self.options
+        return ToolOptions(
             question=question.prompt,
-            browse_frames=self.options.browse_frames,
-            browse_height=self.options.browse_height,
-            inspect_frames=self.options.inspect_frames,
-            inspect_height=self.options.inspect_height,
-            caption_words=self._caption_words(),
-        )
+            retrieval=RetrievalOptions(
+                caption_words=self._caption_words(), browse_frames=o.browse_frames,
+                browse_height=o.browse_height,
+            ),
+            frames=FrameOptions(inspect_frames=o.inspect_frames, inspect_height=o.inspect_height),
+        )  # fmt: skip
+
+    def solve(self, run: Run) -> Answer:
+        question = run.question
         toolbox = self.toolbox(several=len(question.video_ids) > 1)
         user = self.user_prompt(question)
         if self.options.prefill_global_browse and "global_browse" in toolbox:
-            browsed = self.act(
-                Action("prefill", "global_browse", {"query": question.prompt}), toolbox
-            )
+            browsed = run.act(Action("prefill", "global_browse", {"query": question.prompt}), toolbox)
             user += f"\n\n{browsed.text}"
-        self.messages = [
+        run.messages = [
             Message("system", load_prompt("dvd_agent_system").strip()),
             Message("user", user),
         ]
-        return self.react(question, toolbox, finish_prompt=FINISH_PROMPT)
+        return run.react(toolbox, finish_prompt=FINISH_PROMPT)
 
     def _caption_words(self) -> int | None:
         if self.options.caption_words is not None:

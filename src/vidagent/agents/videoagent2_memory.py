@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vidagent.agents.answer import LETTERS
-from vidagent.ingest.summarize import Line
+from vidagent.library.views import Line
 
 #: The paper's tool names -> (our tool, zoom_in task).
 PAPER_TOOLS: dict[str, tuple[str, str | None]] = {

@@ -17,6 +17,9 @@ Shared pieces: :mod:`.base` (samples, outcomes, scores, the protocol, :func:`eva
 :mod:`.predictions` (prediction-file and id-list readers), :mod:`.judge` (the LLM judge for
 open-ended answers). Benchmark modules are imported on first use (:func:`get_benchmark`).
 
+An installed package adds a benchmark with an entry point in the ``vidagent.benchmarks`` group
+naming its module (see :mod:`vidagent.plugins`); it is listed after the built-ins.
+
 Example::
 
     from vidagent.bench import evaluate, get_benchmark
@@ -29,8 +32,7 @@ Example::
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from vidagent.bench.base import (
     Benchmark,
@@ -44,6 +46,7 @@ from vidagent.bench.base import (
     letter_index,
 )
 from vidagent.exceptions import UserError
+from vidagent.plugins import Registry
 
 if TYPE_CHECKING:  # mypy checks that every module implements the Benchmark protocol
     from vidagent.bench import (
@@ -68,17 +71,21 @@ if TYPE_CHECKING:  # mypy checks that every module implements the Benchmark prot
         videomme,
     )
 
-#: Benchmark name -> module; the names the CLI accepts.
-BENCHMARKS = {
-    "egoschema": "vidagent.bench.egoschema",
-    "nextqa": "vidagent.bench.nextqa",
-    "intentqa": "vidagent.bench.intentqa",
-    "lvbench": "vidagent.bench.lvbench",
-    "longvideobench": "vidagent.bench.longvideobench",
-    "videomme": "vidagent.bench.videomme",
-    "charades_sta": "vidagent.bench.charades_sta",
-    "crossvid": "vidagent.bench.crossvid",
-}
+#: Benchmark name -> module, imported on first use; the names the CLI accepts.
+BENCHMARKS: Registry[Benchmark] = Registry(
+    "vidagent.benchmarks",
+    "benchmark",
+    {
+        "egoschema": "vidagent.bench.egoschema",
+        "nextqa": "vidagent.bench.nextqa",
+        "intentqa": "vidagent.bench.intentqa",
+        "lvbench": "vidagent.bench.lvbench",
+        "longvideobench": "vidagent.bench.longvideobench",
+        "videomme": "vidagent.bench.videomme",
+        "charades_sta": "vidagent.bench.charades_sta",
+        "crossvid": "vidagent.bench.crossvid",
+    },
+)
 
 _ALIASES = {"next-qa": "nextqa", "video-mme": "videomme", "charades-sta": "charades_sta"}
 _ALIASES |= {"charades": "charades_sta", "lvb": "longvideobench"}
@@ -89,12 +96,15 @@ def get_benchmark(name: str) -> Benchmark:
 
     Raises:
         UserError: no such benchmark; the message lists the known ones.
+        ConfigError: a plugin benchmark's module fails to import (the message names its package).
     """
     key = name.strip().lower()
-    key = _ALIASES.get(key, key).replace("-", "_")
+    key = _ALIASES.get(key, key)
+    if key not in BENCHMARKS:  # a plugin may spell its name with "-"; ours use "_"
+        key = key.replace("-", "_")
     if key not in BENCHMARKS:
         raise UserError(f"unknown benchmark {name!r}; choose one of: {', '.join(BENCHMARKS)}")
-    return cast(Benchmark, import_module(BENCHMARKS[key]))
+    return BENCHMARKS.load(key)
 
 
 __all__ = [

@@ -1,6 +1,8 @@
-"""The ``vidagent`` command: a thin noun-verb shell over the library functions.
+"""The ``vidagent`` command: a thin noun-verb shell over the application layer.
 
-Errors print as one line on stderr with a non-zero exit; ``--json`` gives machine output.
+Each command asks a :class:`~vidagent.app.session.Session` for a typed result and prints it,
+as text or as the result's own JSON (``--json``): no command reads the Library for display or
+builds a JSON shape of its own. Errors print as one line on stderr with a non-zero exit.
 Heavy modules are imported inside the commands that need them so ``--help`` and ``info`` stay
 fast and never import torch. One module per family of commands:
 
@@ -10,20 +12,26 @@ fast and never import torch. One module per family of commands:
 - :mod:`.ask`: ``ask``, ``replay``
 - :mod:`.bench`: ``bench score``
 - :mod:`.bench_run`: ``bench run``, ``bench report``
+- :mod:`.render`: trace events as lines (the live display and ``replay``)
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from vidagent import __version__, timecode
-from vidagent.config import ROLES, Settings, load_settings
+from vidagent.config import Settings, load_settings
 from vidagent.exceptions import VidagentError
+from vidagent.roles import ROLES
 from vidagent.timecode import hms
+
+if TYPE_CHECKING:
+    from vidagent.app import Session
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,6 +46,34 @@ def parse_time(text: str) -> float:
 
 def settings_of(ctx: click.Context) -> Settings:
     return ctx.find_object(Settings) or ctx.ensure_object(Settings)  # type: ignore[no-any-return]
+
+
+def session_of(ctx: click.Context, settings: Settings | None = None) -> Session:
+    """A Session for this command, closed when the command ends."""
+    from vidagent.app import Session
+
+    session = Session(settings or settings_of(ctx))
+    ctx.call_on_close(session.close)
+    return session
+
+
+def echo_json(body: Any) -> None:
+    click.echo(json.dumps(body, indent=2, default=str))
+
+
+def parse_sets(sets: tuple[str, ...]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs of ``--set`` with JSON values where they parse (``true``, ``3``,
+    ``["a"]``); the strategy validates them."""
+    out: dict[str, Any] = {}
+    for item in sets:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--set")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
 
 
 def _role_options(fn: F) -> F:
@@ -80,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-__all__ = ["cli", "hms", "main", "parse_time", "settings_of"]
+__all__ = ["cli", "echo_json", "hms", "main", "parse_sets", "parse_time", "session_of", "settings_of"]
 
 # Register the commands (imported for their side effect on ``cli``).
 from vidagent.cli import ask, bench, bench_run, index, info, library  # noqa: F401

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
-from vidagent.cli import cli, settings_of
+from vidagent.cli import cli, echo_json, session_of
 
 if TYPE_CHECKING:
     from vidagent.bench.base import Scores
@@ -69,37 +68,14 @@ def score(
 ) -> None:
     """Score a predictions file on BENCH (egoschema, nextqa, intentqa, lvbench,
     longvideobench, videomme, charades_sta, crossvid)."""
-    from vidagent.bench import evaluate, get_benchmark
-    from vidagent.bench.base import BenchmarkDataError
-    from vidagent.bench.predictions import read_id_list
-
-    bench_module = get_benchmark(benchmark)
-    if not data.is_dir():
-        raise BenchmarkDataError(f"no such data folder: {data}")
-    options: dict[str, Any] = {"subset": subset} if subset else {}
-    loaded = bench_module.load(data, split=split, **options)
-    if ids is not None:
-        loaded = loaded.only(read_id_list(ids))
-    found = bench_module.read_predictions(predictions, loaded.samples)
-    needs_judge = any(s.task == "open" and found.get(s.id) is not None for s in loaded.samples)
-    if needs_judge:
-        from vidagent.bench.judge import Judge
-        from vidagent.models.client import Models
-
-        settings = settings_of(ctx)
-        if judge_spec:
-            settings = settings.model_copy(update={"llm": judge_spec})
-        with Models(settings) as models:
-            scores = evaluate(
-                bench_module, loaded, found, judge=Judge(models, template=judge_prompt)
-            )
-    else:
-        scores = evaluate(bench_module, loaded, found)
+    result = session_of(ctx).bench_score(
+        benchmark, data, predictions, split=split, subset=subset, ids=ids, judge=judge_spec,
+        judge_prompt=judge_prompt,
+    )  # fmt: skip
     if as_json:
-        body = scores.to_dict() | {"title": bench_module.TITLE, "predictions": len(found)}
-        click.echo(json.dumps(body, indent=2))
+        echo_json(result.to_json())
         return
-    click.echo(render(scores, bench_module.TITLE, len(found)))
+    click.echo(render(result.scores, result.title, result.predictions))
 
 
 def render(scores: Scores, title: str, predictions: int) -> str:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import click
 
-from vidagent.cli import settings_of
+from vidagent.cli import echo_json, parse_sets, session_of
 from vidagent.cli.bench import bench
 
 
@@ -50,25 +49,21 @@ def run(ctx: click.Context, benchmark: str, data: Path, split: str | None, subse
     resumes: questions with a row are skipped, failed ones are asked again. Rows go to
     OUT/predictions.jsonl (readable by `bench score`); `bench report OUT` makes the tables.
     """
-    from vidagent.agents.budget import Budget
-    from vidagent.bench.runner import RunConfig, run_benchmark
-    from vidagent.cli.ask import _strategy_options
+    from vidagent.app.bench import RunConfig
+    from vidagent.budget import Budget
 
     given: dict[str, Any] = {"steps": max_steps, "frames": max_frames, "tokens": max_tokens,
                              "seconds": max_seconds, "cost_usd": max_cost}  # fmt: skip
     config = RunConfig(
         benchmark=benchmark, data=data, split=split, subset=subset, videos=videos, ids=ids,
-        strategy=strategy, strategy_options=_strategy_options(sets),
+        strategy=strategy, strategy_options=parse_sets(sets),
         tool_mode=tool_mode,  # type: ignore[arg-type]
         budget=Budget(**{k: v for k, v in given.items() if v is not None}),
         limit=limit, concurrency=concurrency,
     )  # fmt: skip
-    summary = run_benchmark(config, settings=settings_of(ctx), out=out, progress=not quiet)
+    summary = session_of(ctx).bench_run(config, out=out, progress=not quiet)
     if as_json:
-        body = {k: v for k, v in summary.__dict__.items() if k != "scores"}
-        body["out"] = str(summary.out)
-        body["scores"] = summary.scores.to_dict() if summary.scores else None
-        click.echo(json.dumps(body | {"notes": list(summary.notes)}, indent=2))
+        echo_json(summary.to_json())
         return
     s = summary
     click.echo(
@@ -103,47 +98,13 @@ def report(ctx: click.Context, runs: tuple[Path, ...], out: Path, no_plots: bool
     """Tables of one or more run folders: official beside strict, per category, with 95%
     bootstrap intervals and per-question steps, frames, tokens, cost and latency; also written
     to OUT as Markdown, JSON and PNG plots."""
-    from vidagent.bench.report import load_run, render_text, report_json, write_report
-    from vidagent.exceptions import BackendMissingError, UserError
+    from vidagent.bench.report import render_text
 
-    if not no_plots:
-        from vidagent.bench.plots import require_matplotlib
-
-        try:
-            require_matplotlib()
-        except BackendMissingError as e:
-            raise UserError(f"{e}; or leave the plots out with --no-plots") from None
-    with _judge(ctx, runs, judge_spec) as judge:
-        reports = [load_run(r, judge=judge, resamples=resamples, seed=seed) for r in runs]
-    written = write_report(reports, out, plots=not no_plots, resamples=resamples, seed=seed)
+    result = session_of(ctx).bench_report(
+        runs, out=out, plots=not no_plots, resamples=resamples, seed=seed, judge=judge_spec
+    )
     if as_json:
-        click.echo(json.dumps(report_json(reports, resamples=resamples, seed=seed), indent=2))
+        echo_json(result.to_json())
     else:
-        click.echo(render_text(reports, resamples=resamples, seed=seed))
-    click.echo("wrote: " + ", ".join(str(p) for p in written), err=as_json)
-
-
-class _judge:
-    """A judge over a hub of its own when a run holds open-ended answers (CrossVid CCQA)."""
-
-    def __init__(self, ctx: click.Context, runs: tuple[Path, ...], spec: str | None) -> None:
-        from vidagent.bench.rundir import read_manifest
-
-        self.needed = any(read_manifest(r)["benchmark"] == "crossvid" for r in runs)
-        self.settings = settings_of(ctx)
-        if spec:
-            self.settings = self.settings.model_copy(update={"llm": spec})
-        self.models: Any = None
-
-    def __enter__(self) -> Any:
-        if not self.needed:
-            return None
-        from vidagent.bench.judge import Judge
-        from vidagent.models.client import Models
-
-        self.models = Models(self.settings)
-        return Judge(self.models)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.models is not None:
-            self.models.close()
+        click.echo(render_text(result.reports, resamples=resamples, seed=seed))
+    click.echo("wrote: " + ", ".join(str(p) for p in result.written), err=as_json)

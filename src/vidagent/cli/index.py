@@ -5,13 +5,17 @@ from __future__ import annotations
 import glob
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
-from vidagent.cli import cli, hms, settings_of
+from vidagent.cli import cli, hms, session_of, settings_of
 from vidagent.config import Settings
+
+if TYPE_CHECKING:
+    from vidagent.app.results import EstimateReport, IndexReport
 
 VIDEO_SUFFIXES = {
     ".mp4",
@@ -46,18 +50,19 @@ def expand_paths(patterns: tuple[str, ...]) -> list[Path]:
     return list(dict.fromkeys(out))
 
 
-def _stages(text: str | None) -> tuple[str, ...]:
-    from vidagent.ingest import STAGES
+def _stages(text: str | None) -> tuple[str, ...] | None:
+    from vidagent.ingest.pipeline import stage_names
 
     if not text:
-        return STAGES
+        return None
+    known = stage_names()
     chosen = tuple(s.strip() for s in text.split(",") if s.strip() and s.strip() != "structure")
-    unknown = [s for s in chosen if s not in STAGES]
+    unknown = [s for s in chosen if s not in known]
     if unknown:
         raise click.BadParameter(
-            f"unknown stage(s) {', '.join(unknown)}; stages: structure, {', '.join(STAGES)}"
+            f"unknown stage(s) {', '.join(unknown)}; stages: structure, {', '.join(known)}"
         )
-    return tuple(s for s in STAGES if s in chosen)  # always in pipeline order
+    return tuple(s for s in known if s in chosen)  # always in pipeline order
 
 
 @cli.command()
@@ -102,65 +107,27 @@ def index(
     if not files:
         raise click.UsageError(f"no video files match {' '.join(paths)}")
     chosen = _stages(stages)
+    session = session_of(ctx, settings)
     if dry_run:
-        failed = _dry_run(files, settings, chosen, as_json)
+        failed = _dry_run(session.estimate(files, stages=chosen), settings, as_json)
     else:
         show = progress if progress is not None else sys.stderr.isatty()
-        failed = _index(files, settings, chosen, as_json, show)
+        failed = 0
+        for report in session.index(files, stages=chosen, progress=show):
+            failed += not report.ok
+            if not report.ok:
+                click.echo(f"error: {report.error}", err=True)
+            elif as_json:
+                click.echo(json.dumps(report.to_json()))
+            else:
+                _print_result(report)
     if failed:
         ctx.exit(1)
 
 
-def _index(
-    files: list[Path], settings: Settings, stages: tuple[str, ...], as_json: bool, progress: bool
-) -> int:
-    from vidagent.ingest import index_path
-    from vidagent.library import Library
-    from vidagent.models.client import Models
-
-    library = Library(settings.library_uri)
-    failed = 0
-    with Models(settings) as models:
-        for path in files:
-            result = index_path(
-                path,
-                library=library,
-                settings=settings,
-                models=models,
-                stages=stages,
-                progress=progress,
-            )
-            if result.error is not None:
-                failed += 1
-                click.echo(f"error: {result.error}", err=True)
-                continue
-            if as_json:
-                click.echo(json.dumps(_result_json(result)))
-            else:
-                _print_result(library, result)
-    return failed
-
-
-def _result_json(result: Any) -> dict[str, Any]:
-    s = result.structure
-    return {
-        "video_id": s.video.video_id,
-        "name": s.video.name,
-        "duration": s.video.duration,
-        "clips": s.clips,
-        "shots": s.shots,
-        "frames": s.frames,
-        "thumbnail_bytes": s.thumbnail_bytes,
-        "reused": s.reused,
-        "stages": {
-            r.stage: {"clips": r.clips, "seconds": round(r.seconds, 3), "note": r.note}
-            for r in result.stages
-        },
-        "seconds": round(result.seconds, 3),
-    }
-
-
-def _print_result(library: Any, result: Any) -> None:
+def _print_result(report: IndexReport) -> None:
+    result = report.result
+    assert result is not None and result.structure is not None
     s = result.structure
     v = result.video or s.video
     click.echo(f"{v.video_id}  {v.name}")
@@ -175,22 +142,16 @@ def _print_result(library: Any, result: Any) -> None:
         click.echo(
             f"  {run.stage:<11} {done:<12} {run.seconds:6.1f} s{'  (' + run.note + ')' if run.note else ''}"
         )
-    clips = library.clips(v.video_id)
-    speech = " ".join(c.transcript for c in clips if c.transcript).strip()
-    if speech:
-        click.echo(f"  speech      {_cut(speech, 160)}")
-    text = list(dict.fromkeys(line for c in clips for line in c.ocr_text.split("\n") if line))
-    if text:
-        click.echo(f"  on screen   {_cut(' | '.join(text), 160)}")
-    people = sum(1 for c in clips if '"person"' in c.detections)
-    if any(c.detect_model for c in clips):
-        click.echo(f"  people in   {people} of {len(clips)} clips")
-    summary = library.summary(v.video_id, "global")
-    if summary is not None and summary.text:
-        click.echo(f"  summary     {_cut(summary.text, 300)}")
-    click.echo(
-        f"  {'indexed' if any(r.clips for r in result.stages) or not s.reused else 'up to date'} in {result.seconds:.1f} s -> {library.uri}"
-    )
+    if report.speech:
+        click.echo(f"  speech      {_cut(report.speech, 160)}")
+    if report.on_screen:
+        click.echo(f"  on screen   {_cut(' | '.join(report.on_screen), 160)}")
+    if report.people_clips is not None:
+        click.echo(f"  people in   {report.people_clips} of {report.clips} clips")
+    if report.summary:
+        click.echo(f"  summary     {_cut(report.summary, 300)}")
+    fresh = any(r.clips for r in result.stages) or not s.reused
+    click.echo(f"  {'indexed' if fresh else 'up to date'} in {result.seconds:.1f} s -> {report.library}")
 
 
 def _cut(text: str, n: int) -> str:
@@ -198,57 +159,30 @@ def _cut(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _dry_run(files: list[Path], settings: Settings, stages: tuple[str, ...], as_json: bool) -> int:
-    from vidagent.exceptions import MediaError
-    from vidagent.ingest import estimate_path
-    from vidagent.models.base import Usage
-    from vidagent.models.client import price_usage
-
-    failed, grand = 0, {"seconds": 0.0, "cost": 0.0}
-    for path in files:
-        try:
-            estimate = estimate_path(path, settings, stages)
-        except MediaError as e:
+def _dry_run(reports: Iterable[EstimateReport], settings: Settings, as_json: bool) -> int:
+    failed, seconds, cost, any_file = 0, 0.0, 0.0, False
+    for report in reports:
+        any_file = True
+        if report.estimate is None:
             failed += 1
-            click.echo(f"error: {e}", err=True)
+            click.echo(f"error: {report.error}", err=True)
             continue
-        rows = estimate.stages
-        costs = [
-            price_usage(Usage(r.input_tokens, r.output_tokens), r.spec, settings).cost_usd
-            for r in rows
-        ]
-        grand["seconds"] += sum(r.seconds for r in rows)
-        grand["cost"] += sum(costs)
+        rows, est = report.estimate.stages, report.estimate
+        seconds += sum(r.seconds for r in rows)
+        cost += sum(c or 0.0 for c in report.costs)
         if as_json:
-            click.echo(
-                json.dumps(
-                    {
-                        "path": str(path),
-                        "duration": estimate.duration,
-                        "clips": estimate.clips,
-                        "stages": [r.__dict__ | {"cost_usd": c} for r, c in zip(rows, costs)],
-                    }
-                )
-            )
+            click.echo(json.dumps(report.to_json()))
             continue
-        click.echo(
-            f"{path}  {hms(estimate.duration)}  {estimate.clips} clips of {settings.clip_seconds:g} s"
-        )
+        click.echo(f"{report.path}  {hms(est.duration)}  {est.clips} clips of {settings.clip_seconds:g} s")
         click.echo(
             f"  {'stage':<11} {'spec':<38} {'calls':>6} {'frames':>7} {'in tok':>9} {'out tok':>8} {'cost $':>8} {'time':>8}"
         )
-        for r, c in zip(rows, costs):
-            cost = (
-                f"{c:.4f}"
-                if r.spec in settings.prices or r.spec.split("?")[0] in settings.prices
-                else "-"
-            )
+        for r, c in zip(rows, report.costs):
+            shown = f"{c:.4f}" if c is not None else "-"
             click.echo(
                 f"  {r.stage:<11} {r.spec[:38]:<38} {r.calls:>6} {r.frames:>7} {r.input_tokens:>9} "
-                f"{r.output_tokens:>8} {cost:>8} {hms(r.seconds):>8}"
+                f"{r.output_tokens:>8} {shown:>8} {hms(r.seconds):>8}"
             )
-    if not as_json and files:
-        click.echo(
-            f"total: about {hms(grand['seconds'])}, ${grand['cost']:.4f} where prices are configured"
-        )
+    if not as_json and any_file:
+        click.echo(f"total: about {hms(seconds)}, ${cost:.4f} where prices are configured")
     return failed

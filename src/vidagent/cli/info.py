@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict
-from pathlib import Path
-
 import click
 
-from vidagent import __version__
-from vidagent.cli import cli, hms, settings_of
-from vidagent.config import ROLES
+from vidagent.cli import cli, echo_json, hms, session_of
 
 
 @cli.command()
@@ -18,45 +12,30 @@ from vidagent.config import ROLES
 @click.pass_context
 def info(ctx: click.Context, as_json: bool) -> None:
     """Show each model role's spec and backend, and where the Library lives."""
-    from vidagent.models.registry import backend_status
-
-    settings = settings_of(ctx)
-    roles = {role: backend_status(settings.spec(role), settings, role) for role in ROLES}
-    library = settings.library_uri
-    exists = "://" in library or (Path(library) / "manifest.json").is_file()
+    report = session_of(ctx).info()
     if as_json:
-        body = {
-            "version": __version__,
-            "home": str(settings.home),
-            "library": library,
-            "library_exists": exists,
-            "roles": {
-                r: {"spec": s.spec, "usable": s.usable, "detail": s.detail}
-                for r, s in roles.items()
-            },
-        }
-        click.echo(json.dumps(body, indent=2))
+        echo_json(report.to_json())
         return
-    click.echo(f"vidagent {__version__}")
-    click.echo(f"home     {settings.home}")
-    click.echo(f"library  {library}{'' if exists else '  (not created yet)'}")
+    click.echo(f"vidagent {report.version}")
+    click.echo(f"home     {report.home}")
+    click.echo(f"library  {report.library}{'' if report.library_exists else '  (not created yet)'}")
     click.echo("")
-    for role, status in roles.items():
+    for role, status in report.roles.items():
         mark = "ok " if status.usable else "-- "
-        click.echo(f"{role:<12} {settings.spec(role):<40} {mark}{status.detail}")
+        click.echo(f"{role:<12} {status.spec:<40} {mark}{status.detail}")
 
 
 @cli.command()
 @click.argument("path", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
-def probe(path: str, as_json: bool) -> None:
+@click.pass_context
+def probe(ctx: click.Context, path: str, as_json: bool) -> None:
     """Show what a video file holds: duration, frame rate, size, rotation, audio."""
-    from vidagent.media import probe as probe_media
-
-    found = probe_media(path)
+    report = session_of(ctx).probe(path)
     if as_json:
-        click.echo(json.dumps(asdict(found), indent=2, default=str))
+        echo_json(report.to_json())
         return
+    found = report.info
     audio = ", ".join(f"{a.codec} {a.sample_rate} Hz x{a.channels}" for a in found.audio_streams)
     click.echo(f"{found.path}")
     click.echo(f"  duration  {hms(found.duration)} ({found.duration:.2f} s)")

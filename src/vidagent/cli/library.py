@@ -2,24 +2,9 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import click
 
-from vidagent.cli import cli, hms, parse_time, settings_of
-
-
-def _library(ctx: click.Context):  # type: ignore[no-untyped-def]
-    """The configured Library; reading commands never create one."""
-    from vidagent.exceptions import LibraryError
-    from vidagent.library import Library
-
-    uri = settings_of(ctx).library_uri
-    try:
-        return Library(uri, create=False)
-    except LibraryError:
-        raise LibraryError(f"no Library at {uri}; index a video first (vidagent index PATH)") from None
+from vidagent.cli import cli, echo_json, hms, parse_time, session_of
 
 
 @cli.command(name="list")
@@ -27,13 +12,11 @@ def _library(ctx: click.Context):  # type: ignore[no-untyped-def]
 @click.pass_context
 def list_videos(ctx: click.Context, as_json: bool) -> None:
     """List the videos in the Library."""
-    from vidagent.library.manifest import MANIFEST
+    from vidagent.app.results import video_json
 
-    uri = settings_of(ctx).library_uri
-    fresh = "://" not in uri and not (Path(uri).expanduser() / MANIFEST).is_file()
-    videos = [] if fresh else _library(ctx).list_videos()
+    videos = session_of(ctx).videos()
     if as_json:
-        click.echo(json.dumps([v.to_row() | {"stages": v.stages} for v in videos], indent=2))
+        echo_json([video_json(v) for v in videos])
         return
     for v in videos:
         click.echo(f"{v.video_id}  {hms(v.duration)}  {len(v.stages):>2} stages  {v.name}")
@@ -45,26 +28,16 @@ def list_videos(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def show(ctx: click.Context, video: str, as_json: bool) -> None:
     """Show a video's summary, subject registry and clip table."""
-    lib = _library(ctx)
-    v = lib.get_video(video)
-    clips = lib.clips(v.video_id)
-    summary = lib.summary(v.video_id, "global")
-    registry = lib.summary(v.video_id, "registry")
-    subjects = json.loads(registry.data) if registry else {}
+    detail = session_of(ctx).show(video)
     if as_json:
-        body = {
-            "video": v.to_row() | {"stages": v.stages},
-            "summary": summary.text if summary else "",
-            "registry": subjects,
-            "clips": [c.__dict__ for c in clips],
-        }
-        click.echo(json.dumps(body, indent=2))
+        echo_json(detail.to_json())
         return
+    v, clips, summary, subjects = detail.video, detail.clips, detail.summary, detail.registry
     click.echo(f"{v.video_id}  {v.name}  {hms(v.duration)}  {v.width}x{v.height}  {v.source}")
     stages = ", ".join(f"{name} ({info.get('model', '')})" for name, info in v.stages.items())
     click.echo(f"stages: {stages}")
     if summary:
-        click.echo(f"\nsummary\n  {summary.text.strip()}")
+        click.echo(f"\nsummary\n  {summary.strip()}")
     if subjects:
         click.echo("\nsubjects")
         for sid, s in subjects.items():
@@ -101,38 +74,14 @@ def search(
     as_json: bool,
 ) -> None:
     """Find the clips of VIDEO (id, prefix, name, or 'all') that match TEXT in meaning."""
-    from vidagent.library.search import search as search_clips
-    from vidagent.models.client import Models
-
-    lib = _library(ctx)
-    settings = settings_of(ctx)
-    bound = lib.manifest.embeddings.get("clip_vectors")
-    if bound:  # search with the model that made the vectors, whatever is configured now
-        settings = settings.model_copy(update={"embed": bound["spec"]})
     videos = None if video == "all" else [video]
     start = parse_time(t_from) if t_from else None
     end = parse_time(t_to) if t_to else None
-    with Models(settings) as models:
-        hits = search_clips(
-            lib, text, models=models, videos=videos, t_from=start, t_to=end, top=top
-        )
+    found = session_of(ctx).search(text, videos=videos, t_from=start, t_to=end, top=top)
     if as_json:
-        rows = [
-            {
-                "video_id": h.clip.video_id,
-                "t0": h.clip.t0,
-                "t1": h.clip.t1,
-                "start": hms(h.clip.t0),
-                "end": hms(h.clip.t1),
-                "score": round(h.score, 4),
-                "caption": h.clip.caption,
-                "transcript": h.clip.transcript,
-                "ocr_text": h.clip.ocr_text,
-            }
-            for h in hits
-        ]
-        click.echo(json.dumps(rows, indent=2))
+        echo_json([h.to_json() for h in found])
         return
+    hits = [h.hit for h in found]
     if not hits:
         click.echo("no matching clips")
     for h in hits:
@@ -147,4 +96,4 @@ def search(
 @click.pass_context
 def remove(ctx: click.Context, video: str) -> None:
     """Remove a video (id, id prefix or file name) and all its rows from the Library."""
-    click.echo(f"removed {_library(ctx).remove_video(video)}")
+    click.echo(f"removed {session_of(ctx).remove(video)}")

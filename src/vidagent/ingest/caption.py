@@ -26,8 +26,8 @@ leaves the caption blank, as in the paper. So that a misconfiguration cannot bla
 video, HTTP 401/403/404 are raised at once, and rejections before the run's first success are
 held back and raised once ``probation`` of them are in a row.
 
-**The perception describer** (``perception:describer``, the offline default) is not a VLM, and
-no model is called: the caption is a factual paragraph, opened by
+**The perception describer** (``perception:describer``, the offline default; any adapter whose
+capabilities say ``describer``) is not a VLM, and no model is called: the caption is a factual paragraph, opened by
 :data:`~vidagent.models.perception.LABEL`, of what earlier stages stored in the clip's row
 (``detections`` with position and size, ``ocr_text``, the transcript), what the stored 1 fps
 thumbnails measure (dominant colours, brightness, motion) and the shot cuts inside the clip.
@@ -38,7 +38,7 @@ with the region's dominant colours as appearance.
 
 **Checkpoints and resume.** Through the registry, a clip's caption depends on every clip before
 it, so the pending clips are the first clip whose fingerprint differs *and all after it*. The
-registry is stored as ``Summary(kind="registry")``, ``inputs_hash`` = the last clip it covers,
+registry is stored as the ``"registry"`` artefact, ``inputs_hash`` = the last clip it covers,
 *before* the clip rows it covers (VLM clips one by one: a call is never worth repeating). A
 rerun continues from the first pending clip with that registry; one that does not end right
 before it (a crash between the two writes) is rebuilt from the subjects introduced earlier
@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from vidagent.exceptions import ConfigError, RequestRejectedError
+from vidagent.exceptions import RequestRejectedError
 from vidagent.ingest.base import IngestContext, Stage, StageEstimate, text_hash
 from vidagent.ingest.describe import (
     decode_jpeg,
@@ -69,7 +69,8 @@ from vidagent.ingest.describe import (
     next_subject_id,
     reidentify,
 )
-from vidagent.library.schema import Summary
+from vidagent.library.schema import Artifact
+from vidagent.library.views import REGISTRY_FIELDS, registry_view
 from vidagent.models.base import ChatRequest, ImagePart, Message
 from vidagent.prompts import load_prompt
 from vidagent.timecode import clock, hhmmss
@@ -84,15 +85,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-REGISTRY = "registry"  # Summary kind of the subject registry
 NO_TRANSCRIPT = "No transcript."
 FIX_JSON = (
     "Your reply was not valid JSON in the requested output format. Reply with only the JSON object."
 )
-PROMPT_FIELDS = ("name", "appearance", "identity", "first_seen")
 # What the stage keeps per subject: the prompt's fields, the clip that introduced the subject
 # (to rebuild the registry on resume) and, on the describer path, its colour signature.
-KEPT_FIELDS = (*PROMPT_FIELDS, "first_clip", "signature")
+KEPT_FIELDS = (*REGISTRY_FIELDS, "first_clip", "signature")
 _CONFIG_STATUSES = frozenset({401, 403, 404})  # a key, permission or model problem, not content
 _PLACEHOLDERS = re.compile(
     r"BENCHMARK_CUSTOM_PLACEHOLDER|\[TRANSCRIPTS\]|\[SUBJECTS\]|CLIP_START_TIME|CLIP_END_TIME"
@@ -107,13 +106,7 @@ class _Filtered(Exception):
 
 
 # ---------------------------------------------------------------------------------------------
-# Times, registry and answer helpers (summarize and the tools use them too)
-
-
-def registry_view(registry: dict[str, Any]) -> str:
-    """``[SUBJECTS]``: the registry as compact JSON with the prompt's fields only."""
-    view = {sid: {k: e[k] for k in PROMPT_FIELDS if k in e} for sid, e in registry.items()}
-    return json.dumps(view, ensure_ascii=False)
+# Answer helpers
 
 
 def parse_caption(text: str) -> tuple[str, list[str], dict[str, Any]] | None:
@@ -228,15 +221,11 @@ class Caption(Stage):
             return
         client = ctx.models.client(self.role)
         self._registry = self._load_registry(ctx, clips[0].clip_index)
-        if client.adapter.provider == "perception":
+        if client.capabilities.describer:
             self._run_describer(ctx, clips, bar)
-        elif client.capabilities.supports_images:
-            self._run_vlm(ctx, client, clips, bar)
         else:
-            raise ConfigError(
-                f"vlm role {client.spec} takes no images; set vlm to a vision model "
-                "(openai:<model>) or to perception:describer"
-            )
+            client.require_images()
+            self._run_vlm(ctx, client, clips, bar)
         self._buffer.extend(self._held)  # rejected clips of a run that never succeeded
         self._held = []
         self.flush(ctx)
@@ -249,12 +238,12 @@ class Caption(Stage):
         """Write the registry covering the buffered clips, then the clips themselves."""
         if self._buffer and self._registry is not None:
             last = max(int(u["clip_index"]) for u in self._buffer)
-            ctx.library.put_summary(
-                Summary(
+            ctx.library.put_artifact(
+                Artifact(
                     ctx.video.video_id,
-                    REGISTRY,
-                    data=json.dumps(self._registry, ensure_ascii=False),
-                    model=self.fingerprint(ctx.settings),
+                    "registry",
+                    data=self._registry,
+                    producer=self.fingerprint(ctx.settings),
                     inputs_hash=str(last),
                 )
             )
@@ -265,14 +254,14 @@ class Caption(Stage):
         if first == 0:
             return {}
         fp = self.fingerprint(ctx.settings)
-        stored = ctx.library.summary(ctx.video.video_id, REGISTRY)
-        data = json.loads(stored.data) if stored else {}
+        stored = ctx.library.artifact(ctx.video.video_id, "registry")
+        data = stored.data if stored else {}
         entries = {
             sid: {k: e[k] for k in KEPT_FIELDS if k in e}
             for sid, e in data.items()
             if isinstance(e, dict)
         }
-        if stored and stored.model == fp and stored.inputs_hash == str(first - 1):
+        if stored and stored.producer == fp and stored.inputs_hash == str(first - 1):
             return entries
         log.info("caption: rebuilding the subject registry before clip %d", first)
         kept = {sid: e for sid, e in entries.items() if int(e.get("first_clip", first)) < first}
@@ -425,10 +414,10 @@ class Caption(Stage):
     # -- estimate -------------------------------------------------------------------------------
 
     def estimate(self, info: VideoInfo, clips: int, settings: Settings) -> StageEstimate:
-        from vidagent.models.registry import parse_spec
+        from vidagent.models.registry import provider_capabilities
 
         spec = settings.spec(self.role)
-        if parse_spec(spec).provider == "perception":
+        if provider_capabilities(spec).describer:
             return StageEstimate(
                 self.name,
                 self.role,

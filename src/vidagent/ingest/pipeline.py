@@ -6,6 +6,10 @@ already made (see :mod:`vidagent.ingest.base`), so the same command finishes an 
 run, and changing one role's model redoes only that role's work (plus the embeddings and
 summary of text that actually changed).
 
+An installed package adds a stage with an entry point in the ``vidagent.stages`` group (see
+:mod:`vidagent.plugins`); it runs when named (``vidagent index --stages NAME``), after the
+built-ins.
+
 Videos are independent: a file that cannot be read gets a :class:`~vidagent.exceptions.MediaError`
 in its result and the others are indexed; nothing of another video is touched.
 """
@@ -22,45 +26,49 @@ from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
-from vidagent.exceptions import MediaError
+from vidagent.exceptions import ConfigError, MediaError
 from vidagent.ingest.base import IngestContext, Stage, StageEstimate
 from vidagent.ingest.structure import StructureReport, index_structure
+from vidagent.plugins import Registry
 
 if TYPE_CHECKING:
     from vidagent.config import Settings
     from vidagent.library import Library, VideoRecord
     from vidagent.models.client import Models
 
-STAGES = ("transcribe", "read_text", "detect", "caption", "embed", "summarize")
+_BUILT_IN = {
+    "transcribe": "vidagent.ingest.transcribe:Transcribe",
+    "read_text": "vidagent.ingest.read_text:ReadText",
+    "detect": "vidagent.ingest.detect:Detect",
+    "caption": "vidagent.ingest.caption:Caption",
+    "embed": "vidagent.ingest.embed:Embed",
+    "summarize": "vidagent.ingest.summarize:Summarize",
+}
+#: What indexing runs by default: the built-in stages, in order. A plugin stage runs only when
+#: named, so installing a package never changes (or adds cost to) a plain ``vidagent index``.
+STAGES: tuple[str, ...] = tuple(_BUILT_IN)
+#: Stage name -> a zero-argument factory of the stage (its class), imported on first use: each
+#: pulls its own model code. Built-ins in pipeline order, then plugins (``vidagent.stages``),
+#: which run after the built-ins; a plugin stage's ``name`` should be its entry point's name.
+STAGE_REGISTRY: Registry[Callable[[], Stage]] = Registry("vidagent.stages", "stage", _BUILT_IN)
+
+
+def stage_names() -> tuple[str, ...]:
+    """Every stage ``stages=`` accepts, in the order they run: :data:`STAGES`, then plugins."""
+    return STAGE_REGISTRY.names()
 
 
 def make_stage(name: str) -> Stage:
-    """A fresh stage object by name (imported lazily: each pulls its own model code)."""
-    if name == "transcribe":
-        from vidagent.ingest.transcribe import Transcribe
+    """A fresh stage object by name.
 
-        return Transcribe()
-    if name == "read_text":
-        from vidagent.ingest.read_text import ReadText
-
-        return ReadText()
-    if name == "detect":
-        from vidagent.ingest.detect import Detect
-
-        return Detect()
-    if name == "caption":
-        from vidagent.ingest.caption import Caption
-
-        return Caption()
-    if name == "embed":
-        from vidagent.ingest.embed import Embed
-
-        return Embed()
-    if name == "summarize":
-        from vidagent.ingest.summarize import Summarize
-
-        return Summarize()
-    raise ValueError(f"unknown stage {name!r}; stages: structure, {', '.join(STAGES)}")
+    Raises:
+        ConfigError: no such stage (the message lists them), a plugin stage that fails to
+            import, or a factory that makes no :class:`~vidagent.ingest.base.Stage`.
+    """
+    stage = STAGE_REGISTRY.load(name)()
+    if not isinstance(stage, Stage):
+        raise ConfigError(f"stage {name!r} made a {type(stage).__name__}, not an ingest Stage")
+    return stage
 
 
 @dataclass

@@ -11,10 +11,18 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from vidagent.config import Settings
 from vidagent.library import ClipRow, FrameRow, Library, ShotRow, VideoRecord, content_id
-from vidagent.media import ShotDetector, encode_jpeg, iter_sampled_frames, probe, uniform_clips
+from vidagent.media import (
+    ShotDetector,
+    VideoInfo,
+    encode_jpeg,
+    iter_sampled_frames,
+    probe,
+    uniform_clips,
+)
 
 STAGE = "structure"
 
@@ -72,12 +80,25 @@ def index_structure(library: Library, path: str | Path, settings: Settings) -> S
 
     library.put_frames(video_id, frames)
     library.put_shots(video_id, [ShotRow(video_id, i, s.t0, s.t1) for i, s in enumerate(shots)])
-    # Keep the clip rows (and every stage's output in them) unless the boundaries moved.
-    if [(c.t0, c.t1) for c in library.clips(video_id)] != [(c.t0, c.t1) for c in clips]:
-        library.put_clips(video_id, [ClipRow(video_id, i, c.t0, c.t1) for i, c in enumerate(clips)])
+    # Keep the clip rows (and every stage's output in them) unless the boundaries moved. Under
+    # the write lock: another process indexing the same file must not have its stages' output
+    # replaced by empty clips between this check and the write.
+    with library.write_lock():
+        if [(c.t0, c.t1) for c in library.clips(video_id)] != [(c.t0, c.t1) for c in clips]:
+            rows = [ClipRow(video_id, i, c.t0, c.t1) for i, c in enumerate(clips)]
+            library.put_clips(video_id, rows)
     library.set_sampling(**sampling)
+    with library.write_lock():  # the stage map of a concurrent indexer of this file is kept
+        video = _video_row(library, path, video_id, info, sampling)
+        library.put_video(video)
+    return _report(library, video, started, reused=False)
+
+
+def _video_row(
+    library: Library, path: Path, video_id: str, info: VideoInfo, sampling: dict[str, Any]
+) -> VideoRecord:
     old = library.get_video(video_id) if library.has_video(video_id) else None
-    video = VideoRecord(
+    return VideoRecord(
         video_id=video_id,
         source=str(path.resolve()),
         name=path.name,
@@ -92,8 +113,6 @@ def index_structure(library: Library, path: str | Path, settings: Settings) -> S
         added_at=old.added_at if old else _now(),
         stages={**(old.stages if old else {}), STAGE: {"sampling": sampling, "at": _now()}},
     )
-    library.put_video(video)
-    return _report(library, video, started, reused=False)
 
 
 def _now() -> str:

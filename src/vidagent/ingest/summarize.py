@@ -5,7 +5,8 @@ captioned clip, ``"{start}s-{end}s: {caption}"`` (spec A.11 #8; times as integer
 else with one decimal; each caption's whitespace collapsed so a clip stays on one line; clips
 whose caption is blank, e.g. content-filtered, are left out). ``{C}`` is filled by plain
 replacement with the lines between newlines, the ``llm`` answers at temperature 0 (at most
-``max_tokens``), and the full response is stored as ``Summary(kind="global")`` (A.11 #6). The
+``max_tokens``), and the full response is stored as the artefact ``("summary", "global")``
+(A.11 #6; :meth:`~vidagent.library.Library.global_summary` reads it). The
 prompt stays verbatim for every video, "4-second clips" included (A.11 #13).
 
 Long videos do not fit a small local model: when ``C`` exceeds ``token_budget`` (estimated as
@@ -18,10 +19,10 @@ The chunk summaries are kept in the summary's ``data``.
 The summary is redone only when its fingerprint (llm spec + prompt hash) or the captions change:
 ``inputs_hash`` hashes the caption lines it was made from.
 
-**Subject registry.** The caption stage leaves the registry ``S_N`` as ``Summary(kind="registry")``.
+**Subject registry.** The caption stage leaves the registry ``S_N`` as the ``"registry"`` artefact.
 This stage adds each subject's ``temporal_spans`` (A.11 #2): the clips whose ``subjects`` name
 it, consecutive ones merged with a gap tolerance of one clip, as ``[start_s, end_s]``. An id that
-clips name but the registry lacks gets an ``unknown`` entry. The ``model`` and ``inputs_hash`` of
+clips name but the registry lacks gets an ``unknown`` entry. The ``producer`` and ``inputs_hash`` of
 the caption stage's checkpoint are kept, since no model is involved and the caption stage
 resumes from them. The optional "actions" LLM pass of A.11 #2 is not run.
 """
@@ -29,14 +30,14 @@ resumes from them. The optional "actions" LLM pass of A.11 #2 is not run.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from vidagent.ingest.base import IngestContext, Stage, StageEstimate, text_hash
-from vidagent.ingest.caption import REGISTRY, hhmmss
-from vidagent.library.schema import Summary
+from vidagent.library.schema import GLOBAL_SUMMARY, Artifact
+from vidagent.library.views import Line, caption_lines
 from vidagent.models.base import ChatRequest, Message
 from vidagent.prompts import load_prompt
+from vidagent.timecode import hhmmss
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -45,29 +46,6 @@ if TYPE_CHECKING:
     from vidagent.library import ClipRow
     from vidagent.media import VideoInfo
     from vidagent.models.client import Client
-
-GLOBAL = "global"  # Summary kind of the global summary
-
-
-@dataclass(frozen=True)
-class Line:
-    """One entry of ``C``: a span and its text (a clip caption or a chunk summary)."""
-
-    t0: float
-    t1: float
-    text: str
-
-    def __str__(self) -> str:
-        return f"{_secs(self.t0)}s-{_secs(self.t1)}s: {' '.join(self.text.split())}"
-
-
-def _secs(t: float) -> str:
-    return f"{t:.0f}" if abs(t - round(t)) < 0.05 else f"{t:.1f}"
-
-
-def caption_lines(clips: list[ClipRow]) -> list[Line]:
-    """``C``: the captioned clips in order."""
-    return [Line(c.t0, c.t1, c.caption) for c in clips if c.caption.strip()]
 
 
 def summary_prompt(lines: list[Line]) -> str:
@@ -137,44 +115,41 @@ class Summarize(Stage):
     def run(self, ctx: IngestContext, clips: list[ClipRow], bar: tqdm) -> None:
         vid = ctx.video.video_id
         clips = ctx.library.clips(vid)
-        if not self._global_fresh(ctx, clips):
-            lines = caption_lines(clips)
-            text, data = self.summarize_lines(ctx.models.client(self.role), lines)
-            summary = Summary(
-                vid,
-                GLOBAL,
-                text=text,
-                data=json.dumps(data, ensure_ascii=False),
-                model=self.fingerprint(ctx.settings),
-                inputs_hash=text_hash(*map(str, lines)),
-            )
-            ctx.library.put_summary(summary)
+        lines = caption_lines(clips)
+        ctx.library.memo(
+            vid,
+            "summary",
+            GLOBAL_SUMMARY,
+            producer=self.fingerprint(ctx.settings),
+            inputs_hash=text_hash(*map(str, lines)),
+            build=lambda: self.summarize_lines(ctx.models.client(self.role), lines),
+        )
         registry, fresh = self._registry(ctx, clips)
         if not fresh:
-            stored = ctx.library.summary(vid, REGISTRY)
-            ctx.library.put_summary(
-                Summary(
+            stored = ctx.library.artifact(vid, "registry")
+            ctx.library.put_artifact(
+                Artifact(
                     vid,
-                    REGISTRY,
-                    data=json.dumps(registry, ensure_ascii=False),
-                    model=stored.model if stored else "",
+                    "registry",
+                    data=registry,
+                    producer=stored.producer if stored else "",
                     inputs_hash=stored.inputs_hash if stored else "",
                 )
             )
         bar.update(len(clips))
 
     def _global_fresh(self, ctx: IngestContext, clips: list[ClipRow]) -> bool:
-        stored = ctx.library.summary(ctx.video.video_id, GLOBAL)
+        stored = ctx.library.artifact(ctx.video.video_id, "summary", GLOBAL_SUMMARY)
         return (
             stored is not None
-            and stored.model == self.fingerprint(ctx.settings)
+            and stored.producer == self.fingerprint(ctx.settings)
             and stored.inputs_hash == text_hash(*map(str, caption_lines(clips)))
         )
 
     def _registry(self, ctx: IngestContext, clips: list[ClipRow]) -> tuple[dict[str, Any], bool]:
         """The derived registry, and whether the stored one already equals it."""
-        stored = ctx.library.summary(ctx.video.video_id, REGISTRY)
-        current = json.loads(stored.data) if stored else {}
+        stored = ctx.library.artifact(ctx.video.video_id, "registry")
+        current = stored.data if stored else {}
         derived = derive_registry(current, clips)
         return derived, (current == derived) if stored else not derived
 

@@ -6,8 +6,17 @@ object, then a rename) through ``pyarrow.fs`` so the same code serves local dire
 object stores (``s3://``, ``gs://``).
 
 Migrations: ``MIGRATIONS[v]`` upgrades a Library from version ``v`` to ``v + 1`` in place, and
-must be safe to run again if it was interrupted. Opening a Library runs every pending migration,
-then records the new version. A Library written by a newer vidagent is refused, never rewritten.
+must be safe to run again if it was interrupted. Opening a Library runs every pending migration
+under the Library's write lock (so two processes opening an old Library migrate it once), then
+records the new version. A Library written by a newer vidagent is refused, never rewritten.
+
+Versions:
+
+1. The first layout; derived artefacts in a ``summaries`` table keyed by ``(video_id, kind)``,
+   told apart by kind strings (``"global"``, ``"registry"``, ``"event:<hash>"``,
+   ``"videoagent2:<n>s@<fps>fps"``) with a JSON string ``data``.
+2. ``summaries`` replaced by ``artifacts`` keyed by ``(video_id, kind, key)`` with a typed kind
+   (:class:`~vidagent.library.schema.Artifact`); see :func:`summaries_to_artifacts`.
 """
 
 from __future__ import annotations
@@ -22,11 +31,12 @@ from typing import TYPE_CHECKING, Any
 from pyarrow import fs as pafs
 
 from vidagent.exceptions import LibraryError, LibraryVersionError
+from vidagent.library.schema import Artifact, ArtifactKind
 
 if TYPE_CHECKING:
     from vidagent.library.store import Library
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MANIFEST = "manifest.json"
 
 
@@ -81,13 +91,84 @@ def write_manifest(filesystem: pafs.FileSystem, root: str, manifest: Manifest) -
     filesystem.move(tmp, f"{root}/{MANIFEST}")
 
 
+def outdated(manifest: Manifest) -> bool:
+    """Whether opening a Library with this manifest has migrations to run."""
+    return manifest.schema_version < SCHEMA_VERSION
+
+
+def check_supported(manifest: Manifest, uri: str) -> None:
+    """Refuse a Library a newer vidagent wrote (its tables may have another shape).
+
+    Raises:
+        LibraryVersionError: the manifest's schema version is newer than this vidagent's.
+    """
+    if manifest.schema_version > SCHEMA_VERSION:
+        raise LibraryVersionError(
+            f"{uri} has schema version {manifest.schema_version}, newer than this "
+            f"vidagent's {SCHEMA_VERSION}; upgrade vidagent to read it"
+        )
+
+
+# -- migrations ---------------------------------------------------------------------------------
+
+
+def _artifact_of_summary(row: dict[str, Any]) -> Artifact:
+    """A version-1 ``summaries`` row as an artefact (``kind`` strings become kind + key)."""
+    old = str(row["kind"])
+    kind: ArtifactKind = "summary"
+    key = old
+    if old == "registry":
+        kind, key = "registry", ""
+    elif old.startswith("event:"):
+        kind, key = "browse", old.removeprefix("event:")
+    elif old.startswith("videoagent2:"):
+        kind = "context"
+    try:
+        payload = json.loads(row["data"] or "{}")
+    except json.JSONDecodeError:
+        payload = {"raw": row["data"]}  # kept, not lost: version 1 never validated it
+    if not isinstance(payload, dict):
+        payload = {"value": payload}
+    return Artifact(
+        video_id=str(row["video_id"]),
+        kind=kind,
+        key=key,
+        text=row["text"] or "",
+        data=payload,
+        producer=row["model"] or "",
+        inputs_hash=row["inputs_hash"] or "",
+    )
+
+
+def summaries_to_artifacts(library: Library) -> None:
+    """Version 1 -> 2: copy every ``summaries`` row into ``artifacts``, then drop ``summaries``.
+
+    Kinds map as: ``"global"`` -> ``("summary", "global")``, ``"registry"`` ->
+    ``("registry", "")``, ``"event:<h>"`` -> ``("browse", "<h>")``, ``"videoagent2:<rest>"``
+    -> ``("context", "videoagent2:<rest>")``, any other ``k`` -> ``("summary", k)``. The JSON
+    ``data`` becomes the payload dict (a non-object is kept as ``{"value": ...}``, invalid
+    JSON as ``{"raw": text}``).
+
+    Safe to run again: the copy is one commit merged by key (a rerun overwrites the same rows,
+    never adds), and the old table is dropped only after that commit.
+    """
+    if not library.has_table("summaries"):
+        return  # a fresh Library, or a run interrupted after the drop
+    rows = library.table("summaries").to_arrow().to_pylist()
+    library.put_artifacts([_artifact_of_summary(r) for r in rows])
+    library.drop_table("summaries")
+
+
 Migration = Callable[["Library"], None]
 #: version v -> function that upgrades a Library from v to v + 1
-MIGRATIONS: dict[int, Migration] = {}
+MIGRATIONS: dict[int, Migration] = {1: summaries_to_artifacts}
 
 
 def migrate(library: Library, manifest: Manifest, target: int | None = None) -> Manifest:
-    """Run pending migrations in order, recording the version after each one."""
+    """Run pending migrations in order, recording the version after each one.
+
+    Callers hold the Library's write lock and pass a manifest read under it.
+    """
     target = SCHEMA_VERSION if target is None else target
     if manifest.schema_version > target:
         raise LibraryVersionError(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, Literal, get_args
 
 import pyarrow as pa
 
@@ -114,22 +114,73 @@ class TranscriptSegment:
         return cls(**{f.name: row[f.name] for f in fields(cls)})
 
 
+#: What a derived artefact is; one table holds them all, told apart by ``(kind, key)``.
+ArtifactKind = Literal["summary", "registry", "browse", "context", "graph", "training"]
+ARTIFACT_KINDS: frozenset[str] = frozenset(get_args(ArtifactKind))
+#: ``key`` of a video's global summary (``kind="summary"``).
+GLOBAL_SUMMARY = "global"
+
+
+def check_kind(kind: str) -> None:
+    """Raise ValueError for a kind outside :data:`ArtifactKind` (a programming error)."""
+    if kind not in ARTIFACT_KINDS:
+        raise ValueError(
+            f"unknown artifact kind {kind!r}; kinds: {', '.join(sorted(ARTIFACT_KINDS))}"
+        )
+
+
 @dataclass(frozen=True)
-class Summary:
-    """A per-video artefact keyed by ``kind``: ``"global"`` summary text, ``"registry"`` (the
-    subject registry as JSON in ``data``), and so on. ``model`` fingerprints what made it and
-    ``inputs_hash`` what it was made from, so it is redone only when either changes."""
+class Artifact:
+    """Something derived from a video and kept beside it: a summary, the subject registry, ...
+
+    One row per ``(video_id, kind, key)``. ``producer`` and ``inputs_hash`` fingerprint what made
+    it and what it was made from, so it is redone exactly when either changes (see
+    :meth:`~vidagent.library.store.Library.memo`).
+
+    Attributes:
+        video_id: the video it belongs to.
+        kind: what it is: ``"summary"`` (key ``"global"``: the global summary), ``"registry"``
+            (the subject registry, one per video, key ``""``), ``"browse"`` (a cached
+            global-browse answer, key = a hash of its request), ``"context"`` (a built agent
+            context such as ``"videoagent2:4s@1fps"``), ``"graph"``, ``"training"``.
+        key: which one of its kind; ``""`` for one-per-video kinds.
+        text: its text, when it has one.
+        data: its structured payload, a JSON-able dict (the Library stores and parses it).
+        producer: fingerprint of what made it (model spec, prompt hashes).
+        inputs_hash: fingerprint of what it was made from.
+        updated_at: ISO 8601 time of the write, set by the Library.
+    """
 
     video_id: str
-    kind: str
+    kind: ArtifactKind
+    key: str = ""
     text: str = ""
-    data: str = "{}"
-    model: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+    producer: str = ""
     inputs_hash: str = ""
+    updated_at: str = ""
+
+    def to_row(self) -> dict[str, Any]:
+        """The stored row.
+
+        Raises:
+            ValueError: an unknown kind.
+            TypeError: ``data`` is not a dict of JSON-able values.
+        """
+        check_kind(self.kind)
+        if not isinstance(self.data, dict):
+            raise TypeError(f"artifact data must be a dict, not {type(self.data).__name__}")
+        try:
+            data = json.dumps(self.data, ensure_ascii=False, sort_keys=True)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"artifact data of {self.kind}:{self.key} is not JSON-able: {e}") from e
+        return {**{f.name: getattr(self, f.name) for f in fields(self)}, "data": data}
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> Summary:
-        return cls(**{f.name: row[f.name] for f in fields(cls)})
+    def from_row(cls, row: dict[str, Any]) -> Artifact:
+        values = {f.name: row[f.name] for f in fields(cls)}
+        values["data"] = json.loads(values["data"] or "{}")
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -188,14 +239,18 @@ TRANSCRIPT_SCHEMA = pa.schema(
     ]
 )
 
-SUMMARIES_SCHEMA = pa.schema(
+# ``data`` is the payload as a JSON string: Lance has no schemaless column, and payloads differ
+# by kind. Only Artifact.to_row/from_row see the string; callers get and give dicts.
+ARTIFACTS_SCHEMA = pa.schema(
     [
         pa.field("video_id", pa.string(), nullable=False),
         pa.field("kind", pa.string(), nullable=False),
+        pa.field("key", pa.string(), nullable=False),
         pa.field("text", pa.string()),
         pa.field("data", pa.string()),
-        pa.field("model", pa.string()),
+        pa.field("producer", pa.string()),
         pa.field("inputs_hash", pa.string()),
+        pa.field("updated_at", pa.string()),
     ]
 )
 
@@ -240,6 +295,6 @@ TABLES: dict[str, tuple[pa.Schema, tuple[str, ...]]] = {
     "frames": (FRAMES_SCHEMA, ("video_id", "t")),
     "shots": (SHOTS_SCHEMA, ("video_id", "shot_index")),
     "transcript": (TRANSCRIPT_SCHEMA, ("video_id", "segment_index")),
-    "summaries": (SUMMARIES_SCHEMA, ("video_id", "kind")),
+    "artifacts": (ARTIFACTS_SCHEMA, ("video_id", "kind", "key")),
 }
 VECTOR_KEYS = ("video_id", "clip_index")

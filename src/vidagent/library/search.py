@@ -1,57 +1,39 @@
-"""Text search over clips: embed the query with the model that made the stored vectors."""
+"""The one check that a query is embedded with the model that made a Library's vectors.
+
+Searching compares a query's vector with stored clip vectors, which only means something when
+both come from the same model. The manifest records that model; every search path (the
+application layer's ``search`` and ``ask``, the agents' ``clip_search``) calls
+:func:`require_embedding` before embedding a query.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from vidagent.exceptions import LibraryError
-from vidagent.library.schema import ClipHit
+from vidagent.exceptions import EmbeddingMismatchError, LibraryError
 
 if TYPE_CHECKING:
     from vidagent.library.store import Library
-    from vidagent.models.client import Models
 
 
-def search(
-    library: Library,
-    query: str,
-    *,
-    models: Models | None = None,
-    videos: Sequence[str] | None = None,
-    t_from: float | None = None,
-    t_to: float | None = None,
-    top: int = 10,
-) -> list[ClipHit]:
-    """Clips most similar to ``query`` in meaning, best first.
-
-    Args:
-        library: the Library to search.
-        query: free text.
-        models: the model hub; its embed client must be the model the Library's vectors were
-            made with (the manifest records it), else LibraryError says which to use.
-            Default: a hub for exactly that model, with the other settings as configured.
-        videos: ids, id prefixes or names; default every video.
-        t_from, t_to: keep clips overlapping this range (seconds).
-        top: how many clips.
-    """
+def bound_embedding(library: Library) -> str | None:
+    """The spec of the model the Library's clip vectors were made with (None: none yet)."""
     bound = library.manifest.embeddings.get("clip_vectors")
+    return str(bound["spec"]) if bound else None
+
+
+def require_embedding(library: Library, spec: str) -> None:
+    """Check that ``spec`` is the model that made the Library's clip vectors.
+
+    Raises:
+        LibraryError: the Library has no clip vectors yet.
+        EmbeddingMismatchError: they were made by another model; the message says which to use.
+    """
+    bound = bound_embedding(library)
     if bound is None:
         raise LibraryError(f"{library.uri} has no clip embeddings yet; run `vidagent index` first")
-    if models is None:
-        from vidagent.config import load_settings
-        from vidagent.models.client import Models
-
-        with Models(load_settings({"embed": bound["spec"]})) as own:
-            return search(
-                library, query, models=own, videos=videos, t_from=t_from, t_to=t_to, top=top
-            )
-    client = models.client("embed")
-    if client.spec != bound["spec"]:
-        raise LibraryError(
-            f"the Library's clips were embedded with {bound['spec']}, not {client.spec}; "
-            f"search with --embed {bound['spec']} (or re-index with the new model)"
+    if bound != spec:
+        raise EmbeddingMismatchError(
+            f"the Library's clips were embedded with {bound}, not {spec}; use --embed {bound} "
+            "(or re-index with the new model, or use another Library with --library)"
         )
-    ids = [library.resolve(v) for v in videos] if videos else None
-    vector = client.embed([query]).vectors[0]  # (D,)
-    return library.search_clips(vector, video_ids=ids, t_from=t_from, t_to=t_to, k=top)

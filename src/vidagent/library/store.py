@@ -5,11 +5,15 @@ On-disk layout of a Library at ``<uri>`` (a directory, or an object-store URI)::
     <uri>/
       manifest.json          schema version, embedding spec + dim per vector table, prompt
                              hashes, sampling settings (see manifest.py)
+      .write.lock            local Libraries: the inter-process write lock (empty file)
       videos.lance/          one row per video: source, probe facts, per-stage status (JSON)
       clips.lance/           one row per uniform clip: t0, t1, caption, transcript, OCR text,
                              detections, subjects
       frames.lance/          sampled frames as small JPEGs (one per 1/sample_fps seconds)
       shots.lance/           shot boundaries
+      transcript.lance/      speech segments with word times
+      artifacts.lance/       derived artefacts by (video_id, kind, key): global summary,
+                             subject registry, cached browse answers, agent contexts
       clip_vectors.lance/    clip embeddings of the model the manifest names, with t0/t1
                              copied in so searches filter by video and time without a join
 
@@ -20,15 +24,40 @@ the ``videos`` row is written *last* and deleted *first*: a video is listed only
 rows are in place, and a crash half-way through a removal leaves rows no listing points to,
 which the next write or removal of that id replaces or deletes.
 
+Artefacts are typed :class:`~vidagent.library.schema.Artifact` values whose ``data`` is a dict;
+inside the table it is a JSON string column (Lance has no schemaless one) no caller sees.
+
+**Many threads and many processes.** Every write (row writes and deletes, table creation and
+drops, manifest changes, the read-modify-write of :meth:`Library.set_stage`) runs inside
+:meth:`Library.write_lock`, held for one logical write: an in-process ``threading.RLock``
+shared by every Library object on the location (re-entrant: nested writes do not deadlock)
+plus, for local Libraries, an exclusive ``fcntl.flock`` on ``<root>/.write.lock``
+(:mod:`vidagent.library.locking`). Under it the manifest is re-read from disk before it is
+changed and the videos row is read fresh, so no process overwrites another's change with a
+stale copy; tables are created with ``exist_ok`` under it, so two creators both succeed.
+Readers take no lock: commits are atomic, and the connection uses
+``read_consistency_interval=0``, so every read and every write's base is the latest committed
+version, other processes' commits included. Opening an up-to-date Library takes no lock, so a
+read-only copy stays readable.
+
+Object-store Libraries (``s3://``, ``gs://``) have no file lock: the in-process lock still
+serialises one process's writes, and across processes Lance's commits are optimistic (a commit
+that finds a newer version is re-applied on it, with retries), which keeps each table
+consistent; only a read-modify-write (``set_stage``) from two machines at once may lose one of
+its two updates there.
+
 A video's id is derived from its bytes (:func:`content_id`), not its name: renaming or copying a
 file keeps its id, and two different files never share one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -36,17 +65,29 @@ import numpy as np
 import pyarrow as pa
 
 from vidagent.exceptions import EmbeddingMismatchError, LibraryError, VideoNotFoundError
-from vidagent.library.manifest import Manifest, migrate, read_manifest, split_uri, write_manifest
+from vidagent.library.locking import LOCK_FILE, WriteLock, lock_for
+from vidagent.library.manifest import (
+    Manifest,
+    check_supported,
+    migrate,
+    outdated,
+    read_manifest,
+    split_uri,
+    write_manifest,
+)
 from vidagent.library.schema import (
+    GLOBAL_SUMMARY,
     TABLES,
     VECTOR_KEYS,
+    Artifact,
+    ArtifactKind,
     ClipHit,
     ClipRow,
     FrameRow,
     ShotRow,
-    Summary,
     TranscriptSegment,
     VideoRecord,
+    check_kind,
     vectors_schema,
 )
 
@@ -78,7 +119,9 @@ def _in(column: str, values: Iterable[str]) -> str:
 
 
 class Library:
-    """An index of videos on disk. Opening creates it if needed and runs pending migrations.
+    """An index of videos on disk, safe to share between threads and processes (module doc).
+
+    Opening creates it if needed and runs pending migrations.
 
     Args:
         uri: a directory path, or an object-store URI such as ``s3://bucket/videos``.
@@ -90,89 +133,154 @@ class Library:
 
         self.uri = str(uri)
         self._fs, self._root = split_uri(self.uri)
+        local = "://" not in self.uri
+        self._lock: WriteLock = lock_for(
+            self._root if local else self.uri,
+            os.path.join(self._root, LOCK_FILE) if local else None,
+        )
         manifest = read_manifest(self._fs, self._root)
-        if manifest is None:
-            if not create:
-                raise LibraryError(f"no Library at {self.uri}")
-            manifest = Manifest()
-            write_manifest(self._fs, self._root, manifest)
-        self._db = lancedb.connect(self._root if "://" not in self.uri else self.uri)
+        if manifest is None and not create:
+            raise LibraryError(f"no Library at {self.uri}")
+        # Interval 0: every read sees the latest commit, other processes' too (module doc).
+        self._db = lancedb.connect(
+            self._root if local else self.uri, read_consistency_interval=timedelta(0)
+        )
         self._tables: dict[str, Any] = {}
-        self.manifest = migrate(self, manifest)
+        if manifest is not None and not outdated(manifest):
+            check_supported(manifest, self.uri)
+            self.manifest = manifest
+            return
+        with self.write_lock():
+            # Read again under the lock: another process may have created or migrated it.
+            manifest = read_manifest(self._fs, self._root)
+            if manifest is None:
+                manifest = Manifest()
+                write_manifest(self._fs, self._root, manifest)
+            self.manifest = manifest
+            self.manifest = migrate(self, manifest)
 
     def __repr__(self) -> str:
         return f"Library({self.uri!r})"
 
+    @contextmanager
+    def write_lock(self) -> Iterator[None]:
+        """Hold the write lock (re-entrant) around a read and the write that depends on it.
+
+        Every write method takes it itself. Keep it short: never call a model while holding it.
+        """
+        with self._lock.hold():
+            yield
+
     # -- manifest -------------------------------------------------------------------------------
 
+    def reload_manifest(self) -> Manifest:
+        """Read the manifest from disk again (another process may have changed it).
+
+        Raises:
+            LibraryVersionError: a newer vidagent has migrated the Library meanwhile.
+        """
+        fresh = read_manifest(self._fs, self._root)
+        if fresh is not None:
+            check_supported(fresh, self.uri)
+            for name in set(self.manifest.embeddings) | set(fresh.embeddings):
+                if self.manifest.embeddings.get(name) != fresh.embeddings.get(name):
+                    self._tables.pop(name, None)  # dropped and re-made by another process
+            self.manifest = fresh
+        return self.manifest
+
     def save_manifest(self, manifest: Manifest | None = None) -> None:
-        if manifest is not None:
-            self.manifest = manifest
-        write_manifest(self._fs, self._root, self.manifest)
+        """Write ``manifest`` (default: this object's) as the Library's manifest, as is."""
+        with self.write_lock():
+            if manifest is not None:
+                self.manifest = manifest
+            write_manifest(self._fs, self._root, self.manifest)
+
+    def update_manifest(self, change: Callable[[Manifest], None]) -> Manifest:
+        """Apply ``change`` to the manifest as it is on disk now, and write it, under the lock."""
+        with self.write_lock():
+            manifest = self.reload_manifest()
+            change(manifest)
+            write_manifest(self._fs, self._root, manifest)
+            return manifest
 
     def set_sampling(self, **settings: Any) -> None:
         """Record the sampling settings stored rows were made with."""
-        if {k: self.manifest.sampling.get(k) for k in settings} != settings:
-            self.manifest.sampling.update(settings)
-            self.save_manifest()
+        with self.write_lock():
+            if {k: self.reload_manifest().sampling.get(k) for k in settings} != settings:
+                self.update_manifest(lambda m: m.sampling.update(settings))
 
     # -- tables ---------------------------------------------------------------------------------
 
     def _table_names(self) -> list[str]:
         return list(self._db.list_tables().tables)
 
-    def _exists(self, name: str) -> bool:
+    def has_table(self, name: str) -> bool:
+        """Whether the table ``name`` exists (for migrations and housekeeping)."""
         return name in self._tables or name in self._table_names()
 
     def table(self, name: str, schema: pa.Schema | None = None) -> Any:
         """The LanceDB table ``name``, created empty with ``schema`` when missing."""
-        if name not in self._tables:
-            if self._exists(name):
-                self._tables[name] = self._db.open_table(name)
-            else:
+        handle = self._tables.get(name)
+        if handle is None and name in self._table_names():
+            try:
+                handle = self._db.open_table(name)
+            except ValueError:  # listed, but its creator (another process) has not committed
+                handle = None
+        if handle is None:
+            with self.write_lock():
+                # exist_ok: another process may have made it since the listing above.
                 schema = schema or TABLES[name][0]
-                self._tables[name] = self._db.create_table(name, schema=schema, exist_ok=True)
-        return self._tables[name]
+                handle = self._db.create_table(name, schema=schema, exist_ok=True)
+        self._tables[name] = handle
+        return handle
+
+    def drop_table(self, name: str) -> None:
+        """Delete the table ``name`` and its rows, if it exists (for migrations)."""
+        with self.write_lock():
+            self._tables.pop(name, None)
+            if name in self._table_names():
+                self._db.drop_table(name)
 
     def _scan(self, name: str, where: str) -> list[dict[str, Any]]:
-        if not self._exists(name):
+        if not self.has_table(name):
             return []
         return self.table(name).search().where(where).limit(None).to_arrow().to_pylist()  # type: ignore[no-any-return]
 
-    def _replace(
+    def _merge(
         self,
         name: str,
-        video_id: str,
         rows: Sequence[dict[str, Any]],
         schema: pa.Schema | None = None,
+        *,
+        replace: str | None = None,
     ) -> None:
-        """Make ``rows`` the only rows of ``video_id`` in ``name``, in one atomic commit."""
+        """Insert ``rows`` or update the rows with their keys, in one atomic commit.
+
+        With ``replace`` (a video id), that video's other rows are deleted in the same commit.
+        """
+        if not rows and replace is None:
+            return
         schema = schema or TABLES[name][0]
         keys = VECTOR_KEYS if name not in TABLES else TABLES[name][1]
-        table = self.table(name, schema)
-        if not rows:
-            table.delete(f"video_id = {_quote(video_id)}")
-            return
-        data = pa.Table.from_pylist(list(rows), schema=schema)
-        (
-            table.merge_insert(list(keys))
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .when_not_matched_by_source_delete(f"video_id = {_quote(video_id)}")
-            .execute(data)
-        )
+        with self.write_lock():
+            table = self.table(name, schema)
+            if not rows and replace is not None:
+                table.delete(f"video_id = {_quote(replace)}")
+                return
+            merge = table.merge_insert(list(keys)).when_matched_update_all()
+            merge = merge.when_not_matched_insert_all()
+            if replace is not None:
+                merge = merge.when_not_matched_by_source_delete(f"video_id = {_quote(replace)}")
+            merge.execute(pa.Table.from_pylist(list(rows), schema=schema))
 
     # -- videos ---------------------------------------------------------------------------------
 
     def put_video(self, record: VideoRecord) -> None:
         """Insert or update a video's row (call after its other rows are written)."""
-        data = pa.Table.from_pylist([record.to_row()], schema=TABLES["videos"][0])
-        self.table("videos").merge_insert(
-            "video_id"
-        ).when_matched_update_all().when_not_matched_insert_all().execute(data)
+        self._merge("videos", [record.to_row()])
 
     def list_videos(self) -> list[VideoRecord]:
-        if not self._exists("videos"):
+        if not self.has_table("videos"):
             return []
         rows = self.table("videos").to_arrow().to_pylist()
         return sorted(
@@ -196,36 +304,41 @@ class Library:
         return next(v for v in self.list_videos() if v.video_id == video_id)
 
     def has_video(self, video_id: str) -> bool:
-        return (
-            bool(self._exists("videos"))
-            and self.table("videos").count_rows(f"video_id = {_quote(video_id)}") > 0
-        )
+        where = f"video_id = {_quote(video_id)}"
+        return self.has_table("videos") and self.table("videos").count_rows(where) > 0
 
     def remove_video(self, ref: str) -> str:
-        """Delete a video and all its rows; returns its id."""
-        video_id = self.resolve(ref)
-        where = f"video_id = {_quote(video_id)}"
-        self.table("videos").delete(where)  # first: from here on the video is not listed
-        for name in self._table_names():
-            if name != "videos":
-                self.table(name).delete(where)
+        """Delete a video and all its rows (artefacts included); returns its id."""
+        with self.write_lock():
+            video_id = self.resolve(ref)
+            where = f"video_id = {_quote(video_id)}"
+            self.table("videos").delete(where)  # first: from here on the video is not listed
+            for name in self._table_names():
+                if name != "videos":
+                    self.table(name).delete(where)
         return video_id
 
     def set_stage(self, video_id: str, stage: str, info: dict[str, Any]) -> VideoRecord:
-        """Record that ``stage`` finished for a video, with what produced it."""
-        video = self.get_video(video_id)
-        stages = {**video.stages, stage: info}
-        updated = VideoRecord(**{**video.__dict__, "stages": stages})
-        self.put_video(updated)
+        """Record that ``stage`` finished for a video, with what produced it.
+
+        The row is read under the write lock, so stages recorded at the same time by other
+        threads or processes are kept.
+        """
+        with self.write_lock():
+            video = self.get_video(video_id)
+            stages = {**video.stages, stage: info}
+            updated = dataclasses.replace(video, stages=stages)
+            self.put_video(updated)
         return updated
 
-    # -- clips, frames, shots --------------------------------------------------------------------
+    # -- clips, frames, shots, transcript ----------------------------------------------------------
 
     def put_clips(self, video_id: str, clips: Sequence[ClipRow]) -> None:
         """Make ``clips`` the video's clips. Its clip vectors belong to the old clips: dropped."""
-        if self._exists("clip_vectors"):
-            self.table("clip_vectors").delete(f"video_id = {_quote(video_id)}")
-        self._replace("clips", video_id, [c.__dict__ for c in clips])
+        with self.write_lock():
+            if self.has_table("clip_vectors"):
+                self.table("clip_vectors").delete(f"video_id = {_quote(video_id)}")
+            self._merge("clips", [c.__dict__ for c in clips], replace=video_id)
 
     def update_clips(self, video_id: str, updates: Sequence[dict[str, Any]]) -> None:
         """Set some columns of existing clips, in one atomic commit (a stage's checkpoint).
@@ -238,9 +351,10 @@ class Library:
         columns = ["video_id", *dict.fromkeys(k for u in updates for k in u)]
         part = pa.schema([schema.field(c) for c in columns])
         data = pa.Table.from_pylist([{"video_id": video_id, **u} for u in updates], schema=part)
-        self.table("clips").merge_insert(
-            ["video_id", "clip_index"]
-        ).when_matched_update_all().execute(data)
+        with self.write_lock():
+            self.table("clips").merge_insert(
+                ["video_id", "clip_index"]
+            ).when_matched_update_all().execute(data)
 
     def clips(
         self, video_id: str, t0: float | None = None, t1: float | None = None
@@ -249,7 +363,7 @@ class Library:
         return sorted((ClipRow.from_row(r) for r in rows), key=lambda c: c.clip_index)
 
     def put_frames(self, video_id: str, frames: Sequence[FrameRow]) -> None:
-        self._replace("frames", video_id, [f.__dict__ for f in frames])
+        self._merge("frames", [f.__dict__ for f in frames], replace=video_id)
 
     def frames(
         self, video_id: str, t0: float | None = None, t1: float | None = None
@@ -258,14 +372,14 @@ class Library:
         return sorted((FrameRow.from_row(r) for r in rows), key=lambda f: f.t)
 
     def put_shots(self, video_id: str, shots: Sequence[ShotRow]) -> None:
-        self._replace("shots", video_id, [s.__dict__ for s in shots])
+        self._merge("shots", [s.__dict__ for s in shots], replace=video_id)
 
     def shots(self, video_id: str) -> list[ShotRow]:
         rows = self._scan("shots", f"video_id = {_quote(video_id)}")
         return sorted((ShotRow.from_row(r) for r in rows), key=lambda s: s.shot_index)
 
     def put_transcript(self, video_id: str, segments: Sequence[TranscriptSegment]) -> None:
-        self._replace("transcript", video_id, [s.__dict__ for s in segments])
+        self._merge("transcript", [s.__dict__ for s in segments], replace=video_id)
 
     def transcript(
         self, video_id: str, t0: float | None = None, t1: float | None = None
@@ -273,17 +387,95 @@ class Library:
         rows = self._scan("transcript", _span_filter([video_id], t0, t1, "t0", "t1"))
         return sorted((TranscriptSegment.from_row(r) for r in rows), key=lambda s: s.segment_index)
 
-    def put_summary(self, summary: Summary) -> None:
-        """Insert or replace one ``(video_id, kind)`` artefact."""
-        data = pa.Table.from_pylist([summary.__dict__], schema=TABLES["summaries"][0])
-        table = self.table("summaries")
-        table.merge_insert(
-            ["video_id", "kind"]
-        ).when_matched_update_all().when_not_matched_insert_all().execute(data)
+    # -- artefacts ------------------------------------------------------------------------------
 
-    def summary(self, video_id: str, kind: str) -> Summary | None:
-        rows = self._scan("summaries", f"video_id = {_quote(video_id)} AND kind = {_quote(kind)}")
-        return Summary.from_row(rows[0]) if rows else None
+    def put_artifact(self, artifact: Artifact) -> Artifact:
+        """Insert or replace the artefact with its ``(video_id, kind, key)``.
+
+        Returns:
+            The artefact as stored: ``updated_at`` set, ``data`` as it reads back.
+
+        Raises:
+            ValueError: an unknown kind. TypeError: ``data`` is not a JSON-able dict.
+        """
+        return self.put_artifacts([artifact])[0]
+
+    def put_artifacts(self, artifacts: Sequence[Artifact]) -> list[Artifact]:
+        """:meth:`put_artifact` for several, in one atomic commit (the last of a key wins)."""
+        if not artifacts:
+            return []
+        now = datetime.now(timezone.utc).isoformat()
+        rows = {
+            (a.video_id, a.kind, a.key): dataclasses.replace(a, updated_at=now).to_row()
+            for a in artifacts
+        }
+        self._merge("artifacts", list(rows.values()))
+        return [Artifact.from_row(rows[(a.video_id, a.kind, a.key)]) for a in artifacts]
+
+    def artifact(self, video_id: str, kind: ArtifactKind, key: str = "") -> Artifact | None:
+        """The artefact ``(video_id, kind, key)``, or None."""
+        check_kind(kind)
+        where = f"video_id = {_quote(video_id)} AND kind = {_quote(kind)} AND key = {_quote(key)}"
+        rows = self._scan("artifacts", where)
+        return Artifact.from_row(rows[0]) if rows else None
+
+    def artifacts(self, video_id: str, kind: ArtifactKind | None = None) -> list[Artifact]:
+        """A video's artefacts (of one kind, or all), ordered by kind and key."""
+        where = f"video_id = {_quote(video_id)}"
+        if kind is not None:
+            check_kind(kind)
+            where += f" AND kind = {_quote(kind)}"
+        rows = self._scan("artifacts", where)
+        return sorted((Artifact.from_row(r) for r in rows), key=lambda a: (a.kind, a.key))
+
+    def delete_artifacts(
+        self, video_id: str, kind: ArtifactKind, keys: Sequence[str] | None = None
+    ) -> None:
+        """Delete a video's artefacts of ``kind``: those with ``keys``, or all of them."""
+        check_kind(kind)
+        if (keys is not None and not keys) or not self.has_table("artifacts"):
+            return
+        where = f"video_id = {_quote(video_id)} AND kind = {_quote(kind)}"
+        if keys is not None:
+            where += " AND " + _in("key", keys)
+        with self.write_lock():
+            self.table("artifacts").delete(where)
+
+    def memo(
+        self,
+        video_id: str,
+        kind: ArtifactKind,
+        key: str,
+        *,
+        producer: str,
+        inputs_hash: str,
+        build: Callable[[], tuple[str, dict[str, Any]]],
+    ) -> tuple[Artifact, bool]:
+        """The stored artefact when ``producer`` and ``inputs_hash`` match, else a new one.
+
+        ``build`` returns ``(text, data)``; it runs outside the write lock (it may call a model
+        for seconds). Two callers missing at once both build and the last write wins, which is
+        harmless: both built from the same producer and inputs.
+
+        Returns:
+            ``(artifact, built)``: ``built`` is True when ``build`` ran.
+        """
+        stored = self.artifact(video_id, kind, key)
+        if stored is not None and (stored.producer, stored.inputs_hash) == (producer, inputs_hash):
+            return stored, False
+        text, data = build()
+        made = Artifact(video_id, kind, key, text, data, producer, inputs_hash)
+        return self.put_artifact(made), True
+
+    def registry(self, video_id: str) -> dict[str, Any]:
+        """The video's subject registry (subject id -> entry), ``{}`` when there is none."""
+        stored = self.artifact(video_id, "registry")
+        return stored.data if stored is not None else {}
+
+    def global_summary(self, video_id: str) -> str:
+        """The video's global summary text, ``""`` when there is none."""
+        stored = self.artifact(video_id, "summary", GLOBAL_SUMMARY)
+        return stored.text if stored is not None else ""
 
     # -- vectors --------------------------------------------------------------------------------
 
@@ -292,14 +484,13 @@ class Library:
 
         Returns True when the table was reset (its vectors must be recomputed).
         """
-        current = self.manifest.embeddings.get(table)
-        if current == {"spec": spec, "dim": dim}:
-            return False
-        if self._exists(table):
-            self._db.drop_table(table)
-            self._tables.pop(table, None)
-        self.manifest.embeddings[table] = {"spec": spec, "dim": dim}
-        self.save_manifest()
+        bound = {"spec": spec, "dim": dim}
+        with self.write_lock():
+            current = self.reload_manifest().embeddings.get(table)
+            if current == bound:
+                return False
+            self.drop_table(table)
+            self.update_manifest(lambda m: m.embeddings.__setitem__(table, bound))
         return current is not None
 
     def put_clip_vectors(
@@ -317,39 +508,28 @@ class Library:
         ``text_hashes`` fingerprint the embedded text so changed text can be re-embedded alone.
         With ``replace=False`` other clips' vectors of the video are kept (a partial update).
         """
-        bound = self.manifest.embeddings.get("clip_vectors")
-        if bound is None or bound["spec"] != spec or vectors.shape[1:] != (bound["dim"],):
-            raise EmbeddingMismatchError(
-                f"clip vectors from {spec} ({vectors.shape[1:]}) do not match the Library's "
-                f"{bound}; call use_embedding('clip_vectors', spec, dim) to switch models"
-            )
         if len(clips) != len(vectors):
             raise ValueError(f"{len(clips)} clips but {len(vectors)} vectors")
         hashes = list(text_hashes) if text_hashes is not None else [""] * len(clips)
-        rows = [
-            {
-                "video_id": video_id,
-                "clip_index": c.clip_index,
-                "t0": c.t0,
-                "t1": c.t1,
-                "text_hash": h,
-                "vector": v,
-            }
-            for c, v, h in zip(clips, vectors.astype(np.float32), hashes)
-        ]
-        schema = vectors_schema(bound["dim"])
-        if replace:
-            self._replace("clip_vectors", video_id, rows, schema)
-            return
-        data = pa.Table.from_pylist(rows, schema=schema)
-        table = self.table("clip_vectors", schema)
-        table.merge_insert(
-            list(VECTOR_KEYS)
-        ).when_matched_update_all().when_not_matched_insert_all().execute(data)
+        with self.write_lock():
+            # Checked against the manifest on disk: another process may have switched models.
+            bound = self.reload_manifest().embeddings.get("clip_vectors")
+            if bound is None or bound["spec"] != spec or vectors.shape[1:] != (bound["dim"],):
+                raise EmbeddingMismatchError(
+                    f"clip vectors from {spec} ({vectors.shape[1:]}) do not match the Library's "
+                    f"{bound}; call use_embedding('clip_vectors', spec, dim) to switch models"
+                )
+            rows = [
+                {"video_id": video_id, "clip_index": c.clip_index, "t0": c.t0, "t1": c.t1}
+                | {"text_hash": h, "vector": v}
+                for c, v, h in zip(clips, vectors.astype(np.float32), hashes)
+            ]
+            schema = vectors_schema(bound["dim"])
+            self._merge("clip_vectors", rows, schema, replace=video_id if replace else None)
 
     def clip_vector_hashes(self, video_id: str) -> dict[int, str]:
         """``clip_index -> text_hash`` of the vectors stored for a video."""
-        if "clip_vectors" not in self.manifest.embeddings:
+        if "clip_vectors" not in self.reload_manifest().embeddings:
             return {}
         rows = self._scan("clip_vectors", f"video_id = {_quote(video_id)}")
         return {int(r["clip_index"]): str(r["text_hash"]) for r in rows}
@@ -367,7 +547,8 @@ class Library:
 
         A clip is in the range when it overlaps ``[t_from, t_to]``. Only listed videos count.
         """
-        if "clip_vectors" not in self.manifest.embeddings or not self._exists("clip_vectors"):
+        bound = "clip_vectors" in self.reload_manifest().embeddings
+        if not bound or not self.has_table("clip_vectors"):
             return []
         listed = [v.video_id for v in self.list_videos()]
         wanted = [v for v in (video_ids or listed) if v in listed]

@@ -16,8 +16,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-Role = Literal["llm", "vlm", "embed", "image_embed", "asr", "ocr", "detector"]
-
+from vidagent.roles import Role  # noqa: F401  - declared there; importable from here too
 
 # ---------------------------------------------------------------------------------------------
 # Chat
@@ -238,6 +237,13 @@ class Capabilities:
     batch_size: int = 1
     local: bool = True  # runs in this process: no network, concurrency 1 per loaded model
     context_tokens: int | None = None  # prompt + output limit, where known and small
+    #: A stand-in for a VLM that reports measured facts (detections, OCR, colours) instead of
+    #: seeing pixels: callers hand it the index rows of a span, not images to look at.
+    describer: bool = False
+    #: The labels a closed-vocabulary detector finds; None: open vocabulary (or unknown).
+    vocabulary: frozenset[str] | None = None
+    #: Labels whose detection score is an unbounded margin (HOG's SVM), not a probability.
+    margin_labels: frozenset[str] = frozenset()
 
 
 class Adapter:

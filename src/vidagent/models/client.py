@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from vidagent.exceptions import ConfigError, ProviderError, RetryableError
+from vidagent.exceptions import ConfigError, ContextOverflowError, ProviderError, RetryableError
 from vidagent.models.base import (
     Adapter,
     Capabilities,
@@ -39,12 +39,14 @@ from vidagent.models.base import (
     Detection,
     EmbedRequest,
     EmbedResponse,
+    Message,
     TextLine,
     TranscribeRequest,
     Transcript,
     Usage,
 )
 from vidagent.models.cache import CacheableRequest, ResponseCache
+from vidagent.models.context import fit_request
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -127,6 +129,7 @@ class CallRecord:
     cached: bool = False
     retries: int = 0
     error: str | None = None
+    fitted: str = ""  # what was elided to fit the context window (see models/context.py)
 
 
 @dataclass(frozen=True)
@@ -273,11 +276,61 @@ class Client:
     def capabilities(self) -> Capabilities:
         return self.adapter.capabilities
 
+    def require_images(self) -> None:
+        """Check that this model takes images.
+
+        Raises:
+            ConfigError: it does not; the message says how to set a vision model.
+        """
+        if not self.capabilities.supports_images:
+            raise ConfigError(
+                f"the {self.role or 'vlm'} role {self.spec} takes no images; set it to a vision "
+                "model (openai:<model>) or to perception:describer"
+            )
+
     # -- typed calls ------------------------------------------------------------------------
 
     def chat(self, request: ChatRequest) -> ChatResponse:
-        """One chat completion (cached)."""
-        return self._invoke("chat", lambda: self.adapter.chat(request), request)
+        """One chat completion (cached), fitted to the model's context window first.
+
+        A model that still refuses the fitted request as too long is asked once more with a
+        request fitted to 70% of its window (the token estimate was too optimistic); the call's
+        record says what was elided (:mod:`vidagent.models.context`).
+        """
+        context = self.capabilities.context_tokens
+        if not context:
+            return self._invoke("chat", lambda: self.adapter.chat(request), request)
+        fitted, note = fit_request(request, context)
+        try:
+            return self._invoke("chat", lambda: self.adapter.chat(fitted), fitted, note)
+        except ContextOverflowError:
+            tighter, note = fit_request(request, context, shrink=0.7)
+            return self._invoke("chat", lambda: self.adapter.chat(tighter), tighter, note)
+
+    def structured(
+        self,
+        messages: Sequence[Message],
+        schema: dict[str, Any] | None,
+        *,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+    ) -> ChatResponse:
+        """A chat turn whose reply follows the JSON ``schema`` (None: free text).
+
+        The one place that picks how: structured output where the model has it (llama.cpp
+        compiles the schema into a grammar; OpenAI-compatible servers take ``json_schema``),
+        else JSON mode with the schema left to the prompt.
+        """
+        native = schema is not None and self.capabilities.supports_json_schema
+        return self.chat(
+            ChatRequest(
+                tuple(messages),
+                response_schema=schema if native else None,
+                json_mode=schema is not None and not native,
+                max_tokens=max_tokens,
+                temperature=temperature,
+            )
+        )
 
     def embed(self, texts: Sequence[str] | EmbedRequest) -> EmbedResponse:
         """L2-normalised text embeddings, (N, D) float32 (cached per chunk of EMBED_CHUNK)."""
@@ -318,26 +371,32 @@ class Client:
     # -- the one path -----------------------------------------------------------------------
 
     def _invoke(
-        self, operation: str, call: Callable[[], T], request: CacheableRequest | None = None
+        self,
+        operation: str,
+        call: Callable[[], T],
+        request: CacheableRequest | None = None,
+        fitted: str = "",
     ) -> T:
         """Cache, slot, retries and accounting around ``call``."""
         started = time.monotonic()
         if request is not None:
             hit = self.cache.lookup(self.spec, operation, request)
             if hit is not None:
-                self._record(operation, hit.usage, started, cached=True)
+                self._record(operation, hit.usage, started, cached=True, fitted=fitted)
                 return hit  # type: ignore[return-value]
-        result, retries = self._with_retries(operation, call, started)
+        result, retries = self._with_retries(operation, call, started, fitted)
         usage = getattr(result, "usage", None)
         if isinstance(usage, Usage):
             usage = price_usage(usage, self.spec, self.settings)
             result = dataclasses.replace(result, usage=usage)  # type: ignore[type-var]
         if request is not None:
             self.cache.store(self.spec, operation, request, result)  # type: ignore[arg-type]
-        self._record(operation, usage or Usage(), started, retries=retries)
+        self._record(operation, usage or Usage(), started, retries=retries, fitted=fitted)
         return result
 
-    def _with_retries(self, operation: str, call: Callable[[], T], started: float) -> tuple[T, int]:
+    def _with_retries(
+        self, operation: str, call: Callable[[], T], started: float, fitted: str = ""
+    ) -> tuple[T, int]:
         """``(result, retries)``; records and re-raises the error that ends the call."""
         attempt = 0
         while True:
@@ -349,10 +408,14 @@ class Client:
                     self._sleep(self.backoff(attempt, e.retry_after))
                     attempt += 1
                     continue
-                self._record(operation, Usage(), started, retries=attempt, error=type(e).__name__)
+                self._record(
+                    operation, Usage(), started, retries=attempt, error=_describe(e), fitted=fitted
+                )
                 raise
             except ProviderError as e:
-                self._record(operation, Usage(), started, retries=attempt, error=type(e).__name__)
+                self._record(
+                    operation, Usage(), started, retries=attempt, error=_describe(e), fitted=fitted
+                )
                 raise
 
     def backoff(self, attempt: int, retry_after: float | None = None) -> float:
@@ -377,6 +440,7 @@ class Client:
         cached: bool = False,
         retries: int = 0,
         error: str | None = None,
+        fitted: str = "",
     ) -> None:
         record = CallRecord(
             spec=self.spec,
@@ -389,6 +453,7 @@ class Client:
             cached=cached,
             retries=retries,
             error=error,
+            fitted=fitted,
         )
         self.ledger.record(record)
         for ledger in _CAPTURING.get():
@@ -396,6 +461,12 @@ class Client:
 
     def close(self) -> None:
         self.adapter.close()
+
+
+def _describe(error: ProviderError) -> str:
+    """The error's type and first line, as the trace shows it."""
+    first = str(error).strip().splitlines()[0][:300] if str(error).strip() else ""
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
 # ---------------------------------------------------------------------------------------------
@@ -450,6 +521,16 @@ class Models:
                 )  # fmt: skip
                 self._clients[role] = client
             return client
+
+    def serving(self, role: str) -> str:
+        """The spec serving ``role``: the adapter's for the roles agents call (a hub given
+        adapters may differ from the settings), else the configured one."""
+        if role in ("llm", "vlm", "embed"):
+            try:
+                return self.client(role).spec
+            except ConfigError:
+                pass
+        return self.settings.spec(role)
 
     def _adapter(self, role: str) -> Adapter:
         """The given adapter, or one from the registry shared by roles with the same spec."""

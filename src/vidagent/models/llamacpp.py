@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vidagent.exceptions import ConfigError, RequestRejectedError
+from vidagent.exceptions import ConfigError, ContextOverflowError, RequestRejectedError
 from vidagent.models.base import (
     Adapter,
     BackendStatus,
@@ -124,7 +124,13 @@ class LlamaCppAdapter(Adapter):
         elif request.json_mode:
             kwargs["response_format"] = {"type": "json_object"}
         with self._lock:
-            out = self._load().create_chat_completion(**kwargs)
+            try:
+                out = self._load().create_chat_completion(**kwargs)
+            except ValueError as e:
+                # llama-cpp-python says "Requested tokens (N) exceed context window of M".
+                if "context window" not in str(e):
+                    raise
+                raise ContextOverflowError(f"{self.spec}: {e}") from None
         choice = out["choices"][0]
         usage = out.get("usage") or {}
         return ChatResponse(

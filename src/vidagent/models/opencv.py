@@ -9,6 +9,7 @@ CPU. Open-vocabulary detectors need weights this package cannot ship.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,12 @@ class OpenCVDetector(Adapter):
     def __init__(self, model: str = "hog+haar", options: dict[str, str] | None = None) -> None:
         super().__init__(model, options)
         self.kinds = _kinds(model)
+        labels = frozenset(KINDS[k] for k in self.kinds)
+        self.capabilities = dataclasses.replace(
+            type(self).capabilities,
+            vocabulary=labels,
+            margin_labels=labels & {"person"},  # HOG margins; Haar faces come squashed already
+        )
         self.max_width = int(self.options.get("max_width", 800))
         self.min_score = float(self.options.get("min_score", 0.3))
         self._local = threading.local()  # cv2 detectors are not safe to share across threads

@@ -94,7 +94,11 @@ class PerceptionDescriber(Adapter):
 
     provider = "perception"
     capabilities = Capabilities(
-        roles=frozenset({"vlm"}), supports_images=True, max_images=64, local=True
+        roles=frozenset({"vlm"}),
+        supports_images=True,
+        max_images=64,
+        local=True,
+        describer=True,
     )
 
     def __init__(

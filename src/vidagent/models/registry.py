@@ -4,8 +4,16 @@ A spec is ``provider:model[?key=value&…]``: ``openai:gpt-4o-mini``,
 ``openai:qwen2.5-vl?base_url=http://localhost:8000/v1``, ``llamacpp:/models/qwen.gguf?n_ctx=8192``,
 ``faster-whisper:small.en``, ``fake:scripted``. ``none:`` leaves an optional role empty.
 
-Providers are named here by module path and imported only when a spec needs them, so resolving
-and reporting (``vidagent info``) never import torch or llama.cpp.
+Providers live in :data:`PROVIDERS`, a :class:`~vidagent.plugins.Registry` of adapter classes:
+the built-ins are named by module path and imported only when a spec needs them, so resolving
+and reporting (``vidagent info``) never import torch or llama.cpp; an installed package adds one
+with an entry point in the ``vidagent.providers`` group naming an
+:class:`~vidagent.models.base.Adapter` subclass. The roles a provider fills are declared once,
+on its adapter: ``capabilities.roles``. An adapter may build without loading weights from
+``from_settings(model, options, settings)``, or else from ``(model, options)``; its
+``provider`` attribute should be the name it is registered under, since specs print with it.
+A module-level ``status(model, options, settings) -> BackendStatus`` beside the class, if any,
+tells ``vidagent info`` whether the backend is usable.
 """
 
 from __future__ import annotations
@@ -18,49 +26,40 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
 
 from vidagent.exceptions import ConfigError
+from vidagent.plugins import Registry
 
 if TYPE_CHECKING:
     from vidagent.config import Settings
-    from vidagent.models.base import Adapter, BackendStatus
+    from vidagent.models.base import Adapter, BackendStatus, Capabilities
 
-
-@dataclass(frozen=True)
-class ProviderEntry:
-    target: str  # "module:Class"
-    roles: frozenset[str]
-    aliases: tuple[str, ...] = ()
-
-
-PROVIDERS: dict[str, ProviderEntry] = {
-    "openai": ProviderEntry(
-        "vidagent.models.openai:OpenAIAdapter", frozenset({"llm", "vlm", "embed"})
-    ),
-    "llamacpp": ProviderEntry(
-        "vidagent.models.llamacpp:LlamaCppAdapter", frozenset({"llm"}), ("llama-cpp", "gguf")
-    ),
-    "sentence-transformers": ProviderEntry(
-        "vidagent.models.sentence_transformers:SentenceTransformerAdapter",
-        frozenset({"embed"}),
-        ("st",),
-    ),
-    "faster-whisper": ProviderEntry(
-        "vidagent.models.whisper:FasterWhisperAdapter", frozenset({"asr"}), ("whisper",)
-    ),
-    "rapidocr": ProviderEntry("vidagent.models.rapidocr:RapidOCRAdapter", frozenset({"ocr"})),
-    "opencv": ProviderEntry("vidagent.models.opencv:OpenCVDetector", frozenset({"detector"})),
-    "perception": ProviderEntry(
-        "vidagent.models.perception:PerceptionDescriber", frozenset({"vlm"})
-    ),
-    "fake": ProviderEntry(
-        "vidagent.models.fake:FakeAdapter",
-        frozenset({"llm", "vlm", "embed", "image_embed", "asr", "ocr", "detector"}),
-    ),
+#: Provider name -> adapter class, built-ins first (imported on first use), then plugins.
+PROVIDERS: Registry[type[Adapter]] = Registry(
+    "vidagent.providers",
+    "model provider",
+    {
+        "openai": "vidagent.models.openai:OpenAIAdapter",
+        "llamacpp": "vidagent.models.llamacpp:LlamaCppAdapter",
+        "sentence-transformers": "vidagent.models.sentence_transformers:SentenceTransformerAdapter",
+        "faster-whisper": "vidagent.models.whisper:FasterWhisperAdapter",
+        "rapidocr": "vidagent.models.rapidocr:RapidOCRAdapter",
+        "opencv": "vidagent.models.opencv:OpenCVDetector",
+        "perception": "vidagent.models.perception:PerceptionDescriber",
+        "fake": "vidagent.models.fake:FakeAdapter",
+    },
+)
+#: Other spellings of the built-in providers' names.
+ALIASES = {
+    "llama-cpp": "llamacpp",
+    "gguf": "llamacpp",
+    "st": "sentence-transformers",
+    "whisper": "faster-whisper",
 }
-_ALIASES = {alias: name for name, e in PROVIDERS.items() for alias in e.aliases}
 
 
 @dataclass(frozen=True)
 class Spec:
+    """A parsed spec string: canonical provider name, model and options."""
+
     provider: str
     model: str
     options: dict[str, str]
@@ -75,7 +74,11 @@ class Spec:
 
 
 def parse_spec(spec: str) -> Spec:
-    """Split ``provider:model?k=v`` and canonicalise the provider name."""
+    """Split ``provider:model?k=v`` and canonicalise the provider name.
+
+    Raises:
+        ConfigError: not ``provider:model``, or no such provider (the message lists them).
+    """
     if ":" not in spec:
         raise ConfigError(
             f"model spec {spec!r} must look like provider:model, e.g. openai:gpt-4o-mini; "
@@ -83,7 +86,7 @@ def parse_spec(spec: str) -> Spec:
         )
     provider, rest = spec.split(":", 1)
     provider = provider.strip().lower()
-    provider = _ALIASES.get(provider, provider)
+    provider = ALIASES.get(provider, provider)
     model, _, query = rest.partition("?")
     if provider == "none":
         return Spec("none", "", {})
@@ -95,28 +98,92 @@ def parse_spec(spec: str) -> Spec:
     return Spec(provider, model.strip(), dict(parse_qsl(query, keep_blank_values=True)))
 
 
-def _entry(spec: Spec, role: str | None) -> ProviderEntry:
-    entry = PROVIDERS[spec.provider]
-    if role is not None and role not in entry.roles:
-        serves = ", ".join(sorted(entry.roles))
-        raise ConfigError(
-            f"provider {spec.provider!r} cannot fill role {role!r}; it serves: {serves}"
-        )
-    return entry
+def _parsed(spec: str | Spec) -> Spec:
+    return parse_spec(spec) if isinstance(spec, str) else spec
 
 
-def _load_class(target: str) -> type[Adapter]:
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+def adapter_class(provider: str) -> type[Adapter]:
+    """The adapter class registered as ``provider`` (a canonical name), imported now.
+
+    Raises:
+        ConfigError: no such provider, its plugin fails to import, or it is no Adapter.
+    """
+    from vidagent.models.base import Adapter
+
+    cls = PROVIDERS.load(provider)
+    if not (isinstance(cls, type) and issubclass(cls, Adapter)):
+        raise ConfigError(f"model provider {provider!r} is {cls!r}, not an Adapter subclass")
+    return cls
+
+
+def _check_role(provider: str, roles: frozenset[str], role: str | None) -> None:
+    if role is not None and role not in roles:
+        serves = ", ".join(sorted(roles)) or "no role"
+        raise ConfigError(f"provider {provider!r} cannot fill role {role!r}; it serves: {serves}")
+
+
+def _instantiate(cls: type[Adapter], spec: Spec, settings: Settings) -> Adapter:
+    factory = getattr(cls, "from_settings", None)
+    if factory is None:  # Adapter defines none: a plugin that reads no settings may leave it out
+        return cls(spec.model, spec.options)
+    adapter: Adapter = factory(spec.model, spec.options, settings)
+    return adapter
 
 
 def create_adapter(spec: str | Spec, settings: Settings, role: str | None = None) -> Adapter:
-    """Instantiate the adapter for ``spec`` (weights still load lazily, on first use)."""
-    parsed = parse_spec(spec) if isinstance(spec, str) else spec
+    """Instantiate the adapter for ``spec`` (weights still load lazily, on first use).
+
+    Raises:
+        ConfigError: a bad or disabled spec, or a provider that cannot fill ``role``.
+    """
+    parsed = _parsed(spec)
     if parsed.disabled:
         raise ConfigError(f"role {role or '?'} is disabled (spec 'none:'); set a model for it")
-    cls = _load_class(_entry(parsed, role).target)
-    return cls.from_settings(parsed.model, parsed.options, settings)  # type: ignore[attr-defined]
+    cls = adapter_class(parsed.provider)
+    if cls.capabilities.roles:  # reject before building where the class says enough
+        _check_role(parsed.provider, cls.capabilities.roles, role)
+    adapter = _instantiate(cls, parsed, settings)
+    try:
+        _check_role(parsed.provider, adapter.capabilities.roles, role)
+    except ConfigError:
+        adapter.close()
+        raise
+    return adapter
+
+
+def provider_roles(spec: str | Spec, settings: Settings) -> frozenset[str]:
+    """The roles the adapter of ``spec`` fills: ``capabilities.roles`` of its class.
+
+    An adapter class that leaves its capabilities to the instance (declares no roles) is built
+    to ask it; adapters build without loading weights.
+
+    Raises:
+        ConfigError: a bad spec, or a provider that cannot be imported or built.
+    """
+    parsed = _parsed(spec)
+    if parsed.disabled:
+        return frozenset()
+    cls = adapter_class(parsed.provider)
+    if cls.capabilities.roles:
+        return cls.capabilities.roles
+    adapter = _instantiate(cls, parsed, settings)
+    roles = adapter.capabilities.roles
+    adapter.close()
+    return roles
+
+
+def provider_capabilities(spec: str | Spec) -> Capabilities:
+    """The capabilities a provider's adapters declare, without creating one (for estimates).
+
+    Per-instance refinements (a llama.cpp model's context, an OpenCV detector's labels) need the
+    adapter itself: ``Models.client(role).capabilities``.
+    """
+    parsed = _parsed(spec)
+    if parsed.disabled:
+        from vidagent.models.base import Capabilities
+
+        return Capabilities(roles=frozenset())
+    return adapter_class(parsed.provider).capabilities
 
 
 def backend_status(spec: str, settings: Settings, role: str) -> BackendStatus:
@@ -127,13 +194,14 @@ def backend_status(spec: str, settings: Settings, role: str) -> BackendStatus:
         parsed = parse_spec(spec)
         if parsed.disabled:
             return BackendStatus(spec, False, "disabled (optional role)")
-        entry = _entry(parsed, role)
+        _check_role(parsed.provider, provider_roles(parsed, settings), role)
     except ConfigError as e:
         return BackendStatus(spec, False, str(e))
-    module = importlib.import_module(entry.target.partition(":")[0])
+    module = importlib.import_module(adapter_class(parsed.provider).__module__)
     status = getattr(module, "status", None)
-    if status is None:
-        return BackendStatus(str(parsed), True, "built in")
+    if status is None:  # nothing to check: code in this process, no weights or server
+        origin = "built in" if module.__name__.startswith("vidagent.") else module.__name__
+        return BackendStatus(str(parsed), True, origin)
     return status(parsed.model, parsed.options, settings)  # type: ignore[no-any-return]
 
 

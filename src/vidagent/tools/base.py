@@ -3,15 +3,27 @@
 A tool is a plain function ``fn(ctx: ToolContext, <arguments>) -> Observation`` with a
 Google-style docstring. :func:`tool` checks it when it is registered (types, argument docs,
 context, return type) and fails there with a :class:`TypeError`, never mid-run. Calling a
-:class:`Tool` validates the model's raw arguments with pydantic; a bad call, or a
-:class:`~vidagent.exceptions.UserError`, :class:`~vidagent.exceptions.LibraryError`,
-:class:`~vidagent.exceptions.MediaError` or :class:`ValueError` from the body, comes back as an
-error :class:`Observation` the model can fix. Anything else is our bug and propagates.
+:class:`Tool` validates the model's raw arguments with pydantic; numbers and strings outside the
+schema's bounds (``minimum``/``maximum``, ``maxLength``) are clamped into them and the
+observation says so (:attr:`Observation.adjusted`); anything else that does not validate comes
+back as an error :class:`Observation` the model can fix.
+
+Whose fault an error is decides where it goes (see :mod:`vidagent.exceptions`): a
+:class:`~vidagent.exceptions.ToolInputError`, :class:`~vidagent.exceptions.LibraryError` or
+:class:`~vidagent.exceptions.MediaError` raised by the body is the call's problem and comes
+back to the model, and so does a :class:`~vidagent.exceptions.ProviderError` of a model the
+tool called (a refusal, a rejected request: the agent may try something else). Anything else,
+``ValueError`` included, is our bug and propagates.
+
+:class:`Toolbox` holds the tools an agent offers and builds what models without native tool
+calling get instead: the JSON-action protocol text and its JSON schema
+(:meth:`Toolbox.protocol`, :meth:`Toolbox.action_schema`).
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 import json
 import math
@@ -24,16 +36,25 @@ from typing import TYPE_CHECKING, Annotated, Any, overload
 import pydantic
 from pydantic import BeforeValidator, ConfigDict, Field, WithJsonSchema
 
-from vidagent.exceptions import LibraryError, MediaError, UserError, VideoNotFoundError
+from vidagent.exceptions import (
+    LibraryError,
+    MediaError,
+    ProviderError,
+    ToolInputError,
+    VideoNotFoundError,
+)
 from vidagent.models.base import ToolSpec
 from vidagent.timecode import parse_time
+from vidagent.tools.options import ToolOptions
 
 if TYPE_CHECKING:
+    from vidagent.budget import Meter
     from vidagent.library import Library
     from vidagent.models.client import Models
+    from vidagent.trace import Trace
 
-# Raised by a tool body, these are the model's to fix: they come back as an error observation.
-FIXABLE_ERRORS: tuple[type[Exception], ...] = (UserError, LibraryError, MediaError, ValueError)
+# Raised by a tool body, these are the call's to fix: they come back as an error observation.
+FIXABLE_ERRORS: tuple[type[Exception], ...] = (ToolInputError, LibraryError, MediaError)
 
 
 @dataclass(frozen=True)
@@ -43,6 +64,10 @@ class Evidence:
     video_id: str
     t0: float
     t1: float
+
+    def to_list(self) -> list[Any]:
+        """``[video_id, t0, t1]``, the form traces and JSON bodies hold."""
+        return [self.video_id, self.t0, self.t1]
 
 
 @dataclass(frozen=True)
@@ -55,7 +80,9 @@ class Observation:
         evidence: Spans of video the text rests on.
         frames: Frames looked at to produce it.
         model_calls: Model calls made to produce it.
-        error: True when the call failed in a way the model can fix (bad arguments, say).
+        error: True when the call failed in a way the model can react to (bad arguments,
+            a model that refused).
+        adjusted: Arguments moved into the schema's bounds before the call, in words.
     """
 
     text: str
@@ -64,23 +91,31 @@ class Observation:
     frames: int = 0
     model_calls: int = 0
     error: bool = False
+    adjusted: tuple[str, ...] = ()
 
 
 @dataclass
 class ToolContext:
-    """What tools share and the schema never shows: library, videos in scope, models, budget, trace.
-
-    ``options`` carries a strategy's settings for its tools (frame counts, the original
-    question, caption length); each tool documents the keys it reads.
-    """
+    """What tools share and the schema never shows: library, videos in scope, models, options,
+    and the run's meter and trace (``None`` outside a run)."""
 
     library: Library
     models: Models | None
     video_ids: list[str]
-    budget: Any = None
-    trace: Any = None
-    options: dict[str, Any] = field(default_factory=dict)
+    budget: Meter | None = None
+    trace: Trace | None = None
+    options: ToolOptions = field(default_factory=ToolOptions)
     _durations: dict[str, float] = field(default_factory=dict, init=False, repr=False)
+
+    def require_models(self, role: str, tool: str) -> Models:
+        """The model hub, for a tool that calls the ``role`` model.
+
+        Raises:
+            ToolInputError: this context has no models.
+        """
+        if self.models is None:
+            raise ToolInputError(f"{tool} needs models (the {role} role); this context has none")
+        return self.models
 
     def duration(self, video_id: str) -> float:
         """The video's duration in seconds, read from the Library once."""
@@ -92,14 +127,14 @@ class ToolContext:
         """A video id in scope from an id, unique id prefix or file name; ``None`` means the only one.
 
         Raises:
-            UserError: ``ref`` is None and there is not exactly one video in scope.
+            ToolInputError: ``ref`` is None and there is not exactly one video in scope.
             VideoNotFoundError: ``ref`` names no video in scope; the message lists them.
         """
         choices = ", ".join(self.video_ids) or "none"
         if ref is None:
             if len(self.video_ids) == 1:
                 return self.video_ids[0]
-            raise UserError(f"several videos are in scope ({choices}); say which one")
+            raise ToolInputError(f"several videos are in scope ({choices}); say which one")
         if ref in self.video_ids:
             return ref
         prefixed = [v for v in self.video_ids if v.startswith(ref)]
@@ -242,6 +277,37 @@ def _describe(schema: dict[str, Any]) -> str:
     return "|".join(kind) if isinstance(kind, list) else str(kind)
 
 
+def _bounds(schema: dict[str, Any]) -> dict[str, Any]:
+    """The bounds of a property, looking inside ``anyOf`` (an optional number)."""
+    found: dict[str, Any] = {k: schema[k] for k in ("minimum", "maximum", "maxLength") if k in schema}
+    for sub in schema.get("anyOf", []):
+        found |= _bounds(sub)
+    return found
+
+
+def clamp_to_schema(
+    args: dict[str, Any], schema: dict[str, Any]
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``args`` with numbers moved into their ``minimum``/``maximum`` and strings cut to their
+    ``maxLength``, and a line for each change (a model that asks for ``top_k = 2e15`` gets the
+    schema's maximum and is told so, instead of an error it may repeat)."""
+    out, notes = dict(args), []
+    for name, sub in schema.get("properties", {}).items():
+        value, bounds = out.get(name), _bounds(sub)
+        if isinstance(value, bool) or not bounds:
+            continue
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            low, high = bounds.get("minimum", -math.inf), bounds.get("maximum", math.inf)
+            moved = min(max(value, low), high)
+            if moved != value:
+                out[name] = int(moved) if isinstance(value, int) else float(moved)
+                notes.append(f"{name} = {value:g} is out of range; {moved:g} was used")
+        elif isinstance(value, str) and len(value) > bounds.get("maxLength", len(value)):
+            out[name] = value[: bounds["maxLength"]]
+            notes.append(f"{name} was cut to its {bounds['maxLength']} characters")
+    return out, tuple(notes)
+
+
 class Tool:
     """A registered tool: call it with a context and the model's raw arguments."""
 
@@ -313,6 +379,7 @@ class Tool:
         args, problems = self._parse(raw, kwargs)
         if problems:
             return self._invalid(problems)
+        args, adjusted = clamp_to_schema(args, self.schema)
         try:
             values = self._model.model_validate(args)
         except pydantic.ValidationError as exc:
@@ -324,9 +391,15 @@ class Tool:
         try:
             result = self.fn(ctx, **arguments)
         except FIXABLE_ERRORS as exc:
-            return Observation(text=f"{self.name} failed: {exc}", error=True)
+            return Observation(text=f"{self.name} failed: {exc}", error=True, adjusted=adjusted)
+        except ProviderError as exc:
+            text = f"{self.name} failed: the model it calls gave an error ({type(exc).__name__}: {exc})"
+            return Observation(text=text, error=True, adjusted=adjusted)
         if not isinstance(result, Observation):
             raise TypeError(f"tool {self.name!r} returned {type(result).__name__}, not Observation")
+        if adjusted:
+            note = "\n".join(f"(note: {a})" for a in adjusted)
+            result = dataclasses.replace(result, text=f"{note}\n{result.text}", adjusted=adjusted)
         return result
 
     def _parse(
@@ -418,6 +491,47 @@ class Toolbox:
     def specs(self) -> list[ToolSpec]:
         return [t.spec() for t in self._tools.values()]
 
+    def protocol(self) -> str:
+        """The JSON-action instructions for models without native tool calling."""
+        lines = ["You can call these functions:"]
+        for s in self.specs():
+            params = s.parameters.get("properties", {})
+            required = set(s.parameters.get("required", []))
+            args = ", ".join(f"{k}{'' if k in required else '?'}" for k in params)
+            lines.append(f"- {s.name}({args}): {s.description.strip()}")
+            for k, sub in params.items():
+                lines.append(f"    {k}: {sub.get('description', '').strip()}")
+        lines.append(
+            "Reply with exactly one JSON object and nothing else, of the form "
+            '{"thought": "<your reasoning>", "action": {"name": "<function name>", '
+            '"arguments": {<the function\'s arguments>}}}'
+        )
+        return "\n".join(lines)
+
+    def action_schema(self) -> dict[str, Any]:
+        """The JSON schema of one action; llama.cpp compiles it to a grammar the reply follows.
+
+        Arguments follow each tool's own schema (exact types and bounds: DVD's shown schema has
+        ``items: {}``), restricted to the arguments shown to the model, every one required so
+        that a grammar-bound model writes each once.
+        """
+        choices = [
+            {
+                "type": "object",
+                "properties": {"name": {"const": name}, "arguments": _closed(self[name])},
+                "required": ["name", "arguments"],
+            }
+            for name in self.names
+        ]
+        return {
+            "type": "object",
+            "properties": {
+                "thought": {"type": "string", "maxLength": 800},
+                "action": {"anyOf": choices} if len(choices) > 1 else choices[0],
+            },
+            "required": ["thought", "action"],
+        }
+
     def call(
         self, ctx: ToolContext, name: str, args: Mapping[str, Any] | str | None = None
     ) -> Observation:
@@ -428,6 +542,13 @@ class Toolbox:
                 error=True,
             )
         return self._tools[name](ctx, args)
+
+
+def _closed(t: Tool) -> dict[str, Any]:
+    shown = t.spec().parameters.get("properties", {})
+    own = t.schema.get("properties", {})
+    properties = {k: own[k] for k in shown if k in own}
+    return {"type": "object", "properties": properties, "required": list(properties)}
 
 
 @tool

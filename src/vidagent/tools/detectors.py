@@ -1,8 +1,11 @@
 """Object detectors and trackers for the perception tools: protocols, defaults, registries.
 
 VideoAgent2 (appendix A.2, A.3) pairs YOLOv11 with SAM2; neither ships offline. Both therefore
-sit behind a small protocol and a registry by name. A plugin calls :func:`register_detector` or
-:func:`register_tracker`, and a strategy picks by name in ``ctx.options``:
+sit behind a small protocol and a registry by name (:data:`DETECTORS`, :data:`TRACKERS`). An
+installed package adds one with an entry point in the ``vidagent.detectors`` or
+``vidagent.trackers`` group (see :mod:`vidagent.plugins`), code in the same process with
+:func:`register_detector` or :func:`register_tracker`, and a strategy picks by name in
+:class:`~vidagent.tools.options.PerceptionOptions` (``ctx.options.perception``):
 
 * ``object_detector`` (default ``"role"``): the ``detector`` model role, ``opencv:hog+haar``
   offline (``person`` from HOG, ``face`` from Haar). HOG scores are SVM margins (0.3 to about
@@ -45,8 +48,9 @@ from typing import TYPE_CHECKING, Protocol
 import cv2
 import numpy as np
 
-from vidagent.exceptions import ConfigError, UserError
+from vidagent.exceptions import ToolInputError
 from vidagent.models.base import Box, Detection
+from vidagent.plugins import Registry
 
 if TYPE_CHECKING:
     from vidagent.tools.base import ToolContext
@@ -122,21 +126,18 @@ class ObjectTracker(Protocol):
 
 
 class RoleDetector:
-    """The ``detector`` model role as an :class:`ObjectDetector`."""
+    """The ``detector`` model role as an :class:`ObjectDetector`.
+
+    What the model can find and how its scores read come from its capabilities: ``vocabulary``
+    (None: open) and ``margin_labels``, whose scores are SVM margins squashed with a sigmoid.
+    """
 
     def __init__(self, ctx: ToolContext) -> None:
-        if ctx.models is None:
-            raise UserError("this context has no models; the perception tools need a detector")
-        self._client = ctx.models.client("detector")
+        self._client = ctx.require_models("detector", "object detection").client("detector")
         self.name = self._client.spec
-        adapter = self._client.adapter
-        self.vocabulary: frozenset[str] | None = None
-        self._margins: set[str] = set()
-        if adapter.provider == "opencv":
-            from vidagent.models.opencv import KINDS
-
-            self.vocabulary = frozenset(KINDS[k] for k in getattr(adapter, "kinds", KINDS))
-            self._margins = {"person"}  # HOG margins; Haar faces come squashed already
+        caps = self._client.capabilities
+        self.vocabulary: frozenset[str] | None = caps.vocabulary
+        self._margins = caps.margin_labels
 
     def detect(self, frames: Sequence[np.ndarray], targets: Sequence[str]) -> list[list[Detection]]:
         found = self._client.detect(list(frames))
@@ -255,47 +256,46 @@ class TemplateTracker:
 DetectorFactory = Callable[["ToolContext"], ObjectDetector]
 TrackerFactory = Callable[[], ObjectTracker]
 
-DETECTORS: dict[str, DetectorFactory] = {"role": RoleDetector}
-TRACKERS: dict[str, TrackerFactory] = {"template": TemplateTracker}
-if hasattr(cv2, "TrackerMIL_create"):
-    TRACKERS["mil"] = MILTracker
+#: Object detectors by name: ``ctx.options.perception.object_detector``.
+DETECTORS: Registry[DetectorFactory] = Registry(
+    "vidagent.detectors", "object detector", {"role": "vidagent.tools.detectors:RoleDetector"}
+)
+_TRACKERS = {"template": "vidagent.tools.detectors:TemplateTracker"}
+if hasattr(cv2, "TrackerMIL_create"):  # absent from some OpenCV builds
+    _TRACKERS["mil"] = "vidagent.tools.detectors:MILTracker"
+#: Object trackers by name: ``ctx.options.perception.object_tracker``.
+TRACKERS: Registry[TrackerFactory] = Registry("vidagent.trackers", "object tracker", _TRACKERS)
 
 
 def register_detector(name: str, factory: DetectorFactory, *, replace: bool = False) -> None:
-    """Make a detector available as ``ctx.options["object_detector"] = name``.
+    """Make a detector available as ``PerceptionOptions(object_detector=name)``.
 
     Raises:
         ValueError: ``name`` is taken and ``replace`` is False.
     """
-    if name in DETECTORS and not replace:
-        raise ValueError(f"a detector named {name!r} is registered already")
-    DETECTORS[name] = factory
+    DETECTORS.register(name, factory, replace=replace)
 
 
 def register_tracker(name: str, factory: TrackerFactory, *, replace: bool = False) -> None:
-    """Make a tracker available as ``ctx.options["object_tracker"] = name``.
+    """Make a tracker available as ``PerceptionOptions(object_tracker=name)``.
 
     Raises:
         ValueError: ``name`` is taken and ``replace`` is False.
     """
-    if name in TRACKERS and not replace:
-        raise ValueError(f"a tracker named {name!r} is registered already")
-    TRACKERS[name] = factory
+    TRACKERS.register(name, factory, replace=replace)
 
 
 def backends(ctx: ToolContext) -> tuple[ObjectDetector, ObjectTracker]:
-    """The detector and tracker ``ctx.options`` names (``object_detector``, ``object_tracker``).
+    """The detector and tracker ``ctx.options.perception`` names.
 
     Raises:
-        ConfigError: a name nobody registered; the message lists the registered ones.
+        ConfigError: a name nobody registered (the message lists the registered ones), or a
+            plugin that fails to import.
     """
-    detector = str(ctx.options.get("object_detector", "role"))
-    tracker = str(ctx.options.get("object_tracker", "template"))
-    if detector not in DETECTORS:
-        raise ConfigError(f"no detector {detector!r}; registered: {', '.join(sorted(DETECTORS))}")
-    if tracker not in TRACKERS:
-        raise ConfigError(f"no tracker {tracker!r}; registered: {', '.join(sorted(TRACKERS))}")
-    return DETECTORS[detector](ctx), TRACKERS[tracker]()
+    options = ctx.options.perception
+    detector = DETECTORS.load(options.object_detector)
+    tracker = TRACKERS.load(options.object_tracker)
+    return detector(ctx), tracker()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -334,7 +334,7 @@ def resolve_target(name: str, detector: ObjectDetector) -> str:
     """The detector's class name for what the model called ``name``.
 
     Raises:
-        ValueError: the detector has a closed vocabulary and ``name`` maps onto none of it; the
+        ToolInputError: the detector has a closed vocabulary and ``name`` maps onto none of it; the
             message says what it can detect.
     """
     key = normal_name(name)
@@ -344,7 +344,7 @@ def resolve_target(name: str, detector: ObjectDetector) -> str:
     for candidate in (key, SYNONYMS.get(key), key[:-1] if key.endswith("s") else None):
         if candidate in vocabulary:
             return candidate
-    raise ValueError(
+    raise ToolInputError(
         f"the detector {detector.name} cannot detect {name!r}; it detects only: "
         f"{', '.join(sorted(vocabulary))}. Ask for one of those, or use zoom_in with "
         "task='caption' to look for anything else"

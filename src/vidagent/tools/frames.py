@@ -1,14 +1,9 @@
-"""Looking at pixels: frame inspection (DVD's FrameInspect) and the helpers that pick, resize,
-splice and label frames for a vision-language model.
+"""Looking at pixels: frame inspection (DVD's FrameInspect) and the times it picks.
 
 Frames are decoded on demand from the source file at the resolution asked for (the Library's
-thumbnails are for browsing). Every image sent to a model is preceded by its time as a text
-label, ``t=HH:MM:SS`` with tenths where the time has them (DVD spec A.11 #9). When a model accepts fewer images than there are
-frames, neighbouring frames are spliced side by side into one image, as DVD does to fit Azure's
-50-image limit (the label then gives the first and last time).
-
-``ctx.options`` keys read here: ``inspect_frames`` (default 50), ``inspect_fps`` (2),
-``inspect_height`` (720), ``inspect_prompt`` (the user prompt template, default DVD Table 11).
+thumbnails are for browsing), labelled and spliced for the model by
+:mod:`vidagent.models.vision`. Settings: :class:`~vidagent.tools.options.FrameOptions`
+(``ctx.options.frames``).
 """
 
 from __future__ import annotations
@@ -17,21 +12,14 @@ import math
 from collections.abc import Sequence
 from typing import Annotated
 
-import numpy as np
 from pydantic import Field
 
-from vidagent.exceptions import ConfigError
-from vidagent.models.base import ChatRequest, ImagePart, Message
+from vidagent.exceptions import ToolInputError
+from vidagent.models.vision import ask_about_frames, at_label
 from vidagent.prompts import load_prompt
-from vidagent.timecode import clock
 from vidagent.tools.base import Evidence, Observation, Seconds, ToolContext, tool
 
 TimeRanges = Annotated[list[tuple[Seconds, Seconds]], Field(min_length=1)]
-
-
-def short_side_size(width: int, height: int, short_side: int) -> int:
-    """The longest-side size (for :func:`~vidagent.media.frames_at`) giving ``short_side``p."""
-    return round(short_side * max(width, height) / max(1, min(width, height)))
 
 
 def inspect_times(
@@ -70,42 +58,6 @@ def browse_times(duration: float, n: int) -> list[float]:
     return [(j + 0.5) * duration / n for j in range(n)]
 
 
-def splice(frames: np.ndarray, per_image: int) -> list[np.ndarray]:
-    """Groups of ``per_image`` frames, each joined side by side into one image.
-
-    Args:
-        frames: The frames.  # (N, H, W, 3) uint8
-        per_image: Frames per composite (1: no splicing).
-
-    Returns:
-        The composites.  # each (H, W * k, 3) uint8, k <= per_image
-    """
-    return [
-        np.concatenate(list(frames[i : i + per_image]), axis=1)
-        for i in range(0, len(frames), per_image)
-    ]
-
-
-def _at(t: float) -> str:
-    """``HH:MM:SS`` with tenths where the time has them: 2 fps frames sit on half seconds."""
-    return clock(round(t, 1))
-
-
-def labelled_images(
-    frames: np.ndarray, times: Sequence[float], max_images: int
-) -> tuple[str | ImagePart, ...]:
-    """Message content: a ``t=`` label before each image, splicing to fit ``max_images``."""
-    from vidagent.media import encode_jpeg
-
-    per_image = max(1, math.ceil(len(frames) / max(1, max_images)))
-    parts: list[str | ImagePart] = []
-    for i, image in enumerate(splice(frames, per_image)):
-        span = times[i * per_image : (i + 1) * per_image]
-        label = f"t={_at(span[0])}" if len(span) == 1 else f"t={_at(span[0])}-{_at(span[-1])}"
-        parts += [label, ImagePart(encode_jpeg(image, quality=85))]
-    return tuple(parts)
-
-
 def ask_vlm(
     ctx: ToolContext,
     video_id: str,
@@ -119,23 +71,15 @@ def ask_vlm(
     """Decode frames of a video at ``times`` and ask the ``vlm`` role about them.
 
     Raises:
-        ConfigError: no model hub in the context.
+        ToolInputError: no model hub in the context.
+        ConfigError: the vlm takes no images.
     """
-    from vidagent.media import frames_at
-
-    if ctx.models is None:
-        raise ConfigError("this tool needs models (the vlm role)")
     record = ctx.library.get_video(video_id)
-    size = short_side_size(record.width, record.height, short_side)
-    frames = frames_at(record.source, list(times), size=size)  # (N, H, W, 3) uint8
-    client = ctx.models.client("vlm")
-    content = (*labelled_images(frames, times, client.capabilities.max_images or 50), prompt)
-    request = ChatRequest(
-        (Message("system", system), Message("user", content)),
-        temperature=0.0,
-        max_tokens=max_tokens,
-    )
-    return client.chat(request).text.strip()
+    client = ctx.require_models("vlm", "this tool").client("vlm")
+    return ask_about_frames(
+        client, record.source, times, width=record.width, height=record.height,
+        short_side=short_side, system=system, prompt=prompt, max_tokens=max_tokens,
+    )  # fmt: skip
 
 
 @tool
@@ -158,18 +102,18 @@ def frame_inspect(
     duration = ctx.duration(video_id)
     late = [min(pair) for pair in time_ranges_hhmmss if min(pair) > duration]
     if late:
-        raise ValueError(
-            f"time range starting {_at(late[0])} begins after the video ends ({_at(duration)})"
+        raise ToolInputError(
+            f"time range starting {at_label(late[0])} begins after the video ends ({at_label(duration)})"
         )
     ranges = [ctx.clamp_span(video_id, t0, t1) for t0, t1 in time_ranges_hhmmss]
-    opts = ctx.options
-    times = inspect_times(ranges, opts.get("inspect_fps", 2.0), opts.get("inspect_frames", 50))
-    template = opts.get("inspect_prompt") or load_prompt("dvd_frame_inspect").strip()
+    opts = ctx.options.frames
+    times = inspect_times(ranges, opts.inspect_fps, opts.inspect_frames)
+    template = opts.inspect_prompt or load_prompt("dvd_frame_inspect").strip()
     reply = ask_vlm(
         ctx,
         video_id,
         times,
-        short_side=opts.get("inspect_height", 720),
+        short_side=opts.inspect_height,
         system=load_prompt("dvd_frame_inspect_system").strip(),
         prompt=template.replace("[question]", question),
     )

@@ -25,8 +25,8 @@ clause carrying the detector's or OCR's own score.
 Zoom: the box is cropped from the frame, decoded as large as the crop needs (at most the
 display size), and its long side scaled to 1024 px, bicubic (spec A.5; the paper only says
 "OpenCV"). Detection and tracking are in :mod:`vidagent.tools.tracking`, their pluggable
-backends in :mod:`vidagent.tools.detectors`; the ``ctx.options`` keys they read are listed
-there.
+backends in :mod:`vidagent.tools.detectors`; their settings are
+:class:`~vidagent.tools.options.PerceptionOptions` (``ctx.options.perception``).
 
 Decisions where the paper is silent: boxes go to and come from the model as fractions of the
 frame, so a detected box can be passed to ``zoom_in`` unchanged; a range is captioned or
@@ -139,9 +139,7 @@ def mean_confidence(clauses: Sequence[Clause]) -> float | None:
 
 
 def _models(ctx: ToolContext) -> Models:
-    if ctx.models is None:
-        raise UserError("this context has no models; the perception tools need them")
-    return ctx.models
+    return ctx.require_models("vlm, detector and ocr", "the perception tools")
 
 
 def caption_request(rgb: np.ndarray) -> ChatRequest:
@@ -157,16 +155,12 @@ def caption_images(
     """A caption with a confidence after every clause for each RGB image, and who wrote them.
 
     Raises:
-        UserError: the ``vlm`` role takes no images.
+        ConfigError: the ``vlm`` role takes no images.
     """
     client = _models(ctx).client("vlm")
-    if client.adapter.provider == "perception":
+    if client.capabilities.describer:
         return describe_images(ctx, images, cost), LABEL
-    if not client.capabilities.supports_images:
-        raise UserError(
-            f"the vlm role {client.spec} takes no images; set vlm to a vision model "
-            "(openai:<model>) or to perception:describer"
-        )
+    client.require_images()
     captions = []
     for rgb in images:
         captions.append(client.chat(caption_request(rgb)).text.strip())

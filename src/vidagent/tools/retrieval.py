@@ -7,27 +7,27 @@ registry built at ingest and an event-centric summary of frames sampled uniforml
 video, written by the ``vlm`` role for the query (DVD Table 12). That summary is cached in the
 Library per video, query, model and sampling, so asking again costs nothing.
 
-``ctx.options`` keys read here: ``caption_words`` (cut each clip's text to this many words; None
-keeps all, DVD spec A.11 #22), ``question`` (used when the browse query is empty),
-``browse_frames`` (250), ``browse_height`` (360), ``browse_prompt`` (default Table 12).
+Settings: :class:`~vidagent.tools.options.RetrievalOptions` (``ctx.options.retrieval``); the
+question (``ctx.options.question``) stands in for an empty browse query. The browse summary is
+a Library memo (``Artifact`` kind ``browse``), written through the Library's locked write path,
+so concurrent questions may browse the same video safely.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field
 
-from vidagent.exceptions import ConfigError
-from vidagent.library.schema import ClipHit, Summary
-from vidagent.prompts import load_prompt, prompt_hash
+from vidagent.exceptions import ToolInputError
+from vidagent.library.schema import ClipHit
+from vidagent.library.search import require_embedding
+from vidagent.library.views import registry_view
+from vidagent.prompts import load_prompt
 from vidagent.timecode import clock
 from vidagent.tools.base import Evidence, Observation, Seconds, ToolContext, tool
 from vidagent.tools.frames import ask_vlm, browse_times
-
-EVENT_KIND = "event:"  # Summary kind prefix of cached global-browse summaries
 
 
 def clip_text(hit: ClipHit, words: int | None = None) -> str:
@@ -65,21 +65,17 @@ def clip_search(
         video: Search only this video (id or name); default every video in scope.
         time_range: Search only clips overlapping [start, end].
     """
-    from vidagent.library.search import search
-
     if not event_description.strip():
-        raise ValueError("event_description is empty; describe the event to search for")
-    if ctx.models is None:
-        raise ConfigError("clip_search needs models (the embed role)")
+        raise ToolInputError("event_description is empty; describe the event to search for")
+    client = ctx.require_models("embed", "clip_search").client("embed")
+    require_embedding(ctx.library, client.spec)
     videos = [ctx.resolve_video(video)] if video is not None else list(ctx.video_ids)
     t_from, t_to = sorted(time_range) if time_range is not None else (None, None)
-    hits = search(
-        ctx.library, event_description, models=ctx.models, videos=videos,
-        t_from=t_from, t_to=t_to, top=top_k,
-    )  # fmt: skip
+    vector = client.embed([event_description]).vectors[0]  # (D,)
+    hits = ctx.library.search_clips(vector, video_ids=videos, t_from=t_from, t_to=t_to, k=top_k)
     if not hits:
         return Observation(text="Searched Video Clip Scripts :\nNo clips found.")
-    words = ctx.options.get("caption_words")
+    words = ctx.options.retrieval.caption_words
     lines = [
         f"{_span(ctx, h.clip.video_id, h.clip.t0, h.clip.t1)} ({h.score:.2f}) {clip_text(h, words)}"
         for h in sorted(hits, key=lambda h: (h.clip.video_id, h.clip.t0))
@@ -98,14 +94,12 @@ def global_browse(ctx: ToolContext, query: str, video: str | None = None) -> Obs
         query: A textual description of the question to search for.
         video: Browse only this video (id or name); default every video in scope.
     """
-    from vidagent.ingest.caption import REGISTRY, registry_view
-
-    query = query.strip() or str(ctx.options.get("question", ""))
+    query = query.strip() or ctx.options.question
     videos = [ctx.resolve_video(video)] if video is not None else list(ctx.video_ids)
     sections, frames, calls = [], 0, 0
     for video_id in videos:
-        stored = ctx.library.summary(video_id, REGISTRY)
-        registry = registry_view(json.loads(stored.data)) if stored else "{}"
+        stored = ctx.library.artifact(video_id, "registry")
+        registry = registry_view(stored.data) if stored is not None else "{}"
         events, looked = _event_summary(ctx, video_id, query)
         frames, calls = frames + looked, calls + (1 if looked else 0)
         head = "" if len(videos) == 1 else f"Video {ctx.library.get_video(video_id).name}:\n"
@@ -119,34 +113,24 @@ def global_browse(ctx: ToolContext, query: str, video: str | None = None) -> Obs
 
 
 def _event_summary(ctx: ToolContext, video_id: str, query: str) -> tuple[str, int]:
-    """The query's event summary and the frames looked at for it (0 when cached)."""
-    if ctx.models is None:
-        raise ConfigError("global_browse needs models (the vlm role)")
-    opts = ctx.options
-    n, height = int(opts.get("browse_frames", 250)), int(opts.get("browse_height", 360))
-    template = opts.get("browse_prompt") or load_prompt("dvd_global_browse").strip()
-    key_parts = [query, ctx.models.client("vlm").spec, template, str(n), str(height)]
-    kind = EVENT_KIND + hashlib.sha256("\x1f".join(key_parts).encode()).hexdigest()[:16]
-    cached = ctx.library.summary(video_id, kind)
-    if cached is not None:
-        return cached.text, 0
+    """The query's event summary and the frames looked at for it (0 when it was memoised)."""
+    client = ctx.require_models("vlm", "global_browse").client("vlm")
+    opts = ctx.options.retrieval
+    n, height = opts.browse_frames, opts.browse_height
+    template = opts.browse_prompt or load_prompt("dvd_global_browse").strip()
+    key_parts = [query, client.spec, template, str(n), str(height)]
+    key = hashlib.sha256("\x1f".join(key_parts).encode()).hexdigest()[:16]
     times = browse_times(ctx.duration(video_id), n)
-    text = ask_vlm(
-        ctx,
-        video_id,
-        times,
-        short_side=height,
-        system=load_prompt("dvd_frame_inspect_system").strip(),
-        prompt=template.replace("[question]", query),
+
+    def build() -> tuple[str, dict[str, Any]]:
+        text = ask_vlm(
+            ctx, video_id, times, short_side=height,
+            system=load_prompt("dvd_frame_inspect_system").strip(),
+            prompt=template.replace("[question]", query),
+        )  # fmt: skip
+        return text, {"query": query, "frames": n, "height": height}
+
+    found, built = ctx.library.memo(
+        video_id, "browse", key, producer=client.spec, inputs_hash=key, build=build
     )
-    ctx.library.put_summary(
-        Summary(
-            video_id=video_id,
-            kind=kind,
-            text=text,
-            data=json.dumps({"query": query, "frames": n, "height": height}),
-            model=ctx.models.client("vlm").spec,
-            inputs_hash=prompt_hash("dvd_global_browse"),
-        )
-    )
-    return text, len(times)
+    return found.text, len(times) if built else 0

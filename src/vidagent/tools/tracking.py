@@ -23,8 +23,10 @@ Decisions where the paper is silent:
 * The threshold is 0.5 (spec A.5); a track spans at most 60 s per call, since its frames are
   held in memory (121 frames of 512 px at the default tracker's 2 steps a second).
 
-``ctx.options`` keys read here: ``detect_alpha`` (5), ``detect_threshold`` (0.5), and through
-:func:`~vidagent.tools.detectors.backends` ``object_detector`` and ``object_tracker``.
+Settings come from :class:`~vidagent.tools.options.PerceptionOptions` (``ctx.options.perception``):
+``detect_alpha`` ("typically 5", appendix A.2), ``detect_threshold`` (0.5, spec A.5; the paper
+gives none), and through :func:`~vidagent.tools.detectors.backends` ``object_detector`` and
+``object_tracker``.
 Boxes are fractions of the frame ``(x0, y0, x1, y1)`` everywhere in this module.
 """
 
@@ -37,6 +39,7 @@ from dataclasses import dataclass, field, replace
 import cv2
 import numpy as np
 
+from vidagent.exceptions import ToolInputError
 from vidagent.media import VideoInfo, frames_at, probe
 from vidagent.models.base import Box, Detection
 from vidagent.tools.base import Evidence, Observation, ToolContext
@@ -53,8 +56,6 @@ from vidagent.tools.detectors import (
     to_pixels,
 )
 
-ALPHA = 5  # frames each side of m: "typically 5" (appendix A.2)
-THRESHOLD = 0.5  # lowest detector score that counts (spec A.5; the paper gives none)
 MAX_TRACK_SECONDS = 60.0
 DETECT_SIZE = 800  # the default detector's working width: it downscales wider frames itself
 TRACK_SIZE = 512  # tracking held people on vtest.avi as well as at 768 px (detectors.py)
@@ -94,19 +95,21 @@ def open_video(ctx: ToolContext, video: str | None) -> VideoView:
 
 
 def check_time(ctx: ToolContext, v: VideoView, t: float) -> float:
-    """``t`` itself; a time outside the video is the model's to fix (ValueError)."""
+    """``t`` itself; a time outside the video is the model's to fix (ToolInputError)."""
     duration = ctx.duration(v.video_id)
     if not 0.0 <= t <= duration:
-        raise ValueError(f"{t:g} s is outside the video{v.name} (0 to {duration:.1f} s)")
+        raise ToolInputError(f"{t:g} s is outside the video{v.name} (0 to {duration:.1f} s)")
     return t
 
 
 def check_span(ctx: ToolContext, v: VideoView, t0: float, t1: float) -> tuple[float, float]:
-    """``(t0, t1)`` in order and clamped to the video; a span wholly outside it is a ValueError."""
+    """``(t0, t1)`` in order and clamped to the video; a span wholly outside it is a ToolInputError."""
     lo, hi = sorted((t0, t1))
     duration = ctx.duration(v.video_id)
     if hi < 0.0 or lo > duration:
-        raise ValueError(f"{lo:g}-{hi:g} s is outside the video{v.name} (0 to {duration:.1f} s)")
+        raise ToolInputError(
+            f"{lo:g}-{hi:g} s is outside the video{v.name} (0 to {duration:.1f} s)"
+        )
     return ctx.clamp_span(v.video_id, lo, hi)
 
 
@@ -131,15 +134,15 @@ def spread(times: list[float], most: int) -> tuple[list[float], str]:
 
 
 def check_box(box: Sequence[float]) -> Box:
-    """A box of fractions ``[x0, y0, x1, y1]`` checked; a bad one is a ValueError for the model."""
+    """A box of fractions ``[x0, y0, x1, y1]`` checked; a bad one is a ToolInputError for the model."""
     x0, y0, x1, y1 = (float(v) for v in box)
     if not all(0.0 <= v <= 1.0 for v in (x0, y0, x1, y1)):
-        raise ValueError(
+        raise ToolInputError(
             f"box {list(box)} must be fractions of the frame in [0, 1]: [x0, y0, x1, y1], "
             "e.g. [0.5, 0.0, 1.0, 0.5] for the top right quarter"
         )
     if x0 >= x1 or y0 >= y1:
-        raise ValueError(f"box {list(box)} needs x0 < x1 and y0 < y1 ([x0, y0, x1, y1])")
+        raise ToolInputError(f"box {list(box)} needs x0 < x1 and y0 < y1 ([x0, y0, x1, y1])")
     return (x0, y0, x1, y1)
 
 
@@ -147,13 +150,13 @@ def zoom(rgb: np.ndarray, box: Box, side: int = ZOOM_SIDE) -> np.ndarray:
     """The ``box`` of an (H, W, 3) frame with its long side scaled to ``side`` px (bicubic up).
 
     Raises:
-        ValueError: the box spans under 2 px of this frame either way.
+        ToolInputError: the box spans under 2 px of this frame either way.
     """
     h, w = rgb.shape[:2]
     x0, y0 = math.floor(box[0] * w), math.floor(box[1] * h)
     x1, y1 = math.ceil(box[2] * w), math.ceil(box[3] * h)
     if x1 - x0 < 2 or y1 - y0 < 2:
-        raise ValueError(f"box {list(box)} is under 2 pixels wide or high in a {w}x{h} frame")
+        raise ToolInputError(f"box {list(box)} is under 2 pixels wide or high in a {w}x{h} frame")
     crop = rgb[y0:y1, x0:x1]  # (h, w, 3) uint8
     scale = side / max(crop.shape[:2])
     size = (max(1, round(crop.shape[1] * scale)), max(1, round(crop.shape[0] * scale)))
@@ -349,8 +352,8 @@ class _Follower:
 
 
 def _settings(ctx: ToolContext) -> tuple[int, float]:
-    alpha = int(ctx.options.get("detect_alpha", ALPHA))
-    return alpha, float(ctx.options.get("detect_threshold", THRESHOLD))
+    options = ctx.options.perception
+    return options.detect_alpha, options.detect_threshold
 
 
 def observe_objects(

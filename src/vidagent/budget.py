@@ -85,9 +85,13 @@ class Meter:
     def check(self) -> None:
         """Raise :class:`BudgetExceeded` for the first budget that is spent.
 
-        Steps count as spent when ``steps`` reached the limit: no further step may start.
+        Steps are not checked here: ``steps`` counts the steps begun, and the step limit is the
+        bound of the run's step loop (:meth:`vidagent.agents.run.Run.steps`), which ends with
+        the strategy's own ``max_steps`` answer.
         """
         for name, used in self.spent().items():
+            if name == "steps":
+                continue
             limit = getattr(self.budget, name)
             if limit is not None and used >= limit:
                 raise BudgetExceeded(name, used, limit)

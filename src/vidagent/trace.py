@@ -13,13 +13,20 @@ the same :func:`render` the live display uses. Events, in the order a run emits 
 - :class:`PhaseChanged`: a strategy's own milestones (a plan, a confidence, a phase);
 - :class:`BudgetExhausted`: which budget ran out, before a forced answer;
 - :class:`Answered` and :class:`RunFinished`: the answer and the run's totals.
+
+Runs form a tree. Every event carries ``run``, the id of the run that emitted it, and ``span``,
+the tool call it happened inside (a model call made by a tool carries that call's id). A
+strategy with several conversations or sub-agents (a tree search's branches, a master agent's
+visual sub-agent) opens child runs: :class:`ChildStarted` names the child's id, its parent and
+its purpose, and the child's events carry the child's id. A trace is drawn as a tree by
+grouping events on ``run`` and linking each child to its parent. Rendering is the front ends'
+business (:mod:`vidagent.cli.render`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -27,7 +34,6 @@ from pathlib import Path
 from typing import IO, Any, ClassVar
 
 from vidagent.exceptions import UserError
-from vidagent.timecode import clock
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,8 @@ class Event:
 
     kind: ClassVar[str] = ""
     t: float
+    run: str = field(default="", kw_only=True)  # id of the run that emitted it
+    span: str = field(default="", kw_only=True)  # the tool call it happened inside, if any
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, **dataclasses.asdict(self)}
@@ -67,6 +75,18 @@ class ModelCall(Event):
     latency_s: float
     cached: bool = False
     error: str | None = None
+    fitted: str = ""  # what was elided or cut to fit the model's context window
+
+
+@dataclass(frozen=True)
+class ChildStarted(Event):
+    """A child run (a sub-agent, a conversation, a search branch) began under ``parent``."""
+
+    kind: ClassVar[str] = "child_started"
+    child: str
+    parent: str
+    name: str
+    data: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -109,6 +129,7 @@ class Observed(Event):
     model_calls: int
     error: bool
     seconds: float
+    adjusted: list[str] = field(default_factory=list)  # arguments clamped to the tool's bounds
 
 
 @dataclass(frozen=True)
@@ -138,6 +159,7 @@ class Answered(Event):
     reason: str
     confidence: float | None
     evidence: list[list[Any]]
+    note: str = ""  # why a forced answer was forced, in words (a model error's message)
 
 
 @dataclass(frozen=True)
@@ -155,7 +177,7 @@ class RunFinished(Event):
 EVENTS: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (
-        RunStarted, ModelCall, AgentTurn, FormatError, ToolCalled, Observed, PhaseChanged,
+        RunStarted, ModelCall, ChildStarted, AgentTurn, FormatError, ToolCalled, Observed, PhaseChanged,
         BudgetExhausted, Answered, RunFinished,
     )
 }  # fmt: skip
@@ -256,115 +278,3 @@ class Trace:
         if not trace.events:
             raise UserError(f"{path}: the trace is empty")
         return trace
-
-
-# ---------------------------------------------------------------------------------------------
-# Rendering (live and replay share it)
-
-
-def _short(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _spans(evidence: list[list[Any]], names: dict[str, str]) -> str:
-    parts = []
-    for video_id, t0, t1 in evidence:
-        where = names.get(video_id, video_id[:12])
-        parts.append(f"{where} {clock(round(t0, 1))}–{clock(round(t1, 1))}")
-    return "; ".join(parts)
-
-
-class Renderer:
-    """Turns events into the lines a person reads; keeps the video names seen at the start.
-
-    Args:
-        width: observations and thoughts are cut to this many characters (0: never cut).
-        calls: also show every model call (tokens, latency, cost).
-    """
-
-    def __init__(self, width: int = 160, calls: bool = False) -> None:
-        self.width = width
-        self.calls = calls
-        self.names: dict[str, str] = {}
-        self.options: list[str] = []
-
-    def _cut(self, text: str) -> str:
-        return _short(text, self.width) if self.width else text
-
-    def __call__(self, e: Event) -> str | None:
-        if isinstance(e, RunStarted):
-            self.names = {v["video_id"]: v.get("name", v["video_id"]) for v in e.videos}
-            self.options = list(e.options)
-            videos = ", ".join(self.names.values())
-            head = f"[{e.strategy}] {e.question}"
-            opts = "".join(f"\n  ({chr(65 + i)}) {o}" for i, o in enumerate(e.options))
-            return f"{head}{opts}\n  videos: {videos}; llm {e.models.get('llm', '?')}"
-        if isinstance(e, AgentTurn):
-            thought = f"\nstep {e.step} · thought: {self._cut(e.thought)}" if e.thought else ""
-            return thought.lstrip("\n") or None
-        if isinstance(e, ToolCalled):
-            args = json.dumps(e.arguments, ensure_ascii=False)
-            return f"step {e.step} → {e.tool} {self._cut(args)}"
-        if isinstance(e, Observed):
-            mark = "✗" if e.error else "←"
-            extra = f" [confidence {e.confidence:.2f}]" if e.confidence is not None else ""
-            frames = f" [{e.frames} frames]" if e.frames else ""
-            return f"step {e.step} {mark} {self._cut(e.text)}{extra}{frames}"
-        if isinstance(e, FormatError):
-            return f"step {e.step} ✗ not a valid action (try {e.attempt}): {self._cut(e.problem)}"
-        if isinstance(e, PhaseChanged):
-            data = json.dumps(e.data, ensure_ascii=False) if e.data else ""
-            return f"step {e.step} · {e.phase} {self._cut(data)}".rstrip()
-        if isinstance(e, BudgetExhausted):
-            return f"budget '{e.budget}' exhausted ({e.used:g} of {e.limit:g}): forcing an answer"
-        if isinstance(e, ModelCall):
-            if not self.calls:
-                return None
-            cost = f" ${e.cost_usd:.4f}" if e.cost_usd else ""
-            return (
-                f"  model {e.role} {e.spec}: {e.input_tokens}+{e.output_tokens} tokens "
-                f"{e.latency_s:.2f}s{cost}{' (cached)' if e.cached else ''}"
-            )
-        if isinstance(e, Answered):
-            return render_answer(e, self.names, self.options)
-        if isinstance(e, RunFinished):
-            cost = f", ${e.cost_usd:.4f}" if e.cost_usd else ""
-            return (
-                f"{e.steps} steps, {e.frames} frames, {e.model_calls} model calls, "
-                f"{e.input_tokens}+{e.output_tokens} tokens{cost}, {e.seconds:.1f} s"
-            )
-        return None
-
-
-def render_answer(
-    e: Answered, names: dict[str, str] | None = None, options: list[str] | None = None
-) -> str:
-    """The answer block: text with its option, how it ended, evidence spans."""
-    text = e.text.strip()
-    if e.choice is not None:
-        letter = chr(65 + e.choice)
-        option = options[e.choice] if options and e.choice < len(options) else ""
-        if re.fullmatch(rf"\(?{letter}\)?\.?", text):
-            text = f"({letter}) {option}".rstrip()
-        elif not re.match(rf"^(?:\({letter}\)|{letter}(?:$|[.):]))", text):
-            text = f"({letter}) {text}"
-    lines = [f"answer: {text}"]
-    if not e.parsed:
-        lines.append("  (no option could be read from this answer: recorded as unparsable)")
-    if e.forced:
-        lines.append(f"  (forced final answer: {e.reason})")
-    if e.confidence is not None:
-        lines.append(f"  confidence: {e.confidence:g}")
-    if e.evidence:
-        lines.append(f"  evidence: {_spans(e.evidence, names or {})}")
-    return "\n".join(lines)
-
-
-def render(events: Iterable[Event], width: int = 160, calls: bool = False) -> Iterator[str]:
-    """The lines of a whole trace, as the live display printed them."""
-    renderer = Renderer(width, calls)
-    for e in events:
-        line = renderer(e)
-        if line is not None:
-            yield line

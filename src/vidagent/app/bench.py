@@ -1,8 +1,11 @@
-"""Run a strategy over a benchmark: concurrent, rate-limited, resumable.
+"""Run a strategy over a benchmark: concurrent, rate-limited, resumable (application layer:
+it composes ingest and agents through a :class:`~vidagent.app.session.Session`).
 
 :func:`run_benchmark` loads the benchmark's questions (the first ``limit`` of the split, in load
 order), indexes every video they need into the Library once, then answers the questions on a
-pool of threads that share one :class:`~vidagent.models.client.Models` hub, and appends one row
+pool of threads that share one Session (one model hub, one Library, one Agent: each question
+keeps its state in its own run; Library writes from tools, such as a memoised global-browse
+summary, go through the Library's locked write path), and appends one row
 per finished question to the run folder (:mod:`vidagent.bench.rundir`).
 
 Concurrency. The hub's :class:`~vidagent.models.client.Limiter` is the global limit: each
@@ -40,7 +43,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vidagent.agents.budget import Budget
 from vidagent.bench.answers import jsonable, parse_prediction
 from vidagent.bench.base import BenchmarkDataError, Sample
 from vidagent.bench.rundir import (
@@ -60,12 +62,15 @@ from vidagent.bench.rundir import (
     trace_name,
     write_json_atomic,
 )
-from vidagent.config import ROLES, Settings, load_settings
-from vidagent.exceptions import ConfigError, LibraryError, MediaError, UserError
+from vidagent.budget import Budget
+from vidagent.exceptions import ConfigError, MediaError, UserError
+from vidagent.roles import ROLES
 
 if TYPE_CHECKING:
     from vidagent.agents.base import Agent, Answer, ToolMode
+    from vidagent.app.session import Session
     from vidagent.bench.base import Benchmark, Scores
+    from vidagent.config import Settings
     from vidagent.library import Library
     from vidagent.models.client import Models
 
@@ -84,7 +89,7 @@ class RunConfig:
         subset: a named subset (LongVideoBench ``long``).
         videos: the video root (default: the benchmark's folder under ``data``).
         ids: a file of question ids to keep (NExT-QA's ATP-hard list).
-        strategy: an agent strategy name (:data:`vidagent.agents.ask.STRATEGIES`).
+        strategy: an agent strategy name (:data:`vidagent.agents.strategies.STRATEGIES`).
         strategy_options: the strategy's own settings.
         tool_mode: ``auto``, ``native`` or ``json`` tool calling.
         budget: per-question limits.
@@ -139,6 +144,14 @@ class RunSummary:
     scores: Scores | None = None
     notes: tuple[str, ...] = ()
 
+    def to_json(self) -> dict[str, Any]:
+        body = {k: v for k, v in self.__dict__.items() if k not in ("scores", "out", "notes")}
+        return body | {
+            "out": str(self.out),
+            "scores": self.scores.to_dict() if self.scores else None,
+            "notes": list(self.notes),
+        }
+
 
 # ---------------------------------------------------------------------------------------------
 # Pieces of a run
@@ -147,15 +160,13 @@ class RunSummary:
 class VideoIndex:
     """Videos indexed into the run's Library at most once, from any thread.
 
-    One video is indexed at a time: Library writes (its manifest, its tables) are not safe from
-    two threads, and a thread asking for a video another is indexing waits and gets its id.
-    A video that cannot be indexed keeps its error, raised again for every question on it.
+    One video is indexed at a time, so two questions on one video never index it twice: a
+    thread asking for a video another is indexing waits and gets its id. A video that cannot
+    be indexed keeps its error, raised again for every question on it.
     """
 
-    def __init__(
-        self, library: Library, settings: Settings, models: Models, stages: Sequence[str]
-    ) -> None:
-        self.library, self.settings, self.models = library, settings, models
+    def __init__(self, session: Session, stages: Sequence[str]) -> None:
+        self.session = session
         self.stages = tuple(stages)
         self._lock = threading.Lock()
         self._done: dict[Path, str | MediaError] = {}
@@ -166,20 +177,17 @@ class VideoIndex:
         Raises:
             MediaError: the file cannot be used as a video.
         """
-        from vidagent.ingest import index_video
+        from vidagent.ingest import index_path
 
         key = Path(path).resolve()
         with self._lock:
             if key not in self._done:
-                try:
-                    result = index_video(
-                        key, library=self.library, settings=self.settings, models=self.models,
-                        stages=self.stages,
-                    )  # fmt: skip
-                    assert result.video is not None
-                    self._done[key] = result.video.video_id
-                except MediaError as e:
-                    self._done[key] = e
+                s = self.session
+                result = index_path(
+                    key, library=s.library, settings=s.settings, models=s.models,
+                    stages=self.stages,
+                )  # fmt: skip
+                self._done[key] = result.error or result.video.video_id  # type: ignore[union-attr]
             found = self._done[key]
         if isinstance(found, MediaError):
             raise found
@@ -206,23 +214,23 @@ def endpoint_limits(models: Models, roles: Sequence[str] = AGENT_ROLES) -> dict[
 
 def run_benchmark(
     config: RunConfig,
+    session: Session | None = None,
     *,
-    settings: Settings | None = None,
     out: Path | None = None,
-    models: Models | None = None,
-    library: Library | None = None,
     progress: bool = False,
     on_row: Callable[[dict[str, Any]], None] | None = None,
+    settings: Settings | None = None,
+    models: Models | None = None,
+    library: Library | None = None,
 ) -> RunSummary:
     """Answer a benchmark's questions with a strategy, resuming the run folder ``out``.
 
     Args:
         config: the benchmark, strategy, budget and limits.
-        settings: default :func:`~vidagent.config.load_settings()`.
+        session: the settings, Library (indexed into and searched) and model hub; default a
+            Session of ``settings``, ``models`` and ``library``, closed at the end.
         out: the run folder (default ``$VIDAGENT_HOME/runs/<bench>-<split>-<strategy>-<hash>``,
             the hash of every setting that decides the answers, so the same command resumes).
-        models: the hub (default: one from ``settings``, closed at the end).
-        library: the Library to index into and search (default: the configured one).
         progress: progress bars on stderr.
         on_row: called with each row as it is written.
 
@@ -230,12 +238,12 @@ def run_benchmark(
         UserError: a bad benchmark, split, data folder, strategy, option or model spec, or an
             ``out`` that holds a run with other settings.
     """
-    from vidagent.agents.ask import strategy_class
+    from vidagent.app.session import Session
     from vidagent.bench import get_benchmark
-    from vidagent.library import Library
-    from vidagent.models.client import Models
 
-    settings = settings or load_settings()
+    if session is None:
+        with Session(settings, library=library, models=models) as own:
+            return run_benchmark(config, own, out=out, progress=progress, on_row=on_row)
     if config.concurrency < 1:
         raise UserError(f"concurrency must be at least 1, not {config.concurrency}")
     if config.limit is not None and config.limit < 1:
@@ -251,50 +259,30 @@ def run_benchmark(
 
         loaded = loaded.only(read_id_list(config.ids))
     samples = loaded.samples[: config.limit]
-    cls = strategy_class(config.strategy)
-
-    own = models is None
-    hub = models if models is not None else Models(settings)
-    try:
-        library = library if library is not None else Library(settings.library_uri)
-        agent = _preflight(cls, library, hub, config)
-        run = _Run(bench, config, settings, hub, library, agent, samples, loaded.missing)
-        return run.go(out, data, loaded.split, progress, on_row)
-    finally:
-        if own:
-            hub.close()
-
-
-def _preflight(cls: type[Agent], library: Library, models: Models, config: RunConfig) -> Agent:
-    """The agent built once before any work, so a bad option or embedding fails at once."""
-    try:
-        agent = cls(library, models, budget=config.budget, tool_mode=config.tool_mode,
-                    **dict(config.strategy_options))  # fmt: skip
-    except (TypeError, ValueError) as e:
-        raise UserError(f"strategy {config.strategy}: {e}") from None
-    bound = library.manifest.embeddings.get("clip_vectors")
-    if bound is not None and bound["spec"] != models.client("embed").spec:
-        raise LibraryError(
-            f"the Library's clips were embedded with {bound['spec']}; run with "
-            f"--embed {bound['spec']}, or index into another Library (--library)"
-        )
-    return agent
+    # Built once before any work, so a bad option or embedding fails at once.
+    agent = session.agent(
+        config.strategy, budget=config.budget, tool_mode=config.tool_mode,
+        options=dict(config.strategy_options),
+    )  # fmt: skip
+    session.check_embedding()
+    run = _Run(bench, config, session, agent, samples, loaded.missing)
+    return run.go(out, data, loaded.split, progress, on_row)
 
 
 class _Run:
     """One session of a run: manifest, indexing, the thread pool, rows."""
 
     def __init__(
-        self, bench: Benchmark, config: RunConfig, settings: Settings, models: Models,
-        library: Library, agent: Agent, samples: Sequence[Sample], missing: Sequence[Any],
+        self, bench: Benchmark, config: RunConfig, session: Session, agent: Agent,
+        samples: Sequence[Sample], missing: Sequence[Any],
     ) -> None:  # fmt: skip
-        self.bench, self.config, self.settings = bench, config, settings
-        self.models, self.library, self.agent = models, library, agent
+        self.bench, self.config, self.session, self.agent = bench, config, session, agent
+        self.settings, self.models, self.library = session.settings, session.models, session.library
         self.samples = tuple(samples)
         targeted = {s.id for s in self.samples}
         self.missing = [m for m in missing if m.sample_id in targeted]
         self.lacking = {m.sample_id for m in self.missing}
-        self.index = VideoIndex(library, settings, models, type(agent).stages)
+        self.index = VideoIndex(session, agent.stages)
         self._log_lock = threading.Lock()
 
     def go(
@@ -361,7 +349,7 @@ class _Run:
             "strategy_settings": json.loads(json.dumps(self.agent.describe(), default=str)),
             "tool_mode": c.tool_mode,
             "budget": self.agent.budget.to_dict(),
-            "models": {role: self._spec(role) for role in ROLES},
+            "models": {role: self.models.serving(role) for role in ROLES},
             "index_settings": {k: dumped[k] for k in INDEX_SETTINGS},
             "prompts": prompt_hashes(),
             "settings": dumped,
@@ -372,15 +360,6 @@ class _Run:
             "missing_videos": [{"id": m.sample_id, "path": str(m.path)} for m in self.missing],
             "sessions": [],
         }
-
-    def _spec(self, role: str) -> str:
-        """The spec serving ``role`` in the hub (a given hub may differ from the settings)."""
-        if role in ("llm", "vlm", "embed"):  # the roles questions call; others only index
-            try:
-                return self.models.client(role).spec
-            except ConfigError:
-                pass
-        return self.settings.spec(role)
 
     def _open(self, manifest: dict[str, Any]) -> set[str]:
         """Write the manifest (checking an earlier one) and return the ids already answered."""
@@ -455,22 +434,24 @@ class _Run:
 
     def _answer(self, sample: Sample) -> dict[str, Any]:
         """Ask one question and write its row (in this thread, as soon as it is known)."""
-        from vidagent.agents.ask import ask
+        from vidagent.agents.base import Question
+        from vidagent.trace import Trace
 
         trace = self.out / TRACES / trace_name(sample.id)
         row: dict[str, Any] = {"id": sample.id}
         started = time.monotonic()
         try:
             ids = [self.index.ensure(p) for p in sample.videos]
+            self.session.prepare(self.agent, ids)
             choice = sample.task == "choice" and bool(sample.options)
-            answer = ask(
-                ids, sample.question if choice else self.bench.prompt(sample),
-                options=sample.options if choice else (), strategy=self.config.strategy,
-                settings=self.settings, library=self.library, models=self.models,
-                budget=self.config.budget, trace=trace, tool_mode=self.config.tool_mode,
-                **dict(self.config.strategy_options),
+            question = Question(
+                sample.question if choice else self.bench.prompt(sample), tuple(ids),
+                tuple(sample.options) if choice else (),
             )  # fmt: skip
+            answer = self.agent.run(question, Trace(trace))
             row.update(self._answered(sample, answer))
+            if row["error"] is not None:
+                self._log_error(sample.id, row["error"])
         except UserError:
             raise
         except Exception as e:  # noqa: BLE001 - one question's failure must not end a long run
@@ -491,7 +472,7 @@ class _Run:
             "prediction": answer.text, "parsed": jsonable(parsed), "correct": correct,
             "score": score, "letter": answer.letter, "forced": answer.forced,
             "reason": answer.reason, "confidence": answer.confidence,
-            "evidence": [[e.video_id, e.t0, e.t1] for e in answer.evidence],
+            "evidence": [e.to_list() for e in answer.evidence],
         }  # fmt: skip
         if totals is not None:
             row.update(
@@ -500,7 +481,9 @@ class _Run:
                 tokens=totals.input_tokens + totals.output_tokens,
                 cost_usd=round(totals.cost_usd, 6), agent_seconds=round(totals.seconds, 3),
             )  # fmt: skip
-        row["error"] = None
+        # A model that failed for good (an outage past the retries) gave a forced answer; the
+        # row counts as failed so that a resume asks the question again.
+        row["error"] = f"model error: {answer.note}" if answer.reason == "model_error" else None
         return row
 
     def _score(self, sample: Sample, parsed: Any) -> tuple[bool | None, float | None]:
@@ -513,8 +496,10 @@ class _Run:
             return None, None
         return outcome.earned >= outcome.possible, round(outcome.earned / outcome.possible, 6)
 
-    def _log_error(self, sample_id: str, error: Exception) -> None:
-        text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    def _log_error(self, sample_id: str, error: Exception | str) -> None:
+        text = error if isinstance(error, str) else "".join(
+            traceback.format_exception(type(error), error, error.__traceback__)
+        )
         with self._log_lock, (self.out / ERRORS).open("a", encoding="utf-8") as f:
             f.write(f"--- {_now()} {sample_id}\n{text}")
 

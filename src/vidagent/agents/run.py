@@ -1,0 +1,310 @@
+"""One question's run: its conversation, meter, trace and tool context.
+
+An :class:`~vidagent.agents.base.Agent` is immutable configuration and may answer many
+questions at once; everything that changes while one question is answered lives in a
+:class:`Run`. The run owns what strategies share: step numbering with a budget check before
+each step (:meth:`Run.steps`), event emission stamped with the run's clock, step and ids
+(:meth:`Run.emit`), one model turn with tools (:meth:`Run.decide`: native tool calls, or JSON
+actions with up to :data:`~vidagent.agents.actions.FORMAT_RETRIES` retries), running a tool
+(:meth:`Run.act`), structured chat (:meth:`Run.chat`), the ReAct loop (:meth:`Run.react`) and
+making answers (:meth:`Run.answer`). A strategy writes only its decisions.
+
+Child runs (:meth:`Run.child`) are further conversations of the same question — a sub-agent, a
+search branch — sharing the meter, trace and tool context, each with its own messages; their
+events carry their own run id and the trace records the parent.
+
+Failing the same way again: a tool call that fails with the same arguments
+:data:`REPEAT_LIMIT` times gets an observation saying so and ends the search with a forced
+answer (:class:`~vidagent.agents.actions.RepeatedFailure`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Literal
+
+from vidagent.agents.actions import (
+    FORMAT_RETRIES,
+    Action,
+    Decision,
+    FormatFailure,
+    RepeatedFailure,
+    format_reminder,
+    parse_action,
+)
+from vidagent.agents.answer import extract_choice
+from vidagent.models.base import Message
+from vidagent.tools.base import Evidence, Observation, Toolbox, ToolContext
+from vidagent.trace import AgentTurn, ChildStarted, FormatError, Observed, PhaseChanged, ToolCalled
+
+if TYPE_CHECKING:
+    from vidagent.agents.base import Agent, Answer, Question
+    from vidagent.budget import Meter
+    from vidagent.models.client import Client
+    from vidagent.trace import Event, Trace
+
+EVIDENCE_SPANS = 5
+REPEAT_LIMIT = 3
+REPEATED = (
+    "This exact call has now failed {n} times with the same arguments; it will not work. "
+    "The search ends here: answer with what you know."
+)
+
+
+class Run:
+    """The state of one question (or of one child conversation of it).
+
+    Attributes:
+        agent: the strategy answering.
+        question: what is asked.
+        messages: this conversation's history as the model sees it.
+        step: the current step (shared numbering with the parent for a child run).
+        evidence: the spans the latest successful observation rested on.
+        ctx: the tool context (library, videos in scope, models, typed options, meter, trace).
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        question: Question,
+        trace: Trace,
+        meter: Meter,
+        *,
+        parent: Run | None = None,
+        name: str = "",
+    ) -> None:
+        self.agent, self.question, self.trace, self.meter = agent, question, trace, meter
+        self.id = uuid.uuid4().hex[:8]
+        self.parent, self.name = parent, name or agent.name
+        self.messages: list[Message] = []
+        self.step: int = parent.step if parent is not None else 0
+        self.evidence: tuple[Evidence, ...] = ()
+        self.ctx: ToolContext = parent.ctx if parent is not None else ToolContext(
+            agent.library, agent.models, list(question.video_ids), budget=meter, trace=trace,
+            options=agent.tool_options(question),
+        )  # fmt: skip
+        self.span = ""  # the tool call in progress: model calls made by the tool carry it
+        self.state: Any = None  # the strategy's own per-question memory
+        self._failures: Counter[str] = Counter()
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def emit(self, kind: type[Event], **fields: Any) -> None:
+        """Emit a trace event of ``kind`` stamped with the run's clock, step and ids."""
+        if "step" in {f.name for f in dataclasses.fields(kind)}:
+            fields.setdefault("step", self.step)
+        fields.setdefault("run", self.id)
+        fields.setdefault("span", self.span)
+        self.trace.emit(kind(t=round(self.meter.seconds, 4), **fields))
+
+    def phase(self, phase: str, **data: Any) -> None:
+        """Record a strategy milestone (a plan, a confidence, a phase) in the trace."""
+        self.emit(PhaseChanged, phase=phase, data=data)
+
+    def child(self, name: str, **data: Any) -> Run:
+        """A new conversation under this run (a sub-agent, a search branch)."""
+        run = Run(self.agent, self.question, self.trace, self.meter, parent=self, name=name)
+        self.emit(ChildStarted, child=run.id, parent=self.id, name=name, data=data)
+        return run
+
+    # -- steps ----------------------------------------------------------------------------------
+
+    def steps(self, limit: int | None = None) -> Iterator[int]:
+        """Step numbers ``1..limit`` (default: the budget's steps); every budget is checked
+        before each step, so a spent budget raises :class:`~vidagent.budget.BudgetExceeded`
+        there and the agent turns it into a forced answer."""
+        last = limit if limit is not None else (self.agent.budget.steps or self.agent.max_steps)
+        for step in range(1, last + 1):
+            self.meter.check()
+            self.step = self.meter.steps = step
+            yield step
+
+    # -- the reasoning model ----------------------------------------------------------------------
+
+    @property
+    def llm(self) -> Client:
+        return self.agent.models.client("llm")
+
+    def mode(self) -> Literal["native", "json"]:
+        return self.agent.mode()
+
+    def chat(
+        self,
+        messages: list[Message],
+        schema: dict[str, Any] | None = None,
+        *,
+        max_tokens: int | None = None,
+        check: bool = True,
+    ) -> str:
+        """One reply of the reasoning model to ``messages``, following ``schema`` when given
+        (structured output where the model has it, else JSON mode). Every budget is checked
+        first unless ``check`` is False (the forced answer may go past them).
+
+        Raises:
+            BudgetExceeded: a budget is spent.
+        """
+        if check:
+            self.meter.check()
+        tokens = max_tokens if max_tokens is not None else self.agent.turn_tokens()
+        return self.llm.structured(messages, schema, max_tokens=tokens).text
+
+    def request_messages(self, toolbox: Toolbox | None = None) -> list[Message]:
+        """The history as sent: in JSON mode the system prompt also explains the protocol."""
+        messages = list(self.messages)
+        if self.mode() != "json" or toolbox is None:
+            return messages
+        protocol = toolbox.protocol()
+        if messages and messages[0].role == "system":
+            return [Message("system", f"{messages[0].text}\n\n{protocol}"), *messages[1:]]
+        return [Message("system", protocol), *messages]
+
+    def decide(self, toolbox: Toolbox) -> Decision:
+        """One reasoning turn offering ``toolbox``; appends the model's turn to the history.
+
+        Raises:
+            BudgetExceeded: a budget is spent (checked before the call).
+            FormatFailure: JSON-action mode got no valid action after every retry.
+        """
+        self.meter.check()
+        decision = self._decide_native(toolbox) if self.mode() == "native" else self._decide_json(toolbox)
+        calls = [{"id": a.id, "name": a.name, "arguments": a.arguments} for a in decision.actions]
+        self.emit(AgentTurn, thought=decision.thought, tool_calls=calls, mode=self.mode())
+        return decision
+
+    def _decide_native(self, toolbox: Toolbox) -> Decision:
+        from vidagent.models.base import ChatRequest
+
+        request = ChatRequest(
+            tuple(self.messages), tools=tuple(toolbox.specs()), tool_choice="auto",
+            max_tokens=self.agent.turn_tokens(),
+        )  # fmt: skip
+        response = self.llm.chat(request)
+        self.messages.append(Message("assistant", response.text, tool_calls=response.tool_calls))
+        actions = tuple(Action(c.id, c.name, c.arguments) for c in response.tool_calls)
+        return Decision(response.text, actions, response.text)
+
+    def _decide_json(self, toolbox: Toolbox) -> Decision:
+        schema, sent = toolbox.action_schema(), self.request_messages(toolbox)
+        for attempt in range(FORMAT_RETRIES + 1):
+            reply = self.chat(sent, schema)
+            parsed = parse_action(reply)
+            if isinstance(parsed, Decision):
+                # Failed attempts stay in the trace, not in the history the model sees next.
+                self.messages.append(Message("assistant", reply))
+                return parsed
+            self.emit(FormatError, attempt=attempt + 1, problem=parsed, reply=reply)
+            sent = [*sent, Message("assistant", reply), Message("user", format_reminder(parsed))]
+        raise FormatFailure(f"no valid action after {FORMAT_RETRIES} retries")
+
+    # -- tools ------------------------------------------------------------------------------------
+
+    def act(self, action: Action, toolbox: Toolbox, *, remember: bool = True) -> Observation:
+        """Run one tool call, record it, and add its observation to the history (unless
+        ``remember`` is False: a strategy that keeps observations elsewhere, such as
+        VideoAgent2's memory bank).
+
+        Raises:
+            RepeatedFailure: the same call failed :data:`REPEAT_LIMIT` times (after its
+                observation was recorded and added to the history).
+        """
+        arguments = action.arguments
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except json.JSONDecodeError:
+                pass  # the tool reports the bad JSON to the model
+        self.emit(ToolCalled, call_id=action.id, tool=action.name, arguments=arguments)
+        started, self.span = time.monotonic(), action.id
+        try:
+            obs = toolbox.call(self.ctx, action.name, arguments)
+        finally:
+            self.span = ""
+        repeated = self._count_failure(action.name, arguments, obs)
+        if repeated:
+            obs = dataclasses.replace(obs, text=f"{obs.text}\n{REPEATED.format(n=repeated)}")
+        self.record(action, obs, time.monotonic() - started, remember=remember)
+        if repeated:
+            raise RepeatedFailure(f"{action.name} failed {repeated} times with the same arguments")
+        return obs
+
+    def record(
+        self, action: Action, obs: Observation, seconds: float = 0.0, *, remember: bool = True
+    ) -> None:
+        """Account for an observation, emit it and (``remember``) add it to the history."""
+        self.meter.frames += obs.frames
+        if obs.evidence and not obs.error:
+            self.evidence = obs.evidence[:EVIDENCE_SPANS]
+        self.emit(
+            Observed, call_id=action.id, tool=action.name, text=obs.text,
+            confidence=obs.confidence, evidence=[e.to_list() for e in obs.evidence],
+            frames=obs.frames, model_calls=obs.model_calls, error=obs.error,
+            seconds=round(seconds, 4), adjusted=list(obs.adjusted),
+        )  # fmt: skip
+        if not remember:
+            return
+        if self.mode() == "native" and action.id in self._native_ids():
+            self.messages.append(Message("tool", obs.text, tool_call_id=action.id, name=action.name))
+        else:
+            self.messages.append(Message("user", f"Observation from {action.name}:\n{obs.text}"))
+
+    def _native_ids(self) -> set[str]:
+        last = next((m for m in reversed(self.messages) if m.role == "assistant"), None)
+        return {c.id for c in last.tool_calls} if last is not None else set()
+
+    def _count_failure(self, name: str, arguments: Any, obs: Observation) -> int:
+        """How often this exact call has failed, when that reaches the limit (else 0)."""
+        if not obs.error:
+            return 0
+        key = f"{name}:{json.dumps(arguments, sort_keys=True, default=str)}"
+        self._failures[key] += 1
+        return self._failures[key] if self._failures[key] >= REPEAT_LIMIT else 0
+
+    def react(
+        self, toolbox: Toolbox, *, answer_tool: str = "answer", finish_prompt: str = ""
+    ) -> Answer:
+        """The ReAct loop: reason, call tools, observe, until the answer tool or the step limit.
+
+        On the last step ``finish_prompt`` (if any) is added before the model's turn; when the
+        limit passes without an answer, the agent's forced answer makes one more call without
+        tools. Every tool call of one turn runs, in order, and counts towards that turn's step.
+        """
+        limit = self.agent.budget.steps or self.agent.max_steps
+        for step in self.steps(limit):
+            if step == limit and finish_prompt:
+                self.messages.append(Message("user", finish_prompt))
+            decision = self.decide(toolbox)
+            if not decision.actions:
+                return self.answer(decision.text)
+            for action in decision.actions:
+                obs = self.act(action, toolbox)
+                # The answer tool echoes its argument; a bad call is an observation to fix.
+                if action.name == answer_tool and not obs.error:
+                    return self.answer(obs.text)
+        return self.agent.force_answer(self, "max_steps")
+
+    # -- answers ----------------------------------------------------------------------------------
+
+    def answer(
+        self,
+        text: str,
+        *,
+        forced: bool = False,
+        reason: str = "answered",
+        confidence: float | None = None,
+        note: str = "",
+    ) -> Answer:
+        """An answer from the model's text: the option extracted, never guessed."""
+        from vidagent.agents.base import Answer
+
+        text, options = text.strip(), self.question.options
+        choice = extract_choice(text, options) if options else None
+        return Answer(
+            text=text, choice=choice, parsed=choice is not None if options else bool(text),
+            forced=forced, reason=reason, confidence=confidence, evidence=self.evidence,
+            note=note,
+        )  # fmt: skip

@@ -1,0 +1,216 @@
+"""Typed results of the application layer, each with one JSON form (``to_json()``).
+
+The CLI prints these (as text, or their JSON with ``--json``); the HTTP API and the MCP server
+return the same JSON unchanged. Values stay dataclasses inside; ``to_json`` is the only place a
+result becomes a dict, so every front end shows the same fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vidagent.timecode import hms
+
+if TYPE_CHECKING:
+    from vidagent.agents.base import Answer
+    from vidagent.bench.base import Scores
+    from vidagent.ingest import IndexEstimate, IndexResult
+    from vidagent.library import ClipHit, ClipRow, VideoRecord
+    from vidagent.media import VideoInfo
+    from vidagent.trace import Trace
+
+
+def video_json(v: VideoRecord) -> dict[str, Any]:
+    """A video row as JSON (its stage map as an object)."""
+    return v.to_row() | {"stages": v.stages}
+
+
+@dataclass(frozen=True)
+class RoleStatus:
+    spec: str
+    usable: bool
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class InfoReport:
+    """``info``: the version, the home, the Library and each role's backend."""
+
+    version: str
+    home: str
+    library: str
+    library_exists: bool
+    roles: dict[str, RoleStatus]
+
+    def to_json(self) -> dict[str, Any]:
+        body = dataclasses.asdict(self)
+        body["roles"] = {r: s.to_json() for r, s in self.roles.items()}
+        return body
+
+
+@dataclass(frozen=True)
+class ProbeReport:
+    """``probe``: a file's media facts."""
+
+    info: VideoInfo
+
+    def to_json(self) -> dict[str, Any]:
+        body = dataclasses.asdict(self.info)
+        return {k: str(v) if isinstance(v, Path) else v for k, v in body.items()}
+
+
+@dataclass(frozen=True)
+class IndexReport:
+    """``index``: what indexing one file did, or its one-line error.
+
+    Attributes:
+        path: the file.
+        error: why it could not be indexed (the others still are).
+        result: the pipeline's result when it was indexed.
+        speech, on_screen, people_clips, clips, summary: what the index now holds, for display.
+    """
+
+    path: Path
+    error: str | None = None
+    result: IndexResult | None = None
+    speech: str = ""
+    on_screen: list[str] = field(default_factory=list)
+    people_clips: int | None = None
+    clips: int = 0
+    summary: str = ""
+    library: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_json(self) -> dict[str, Any]:
+        if self.result is None or self.result.structure is None:
+            return {"path": str(self.path), "error": self.error}
+        s = self.result.structure
+        return {
+            "video_id": s.video.video_id,
+            "name": s.video.name,
+            "duration": s.video.duration,
+            "clips": s.clips,
+            "shots": s.shots,
+            "frames": s.frames,
+            "thumbnail_bytes": s.thumbnail_bytes,
+            "reused": s.reused,
+            "stages": {
+                r.stage: {"clips": r.clips, "seconds": round(r.seconds, 3), "note": r.note}
+                for r in self.result.stages
+            },
+            "seconds": round(self.result.seconds, 3),
+        }
+
+
+@dataclass(frozen=True)
+class EstimateReport:
+    """``index --dry-run``: what indexing one file would spend, with costs where priced."""
+
+    path: Path
+    error: str | None = None
+    estimate: IndexEstimate | None = None
+    costs: list[float | None] = field(default_factory=list)  # None: no price configured
+
+    def to_json(self) -> dict[str, Any]:
+        if self.estimate is None:
+            return {"path": str(self.path), "error": self.error}
+        rows = self.estimate.stages
+        return {
+            "path": str(self.path),
+            "duration": self.estimate.duration,
+            "clips": self.estimate.clips,
+            "stages": [r.__dict__ | {"cost_usd": c or 0.0} for r, c in zip(rows, self.costs)],
+        }
+
+
+@dataclass(frozen=True)
+class VideoDetail:
+    """``show``: a video, its summary, subject registry and clips."""
+
+    video: VideoRecord
+    summary: str
+    registry: dict[str, Any]
+    clips: list[ClipRow]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "video": video_json(self.video),
+            "summary": self.summary,
+            "registry": self.registry,
+            "clips": [c.__dict__ for c in self.clips],
+        }
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """``search``: one clip that matches, with its span and score."""
+
+    hit: ClipHit
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.hit.clip
+        return {
+            "video_id": c.video_id, "t0": c.t0, "t1": c.t1, "start": hms(c.t0), "end": hms(c.t1),
+            "score": round(self.hit.score, 4), "caption": c.caption, "transcript": c.transcript,
+            "ocr_text": c.ocr_text,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class AskResult:
+    """``ask`` and ``replay``: the answer, the run's totals, where the trace is."""
+
+    trace: Trace
+    answer: Answer | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        answered, totals = self.trace.answer, self.trace.totals
+
+        def fields(event: Any) -> dict[str, Any] | None:
+            if event is None:
+                return None
+            return {k: v for k, v in dataclasses.asdict(event).items() if k not in ("t", "span")}
+
+        letter = chr(65 + answered.choice) if answered and answered.choice is not None else None
+        return {
+            "answer": fields(answered),
+            "letter": letter,
+            "totals": fields(totals),
+            "trace": str(self.trace.path) if self.trace.path else None,
+        }
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """``bench score``: the official and strict numbers with their breakdowns."""
+
+    scores: Scores
+    title: str
+    predictions: int
+
+    def to_json(self) -> dict[str, Any]:
+        return self.scores.to_dict() | {"title": self.title, "predictions": self.predictions}
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """``bench report``: the reports of the run folders and the files written."""
+
+    reports: list[Any]
+    written: list[Path]
+    resamples: int
+    seed: int
+
+    def to_json(self) -> dict[str, Any]:
+        from vidagent.bench.report import report_json
+
+        return report_json(self.reports, resamples=self.resamples, seed=self.seed)

@@ -1,0 +1,132 @@
+"""Rendering trace events as the lines a person reads: the live display of ``ask`` and
+``replay`` share it. A front end's concern, so it lives with the CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from vidagent.timecode import clock
+from vidagent.trace import (
+    AgentTurn,
+    Answered,
+    BudgetExhausted,
+    Event,
+    FormatError,
+    ModelCall,
+    Observed,
+    PhaseChanged,
+    RunFinished,
+    RunStarted,
+    ToolCalled,
+)
+
+
+def _short(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _spans(evidence: list[list[Any]], names: dict[str, str]) -> str:
+    parts = []
+    for video_id, t0, t1 in evidence:
+        where = names.get(video_id, video_id[:12])
+        parts.append(f"{where} {clock(round(t0, 1))}–{clock(round(t1, 1))}")
+    return "; ".join(parts)
+
+
+class Renderer:
+    """Turns events into the lines a person reads; keeps the video names seen at the start.
+
+    Args:
+        width: observations and thoughts are cut to this many characters (0: never cut).
+        calls: also show every model call (tokens, latency, cost).
+    """
+
+    def __init__(self, width: int = 160, calls: bool = False) -> None:
+        self.width = width
+        self.calls = calls
+        self.names: dict[str, str] = {}
+        self.options: list[str] = []
+
+    def _cut(self, text: str) -> str:
+        return _short(text, self.width) if self.width else text
+
+    def __call__(self, e: Event) -> str | None:
+        if isinstance(e, RunStarted):
+            self.names = {v["video_id"]: v.get("name", v["video_id"]) for v in e.videos}
+            self.options = list(e.options)
+            videos = ", ".join(self.names.values())
+            head = f"[{e.strategy}] {e.question}"
+            opts = "".join(f"\n  ({chr(65 + i)}) {o}" for i, o in enumerate(e.options))
+            return f"{head}{opts}\n  videos: {videos}; llm {e.models.get('llm', '?')}"
+        if isinstance(e, AgentTurn):
+            thought = f"\nstep {e.step} · thought: {self._cut(e.thought)}" if e.thought else ""
+            return thought.lstrip("\n") or None
+        if isinstance(e, ToolCalled):
+            args = json.dumps(e.arguments, ensure_ascii=False)
+            return f"step {e.step} → {e.tool} {self._cut(args)}"
+        if isinstance(e, Observed):
+            mark = "✗" if e.error else "←"
+            extra = f" [confidence {e.confidence:.2f}]" if e.confidence is not None else ""
+            frames = f" [{e.frames} frames]" if e.frames else ""
+            return f"step {e.step} {mark} {self._cut(e.text)}{extra}{frames}"
+        if isinstance(e, FormatError):
+            return f"step {e.step} ✗ not a valid action (try {e.attempt}): {self._cut(e.problem)}"
+        if isinstance(e, PhaseChanged):
+            data = json.dumps(e.data, ensure_ascii=False) if e.data else ""
+            return f"step {e.step} · {e.phase} {self._cut(data)}".rstrip()
+        if isinstance(e, BudgetExhausted):
+            return f"budget '{e.budget}' exhausted ({e.used:g} of {e.limit:g}): forcing an answer"
+        if isinstance(e, ModelCall):
+            if not self.calls:
+                return None
+            cost = f" ${e.cost_usd:.4f}" if e.cost_usd else ""
+            return (
+                f"  model {e.role} {e.spec}: {e.input_tokens}+{e.output_tokens} tokens "
+                f"{e.latency_s:.2f}s{cost}{' (cached)' if e.cached else ''}"
+            )
+        if isinstance(e, Answered):
+            return render_answer(e, self.names, self.options)
+        if isinstance(e, RunFinished):
+            cost = f", ${e.cost_usd:.4f}" if e.cost_usd else ""
+            return (
+                f"{e.steps} steps, {e.frames} frames, {e.model_calls} model calls, "
+                f"{e.input_tokens}+{e.output_tokens} tokens{cost}, {e.seconds:.1f} s"
+            )
+        return None
+
+
+def render_answer(
+    e: Answered, names: dict[str, str] | None = None, options: list[str] | None = None
+) -> str:
+    """The answer block: text with its option, how it ended, evidence spans."""
+    text = e.text.strip()
+    if e.choice is not None:
+        letter = chr(65 + e.choice)
+        option = options[e.choice] if options and e.choice < len(options) else ""
+        if re.fullmatch(rf"\(?{letter}\)?\.?", text):
+            text = f"({letter}) {option}".rstrip()
+        elif not re.match(rf"^(?:\({letter}\)|{letter}(?:$|[.):]))", text):
+            text = f"({letter}) {text}"
+    lines = [f"answer: {text}"]
+    if not e.parsed:
+        lines.append("  (no option could be read from this answer: recorded as unparsable)")
+    if e.forced:
+        lines.append(f"  (forced final answer: {e.reason})")
+    if e.confidence is not None:
+        lines.append(f"  confidence: {e.confidence:g}")
+    if e.evidence:
+        lines.append(f"  evidence: {_spans(e.evidence, names or {})}")
+    return "\n".join(lines)
+
+
+def render(events: Iterable[Event], width: int = 160, calls: bool = False) -> Iterator[str]:
+    """The lines of a whole trace, as the live display printed them."""
+    renderer = Renderer(width, calls)
+    for e in events:
+        line = renderer(e)
+        if line is not None:
+            yield line
