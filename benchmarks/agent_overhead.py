@@ -112,7 +112,7 @@ def tool_costs(library: Any, video_id: str, settings: Any, repeat: int) -> dict[
         {"vlm": FakeAdapter("echo", {"reply": "ok"}), "embed": FakeAdapter("hash", {"dim": "32"})},
         settings,
     )
-    ctx = ToolContext(library, models, [video_id], options={"caption_words": None})
+    ctx = ToolContext(library, models, [video_id])  # default options: caption_words None
     calls = {
         "clip_search (k=16)": (clip_search, {"event_description": "two people talk"}),
         "frame_inspect (20 s, 41 frames, 720p)": (
