@@ -30,8 +30,8 @@ from vidagent.cli.render import render
 from vidagent.config import Settings, load_settings
 from vidagent.exceptions import ConfigError
 from vidagent.ingest import index_video
-from vidagent.ingest.summarize import Line
 from vidagent.library import Library
+from vidagent.library.views import Line
 from vidagent.models.base import Adapter, ChatRequest, Detection
 from vidagent.models.client import Models
 from vidagent.models.fake import FakeAdapter
