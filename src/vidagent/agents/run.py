@@ -224,18 +224,21 @@ class Run:
             obs = toolbox.call(self.ctx, action.name, arguments)
         finally:
             self.span = ""
-        repeated = self._count_failure(action.name, arguments, obs)
-        if repeated:
-            obs = dataclasses.replace(obs, text=f"{obs.text}\n{REPEATED.format(n=repeated)}")
         self.record(action, obs, time.monotonic() - started, remember=remember)
-        if repeated:
-            raise RepeatedFailure(f"{action.name} failed {repeated} times with the same arguments")
         return obs
 
     def record(
         self, action: Action, obs: Observation, seconds: float = 0.0, *, remember: bool = True
     ) -> None:
-        """Account for an observation, emit it and (``remember``) add it to the history."""
+        """Account for an observation, emit it and (``remember``) add it to the history.
+
+        Raises:
+            RepeatedFailure: the same call failed :data:`REPEAT_LIMIT` times (after its
+                observation, which says so, was recorded).
+        """
+        repeated = self._count_failure(action.name, action.arguments, obs)
+        if repeated:
+            obs = dataclasses.replace(obs, text=f"{obs.text}\n{REPEATED.format(n=repeated)}")
         self.meter.frames += obs.frames
         if obs.evidence and not obs.error:
             self.evidence = obs.evidence[:EVIDENCE_SPANS]
@@ -245,12 +248,14 @@ class Run:
             frames=obs.frames, model_calls=obs.model_calls, error=obs.error,
             seconds=round(seconds, 4), adjusted=list(obs.adjusted),
         )  # fmt: skip
-        if not remember:
-            return
-        if self.mode() == "native" and action.id in self._native_ids():
-            self.messages.append(Message("tool", obs.text, tool_call_id=action.id, name=action.name))
-        else:
-            self.messages.append(Message("user", f"Observation from {action.name}:\n{obs.text}"))
+        if remember:
+            if self.mode() == "native" and action.id in self._native_ids():
+                message = Message("tool", obs.text, tool_call_id=action.id, name=action.name)
+            else:
+                message = Message("user", f"Observation from {action.name}:\n{obs.text}")
+            self.messages.append(message)
+        if repeated:
+            raise RepeatedFailure(f"{action.name} failed {repeated} times with the same arguments")
 
     def _native_ids(self) -> set[str]:
         last = next((m for m in reversed(self.messages) if m.role == "assistant"), None)
@@ -260,6 +265,11 @@ class Run:
         """How often this exact call has failed, when that reaches the limit (else 0)."""
         if not obs.error:
             return 0
+        if isinstance(arguments, str):  # the raw JSON a native tool call carries
+            try:
+                arguments = json.loads(arguments)
+            except json.JSONDecodeError:
+                pass
         key = f"{name}:{json.dumps(arguments, sort_keys=True, default=str)}"
         self._failures[key] += 1
         return self._failures[key] if self._failures[key] >= REPEAT_LIMIT else 0

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vidagent.exceptions import ConfigError
+from vidagent.roles import ROLES
 from vidagent.models.base import (
     Adapter,
     Capabilities,
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from vidagent.config import Settings
 
 Reply = str | ToolCall | tuple[ToolCall, ...] | ChatResponse
-ALL_ROLES = frozenset({"llm", "vlm", "embed", "image_embed", "asr", "ocr", "detector"})
+ALL_ROLES = frozenset(ROLES)
 
 
 def hash_embed(text: str, dim: int = 64) -> np.ndarray:

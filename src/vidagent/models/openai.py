@@ -327,6 +327,13 @@ class OpenAIAdapter(Adapter):
 
     provider: ClassVar[str] = "openai"
 
+    #: What an OpenAI-compatible server offers unless the spec says otherwise (tools, images
+    #: and JSON schema on); a spec's options refine it per instance.
+    capabilities = Capabilities(
+        roles=_ROLES, supports_tools=True, supports_images=True, supports_json_schema=True,
+        max_images=DEFAULT_MAX_IMAGES, batch_size=64, local=False,
+    )  # fmt: skip
+
     def __init__(
         self,
         model: str,
@@ -353,10 +360,7 @@ class OpenAIAdapter(Adapter):
         """
         super().__init__(model, options)
         self.base_url = base_url.rstrip("/")
-        self.capabilities = capabilities or Capabilities(
-            roles=_ROLES, supports_tools=True, supports_images=True, supports_json_schema=True,
-            max_images=DEFAULT_MAX_IMAGES, batch_size=64, local=False,
-        )  # fmt: skip
+        self.capabilities = capabilities or type(self).capabilities
         self.schema_style = schema_style
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.Client(
