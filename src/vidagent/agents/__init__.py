@@ -1,7 +1,10 @@
 """Agents: strategies that answer questions by calling tools over the index.
 
-:mod:`.base` holds the one loop (budgets, tool calling, forced answer, trace); each strategy is a
-module (``dvd``, ...). :func:`ask` is the front door: it indexes what is missing and runs one.
+:mod:`.base` holds the immutable :class:`Agent` and how a run ends; :mod:`.run` one question's
+state and the loop's machinery (steps, budgets, tool calls, events); :mod:`.actions` the
+JSON-action protocol; each strategy is a module (``dvd``, ``videoagent2``), registered in
+:mod:`.strategies`. The front door is the application layer (:func:`vidagent.app.ask`,
+:class:`vidagent.app.Session`), which indexes what a strategy reads and runs it.
 """
 
 from __future__ import annotations

@@ -195,6 +195,12 @@ class Agent:
         """What the strategy tells its tools for this question."""
         return ToolOptions(question=question.prompt)
 
+    def context_request(self) -> dict[str, Any] | None:
+        """What the application layer must build per video before a question, beyond the
+        strategy's stages: keyword arguments of
+        :func:`vidagent.ingest.context.build_segment_context`, or None (the default)."""
+        return None
+
     def describe(self) -> dict[str, Any]:
         """Strategy settings recorded in the trace (options, ablations, thresholds)."""
         return {

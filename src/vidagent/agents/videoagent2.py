@@ -183,7 +183,7 @@ class VideoAgent2Agent(Agent):
         return dataclasses.replace(budget, steps=steps) if steps else super().step_budget(budget)
 
     def context_request(self) -> dict[str, Any]:
-        """What :func:`vidagent.ingest.context.build_segment_context` must build per video."""
+        """B_1's settings, for :func:`vidagent.ingest.context.build_segment_context`."""
         o = self.options
         return {"segment_seconds": o.segment_seconds, "fps": o.fps, "mode": o.context,
                 "cache": o.cache_context}  # fmt: skip

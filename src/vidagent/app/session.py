@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from vidagent.budget import Budget
     from vidagent.ingest import IndexResult
     from vidagent.library import Library
-    from vidagent.models.client import Models
+    from vidagent.models.client import Client, Models
     from vidagent.trace import Event, Trace
 
 
@@ -71,6 +71,8 @@ class Session:
         elif library is not None:
             self._library, self._uri = library, library.uri
         self._models, self._own_models = models, models is None
+        self._bound_models: Models | None = None  # for search, when the embed role differs
+        self._judge_models: Models | None = None  # for judging open-ended answers
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -85,10 +87,10 @@ class Session:
         if self._own_models and self._models is not None:
             self._models.close()
             self._models = None
-        for extra in ("_bound_models", "_judge_models"):
-            hub = self.__dict__.pop(extra, None)
+        for hub in (self._bound_models, self._judge_models):
             if hub is not None:
                 hub.close()
+        self._bound_models = self._judge_models = None
 
     @property
     def models(self) -> Models:
@@ -269,10 +271,10 @@ class Session:
         hits = lib.search_clips(vector, video_ids=ids, t_from=t_from, t_to=t_to, k=top)
         return [SearchHit(h) for h in hits]
 
-    def _embedder(self, spec: str) -> Any:
+    def _embedder(self, spec: str) -> Client:
         from vidagent.models.client import Models
 
-        if not hasattr(self, "_bound_models"):
+        if self._bound_models is None:
             self._bound_models = Models(self.settings.model_copy(update={"embed": spec}))
         return self._bound_models.client("embed")
 
@@ -332,12 +334,12 @@ class Session:
 
     def prepare(self, agent: Agent, video_ids: Sequence[str]) -> None:
         """Build what the strategy reads besides its stages (VideoAgent2's general context)."""
-        request = getattr(agent, "context_request", None)
+        request = agent.context_request()
         if request is None or len(video_ids) != 1:
             return  # VideoAgent2 refuses several videos itself, with its own message
         from vidagent.ingest.context import build_segment_context
 
-        build_segment_context(self.library, self.models, video_ids[0], **request())
+        build_segment_context(self.library, self.models, video_ids[0], **request)
 
     def ask(
         self,
@@ -411,7 +413,7 @@ class Session:
         from vidagent.bench.judge import Judge
         from vidagent.models.client import Models
 
-        if not hasattr(self, "_judge_models"):
+        if self._judge_models is None:
             settings = self.settings.model_copy(update={"llm": spec}) if spec else self.settings
             self._judge_models = Models(settings)
         return Judge(self._judge_models, template=template)

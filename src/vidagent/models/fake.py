@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vidagent.exceptions import ConfigError
-from vidagent.roles import ROLES
 from vidagent.models.base import (
     Adapter,
     Capabilities,
@@ -43,6 +42,7 @@ from vidagent.models.base import (
     Transcript,
     Usage,
 )
+from vidagent.roles import ROLES
 
 if TYPE_CHECKING:
     from vidagent.config import Settings

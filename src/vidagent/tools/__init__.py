@@ -9,5 +9,18 @@ from vidagent.tools.base import (
     ToolContext,
     tool,
 )
+from vidagent.tools.options import FrameOptions, PerceptionOptions, RetrievalOptions, ToolOptions
 
-__all__ = ["Evidence", "Observation", "Seconds", "Tool", "ToolContext", "Toolbox", "tool"]
+__all__ = [
+    "Evidence",
+    "FrameOptions",
+    "Observation",
+    "PerceptionOptions",
+    "RetrievalOptions",
+    "Seconds",
+    "Tool",
+    "ToolContext",
+    "ToolOptions",
+    "Toolbox",
+    "tool",
+]
