@@ -32,7 +32,7 @@ import pydantic
 
 from vidagent.agents.actions import FormatFailure, RepeatedFailure, final_answer_schema
 from vidagent.agents.answer import option_letter, question_with_options
-from vidagent.agents.run import Run
+from vidagent.agents.run import ACTIVE, Run
 from vidagent.budget import Budget, BudgetExceeded, Meter
 from vidagent.exceptions import ConfigError, ProviderError
 from vidagent.models.base import Message
@@ -248,7 +248,7 @@ class Agent:
             run.meter.tokens += r.input_tokens + r.output_tokens
             run.meter.cost_usd += r.cost_usd
             usage[0], usage[1] = usage[0] + r.input_tokens, usage[1] + r.output_tokens
-            run.emit(
+            (ACTIVE.get() or run).emit(
                 ModelCall, role=r.role, spec=r.spec, operation=r.operation,
                 input_tokens=r.input_tokens, output_tokens=r.output_tokens, cost_usd=r.cost_usd,
                 latency_s=round(r.latency_s, 4), cached=r.cached, error=r.error, fitted=r.fitted,

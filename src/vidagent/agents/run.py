@@ -20,12 +20,14 @@ answer (:class:`~vidagent.agents.actions.RepeatedFailure`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Literal
 
 from vidagent.agents.actions import (
@@ -47,6 +49,10 @@ if TYPE_CHECKING:
     from vidagent.budget import Meter
     from vidagent.models.client import Client
     from vidagent.trace import Event, Trace
+
+#: The run whose model or tool call is in progress in this thread: the model calls it makes are
+#: recorded under its id (a child run's calls under the child's).
+ACTIVE: ContextVar[Run | None] = ContextVar("vidagent_active_run", default=None)
 
 EVIDENCE_SPANS = 5
 REPEAT_LIMIT = 3
@@ -112,6 +118,15 @@ class Run:
         self.emit(ChildStarted, child=run.id, parent=self.id, name=name, data=data)
         return run
 
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        """Make this run the one model calls in this thread are recorded under."""
+        token = ACTIVE.set(self)
+        try:
+            yield
+        finally:
+            ACTIVE.reset(token)
+
     # -- steps ----------------------------------------------------------------------------------
 
     def steps(self, limit: int | None = None) -> Iterator[int]:
@@ -151,7 +166,8 @@ class Run:
         if check:
             self.meter.check()
         tokens = max_tokens if max_tokens is not None else self.agent.turn_tokens()
-        return self.llm.structured(messages, schema, max_tokens=tokens).text
+        with self.active():
+            return self.llm.structured(messages, schema, max_tokens=tokens).text
 
     def request_messages(self, toolbox: Toolbox | None = None) -> list[Message]:
         """The history as sent: in JSON mode the system prompt also explains the protocol."""
@@ -183,7 +199,8 @@ class Run:
             tuple(self.messages), tools=tuple(toolbox.specs()), tool_choice="auto",
             max_tokens=self.agent.turn_tokens(),
         )  # fmt: skip
-        response = self.llm.chat(request)
+        with self.active():
+            response = self.llm.chat(request)
         self.messages.append(Message("assistant", response.text, tool_calls=response.tool_calls))
         actions = tuple(Action(c.id, c.name, c.arguments) for c in response.tool_calls)
         return Decision(response.text, actions, response.text)
@@ -221,7 +238,8 @@ class Run:
         self.emit(ToolCalled, call_id=action.id, tool=action.name, arguments=arguments)
         started, self.span = time.monotonic(), action.id
         try:
-            obs = toolbox.call(self.ctx, action.name, arguments)
+            with self.active():
+                obs = toolbox.call(self.ctx, action.name, arguments)
         finally:
             self.span = ""
         self.record(action, obs, time.monotonic() - started, remember=remember)

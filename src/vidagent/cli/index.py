@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from vidagent.cli import cli, hms, session_of, settings_of
+from vidagent.cli.render import shorten
 from vidagent.config import Settings
 
 if TYPE_CHECKING:
@@ -143,20 +144,15 @@ def _print_result(report: IndexReport) -> None:
             f"  {run.stage:<11} {done:<12} {run.seconds:6.1f} s{'  (' + run.note + ')' if run.note else ''}"
         )
     if report.speech:
-        click.echo(f"  speech      {_cut(report.speech, 160)}")
+        click.echo(f"  speech      {shorten(report.speech, 160)}")
     if report.on_screen:
-        click.echo(f"  on screen   {_cut(' | '.join(report.on_screen), 160)}")
+        click.echo(f"  on screen   {shorten(' | '.join(report.on_screen), 160)}")
     if report.people_clips is not None:
         click.echo(f"  people in   {report.people_clips} of {report.clips} clips")
     if report.summary:
-        click.echo(f"  summary     {_cut(report.summary, 300)}")
+        click.echo(f"  summary     {shorten(report.summary, 300)}")
     fresh = any(r.clips for r in result.stages) or not s.reused
     click.echo(f"  {'indexed' if fresh else 'up to date'} in {result.seconds:.1f} s -> {report.library}")
-
-
-def _cut(text: str, n: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def _dry_run(reports: Iterable[EstimateReport], settings: Settings, as_json: bool) -> int:

@@ -13,6 +13,7 @@ from vidagent.trace import (
     AgentTurn,
     Answered,
     BudgetExhausted,
+    ChildStarted,
     Event,
     FormatError,
     ModelCall,
@@ -24,7 +25,8 @@ from vidagent.trace import (
 )
 
 
-def _short(text: str, limit: int) -> str:
+def shorten(text: str, limit: int) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -52,7 +54,7 @@ class Renderer:
         self.options: list[str] = []
 
     def _cut(self, text: str) -> str:
-        return _short(text, self.width) if self.width else text
+        return shorten(text, self.width) if self.width else text
 
     def __call__(self, e: Event) -> str | None:
         if isinstance(e, RunStarted):
@@ -62,6 +64,9 @@ class Renderer:
             head = f"[{e.strategy}] {e.question}"
             opts = "".join(f"\n  ({chr(65 + i)}) {o}" for i, o in enumerate(e.options))
             return f"{head}{opts}\n  videos: {videos}; llm {e.models.get('llm', '?')}"
+        if isinstance(e, ChildStarted):
+            data = json.dumps(e.data, ensure_ascii=False) if e.data else ""
+            return f"⤷ {e.name} [{e.child}] {self._cut(data)}".rstrip()
         if isinstance(e, AgentTurn):
             thought = f"\nstep {e.step} · thought: {self._cut(e.thought)}" if e.thought else ""
             return thought.lstrip("\n") or None
@@ -115,7 +120,8 @@ def render_answer(
     if not e.parsed:
         lines.append("  (no option could be read from this answer: recorded as unparsable)")
     if e.forced:
-        lines.append(f"  (forced final answer: {e.reason})")
+        note = f"; {e.note}" if e.note else ""
+        lines.append(f"  (forced final answer: {e.reason}{note})")
     if e.confidence is not None:
         lines.append(f"  confidence: {e.confidence:g}")
     if e.evidence:
