@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -115,6 +116,9 @@ class FaultServer:
         self.max_in_flight = 0
         self._in_flight = 0
         self._queue: deque[Behaviour] = deque()
+        #: checks every request first: a Behaviour it returns answers instead of the script
+        #: (a server that validates parameters as a real one does)
+        self.gate: Callable[[str, Any], Behaviour | None] | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
@@ -155,6 +159,9 @@ class FaultServer:
             self.auth.append(auth)
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            refused = self.gate(path, body) if self.gate is not None else None
+            if refused is not None:
+                return refused
             return self._queue.popleft() if self._queue else Behaviour()
 
     def _done(self) -> None:

@@ -67,6 +67,7 @@ class DVDOptions:
     normalize_tool_names: bool = False
     browse_frames: int = 250
     browse_height: int = 360
+    browse_splice: int = 5  # frames to an image: 250 frames are the paper's 50 images
     inspect_frames: int = 50
     inspect_height: int = 720
     caption_words: int | None = None  # None: 120 for local llms, else all
@@ -75,7 +76,9 @@ class DVDOptions:
         unknown = sorted(set(self.tools) - set(SEARCH_TOOLS))
         if unknown:
             raise ConfigError(f"dvd option tools: unknown {unknown}; choose from {SEARCH_TOOLS}")
-        if min(self.browse_frames, self.browse_height, self.inspect_frames, self.inspect_height) < 1:
+        sizes = (self.browse_frames, self.browse_height, self.browse_splice, self.inspect_frames,
+                 self.inspect_height)  # fmt: skip
+        if min(sizes) < 1:
             raise ConfigError("dvd options browse_* and inspect_* must be at least 1")
 
 
@@ -94,7 +97,7 @@ class DVDAgent(Agent):
             question=question.prompt,
             retrieval=RetrievalOptions(
                 caption_words=self._caption_words(), browse_frames=o.browse_frames,
-                browse_height=o.browse_height,
+                browse_height=o.browse_height, browse_splice=o.browse_splice,
             ),
             frames=FrameOptions(inspect_frames=o.inspect_frames, inspect_height=o.inspect_height),
         )  # fmt: skip

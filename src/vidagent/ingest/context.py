@@ -116,7 +116,7 @@ def _caption(
     if client.capabilities.describer:
         return _describe(library, record, t0, t1, times)
     clip = f"The clip spans {str(Line(t0, t1, '')).partition(': ')[0]}."
-    text = ask_about_frames(
+    text, _ = ask_about_frames(
         client, record.source, times, width=record.width, height=record.height,
         short_side=SEGMENT_SIDE, system=load_prompt("videoagent2_segment_caption").strip(),
         prompt=clip, max_tokens=120,

@@ -12,8 +12,21 @@ Spec options (``openai:<model>?key=value&…``) override settings:
 ``schema_style``   ``openai`` (default): ``{"type": "json_schema", …}``;
                    ``inline``: ``{"type": "json_object", "schema": …}`` as llama-cpp-python's
                    server (0.3.x) and Anyscale-style servers expect
-``max_images``     images per request (default 20)
+``max_images``     images per request, at least 1 (default 50: the DVD paper's layout)
+``reasoning``      ``1``/``0``: a reasoning model (default: inferred from the model name, see
+                   below)
+``reasoning_effort`` ``minimal``, ``low``, ``medium`` or ``high``, sent as is (reasoning models)
+``max_output_tokens`` a cap on every reply of this model, whatever the caller asks for
 =================  =========================================================================
+
+Reasoning models (OpenAI's o-series and GPT-5, and any model named with ``reasoning=1``) take
+different parameters, and OpenAI answers 400 to the others: no ``temperature`` other than the
+default is accepted, so none is sent; a cap is ``max_completion_tokens``, never ``max_tokens``;
+and a caller's cap (a 512-token caption, a 120-token segment) would be eaten by hidden reasoning
+tokens before any text appears, so callers' caps are not sent to a reasoning model: its only cap
+is the spec's ``max_output_tokens``. Inference: the model's name after any ``provider/`` prefix
+starts with ``o`` and a digit (``o1``, ``o3-mini``, ``o4-mini``) or with ``gpt-5``; a deployment
+with another name (Azure) says ``reasoning=1``.
 
 A key is sent only to the server it was configured for: ``settings.openai_api_key`` goes to
 ``settings.openai_base_url``; a spec that names another ``base_url`` brings its own key through
@@ -33,6 +46,7 @@ from __future__ import annotations
 import email.utils
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -67,17 +81,51 @@ if TYPE_CHECKING:
     from vidagent.config import Settings
 
 OPENAI_HOST = "api.openai.com"
-DEFAULT_MAX_IMAGES = 20
+DEFAULT_MAX_IMAGES = 50  # the DVD paper's layout: 50 images a request (Azure's limit)
 _ROLES = frozenset({"llm", "vlm", "embed"})
 _KNOWN_OPTIONS = (
     "base_url", "api_key_env", "timeout", "tools", "images", "json_schema", "schema_style",
-    "max_images",
+    "max_images", "reasoning", "reasoning_effort", "max_output_tokens",
 )  # fmt: skip
+EFFORTS = ("minimal", "low", "medium", "high")
+_REASONING_NAME = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
 _ERROR_TEXT_LIMIT = 300
 
 
 # ---------------------------------------------------------------------------------------------
 # Options
+
+
+@dataclass(frozen=True)
+class Parameters:
+    """Which request parameters the model takes (see the module docstring).
+
+    Attributes:
+        reasoning: a reasoning model: no temperature, ``max_completion_tokens``, no caller caps.
+        effort: ``reasoning_effort`` to send, if any.
+        max_output: the spec's cap on every reply, if any.
+    """
+
+    reasoning: bool = False
+    effort: str | None = None
+    max_output: int | None = None
+
+    @classmethod
+    def of(cls, model: str, options: dict[str, str]) -> Parameters:
+        """The parameters of ``model`` with the spec's ``options``.
+
+        Raises:
+            ConfigError: a bad ``reasoning``, ``reasoning_effort`` or ``max_output_tokens``.
+        """
+        inferred = bool(_REASONING_NAME.match(model.rsplit("/", 1)[-1]))
+        effort = options.get("reasoning_effort")
+        if effort is not None and effort not in EFFORTS:
+            raise ConfigError(
+                f"spec option reasoning_effort={effort!r} must be one of {', '.join(EFFORTS)}"
+            )
+        cap = options.get("max_output_tokens")
+        max_output = int(_number(options, "max_output_tokens", 1)) if cap is not None else None
+        return cls(_flag(options, "reasoning", inferred), effort, max_output)
 
 
 @dataclass(frozen=True)
@@ -147,6 +195,8 @@ def _resolve(options: dict[str, str], settings: Settings) -> _Resolved:
         raise ConfigError(f"spec option schema_style={style!r} must be 'openai' or 'inline'")
     base_url = _base_url(options, settings)
     key, source = _api_key(options, settings, base_url)
+    if int(_number(options, "max_images", DEFAULT_MAX_IMAGES, zero_ok=True)) < 1:
+        raise ConfigError("spec option max_images must be at least 1 (images=0 sends none)")
     caps = Capabilities(
         roles=_ROLES,
         supports_tools=_flag(options, "tools", True),
@@ -168,6 +218,7 @@ def status(model: str, options: dict[str, str], settings: Settings) -> BackendSt
     spec = f"openai:{model}"
     try:
         r = _resolve(options, settings)
+        Parameters.of(model, options)
     except ConfigError as e:
         return BackendStatus(spec, False, str(e))
     if r.api_key:
@@ -359,6 +410,7 @@ class OpenAIAdapter(Adapter):
             transport: an ``httpx`` transport (e.g. ``MockTransport``) instead of the network.
         """
         super().__init__(model, options)
+        self.parameters = Parameters.of(model, self.options)
         self.base_url = base_url.rstrip("/")
         self.capabilities = capabilities or type(self).capabilities
         self.schema_style = schema_style
@@ -397,11 +449,15 @@ class OpenAIAdapter(Adapter):
     def chat_body(self, request: ChatRequest) -> dict[str, Any]:
         """The JSON body sent for ``request`` (public so tests and traces can show it)."""
         self._check(request)
+        params = self.parameters
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [_message(m) for m in request.messages],
-            "temperature": request.temperature,
         }
+        if not params.reasoning:
+            body["temperature"] = request.temperature
+        elif params.effort is not None:
+            body["reasoning_effort"] = params.effort
         if request.tools:
             body["tools"] = [
                 {"type": "function", "function": {
@@ -414,8 +470,9 @@ class OpenAIAdapter(Adapter):
         response_format = self._response_format(request)
         if response_format is not None:
             body["response_format"] = response_format
-        if request.max_tokens is not None:
-            body["max_tokens"] = request.max_tokens
+        cap = params.max_output if params.reasoning else (params.max_output or request.max_tokens)
+        if cap is not None:
+            body["max_completion_tokens" if params.reasoning else "max_tokens"] = cap
         if request.seed is not None:
             body["seed"] = request.seed
         if request.stop:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,18 +51,46 @@ def at_label(t: float) -> str:
 
 
 def labelled_images(
-    frames: np.ndarray, times: Sequence[float], max_images: int
+    frames: np.ndarray, times: Sequence[float], per_image: int = 1
 ) -> tuple[str | ImagePart, ...]:
-    """Message content: a ``t=`` label before each image, splicing to fit ``max_images``."""
+    """Message content: a ``t=`` label before each image of ``per_image`` spliced frames."""
     from vidagent.media import encode_jpeg
 
-    per_image = max(1, math.ceil(len(frames) / max(1, max_images)))
     parts: list[str | ImagePart] = []
     for i, image in enumerate(splice(frames, per_image)):
         span = times[i * per_image : (i + 1) * per_image]
         label = f"t={at_label(span[0])}" if len(span) == 1 else f"t={at_label(span[0])}-{at_label(span[-1])}"
         parts += [label, ImagePart(encode_jpeg(image, quality=85))]
     return tuple(parts)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How frames go to a model: which times, how many to an image, and why, if not as asked."""
+
+    times: list[float]
+    per_image: int
+    note: str = ""
+
+
+def layout(times: Sequence[float], max_images: int, *, splice: int = 1, describer: bool = False) -> Layout:
+    """The frames to send and their splicing: ``splice`` to an image (DVD's global browse: 5),
+    more only when the model's image limit forces it. A describer measures each frame on its
+    own, so it is never sent spliced frames: past its limit it gets that many, spread evenly."""
+    times, limit = list(times), max(1, max_images)
+    if describer:
+        if len(times) <= limit:
+            return Layout(times, 1)
+        kept = [times[round(i * (len(times) - 1) / max(1, limit - 1))] for i in range(limit)]
+        return Layout(kept, 1, f"the perception describer measured {limit} of {len(times)} frames")
+    per = max(1, splice, math.ceil(len(times) / limit))
+    note = ""
+    if per > max(1, splice):
+        note = (
+            f"{len(times)} frames were spliced {per} to an image to fit the model's limit of "
+            f"{limit} images"
+        )
+    return Layout(times, per, note)
 
 
 def ask_about_frames(
@@ -75,8 +104,13 @@ def ask_about_frames(
     system: str,
     prompt: str,
     max_tokens: int = 512,
-) -> str:
+    splice: int = 1,
+) -> tuple[str, str]:
     """Decode ``source`` at ``times`` (``short_side`` pixels) and ask ``client`` about them.
+
+    Returns:
+        The reply, and a note when the frames could not be sent as asked (spliced further to
+        fit the model's image limit, or fewer measured by the describer); "" otherwise.
 
     Raises:
         ConfigError: the model takes no images.
@@ -84,11 +118,13 @@ def ask_about_frames(
     from vidagent.media import frames_at
 
     client.require_images()
+    caps = client.capabilities
+    plan = layout(times, caps.max_images or 50, splice=splice, describer=caps.describer)
     size = short_side_size(width, height, short_side)
-    frames = frames_at(source, list(times), size=size)  # (N, H, W, 3) uint8
-    content = (*labelled_images(frames, times, client.capabilities.max_images or 50), prompt)
+    frames = frames_at(source, plan.times, size=size)  # (N, H, W, 3) uint8
+    content = (*labelled_images(frames, plan.times, plan.per_image), prompt)
     request = ChatRequest(
         (Message("system", system), Message("user", content)), temperature=0.0,
         max_tokens=max_tokens,
     )  # fmt: skip
-    return client.chat(request).text.strip()
+    return client.chat(request).text.strip(), plan.note

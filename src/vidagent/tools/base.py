@@ -82,7 +82,8 @@ class Observation:
         model_calls: Model calls made to produce it.
         error: True when the call failed in a way the model can react to (bad arguments,
             a model that refused).
-        adjusted: Arguments moved into the schema's bounds before the call, in words.
+        adjusted: What was changed to fit a bound, in words: arguments moved into the schema's
+            bounds, frames spliced further (or fewer measured) to fit a model's image limit.
     """
 
     text: str
@@ -399,7 +400,9 @@ class Tool:
             raise TypeError(f"tool {self.name!r} returned {type(result).__name__}, not Observation")
         if adjusted:
             note = "\n".join(f"(note: {a})" for a in adjusted)
-            result = dataclasses.replace(result, text=f"{note}\n{result.text}", adjusted=adjusted)
+            result = dataclasses.replace(
+                result, text=f"{note}\n{result.text}", adjusted=adjusted + result.adjusted
+            )
         return result
 
     def _parse(

@@ -67,8 +67,10 @@ def ask_vlm(
     system: str,
     prompt: str,
     max_tokens: int = 512,
-) -> str:
-    """Decode frames of a video at ``times`` and ask the ``vlm`` role about them.
+    splice: int = 1,
+) -> tuple[str, str]:
+    """Decode frames of a video at ``times`` and ask the ``vlm`` role about them; the reply and
+    a note when the frames could not be sent as asked (:func:`~vidagent.models.vision.layout`).
 
     Raises:
         ToolInputError: no model hub in the context.
@@ -78,7 +80,7 @@ def ask_vlm(
     client = ctx.require_models("vlm", "this tool").client("vlm")
     return ask_about_frames(
         client, record.source, times, width=record.width, height=record.height,
-        short_side=short_side, system=system, prompt=prompt, max_tokens=max_tokens,
+        short_side=short_side, system=system, prompt=prompt, max_tokens=max_tokens, splice=splice,
     )  # fmt: skip
 
 
@@ -109,7 +111,7 @@ def frame_inspect(
     opts = ctx.options.frames
     times = inspect_times(ranges, opts.inspect_fps, opts.inspect_frames)
     template = opts.inspect_prompt or load_prompt("dvd_frame_inspect").strip()
-    reply = ask_vlm(
+    reply, note = ask_vlm(
         ctx,
         video_id,
         times,
@@ -122,4 +124,5 @@ def frame_inspect(
         evidence=tuple(Evidence(video_id, t0, t1) for t0, t1 in sorted(ranges)),
         frames=len(times),
         model_calls=1,
+        adjusted=(note,) if note else (),
     )

@@ -18,12 +18,15 @@ class RetrievalOptions:
         caption_words: cut each clip's text to this many words (None keeps all; DVD A.11 #22).
         browse_frames: frames sampled uniformly over the video by global_browse (DVD: 250).
         browse_height: their short side in pixels (DVD: 360).
+        browse_splice: frames spliced side by side into one image (DVD: 5, so 250 frames are
+            50 images); more only when the model's image limit forces it.
         browse_prompt: the browse prompt template ("" = DVD Table 12).
     """
 
     caption_words: int | None = None
     browse_frames: int = 250
     browse_height: int = 360
+    browse_splice: int = 5
     browse_prompt: str = ""
 
 

@@ -96,11 +96,12 @@ def global_browse(ctx: ToolContext, query: str, video: str | None = None) -> Obs
     """
     query = query.strip() or ctx.options.question
     videos = [ctx.resolve_video(video)] if video is not None else list(ctx.video_ids)
-    sections, frames, calls = [], 0, 0
+    sections, frames, calls, notes = [], 0, 0, list[str]()
     for video_id in videos:
         stored = ctx.library.artifact(video_id, "registry")
         registry = registry_view(stored.data) if stored is not None else "{}"
-        events, looked = _event_summary(ctx, video_id, query)
+        events, looked, note = _event_summary(ctx, video_id, query)
+        notes += [note] if note else []
         frames, calls = frames + looked, calls + (1 if looked else 0)
         head = "" if len(videos) == 1 else f"Video {ctx.library.get_video(video_id).name}:\n"
         sections.append(f"{head}Subjects Information :\n{registry}\nEvent Information :\n{events}")
@@ -109,28 +110,30 @@ def global_browse(ctx: ToolContext, query: str, video: str | None = None) -> Obs
         evidence=tuple(Evidence(v, 0.0, ctx.duration(v)) for v in videos),
         frames=frames,
         model_calls=calls,
+        adjusted=tuple(notes),
     )
 
 
-def _event_summary(ctx: ToolContext, video_id: str, query: str) -> tuple[str, int]:
-    """The query's event summary and the frames looked at for it (0 when it was memoised)."""
+def _event_summary(ctx: ToolContext, video_id: str, query: str) -> tuple[str, int, str]:
+    """The query's event summary, the frames looked at for it (0 when it was memoised), and
+    how they were sent when not as asked."""
     client = ctx.require_models("vlm", "global_browse").client("vlm")
     opts = ctx.options.retrieval
     n, height = opts.browse_frames, opts.browse_height
     template = opts.browse_prompt or load_prompt("dvd_global_browse").strip()
-    key_parts = [query, client.spec, template, str(n), str(height)]
+    key_parts = [query, client.spec, template, str(n), str(height), str(opts.browse_splice)]
     key = hashlib.sha256("\x1f".join(key_parts).encode()).hexdigest()[:16]
     times = browse_times(ctx.duration(video_id), n)
 
     def build() -> tuple[str, dict[str, Any]]:
-        text = ask_vlm(
+        text, note = ask_vlm(
             ctx, video_id, times, short_side=height,
             system=load_prompt("dvd_frame_inspect_system").strip(),
-            prompt=template.replace("[question]", query),
+            prompt=template.replace("[question]", query), splice=opts.browse_splice,
         )  # fmt: skip
-        return text, {"query": query, "frames": n, "height": height}
+        return text, {"query": query, "frames": n, "height": height, "layout": note}
 
     found, built = ctx.library.memo(
         video_id, "browse", key, producer=client.spec, inputs_hash=key, build=build
     )
-    return found.text, len(times) if built else 0
+    return found.text, len(times) if built else 0, str(found.data.get("layout", ""))
