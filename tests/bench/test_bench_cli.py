@@ -56,6 +56,10 @@ def test_an_id_list_restricts_the_questions(
         ("wrong ids", "error: none of the 1 predictions matches a nextqa val question"),
         ("bad split", "error: nextqa has no split 'train'; choose one of: val, test"),
         ("bad bench", "error: unknown benchmark 'nextqb'; choose one of: egoschema, nextqa"),
+        ("latin-1", "p.json: not UTF-8 text (byte 10); save the predictions as UTF-8"),
+        ("0 bytes", "p.json: the predictions file is empty"),
+        ("{}", "p.json: holds no predictions"),
+        ("[]", "p.json: not a predictions file; expected "),
     ],
 )
 def test_bad_input_is_one_line_and_exit_1(
@@ -64,6 +68,12 @@ def test_bad_input_is_one_line_and_exit_1(
     preds = tmp_path / "p.json"
     if setup == "not json":
         preds.write_text("{oops")
+    elif setup == "latin-1":
+        preds.write_bytes('{"1_0": "Réponse"}'.encode("latin-1"))
+    elif setup == "0 bytes":
+        preds.write_bytes(b"")
+    elif setup in ("{}", "[]"):
+        preds.write_text(setup)
     elif setup != "missing":
         preds.write_text(json.dumps({"12345_1": 0}))
     bench = "nextqb" if setup == "bad bench" else "nextqa"

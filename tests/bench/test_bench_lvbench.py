@@ -1,4 +1,5 @@
-"""LVBench: the official rule (unanswered left out) against strict, on a file in the real format."""
+"""LVBench: the official rule (a uid missing from the file is left out; a present one, null
+included, counts; answers compared as strings) against strict, on a file in the real format."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ ANSWERS = {"1": "B", "2": "C", "4": "C", "5": "none of them", "6": "B"}
 
 
 def compute_accuracy(answers: dict[str, str], meta: list[dict]) -> dict[str, float]:
-    """LVBench's compute_accuracy, written out here: only answered questions count."""
+    """LVBench's ``lvbench/metrics/compute_accuracy.py``, its rule written out: every uid in the
+    file counts, and an answer is right only when it equals the answer letter."""
     right, total = defaultdict(int), defaultdict(int)
     n_right = n_total = 0
     for video in meta:
@@ -107,16 +109,34 @@ def test_dvd_results_and_runner_rows_read_the_same(data: Path, tmp_path: Path) -
     runner = tmp_path / "run.jsonl"
     rows = [{"id": "1", "parsed": 1}, {"id": "2", "parsed": 2}, {"id": "3", "parsed": None}]
     runner.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert lvbench.read_predictions(dvd, loaded.samples) == {
-        "1": 1,
-        "2": 2,
-        "4": 2,
-        "5": "none of them",
-        "6": 1,
-    }
+    assert lvbench.read_predictions(dvd, loaded.samples) == ANSWERS  # compared as written
     from_runner = evaluate(lvbench, loaded, lvbench.read_predictions(runner, loaded.samples))
-    assert from_runner.overall.score == 50.0 and from_runner.overall.answered == 2
-    assert from_runner.missing == 4
+    # uid 3's row is written with parsed null: in the file, so it counts (wrong)
+    assert from_runner.overall.score == pytest.approx(100 / 3) and from_runner.overall.answered == 3
+    assert from_runner.missing == 3
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [
+        {"1": None, "2": "A", "3": "D"},  # null is present: counted wrong
+        {"1": "(B)", "2": "A.", "3": "D ", "4": "C"},  # only the bare letter equals the answer
+        {"1": "b", "2": "A", "5": "A", "6": "B"},
+    ],
+)
+def test_the_official_number_is_compute_accuracys_on_every_file(
+    answers: dict[str, str | None], data: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "answers.json"
+    path.write_text(json.dumps(answers))
+    loaded = lvbench.load(data)
+    scores = evaluate(lvbench, loaded, lvbench.read_predictions(path, loaded.samples))
+    official = compute_accuracy(answers, VIDEOS)  # type: ignore[arg-type]
+    assert scores.overall.score == pytest.approx(official["acc"])
+    assert scores.overall.answered == len(answers)
+    for name, short in lvbench.CATEGORIES.items():
+        if name in official:
+            assert scores.sections["category"][short].score == pytest.approx(official[name])
 
 
 def test_options_are_split_off_the_question(data: Path) -> None:

@@ -430,10 +430,15 @@ class Session:
         judge: str | None = None,
         judge_prompt: str = "crossvid",
     ) -> ScoreResult:
-        """Score a predictions file with a benchmark's official rules."""
+        """Score a predictions file with a benchmark's official rules.
+
+        Raises:
+            BenchmarkDataError: the file is missing, empty, not UTF-8, holds no predictions, or
+                none of them matches a question.
+        """
         from vidagent.bench import evaluate, get_benchmark
         from vidagent.bench.base import BenchmarkDataError
-        from vidagent.bench.predictions import read_id_list
+        from vidagent.bench.predictions import check_predictions_file, read_id_list
 
         bench = get_benchmark(benchmark)
         if not data.is_dir():
@@ -442,7 +447,10 @@ class Session:
         loaded = bench.load(data, split=split, **options)
         if ids is not None:
             loaded = loaded.only(read_id_list(ids))
+        check_predictions_file(predictions)
         found = bench.read_predictions(predictions, loaded.samples)
+        if not found:
+            raise BenchmarkDataError(f"{predictions}: holds no predictions")
         open_ended = any(s.task == "open" and found.get(s.id) is not None for s in loaded.samples)
         judged = self._judge(judge, judge_prompt) if open_ended else None
         scores = evaluate(bench, loaded, found, judge=judged)

@@ -6,18 +6,18 @@ question text carries its options as ``(A) ...`` lines; the loader splits them o
 a letter; ``question_type`` lists every category the question belongs to. Videos are
 ``<root>/<key>.mp4`` (or found by stem below the root); the root defaults to ``data/videos``.
 
-Scoring reproduces ``lvbench/metrics/compute_accuracy.py``: only questions with an answer count
-(an unanswered question leaves the denominator), a question counts once in each of its
-categories, and overall accuracy counts each question once. The strict number (unanswered =
-wrong) is reported beside it. Categories are shown under the names the leaderboard uses
+Scoring reproduces ``lvbench/metrics/compute_accuracy.py``: every uid present in the answers
+file counts (a ``null`` answer is present, so it counts wrong; only a uid missing from the file
+leaves the denominator), an answer is right only when it equals the answer letter as a string
+(``model_answer == qa["answer"]``: ``"(B)"``, ``"B."`` and ``"B "`` are wrong), a question
+counts once in each of its categories, and overall accuracy counts each question once. The
+strict number (a missing uid = wrong) is reported beside it. Categories are shown under the names the leaderboard uses
 (``scripts/test_acc.py``): ER, EU, KIR, TG, Rea, Sum. A second breakdown by video type (the
 line's ``type``) is added because papers report it (AVI, Table 4).
 
-An answer that is not a letter counts as answered and wrong, as the official string comparison
-counts it; ``(B)`` is read as ``B``.
-
 Predictions: ``{uid: "A"}`` (the official answers file), DVD's ``benchmark_results.json``
-(``{uid: {"answer": "A", ...}}``), or the runner's JSONL.
+(``{uid: {"answer": "A", ...}}``, its ``answer`` compared as the official script compares), or
+the runner's JSONL (its ``parsed`` option index; ``null`` is a row written, so it counts wrong).
 """
 
 from __future__ import annotations
@@ -26,30 +26,34 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vidagent.bench.base import (
+    LETTERS,
     BenchmarkDataError,
     LoadResult,
     Outcome,
+    Predictions,
     Sample,
     Scores,
     VideoRoot,
-    as_choice,
     check_options,
     check_split,
     choice_prompt,
     letter_index,
     overall_tally,
-    score_choices,
     section,
     tally,
+    unanswered,
     video_root,
 )
 from vidagent.bench.predictions import (
     read_id_mapping,
     read_json_rows,
 )
+
+if TYPE_CHECKING:
+    from vidagent.bench.judge import Judge
 
 NAME = "lvbench"
 TITLE = "LVBench"
@@ -125,7 +129,25 @@ def split_options(text: str) -> tuple[str, tuple[str, ...]]:
 
 
 prompt = choice_prompt  # the question with its (A) ... option lines
-score = score_choices  # 1 for the right option, else 0; none = unanswered
+
+
+def score(
+    samples: Sequence[Sample], predictions: Predictions, *, judge: Judge | None = None
+) -> list[Outcome]:
+    """``compute_accuracy``'s rule: a present uid is answered; right only when the answer is the
+    letter itself (an option index from the runner stands for its letter)."""
+    outcomes = []
+    for s in samples:
+        if s.id not in predictions:
+            outcomes.append(unanswered(s))
+            continue
+        p = predictions[s.id]
+        if isinstance(p, str):
+            right = isinstance(s.answer, int) and p == LETTERS[s.answer]
+        else:
+            right = isinstance(p, int) and not isinstance(p, bool) and p == s.answer
+        outcomes.append(Outcome(s.id, float(right), detail={"prediction": p}))
+    return outcomes
 
 
 def aggregate(samples: Sequence[Sample], outcomes: Sequence[Outcome], *, split: str = "") -> Scores:
@@ -151,8 +173,7 @@ def read_predictions(path: Path, samples: Sequence[Sample]) -> dict[str, Any]:
     """The official answers file, DVD's results file, or runner JSONL."""
 
     def convert(value: Any) -> Any:
-        if isinstance(value, dict) and "answer" in value:
-            value = value["answer"]
-        return None if value is None else as_choice(value)
+        # Kept as written: the official comparison is of strings.
+        return value["answer"] if isinstance(value, dict) and "answer" in value else value
 
     return read_id_mapping(path, read_json_rows(path), convert, FORMATS)

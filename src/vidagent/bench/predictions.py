@@ -16,6 +16,26 @@ from typing import Any
 from vidagent.bench.base import BenchmarkDataError
 
 
+def check_predictions_file(path: Path) -> None:
+    """A predictions file that can be read: present, not empty, UTF-8 text.
+
+    Raises:
+        BenchmarkDataError: one line saying which of these it is not.
+    """
+    if not path.is_file():
+        raise BenchmarkDataError(f"predictions file not found: {path}")
+    data = path.read_bytes()
+    if not data.strip():
+        raise BenchmarkDataError(f"{path}: the predictions file is empty")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BenchmarkDataError(
+            f"{path}: not UTF-8 text (byte {e.start}); save the predictions as UTF-8 JSON, JSONL "
+            "or CSV"
+        ) from None
+
+
 def read_json_rows(path: Path) -> Any:
     """A JSON document, or the list of objects in a JSONL file.
 
