@@ -75,17 +75,33 @@ def test_every_prediction_format_gives_the_same_numbers(
     val: Path, hga: dict[str, int], tmp_path: Path
 ) -> None:
     loaded = nextqa.load(val)
-    letters = tmp_path / "letters.json"
-    letters.write_text(json.dumps({k: "ABCDE"[v] for k, v in hga.items()}))
+    indices = tmp_path / "indices.json"
+    indices.write_text(json.dumps(hga))
     runner = tmp_path / "run.jsonl"
     runner.write_text(
         "".join(json.dumps({"id": k, "parsed": v, "raw": "..."}) + "\n" for k, v in hga.items())
     )
     results = [
         evaluate(nextqa, loaded, nextqa.read_predictions(path, loaded.samples)).overall.score
-        for path in (letters, runner)
+        for path in (indices, runner)
     ]
     assert results == [pytest.approx(PUBLISHED_HGA["overall"], abs=0.005)] * 2
+
+
+def test_values_compare_as_eval_mc_compares_them(val: Path, tmp_path: Path) -> None:
+    """``eval_mc.py`` counts ``answer == pred``: a letter is never an index, True is 1, and the
+    reference is the ``answer`` the result file carries."""
+    loaded = nextqa.load(val)
+    first, second, third = loaded.samples[:3]
+    results = {
+        first.id: {"prediction": "ABCDE"[first.answer], "answer": first.answer},  # type: ignore[index]
+        second.id: {"prediction": True, "answer": 1},
+        third.id: {"prediction": 4, "answer": 4},  # the file's reference, whatever the CSV says
+    }
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(results))
+    outcomes = nextqa.score(loaded.samples[:3], nextqa.read_predictions(path, loaded.samples))
+    assert [o.earned for o in outcomes] == [0.0, 1.0, 1.0]
 
 
 def test_missing_and_unparsable_predictions_count_as_wrong(val: Path, hga: dict[str, int]) -> None:

@@ -26,7 +26,6 @@ from vidagent.bench.base import (
     check_options,
     check_split,
     choice_prompt,
-    score_choices,
     video_root,
 )
 
@@ -46,7 +45,7 @@ def load(
 
 
 prompt = choice_prompt  # the question with its (A) ... option lines
-score = score_choices  # 1 for the right option, else 0; none = unanswered
+score = nextqa.score  # eval_mc.py's ``answer == pred``
 
 
 def aggregate(samples: Sequence[Sample], outcomes: Sequence[Outcome], *, split: str = "") -> Scores:
@@ -55,5 +54,5 @@ def aggregate(samples: Sequence[Sample], outcomes: Sequence[Outcome], *, split: 
 
 
 def read_predictions(path: Path, samples: Sequence[Sample]) -> dict[str, Any]:
-    """NExT-QA's forms: result files, ``{id: index or letter}``, or runner JSONL."""
+    """NExT-QA's forms: result files, ``{id: index}``, or runner JSONL."""
     return nextqa.read_predictions(path, samples)

@@ -10,15 +10,17 @@ anywhere below the root). The root defaults to ``data/NExTVideo``, else ``data/v
 Scoring follows ``eval_mc.py``: question types CW (why), CH (how), TN (before/after, with TP
 merged in), TC (when), DC (count), DL (location), DO (other); groups C, T, D (the type's first
 letter); overall. Every question of the split is in the denominator, so a missing prediction is
-wrong (the official script would stop with a KeyError). The reference is the CSV's ``answer``;
-the ``answer`` inside a result file is ignored.
+wrong (the official script would stop with a KeyError). A prediction is right when it equals the
+reference as Python compares them (``answer == pred``): an index is right, so is ``True`` for 1,
+and a letter ``"B"`` is wrong. The reference is the ``answer`` a result file carries beside its
+``prediction`` (the script reads it from there), else the CSV's.
 
 ATP-hard (Buch et al., CVPR 2022) is a subset of val: pass its id list (``--ids FILE``: ids one
 per line, a JSON list, or a CSV with ``id`` or ``video,qid`` columns) and the same scorer runs on
 those questions only.
 
 Predictions: ``{"<video>_<qid>": {"prediction": int, "answer": int}}`` (the official result
-files), ``{"<video>_<qid>": int or "A"}``, or the runner's JSONL rows.
+files), ``{"<video>_<qid>": int}``, or the runner's JSONL rows (its option index).
 """
 
 from __future__ import annotations
@@ -27,29 +29,32 @@ import csv
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vidagent.bench.base import (
     BenchmarkDataError,
     LoadResult,
     Outcome,
+    Predictions,
     Sample,
     Scores,
     VideoRoot,
-    as_choice,
     check_options,
     check_split,
     choice_prompt,
     overall_tally,
-    score_choices,
     section,
     tally,
+    unanswered,
     video_root,
 )
 from vidagent.bench.predictions import (
     read_id_mapping,
     read_json_rows,
 )
+
+if TYPE_CHECKING:
+    from vidagent.bench.judge import Judge
 
 NAME = "nextqa"
 TITLE = "NExT-QA"
@@ -113,7 +118,22 @@ def _video_map(path: Path) -> dict[str, str]:
 
 
 prompt = choice_prompt  # the question with its (A) ... option lines
-score = score_choices  # 1 for the right option, else 0; none = unanswered
+
+
+def score(
+    samples: Sequence[Sample], predictions: Predictions, *, judge: Judge | None = None
+) -> list[Outcome]:
+    """``eval_mc.py``'s comparison, ``answer == pred``; no prediction is unanswered (and counts
+    wrong: every question is in the denominator)."""
+    outcomes = []
+    for s in samples:
+        p = predictions.get(s.id)
+        if p is None:
+            outcomes.append(unanswered(s))
+            continue
+        pred, reference = (p["prediction"], p.get("answer", s.answer)) if isinstance(p, dict) else (p, s.answer)
+        outcomes.append(Outcome(s.id, float(reference == pred), detail={"prediction": pred}))
+    return outcomes
 
 
 def aggregate(samples: Sequence[Sample], outcomes: Sequence[Outcome], *, split: str = "") -> Scores:
@@ -143,5 +163,12 @@ def aggregate_types(
 
 
 def read_predictions(path: Path, samples: Sequence[Sample]) -> dict[str, Any]:
-    """Official result files, ``{id: index or letter}``, or runner JSONL."""
-    return read_id_mapping(path, read_json_rows(path), as_choice, FORMATS)
+    """Official result files (kept whole: their ``answer`` is the reference), ``{id: value}``,
+    or runner JSONL; values are kept as written, for ``eval_mc.py``'s comparison."""
+
+    def keep(value: Any) -> Any:
+        if isinstance(value, dict) and "prediction" in value:
+            return {k: value[k] for k in ("prediction", "answer") if k in value}
+        return value
+
+    return read_id_mapping(path, read_json_rows(path), keep, FORMATS)
