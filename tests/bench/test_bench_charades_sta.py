@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,11 +28,26 @@ def data(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def calculate_iou(i0: Any, i1: Any) -> float:
+    """The Charades-STA authors' IoU (TALL ``main.py``), its rule written out: no clamp."""
+    union = (min(i0[0], i1[0]), max(i0[1], i1[1]))
+    inter = (max(i0[0], i1[0]), min(i0[1], i1[1]))
+    return (inter[1] - inter[0]) / (union[1] - union[0])
+
+
+def test_a_string_pair_is_not_an_interval(data: Path, tmp_path: Path) -> None:
+    path = tmp_path / "preds.json"
+    path.write_text(json.dumps({"3MSZA_0": "24.3,30.4"}))
+    loaded = charades.load(data)
+    (first,) = charades.score(loaded.samples[:1], charades.read_predictions(path, loaded.samples))
+    assert first.earned == 0.0 and first.answered
+
+
 def test_recall_at_each_threshold_and_mean_iou(data: Path, tmp_path: Path) -> None:
     preds = {
         "3MSZA_0": [24.3, 30.4],  # IoU 1
         "3MSZA_1": [27.35, 33.45],  # overlap 3.05 over 9.15 -> 1/3
-        "AO8RW_0": [6.9, 0.0],  # reversed, put in order: IoU 1
+        "AO8RW_0": [6.9, 0.0],  # reversed: calculate_IoU gives -1, a miss (0 in mIoU)
         "0IH69_0": [12.0, 20.0],  # 8 / 10 = 0.8
         # J30YV_0 unanswered: IoU 0
     }
@@ -39,12 +55,17 @@ def test_recall_at_each_threshold_and_mean_iou(data: Path, tmp_path: Path) -> No
     path.write_text(json.dumps(preds))
     loaded = charades.load(data)
     scores = evaluate(charades, loaded, charades.read_predictions(path, loaded.samples))
-    ious = [1.0, 1 / 3, 1.0, 0.8, 0.0]
+    ious = [1.0, 1 / 3, 0.0, 0.8, 0.0]
     assert scores.metric == "mIoU"
     assert scores.overall.score == pytest.approx(100 * sum(ious) / 5)
     assert scores.extra == pytest.approx(
-        {"R@1 IoU=0.3": 80.0, "R@1 IoU=0.5": 60.0, "R@1 IoU=0.7": 60.0}
+        {"R@1 IoU=0.3": 60.0, "R@1 IoU=0.5": 40.0, "R@1 IoU=0.7": 40.0}
     )
+    # R@1 is the dataset authors' rule on every prediction: calculate_IoU(gt, pred) >= m
+    gts = {s.id: s.answer for s in loaded.samples}
+    for m, recall in ((0.3, 60.0), (0.5, 40.0), (0.7, 40.0)):
+        hits = sum(calculate_iou(gts[k], v) >= m for k, v in preds.items())
+        assert 100.0 * hits / 5 == recall
     assert scores.missing == 1
 
 

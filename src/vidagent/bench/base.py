@@ -248,25 +248,28 @@ def as_choice(value: Any) -> Any:
     return value
 
 
-def as_interval(value: Any) -> tuple[float, float] | None:
-    """A ``(start, end)`` pair from ``[s, e]`` or ``"s,e"`` (CrossVid's answer form), else ``None``.
+def as_interval(value: Any, *, strings: bool = True) -> tuple[float, float] | None:
+    """A ``(start, end)`` pair from ``[s, e]`` or, with ``strings``, ``"s,e"`` (CrossVid's answer
+    form), else ``None``.
 
-    A string must split on its comma into exactly two numbers, as CrossVid's ``FSA.py`` reads it;
-    a reversed pair is put in order.
+    A string must split on its comma into exactly two numbers, as CrossVid's ``FSA.py`` reads it.
+    A reversed pair stays reversed: the official IoUs (CrossVid's ``FSA.py``, the Charades-STA
+    authors' ``calculate_IoU``) give it no overlap, and so does :func:`interval_iou`.
     """
-    parts = value.split(",") if isinstance(value, str) else value
+    parts = value.split(",") if isinstance(value, str) and strings else value
     if not isinstance(parts, (list, tuple)) or len(parts) != 2:
         return None
     try:
         start, end = (float(p) for p in parts)
     except (TypeError, ValueError):
         return None
-    return (start, end) if start <= end else (end, start)
+    return start, end
 
 
 def interval_iou(a: Sequence[float], b: Sequence[float]) -> float:
     """Temporal IoU of two ``(start, end)`` intervals: their overlap over the span from the
-    earlier start to the later end (their union whenever they overlap); 0 when that is empty.
+    earlier start to the later end (their union whenever they overlap); 0 when that is empty or
+    negative (disjoint intervals, or a reversed one).
     """
     inter = max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
     union = max(a[1], b[1]) - min(a[0], b[0])

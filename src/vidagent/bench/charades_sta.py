@@ -12,7 +12,9 @@ Metrics, the standard ones (the AVI paper reports them without defining them):
 ``IoU = max(0, min(e1, e2) - max(s1, s2)) / (max(e1, e2) - min(s1, s2))``; R@1 at IoU m is the
 share of queries whose one predicted interval has IoU >= m, for m in 0.3, 0.5, 0.7; mIoU is the
 mean IoU, the headline number. A missing or unreadable prediction has IoU 0, so every query is
-in every denominator. A reversed interval is put in order.
+in every denominator. R@1 is the dataset authors' rule (TALL ``main.py``: ``calculate_IoU >=
+m``); their IoU is negative for a reversed pair ``[e, s]``, so a reversed interval is a miss, and
+it adds 0 to mIoU. Only ``[start, end]`` pairs are read: a ``"s,e"`` string is unreadable.
 
 Predictions: ``{id: [start, end]}`` in seconds, or the runner's JSONL with ``parsed: [s, e]``.
 """
@@ -114,7 +116,7 @@ def score(
         if p is None:
             outcomes.append(unanswered(s))
             continue
-        interval = as_interval(p)
+        interval = as_interval(p, strings=False)
         iou = interval_iou(interval, s.answer) if interval and isinstance(s.answer, tuple) else 0.0
         outcomes.append(Outcome(s.id, iou, detail={"prediction": interval, "iou": iou}))
     return outcomes
