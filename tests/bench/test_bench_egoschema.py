@@ -41,6 +41,21 @@ def test_subset_accuracy_from_a_json_and_a_kaggle_csv(
         assert scores.overall.answered == 450 and scores.missing == 50
 
 
+def test_json_and_csv_read_a_value_the_same_way(
+    shared_benchmarks: Path, answers: dict[str, int], tmp_path: Path
+) -> None:
+    """An index, a digit string and a letter mean the same option in a JSON file and a CSV."""
+    uids = sorted(answers)[:3]
+    written = [str(answers[uids[0]]), "ABCDE"[answers[uids[1]]], answers[uids[2]]]
+    as_json = tmp_path / "p.json"
+    as_json.write_text(json.dumps(dict(zip(uids, written))))
+    as_csv = tmp_path / "p.csv"
+    as_csv.write_text("q_uid,answer\n" + "".join(f"{u},{w}\n" for u, w in zip(uids, written)))
+    loaded = egoschema.load(shared_benchmarks / "egoschema")
+    read = [egoschema.read_predictions(path, loaded.samples) for path in (as_json, as_csv)]
+    assert read[0] == read[1] == {u: answers[u] for u in uids}
+
+
 def _questions(tmp_path: Path, answers: dict[str, int]) -> Path:
     labelled = sorted(answers)[:2]
     rows = [

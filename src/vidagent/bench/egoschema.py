@@ -14,7 +14,8 @@ question text, enough to score a predictions file but not to run.
 Score: accuracy over every scored question, an unanswered one counted wrong (as the papers and
 LLoVi's evaluation count invalid answers).
 
-Predictions: ``{q_uid: int or "A"}``, the Kaggle CSV ``q_uid,answer``, or the runner's JSONL.
+Predictions: ``{q_uid: int or "A"}``, the Kaggle CSV ``q_uid,answer``, or the runner's JSONL;
+JSON and CSV values are read the same way (an index, a digit string, or a lone letter).
 """
 
 from __future__ import annotations
@@ -123,12 +124,17 @@ def read_predictions(path: Path, samples: Sequence[Sample]) -> dict[str, Any]:
         rows = read_csv_mapping(path, "q_uid", "answer")
         if rows is None:
             raise BenchmarkDataError(f"{path}: expected CSV columns q_uid,answer")
-        return {uid: _csv_value(v) for uid, v in rows.items()}
-    return read_id_mapping(path, read_json_rows(path), as_choice, FORMATS)
+        return {uid: _value(v) for uid, v in rows.items()}
+    return read_id_mapping(path, read_json_rows(path), _value, FORMATS)
 
 
-def _csv_value(text: str) -> Any:
-    text = text.strip()
-    if not text:
-        return None
-    return int(text) if text.isdigit() else as_choice(text)
+def _value(value: Any) -> Any:
+    """One reading for JSON and CSV alike: an index, a digit string (the Kaggle CSV's answers
+    are indices written out) or a lone letter; an empty string is no answer."""
+    if isinstance(value, str):
+        value = value.strip()
+        if not value:
+            return None
+        if value.isdigit():
+            return int(value)
+    return as_choice(value)
