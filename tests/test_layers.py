@@ -40,7 +40,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
 CLI_ALLOWED = (
     "vidagent.app", "vidagent.budget", "vidagent.bench.report", "vidagent.bench.base",
     "vidagent.cli", "vidagent.config", "vidagent.exceptions", "vidagent.roles",
-    "vidagent.timecode", "vidagent.trace", "vidagent.ingest.pipeline",
+    "vidagent.timecode", "vidagent.trace",
 )  # fmt: skip
 
 

@@ -171,6 +171,13 @@ class Session:
 
     # -- indexing ---------------------------------------------------------------------------------
 
+    @staticmethod
+    def stage_names() -> tuple[str, ...]:
+        """Every ingest stage after ``structure``, in pipeline order (plugins' included)."""
+        from vidagent.ingest.pipeline import stage_names
+
+        return stage_names()
+
     def index(
         self,
         paths: Sequence[str | Path],
@@ -257,12 +264,12 @@ class Session:
     ) -> list[SearchHit]:
         """Clips most similar to ``text`` in meaning, best first, embedded with the model that
         made the Library's vectors (whatever the session's embed role says)."""
-        from vidagent.library.search import bound_embedding, require_embedding
+        from vidagent.library.search import bound_embedding
 
         lib = self.existing_library()
         bound = bound_embedding(lib)
-        require_embedding(lib, bound or "")  # no vectors yet: says to index first
-        assert bound is not None
+        if bound is None:
+            raise LibraryError(f"{lib.uri} has no clip embeddings yet; run `vidagent index` first")
         client = self.models.client("embed")
         if client.spec != bound:
             client = self._embedder(bound)

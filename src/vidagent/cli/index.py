@@ -52,11 +52,11 @@ def expand_paths(patterns: tuple[str, ...]) -> list[Path]:
 
 
 def _stages(text: str | None) -> tuple[str, ...] | None:
-    from vidagent.ingest.pipeline import stage_names
+    from vidagent.app import Session
 
     if not text:
         return None
-    known = stage_names()
+    known = Session.stage_names()
     chosen = tuple(s.strip() for s in text.split(",") if s.strip() and s.strip() != "structure")
     unknown = [s for s in chosen if s not in known]
     if unknown:

@@ -1,9 +1,9 @@
 """The one check that a query is embedded with the model that made a Library's vectors.
 
 Searching compares a query's vector with stored clip vectors, which only means something when
-both come from the same model. The manifest records that model; every search path (the
-application layer's ``search`` and ``ask``, the agents' ``clip_search``) calls
-:func:`require_embedding` before embedding a query.
+both come from the same model. The manifest records that model (:func:`bound_embedding`).
+``ask`` and the agents' ``clip_search`` call :func:`require_embedding` before embedding a query;
+the application layer's ``search`` embeds with the bound model itself, whatever is configured.
 """
 
 from __future__ import annotations
