@@ -143,6 +143,18 @@ def _call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
             "function": {"name": name, "arguments": json.dumps(arguments)}}  # fmt: skip
 
 
+def test_a_context_window_in_the_spec_fits_requests_to_it(server: FaultServer) -> None:
+    """A vLLM model with a small window: the spec says so, and long requests are fitted."""
+    settings = load_settings({"openai_base_url": server.base_url,
+                              "llm": "openai:qwen?context_tokens=1000"})  # fmt: skip
+    long = (Message("system", "s"), Message("user", "q"), Message("user", "x" * 20000))
+    with Models(settings) as models:
+        models.client("llm").chat(ChatRequest(long, max_tokens=100))
+        assert models.ledger.records()[-1].fitted.endswith("to fit 900 tokens")
+    (body,) = server.bodies("/chat/completions")
+    assert sum(len(m["content"]) for m in body["messages"]) < 900 * 3
+
+
 # ---------------------------------------------------------------------------------------------
 # Frames as the paper sent them
 

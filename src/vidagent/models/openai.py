@@ -17,6 +17,8 @@ Spec options (``openai:<model>?key=value&…``) override settings:
                    below)
 ``reasoning_effort`` ``minimal``, ``low``, ``medium`` or ``high``, sent as is (reasoning models)
 ``max_output_tokens`` a cap on every reply of this model, whatever the caller asks for
+``context_tokens`` the model's context window (prompt and reply); every request is then fitted
+                   into it (:mod:`vidagent.models.context`), as for local models
 =================  =========================================================================
 
 Reasoning models (OpenAI's o-series and GPT-5, and any model named with ``reasoning=1``) take
@@ -85,7 +87,7 @@ DEFAULT_MAX_IMAGES = 50  # the DVD paper's layout: 50 images a request (Azure's 
 _ROLES = frozenset({"llm", "vlm", "embed"})
 _KNOWN_OPTIONS = (
     "base_url", "api_key_env", "timeout", "tools", "images", "json_schema", "schema_style",
-    "max_images", "reasoning", "reasoning_effort", "max_output_tokens",
+    "max_images", "reasoning", "reasoning_effort", "max_output_tokens", "context_tokens",
 )  # fmt: skip
 EFFORTS = ("minimal", "low", "medium", "high")
 _REASONING_NAME = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
@@ -203,6 +205,9 @@ def _resolve(options: dict[str, str], settings: Settings) -> _Resolved:
         supports_images=_flag(options, "images", True),
         supports_json_schema=_flag(options, "json_schema", True),
         max_images=int(_number(options, "max_images", DEFAULT_MAX_IMAGES, zero_ok=True)),
+        context_tokens=int(_number(options, "context_tokens", 1))
+        if "context_tokens" in options
+        else None,
         batch_size=64,
         local=False,
     )
