@@ -85,3 +85,38 @@ def test_sixteen_threads_write_the_library_without_loss_or_duplicates(tmp_path: 
     assert sorted(m.data["query"] for m in memos) == sorted(f"topic {i}" for i in range(16))
     assert all(m.text == "a summary of the frames" for m in memos)
     assert [c.clip_index for c in reopened.clips(video.video_id)] == [0]
+
+
+def test_videoagent2_context_is_built_once_for_concurrent_questions(tmp_path: Path) -> None:
+    """Questions on one video, eight at a time: the general context is built before them, once."""
+    data = make_lvbench(tmp_path / "data", [
+        {"key": "k0", "uid": str(i), "question": f"Question {i}: what is shown?{OPTIONS}",
+         "answer": "B", "question_type": ["reasoning"], "time_reference": ""}
+        for i in range(8)
+    ])  # fmt: skip
+
+    def llm(request: ChatRequest) -> str:
+        if "A long video" in request.messages[-1].text:
+            return "A short test video."
+        return "Yes, the answer is B, (confidence score = 5)"
+
+    settings = settings_with(home=tmp_path / "home", default_concurrency=8)
+    caption = Remote("echo", {"reply": "#C C looks at the wall."})
+    agent_llm = Remote("function", function=llm)
+    adapters = {
+        "llm": agent_llm, "vlm": caption, "embed": FakeAdapter("hash", {"dim": "32"}),
+        "asr": FakeAdapter("echo", {"text": "hello"}), "ocr": FakeAdapter(),
+        "detector": FakeAdapter(),
+    }  # fmt: skip
+    with Models.from_adapters(adapters, settings) as models:
+        summary = run_benchmark(
+            RunConfig("lvbench", data, strategy="videoagent2", concurrency=8,
+                      strategy_options={"context": "build"}),
+            settings=settings, models=models, library=Library(tmp_path / "lib"),
+            out=tmp_path / "run",
+        )  # fmt: skip
+    assert (summary.ran, summary.errors) == (8, 0)
+    summaries = [r for r in agent_llm.requests if "A long video" in r.messages[-1].text]
+    # the index's global summary, then the context's own: one build, not one per thread
+    assert len(summaries) == 2
+    assert all(r["letter"] == "B" for r in rows_in(tmp_path / "run" / "predictions.jsonl"))

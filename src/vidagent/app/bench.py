@@ -63,7 +63,7 @@ from vidagent.bench.rundir import (
     write_json_atomic,
 )
 from vidagent.budget import Budget
-from vidagent.exceptions import ConfigError, MediaError, UserError
+from vidagent.exceptions import ConfigError, MediaError, ProviderError, UserError
 from vidagent.roles import ROLES
 
 if TYPE_CHECKING:
@@ -401,13 +401,19 @@ class _Run:
     # -- indexing and answering ---------------------------------------------------------------
 
     def _index_videos(self, todo: Sequence[Sample], progress: bool) -> None:
-        """Index every video the questions need, before any question is asked."""
+        """Index every video the questions need, and build what the strategy reads per video
+        (VideoAgent2's general context), before any question is asked: threads that found it
+        missing at once would each build it."""
         from tqdm import tqdm
 
         paths = list(dict.fromkeys(p for s in todo for p in s.videos))
+        single = {p for s in todo if len(s.videos) == 1 for p in s.videos}
         for path in tqdm(paths, desc="indexing", unit="video", disable=not progress):
-            with contextlib.suppress(MediaError):  # kept; the questions on it record it
-                self.index.ensure(path)
+            # A failure is kept: the questions on that video ask again and record it.
+            with contextlib.suppress(MediaError, ProviderError):
+                video_id = self.index.ensure(path)
+                if path in single:
+                    self.session.prepare(self.agent, [video_id])
 
     def _answer_all(
         self, todo: Sequence[Sample], workers: int, progress: bool
