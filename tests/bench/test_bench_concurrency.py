@@ -1,5 +1,8 @@
 """A benchmark run on 16 threads whose questions call a tool that writes the Library
-(global_browse memoises its summary): every row and every memo present once, no corrupt table."""
+(global_browse memoises its summary): every row and every memo present once, no corrupt table.
+
+What a user sees of concurrent writes; LanceDB's keyed merges absorb these particular races even
+without the Library's lock, whose own tests (which fail without it) are in tests/library."""
 
 from __future__ import annotations
 
