@@ -177,16 +177,10 @@ class VideoIndex:
         Raises:
             MediaError: the file cannot be used as a video.
         """
-        from vidagent.ingest import index_path
-
         key = Path(path).resolve()
         with self._lock:
             if key not in self._done:
-                s = self.session
-                result = index_path(
-                    key, library=s.library, settings=s.settings, models=s.models,
-                    stages=self.stages,
-                )  # fmt: skip
+                result = self.session.index_file(key, stages=self.stages)
                 self._done[key] = result.error or result.video.video_id  # type: ignore[union-attr]
             found = self._done[key]
         if isinstance(found, MediaError):

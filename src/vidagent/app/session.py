@@ -178,6 +178,17 @@ class Session:
 
         return stage_names()
 
+    def index_file(
+        self, path: str | Path, *, stages: Sequence[str] | None = None, progress: bool = False
+    ) -> IndexResult:
+        """Index one file through ``stages`` (default all); a media error is in the result."""
+        from vidagent.ingest import STAGES, index_path
+
+        return index_path(
+            path, library=self.library, settings=self.settings, models=self.models,
+            stages=STAGES if stages is None else stages, progress=progress,
+        )  # fmt: skip
+
     def index(
         self,
         paths: Sequence[str | Path],
@@ -187,13 +198,8 @@ class Session:
     ) -> Iterator[IndexReport]:
         """Index each file through ``stages`` (default all), yielding a report per file as it
         finishes; a file that cannot be used gets a report with its error, the others go on."""
-        from vidagent.ingest import STAGES, index_path
-
         for path in paths:
-            result = index_path(
-                path, library=self.library, settings=self.settings, models=self.models,
-                stages=STAGES if stages is None else stages, progress=progress,
-            )  # fmt: skip
+            result = self.index_file(path, stages=stages, progress=progress)
             if result.error is not None:
                 yield IndexReport(Path(path), error=str(result.error))
                 continue
@@ -315,15 +321,10 @@ class Session:
             MediaError: a file cannot be used as a video.
             VideoNotFoundError: a reference is neither a file nor a video in the Library.
         """
-        from vidagent.ingest import index_path
-
         ids: list[str] = []
         for ref in refs:
             if Path(ref).expanduser().is_file():
-                result = index_path(
-                    ref, library=self.library, settings=self.settings, models=self.models,
-                    stages=agent.stages, progress=progress,
-                )  # fmt: skip
+                result = self.index_file(ref, stages=agent.stages, progress=progress)
                 if result.error is not None:
                     raise result.error
                 assert result.video is not None
