@@ -14,9 +14,20 @@ def test_info_lists_every_role_and_the_library(_isolated_home: Path) -> None:
     out = vidagent("info", "--json", home=_isolated_home)
     assert out.returncode == 0, out.stderr
     info = json.loads(out.stdout)
-    assert set(info["roles"]) == {"llm", "vlm", "embed", "image_embed", "asr", "ocr", "detector"}
+    roles = {"llm", "vlm", "captioner", "tool_vlm", "embed", "image_embed", "asr", "ocr"}
+    assert set(info["roles"]) == roles | {"detector"}
     assert info["roles"]["detector"]["usable"] is True
+    # Unset, the captioner and the tools' vision model are the vlm, and say so.
+    assert info["roles"]["tool_vlm"]["spec"] == info["roles"]["vlm"]["spec"]
+    assert "the vlm's" in info["roles"]["captioner"]["detail"]
     assert info["library"] == str(_isolated_home / "library")
+
+
+def test_tool_vlm_flag_fills_only_that_role(_isolated_home: Path) -> None:
+    out = vidagent("--tool-vlm", "openai:o3", "info", "--json", home=_isolated_home)
+    roles = json.loads(out.stdout)["roles"]
+    assert roles["tool_vlm"]["spec"] == "openai:o3"
+    assert roles["captioner"]["spec"] == roles["vlm"]["spec"] == "perception:describer"
 
 
 def test_flags_override_the_environment(_isolated_home: Path) -> None:

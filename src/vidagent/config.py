@@ -20,10 +20,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from vidagent.exceptions import ConfigError
-from vidagent.roles import ROLES  # declared there; many modules import it from here
+from vidagent.roles import FOLLOWS, ROLES  # declared there; many modules import ROLES from here
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -64,6 +71,8 @@ class Settings(BaseModel):
 
     llm: str = DEFAULT_SPECS["llm"]
     vlm: str = DEFAULT_SPECS["vlm"]
+    captioner: str = Field("", description="database captioner; empty: the vlm's spec")
+    tool_vlm: str = Field("", description="vision model of the tools; empty: the vlm's spec")
     embed: str = DEFAULT_SPECS["embed"]
     image_embed: str = DEFAULT_SPECS["image_embed"]
     asr: str = DEFAULT_SPECS["asr"]
@@ -89,17 +98,21 @@ class Settings(BaseModel):
 
     @field_validator(*ROLES)
     @classmethod
-    def _known_spec(cls, value: str) -> str:
+    def _known_spec(cls, value: str, info: ValidationInfo) -> str:
         from vidagent.models.registry import parse_spec
 
+        if not value and info.field_name in FOLLOWS:
+            return value  # follows its role
         parse_spec(value)  # ConfigError (not a ValueError) passes through pydantic unwrapped
         return value
 
     def spec(self, role: str) -> str:
-        """The spec string configured for ``role``."""
+        """The spec string configured for ``role`` (an unset ``captioner`` or ``tool_vlm``:
+        the ``vlm``'s)."""
         if role not in ROLES:
             raise ConfigError(f"unknown model role {role!r}; roles are: {', '.join(ROLES)}")
-        return str(getattr(self, role))
+        value = str(getattr(self, role))
+        return value if value or role not in FOLLOWS else self.spec(FOLLOWS[role])
 
     @property
     def library_uri(self) -> str:

@@ -152,3 +152,37 @@ def test_native_tool_calling_over_an_openai_compatible_server(
     (observed,) = answer.trace.of(Observed)[:1]
     assert observed.frames == 5 and observed.evidence == [[ids[0], 5.0, 7.0]]
     assert list(render(answer.trace.events))[-2].startswith("answer: (B) HELLO\n")
+
+
+def test_a_tool_model_given_at_ask_time_does_not_recaption(
+    small_video: Path, tmp_path: Path
+) -> None:
+    """The papers caption the database with one model and search it with another (DVD: GPT-4.1
+    and o3): ``captioner`` and ``tool_vlm`` are separate roles, so naming a tool model at ask
+    time leaves the captions as indexed and the tools ask the model named."""
+    captioned, looked = tmp_path / "captioner.jsonl", tmp_path / "tool.jsonl"
+    base = {**INDEX_SPECS, "vlm": f"fake:echo?reply=not json&log={captioned}"}
+    va.Session(load_settings(base), library=tmp_path / "lib").index_file(small_video)
+    calls = len(captioned.read_text().splitlines())
+    assert calls >= 3  # one request per clip at least (the echo's reply is asked again)
+    before = [c.caption_model for c in va.Library(tmp_path / "lib").clips(_only_video(tmp_path))]
+
+    inspect = action("frame_inspect", "look", question="what colour?",
+                     time_ranges_hhmmss=[["00:00:01", "00:00:02"]])  # fmt: skip
+    settings = load_settings({
+        **base, "tool_vlm": f"fake:echo?reply=a red square&log={looked}",
+        "llm": "fake:scripted?replies=" + json.dumps([inspect, action("answer", "ok", answer="A")]),
+    })  # fmt: skip
+    with va.Session(settings, library=tmp_path / "lib") as session:
+        answer = session.ask(small_video, "What colour?", trace=False, tool_mode="json").answer
+    assert len(captioned.read_text().splitlines()) == calls  # nothing captioned again
+    assert [c.caption_model for c in va.Library(tmp_path / "lib").clips(_only_video(tmp_path))] == before
+    assert len(looked.read_text().splitlines()) == 1  # frame_inspect asked the tool model
+    assert answer.trace is not None
+    observed = [e for e in answer.trace.of(Observed) if e.tool == "frame_inspect"]
+    assert "a red square" in observed[0].text
+
+
+def _only_video(tmp_path: Path) -> str:
+    (record,) = va.Library(tmp_path / "lib").list_videos()
+    return record.video_id

@@ -228,6 +228,6 @@ def test_tool_calls_carry_their_span_on_the_model_calls_inside(indexed: Indexed)
     llm = FakeAdapter.scripted([inspect, call("answer", answer="B")])
     answer = DVDAgent(library, hub(settings, llm)).run(Question("What text?", (video_id,), OPTIONS))
     assert answer.trace is not None
-    vision = [e for e in answer.trace.of(ModelCall) if e.role == "vlm"]
+    vision = [e for e in answer.trace.of(ModelCall) if e.role == "tool_vlm"]
     assert [e.span for e in vision] == [ToolCall("call_frame_inspect", "", "").id]
     assert len({e.run for e in answer.trace.events}) == 1

@@ -11,7 +11,7 @@ per finished question to the run folder (:mod:`vidagent.bench.rundir`).
 Concurrency. The hub's :class:`~vidagent.models.client.Limiter` is the global limit: each
 endpoint takes at most ``settings.concurrency[endpoint]`` (else ``default_concurrency``)
 requests at once whatever the number of threads, and a local model one. More threads than the
-largest limit among the endpoints the agent reasons with (the ``llm`` and ``vlm`` roles) could
+largest limit among the endpoints the agent reasons with (the ``llm`` and ``tool_vlm`` roles) could
 only wait for a slot, so the pool is capped there; raise the endpoint's limit in the settings to
 go faster, e.g. ``concurrency = {"https://api.openai.com/v1" = 16}``.
 
@@ -75,7 +75,7 @@ if TYPE_CHECKING:
     from vidagent.models.client import Models
 
 #: Roles the agent loop calls on every step; the thread pool is capped by their endpoints.
-AGENT_ROLES = ("llm", "vlm")
+AGENT_ROLES = ("llm", "tool_vlm")
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from vidagent.app.results import (
 )
 from vidagent.config import Settings, load_settings
 from vidagent.exceptions import ConfigError, LibraryError, MediaError, VideoNotFoundError
-from vidagent.roles import ROLES
+from vidagent.roles import FOLLOWS, ROLES, capability
 
 if TYPE_CHECKING:
     from vidagent.agents.base import Agent, ToolMode
@@ -158,8 +158,13 @@ class Session:
 
         roles: dict[str, RoleStatus] = {}
         for role in ROLES:
-            status = backend_status(self.settings.spec(role), self.settings, role)
-            roles[role] = RoleStatus(self.settings.spec(role), status.usable, status.detail)
+            spec = self.settings.spec(role)
+            if role in FOLLOWS and not getattr(self.settings, role):
+                follows = roles[FOLLOWS[role]]
+                roles[role] = RoleStatus(spec, follows.usable, f"unset: the {FOLLOWS[role]}'s")
+                continue
+            status = backend_status(spec, self.settings, capability(role))
+            roles[role] = RoleStatus(spec, status.usable, status.detail)
         return InfoReport(
             __version__, str(self.settings.home), self._uri, self.library_exists(), roles
         )

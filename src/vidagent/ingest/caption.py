@@ -2,7 +2,7 @@
 
 Clips are captioned in temporal order, each seeing the subjects met so far:
 ``(S_i, c_i) = VLM(f_i, S_{i-1})``, ``S_0 = {}``, ``S_i = S_{i-1} ∪ new_i``. The adapter filling
-the ``vlm`` role decides how.
+the ``captioner`` role (the ``vlm`` unless set) decides how.
 
 **A vision-language model** (``openai:<model>``, any adapter with ``supports_images``) gets
 Table 9 verbatim, one request per clip: the system prompt; frames at 2 fps decoded from the
@@ -182,7 +182,7 @@ class Caption(Stage):
     """
 
     name = "caption"
-    role = "vlm"
+    role = "captioner"
     column = "caption_model"
     prompts = ("dvd_caption_system", "dvd_caption")
     fps: ClassVar[float] = 2.0  # frames per second sent to the VLM (paper)

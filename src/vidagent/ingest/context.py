@@ -5,7 +5,7 @@ of them (prompt_Summary). When the video was indexed with ``clip_seconds == n`` 
 ``sample_fps == fps_d`` (``stages["structure"]["sampling"]``) the index's clip captions are ``C``
 (their VLM captions see 2 fps, denser than the fps_d chosen "to ensure computational
 efficiency"); otherwise the segments are cut as the index cuts clips (a tail under n/5 joins
-the one before) and each is captioned by the ``vlm`` role from its fps_d frames with
+the one before) and each is captioned by the ``captioner`` role from its fps_d frames with
 ``videoagent2_segment_caption.txt`` (not from the paper: LaViLa takes no prompt), or by the
 perception describer from the index rows inside it. ``S`` is summarised as the summarize stage
 does, hierarchically when ``C`` exceeds the model's context.
@@ -84,7 +84,7 @@ def build_segment_context(
 
         return library.memo(video_id, "context", key, producer=summary_fp, inputs_hash=inputs,
                             build=from_index)[0]  # fmt: skip
-    vlm = models.client("vlm")
+    vlm = models.client("captioner")
     producer = "|".join([summary_fp, vlm.spec, prompt_hash("videoagent2_segment_caption")])
     inputs = text_hash("built", json.dumps(record.stages, sort_keys=True))
 
@@ -112,7 +112,7 @@ def _caption(
     """One segment's caption from its frames at fps_d (the paper's F_vc)."""
     count = max(1, math.ceil((t1 - t0) * fps - 1e-6))
     times = [round(t0 + k / fps, 3) for k in range(count)]
-    client = models.client("vlm")
+    client = models.client("captioner")
     if client.capabilities.describer:
         return _describe(library, record, t0, t1, times)
     clip = f"The clip spans {str(Line(t0, t1, '')).partition(': ')[0]}."

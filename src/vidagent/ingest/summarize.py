@@ -200,7 +200,7 @@ class Summarize(Stage):
 
     def estimate(self, info: VideoInfo, clips: int, settings: Settings) -> StageEstimate:
         spec = settings.spec(self.role)
-        per_caption = 100 if settings.spec("vlm").startswith("perception:") else 250
+        per_caption = 100 if settings.spec("captioner").startswith("perception:") else 250
         captions = clips * per_caption
         prompt = len(load_prompt("videoagent2_summary")) // 4
         chunks = 0 if captions <= self.token_budget else -(-captions // self.token_budget)

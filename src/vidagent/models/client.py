@@ -47,6 +47,7 @@ from vidagent.models.base import (
 )
 from vidagent.models.cache import CacheableRequest, ResponseCache
 from vidagent.models.context import fit_request
+from vidagent.roles import capability
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -360,9 +361,14 @@ class Client:
         """OCR on RGB images, each (H, W, 3) uint8 (not cached)."""
         return self._invoke("read_text", lambda: self.adapter.read_text(images))
 
-    def detect(self, images: list[np.ndarray]) -> list[list[Detection]]:
-        """Detections on RGB images, each (H, W, 3) uint8 (not cached)."""
-        return self._invoke("detect", lambda: self.adapter.detect(images))
+    def detect(
+        self, images: list[np.ndarray], labels: Sequence[str] | None = None
+    ) -> list[list[Detection]]:
+        """Detections on RGB images, each (H, W, 3) uint8 (not cached); ``labels`` name what
+        an open-vocabulary detector looks for (None: its default set)."""
+        if labels is None:  # adapters written before labels existed take the images alone
+            return self._invoke("detect", lambda: self.adapter.detect(images))
+        return self._invoke("detect", lambda: self.adapter.detect(images, list(labels)))
 
     def embed_images(self, images: list[np.ndarray]) -> np.ndarray:
         """Image embeddings, (N, D) float32 (not cached)."""
@@ -478,7 +484,8 @@ class Models:
 
     Args:
         settings: specs per role, retries, prices, cache mode and directory.
-        adapters: ready adapters per role (tests and fakes); other roles raise ConfigError.
+        adapters: ready adapters per role (tests and fakes); ``captioner`` and ``tool_vlm``
+            fall back to the ``vlm``'s; other roles missing raise ConfigError.
         sleep: how clients wait between retries.
     """
 
@@ -525,7 +532,7 @@ class Models:
     def serving(self, role: str) -> str:
         """The spec serving ``role``: the adapter's for the roles agents call (a hub given
         adapters may differ from the settings), else the configured one."""
-        if role in ("llm", "vlm", "embed"):
+        if capability(role) in ("llm", "vlm", "embed"):
             try:
                 return self.client(role).spec
             except ConfigError:
@@ -534,17 +541,19 @@ class Models:
 
     def _adapter(self, role: str) -> Adapter:
         """The given adapter, or one from the registry shared by roles with the same spec."""
+        serves = capability(role)  # captioner and tool_vlm are served by vlm adapters
         if self._adapters is not None:
-            if role not in self._adapters:
+            found = self._adapters.get(role) or self._adapters.get(serves)
+            if found is None:
                 given = ", ".join(sorted(self._adapters)) or "none"
                 raise ConfigError(f"no adapter given for role {role!r} (given: {given})")
-            return self._adapters[role]
+            return found
         from vidagent.models import registry
 
         spec = self.settings.spec(role)
         adapter = self._by_spec.get(spec)
-        if adapter is None or role not in adapter.capabilities.roles:
-            adapter = registry.create_adapter(spec, self.settings, role)  # validates the role
+        if adapter is None or serves not in adapter.capabilities.roles:
+            adapter = registry.create_adapter(spec, self.settings, serves)  # validates the role
             self._by_spec.setdefault(spec, adapter)
         return adapter
 

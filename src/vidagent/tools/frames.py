@@ -69,7 +69,7 @@ def ask_vlm(
     max_tokens: int = 512,
     splice: int = 1,
 ) -> tuple[str, str]:
-    """Decode frames of a video at ``times`` and ask the ``vlm`` role about them; the reply and
+    """Decode frames of a video at ``times`` and ask the ``tool_vlm`` role about them; the reply and
     a note when the frames could not be sent as asked (:func:`~vidagent.models.vision.layout`).
 
     Raises:
@@ -77,7 +77,7 @@ def ask_vlm(
         ConfigError: the vlm takes no images.
     """
     record = ctx.library.get_video(video_id)
-    client = ctx.require_models("vlm", "this tool").client("vlm")
+    client = ctx.require_models("tool_vlm", "this tool").client("tool_vlm")
     return ask_about_frames(
         client, record.source, times, width=record.width, height=record.height,
         short_side=short_side, system=system, prompt=prompt, max_tokens=max_tokens, splice=splice,

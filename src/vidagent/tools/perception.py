@@ -15,7 +15,7 @@ Object Tracking Tool                      ``track_object``
 ========================================  ==============================================
 
 Captions: the paper's prompt (appendix A.1, ``prompts/videoagent2_caption.txt``, verbatim) goes
-to the ``vlm`` role, one frame per request, as the system message with the frame as the user
+to the ``tool_vlm`` role, one frame per request, as the system message with the frame as the user
 turn (the paper gives the prompt but not the message layout; it reads as a system prompt). The
 reply is kept verbatim and its inline confidences parsed by :func:`parse_clause_confidences`;
 the observation's confidence is their mean. With the offline perception describer
@@ -139,7 +139,7 @@ def mean_confidence(clauses: Sequence[Clause]) -> float | None:
 
 
 def _models(ctx: ToolContext) -> Models:
-    return ctx.require_models("vlm, detector and ocr", "the perception tools")
+    return ctx.require_models("tool_vlm, detector and ocr", "the perception tools")
 
 
 def caption_request(rgb: np.ndarray) -> ChatRequest:
@@ -155,9 +155,9 @@ def caption_images(
     """A caption with a confidence after every clause for each RGB image, and who wrote them.
 
     Raises:
-        ConfigError: the ``vlm`` role takes no images.
+        ConfigError: the ``tool_vlm`` role takes no images.
     """
-    client = _models(ctx).client("vlm")
+    client = _models(ctx).client("tool_vlm")
     if client.capabilities.describer:
         return describe_images(ctx, images, cost), LABEL
     client.require_images()

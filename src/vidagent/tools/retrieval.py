@@ -4,7 +4,7 @@
 embedded text (caption, speech, on-screen text) and lists the top k in time order with their
 scores (DVD spec A.11 #14); no language model is called. ``global_browse`` returns the subject
 registry built at ingest and an event-centric summary of frames sampled uniformly over the whole
-video, written by the ``vlm`` role for the query (DVD Table 12). That summary is cached in the
+video, written by the ``tool_vlm`` role for the query (DVD Table 12). That summary is cached in the
 Library per video, query, model and sampling, so asking again costs nothing.
 
 Settings: :class:`~vidagent.tools.options.RetrievalOptions` (``ctx.options.retrieval``); the
@@ -117,7 +117,7 @@ def global_browse(ctx: ToolContext, query: str, video: str | None = None) -> Obs
 def _event_summary(ctx: ToolContext, video_id: str, query: str) -> tuple[str, int, str]:
     """The query's event summary, the frames looked at for it (0 when it was memoised), and
     how they were sent when not as asked."""
-    client = ctx.require_models("vlm", "global_browse").client("vlm")
+    client = ctx.require_models("tool_vlm", "global_browse").client("tool_vlm")
     opts = ctx.options.retrieval
     n, height = opts.browse_frames, opts.browse_height
     template = opts.browse_prompt or load_prompt("dvd_global_browse").strip()
