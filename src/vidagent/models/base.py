@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -286,8 +287,18 @@ class Adapter:
         """OCR on RGB images, each (H, W, 3) uint8."""
         raise NotImplementedError(f"{self.spec} does not read text")
 
-    def detect(self, images: list[np.ndarray]) -> list[list[Detection]]:
-        """Detections on RGB images, each (H, W, 3) uint8."""
+    def detect(
+        self, images: list[np.ndarray], labels: Sequence[str] | None = None
+    ) -> list[list[Detection]]:
+        """Detections on RGB images, each (H, W, 3) uint8, boxes in pixels of that image.
+
+        Args:
+            images: The frames.
+            labels: Class names to look for. An open-vocabulary detector (``vocabulary`` None)
+                prompts with them and labels its detections with these very names; None asks
+                for its default set. A closed-vocabulary detector may ignore them (callers
+                filter) and is never passed any by :class:`~vidagent.tools.detectors.RoleDetector`.
+        """
         raise NotImplementedError(f"{self.spec} does not detect")
 
     def close(self) -> None:

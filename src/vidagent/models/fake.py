@@ -10,7 +10,9 @@
   in every chat call, ``log=PATH`` appends one JSON line per chat call (for tests that count
   calls across processes).
 
-Every request is recorded in ``.requests`` so tests can assert on what an agent sent.
+Every request is recorded in ``.requests`` so tests can assert on what an agent sent, and the
+labels of every ``detect`` call in ``.detect_labels`` (the fake detector has an open vocabulary:
+``detect_fn`` answers per image, and callers filter by label as they do for any detector).
 Token counts are whitespace word counts, so accounting tests have exact numbers.
 """
 
@@ -21,7 +23,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -100,6 +102,7 @@ class FakeAdapter(Adapter):
             self.capabilities = capabilities
         self.dim = int(self.options.get("dim", 64))
         self.requests: list[Any] = []
+        self.detect_labels: list[tuple[str, ...] | None] = []  # per detect call, as asked
         self._lock = threading.Lock()
 
     @classmethod
@@ -187,6 +190,9 @@ class FakeAdapter(Adapter):
         fn = self._read_text_fn or (lambda _img: [])
         return [fn(img) for img in images]
 
-    def detect(self, images: list[np.ndarray]) -> list[list[Detection]]:
+    def detect(
+        self, images: list[np.ndarray], labels: Sequence[str] | None = None
+    ) -> list[list[Detection]]:
+        self.detect_labels.append(None if labels is None else tuple(labels))
         fn = self._detect_fn or (lambda _img: [])
         return [fn(img) for img in images]

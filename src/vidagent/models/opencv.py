@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -80,7 +81,10 @@ class OpenCVDetector(Adapter):
             self._local.hog, self._local.haar = hog, haar
         return self._local.hog, self._local.haar
 
-    def detect(self, images: list[np.ndarray]) -> list[list[Detection]]:
+    def detect(
+        self, images: list[np.ndarray], labels: Sequence[str] | None = None
+    ) -> list[list[Detection]]:
+        # A closed vocabulary: ``labels`` are not needed, callers keep the classes they want.
         return [self._detect_one(rgb) for rgb in images]
 
     def _detect_one(self, rgb: np.ndarray) -> list[Detection]:
