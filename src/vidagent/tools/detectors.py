@@ -10,7 +10,11 @@ installed package adds one with an entry point in the ``vidagent.detectors`` or
 * ``object_detector`` (default ``"role"``): the ``detector`` model role, ``opencv:hog+haar``
   offline (``person`` from HOG, ``face`` from Haar). HOG scores are SVM margins (0.3 to about
   5 on OpenCV's ``vtest.avi``), so they are squashed into ``[0, 1]`` with a sigmoid, as the
-  adapter already does for Haar.
+  adapter already does for Haar. With an open-vocabulary model in that role
+  (``transformers:<dir>``, :mod:`vidagent.models.transformers_detect`) the names asked for are
+  passed to it; a closed-vocabulary one is passed none and the caller keeps what it asked for.
+* ``object_detector="vlm"``: :class:`VLMDetector`, boxes asked of a vision-language model
+  (the role :func:`box_role` names), any object name. See "Boxes from a VLM" below.
 * ``object_tracker`` (default ``"template"``): :class:`TemplateTracker`, normalised
   cross-correlation of the start box's grey pixels searched one box size around the last box.
   ``opencv-python-headless`` 4.14 without contrib offers one tracker that needs no model file,
@@ -36,20 +40,36 @@ while 10 of the other 33 scored less. SAM2's own score would replace all this.
 
 Backends see and return pixels of the frames they are given; the procedures in
 :mod:`vidagent.tools.tracking` convert to fractions of the frame.
+
+Boxes from a VLM: one request per frame (the boxes are of that image), the frame as a JPEG and
+:data:`VLM_BOXES_PROMPT` naming the targets; the reply is JSON ``{"objects": [{"label",
+"box": [x0, y0, x1, y1], "confidence"}]}`` with the box as fractions of the image's width and
+height (fractions rather than pixels: the model sees a resized image whose pixel size it is
+not told, and they are what the tools show the model anyway), asked for with the JSON schema
+where the model takes one (:meth:`~vidagent.models.client.Client.structured`). A reply is read
+leniently (code fences or text around the JSON, a bare list, percentages as confidences); one
+that is not JSON, or a box that is not four numbers with ``0 <= x0 < x1 <= 1`` and ``0 <= y0 <
+y1 <= 1``, yields no detection for it and a note in :attr:`VLMDetector.notes`, which the tools
+add to the observation. A box without a confidence scores :data:`UNSCORED`. Remote models are
+asked about several frames at once, up to the endpoint's concurrency limit.
 """
 
 from __future__ import annotations
 
+import contextvars
+import json
 import math
+import re
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import cv2
 import numpy as np
 
-from vidagent.exceptions import ToolInputError
-from vidagent.models.base import Box, Detection
+from vidagent.exceptions import ConfigError, ToolInputError
+from vidagent.models.base import Box, Detection, ImagePart, Message
 from vidagent.plugins import Registry
 
 if TYPE_CHECKING:
@@ -83,6 +103,10 @@ class ObjectDetector(Protocol):
     Attributes:
         name: Shown to the model, e.g. the model spec.
         vocabulary: The class names it can find, or None for an open vocabulary.
+
+    A detector may also set ``calls`` (model calls its last :meth:`detect` made; 1 if absent)
+    and ``notes`` (what went wrong in it that the model should hear); :func:`detector_report`
+    reads both, so detectors that have neither still fit.
     """
 
     name: str
@@ -140,13 +164,204 @@ class RoleDetector:
         self._margins = caps.margin_labels
 
     def detect(self, frames: Sequence[np.ndarray], targets: Sequence[str]) -> list[list[Detection]]:
-        found = self._client.detect(list(frames))
+        # Only an open vocabulary needs the names; a closed one finds what it knows and the
+        # caller keeps the classes it asked for.
+        labels = list(targets) if targets and self.vocabulary is None else None
+        found = self._client.detect(list(frames), labels)
         return [[self._calibrated(d) for d in ds] for ds in found]
 
     def _calibrated(self, d: Detection) -> Detection:
         if d.label in self._margins:
             return replace(d, score=1.0 / (1.0 + math.exp(-d.score)))
         return replace(d, score=min(max(d.score, 0.0), 1.0))
+
+
+def detector_report(detector: ObjectDetector) -> tuple[int, list[str]]:
+    """Model calls made by the detector's last ``detect``, and its notes (see the protocol)."""
+    return int(getattr(detector, "calls", 1)), list(getattr(detector, "notes", ()))
+
+
+# ---------------------------------------------------------------------------------------------
+# Boxes from a VLM
+
+
+def box_role() -> str:
+    """The model role :class:`VLMDetector` asks for boxes: the one place that chooses it."""
+    return "vlm"
+
+
+UNSCORED = 0.5  # the score of a box the model gave no confidence for: neither sure nor unsure
+MAX_PARALLEL = 8  # frames asked about at once at most, below the endpoint's own limit
+VLM_BOXES_SYSTEM = "You locate objects in images. Reply with JSON only."
+VLM_BOXES_PROMPT = (
+    "Find every {what} in this image. Reply with JSON of this shape: "
+    '{{"objects": [{{"label": {label}, "box": [x0, y0, x1, y1], "confidence": 0.9}}]}}, one '
+    "entry per object and an empty list when there is none. The box gives the left, top, right "
+    "and bottom edges as fractions of the image width and height, from 0 to 1, with [0, 0] the "
+    "top-left corner and [1, 1] the bottom-right one. The confidence, from 0 to 1, says how sure "
+    "you are that the object is there."
+)
+
+
+def boxes_schema(targets: Sequence[str]) -> dict[str, Any]:
+    """The JSON schema of a :data:`VLM_BOXES_PROMPT` reply; labels limited to ``targets``."""
+    label: dict[str, Any] = {"type": "string"}
+    if targets:
+        label["enum"] = list(targets)
+    box = {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4}
+    entry = {
+        "type": "object",
+        "properties": {"label": label, "box": box, "confidence": {"type": "number"}},
+        "required": ["label", "box", "confidence"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {"objects": {"type": "array", "items": entry}},
+        "required": ["objects"],
+        "additionalProperties": False,
+    }
+
+
+def boxes_prompt(targets: Sequence[str]) -> str:
+    """:data:`VLM_BOXES_PROMPT` for ``targets`` (none: every distinct object)."""
+    if not targets:
+        return VLM_BOXES_PROMPT.format(what="distinct object", label='"its name"')
+    what = ", ".join(targets[:-1]) + f" or {targets[-1]}" if len(targets) > 1 else targets[0]
+    label = " or ".join(json.dumps(t) for t in targets)
+    return VLM_BOXES_PROMPT.format(what=what, label=label)
+
+
+def read_boxes(text: str, width: int, height: int) -> tuple[list[Detection], str]:
+    """Detections in pixels of a ``width`` x ``height`` image from a reply to
+    :data:`VLM_BOXES_PROMPT`, and what was wrong with the reply ("" when nothing was)."""
+    data = _json_in(text)
+    if data is None:
+        shown = " ".join(text.split())
+        return [], f"the reply was not JSON: {shown[:80] + '…' if len(shown) > 80 else shown!r}"
+    entries = data.get("objects") if isinstance(data, dict) else data
+    if not isinstance(entries, list):
+        return [], 'the reply had no "objects" list'
+    found: list[Detection] = []
+    bad: list[str] = []
+    for entry in entries:
+        d = _entry(entry, width, height)
+        if isinstance(d, str):
+            bad.append(d)
+        else:
+            found.append(d)
+    problem = f"{len(bad)} of {len(entries)} boxes unusable ({bad[0]})" if bad else ""
+    return found, problem
+
+
+def _json_in(text: str) -> Any:
+    """The JSON in a reply: all of it, a fenced block, or the outermost braces or brackets."""
+    fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.DOTALL)
+    candidates = [text, fenced.group(1) if fenced else ""]
+    for open_, close in ("{}", "[]"):
+        i, j = text.find(open_), text.rfind(close)
+        if 0 <= i < j:
+            candidates.append(text[i : j + 1])
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except ValueError:
+            continue
+    return None
+
+
+def _number(v: Any) -> float | None:
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    return float(v) if ok else None
+
+
+def _entry(entry: Any, width: int, height: int) -> Detection | str:
+    """One reply entry as a Detection in pixels, or why it cannot be one."""
+    if not isinstance(entry, dict):
+        return f"an entry is {type(entry).__name__}, not an object"
+    label = entry.get("label")
+    if not isinstance(label, str) or not label.strip():
+        return "an entry has no label"
+    raw = entry.get("box")
+    numbers = [_number(v) for v in raw] if isinstance(raw, list) else []
+    box = [v for v in numbers if v is not None]
+    if len(box) != 4 or len(numbers) != 4:
+        return f"the box of {label!r} is not four numbers: {raw!r}"
+    # Rounding may overshoot an edge by a little; more is another unit (pixels, per mille).
+    x0, y0, x1, y1 = (min(max(v, 0.0), 1.0) if -0.01 <= v <= 1.01 else v for v in box)
+    if not (0.0 <= x0 < x1 <= 1.0 and 0.0 <= y0 < y1 <= 1.0):
+        return f"the box of {label!r}, {raw}, is not fractions with x0 < x1 and y0 < y1"
+    confidence = _number(entry.get("confidence"))
+    if confidence is None:
+        confidence = UNSCORED
+    elif 1.0 < confidence <= 100.0:
+        confidence /= 100.0  # a percentage
+    pixels = (x0 * width, y0 * height, x1 * width, y1 * height)
+    return Detection(label.strip(), pixels, min(max(confidence, 0.0), 1.0))
+
+
+class VLMDetector:
+    """Boxes of any object asked of a vision-language model; ``"vlm"`` in :data:`DETECTORS`.
+
+    Attributes:
+        calls: Model calls of the last :meth:`detect` (one per frame).
+        notes: What was wrong with its replies, for the observation.
+
+    Raises:
+        ToolInputError: the context has no models.
+        ConfigError: the role's model takes no images, or is the perception describer, which
+            measures frames and cannot point at objects.
+    """
+
+    vocabulary: frozenset[str] | None = None
+
+    def __init__(self, ctx: ToolContext) -> None:
+        role = box_role()
+        self._client = ctx.require_models(role, "the vlm object detector").client(role)
+        spec = self._client.spec
+        if self._client.capabilities.describer:
+            raise ConfigError(
+                f"object_detector 'vlm' needs a vision model in the {role} role, and {spec} is "
+                f"the perception describer; set --{role.replace('_', '-')} to a vision model "
+                "(openai:<model>) or use object_detector 'role'"
+            )
+        self._client.require_images()
+        self.name = f"{spec} (asked for boxes)"
+        self.calls = 0
+        self.notes: list[str] = []
+
+    def detect(self, frames: Sequence[np.ndarray], targets: Sequence[str]) -> list[list[Detection]]:
+        names = list(dict.fromkeys(targets))
+        client = self._client
+        workers = 1
+        if not client.capabilities.local:  # a local model serves one call at a time anyway
+            workers = client.limiter.limit_for(client.adapter.endpoint, local=False)
+        workers = max(1, min(workers, MAX_PARALLEL, len(frames)))
+        # Each call runs in a copy of this context, so per-run usage capture still sees it.
+        contexts = [contextvars.copy_context() for _ in frames]
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vidagent-boxes") as pool:
+            replies = list(pool.map(lambda c, rgb: c.run(self._ask, rgb, names), contexts, frames))
+        self.calls = len(frames)
+        problems = [p for _, p in replies if p]
+        self.notes = []
+        if problems:
+            self.notes.append(
+                f"{client.spec} gave unusable boxes for {len(problems)} of {len(frames)} "
+                f"frame(s): {problems[0]}"
+            )
+        return [found for found, _ in replies]
+
+    def _ask(self, rgb: np.ndarray, names: list[str]) -> tuple[list[Detection], str]:
+        """One frame's detections and the problem with the reply ("" when none)."""
+        from vidagent.media import encode_jpeg
+
+        image = ImagePart(encode_jpeg(rgb, quality=90))
+        messages = (
+            Message("system", VLM_BOXES_SYSTEM),
+            Message("user", (image, boxes_prompt(names))),
+        )
+        reply = self._client.structured(messages, boxes_schema(names), max_tokens=1024)
+        return read_boxes(reply.text, rgb.shape[1], rgb.shape[0])
 
 
 def _patch(rgb: np.ndarray, box: Box) -> np.ndarray | None:
@@ -258,7 +473,12 @@ TrackerFactory = Callable[[], ObjectTracker]
 
 #: Object detectors by name: ``ctx.options.perception.object_detector``.
 DETECTORS: Registry[DetectorFactory] = Registry(
-    "vidagent.detectors", "object detector", {"role": "vidagent.tools.detectors:RoleDetector"}
+    "vidagent.detectors",
+    "object detector",
+    {
+        "role": "vidagent.tools.detectors:RoleDetector",
+        "vlm": "vidagent.tools.detectors:VLMDetector",
+    },
 )
 _TRACKERS = {"template": "vidagent.tools.detectors:TemplateTracker"}
 if hasattr(cv2, "TrackerMIL_create"):  # absent from some OpenCV builds

@@ -20,6 +20,9 @@ Decisions where the paper is silent:
 * A box followed to ``m`` with a tracker confidence under 0.2 counts as lost, whatever the
   tracker (the OpenCV ones stop there themselves); a trajectory reports every step, lost or
   with its confidence, and leaves the judgement to the model.
+* What a detector says went wrong (a VLM reply without usable boxes,
+  :func:`~vidagent.tools.detectors.detector_report`) is added to the observation as a note, so
+  "nothing found" is not mistaken for "nothing there"; its model calls are counted.
 * The threshold is 0.5 (spec A.5); a track spans at most 60 s per call, since its frames are
   held in memory (121 frames of 512 px at the default tracker's 2 steps a second).
 
@@ -48,6 +51,7 @@ from vidagent.tools.detectors import (
     ObjectTracker,
     TrackPoint,
     backends,
+    detector_report,
     iou,
     normal_name,
     resolve_target,
@@ -375,11 +379,13 @@ def observe_objects(
     frames = region.frames(v, times, side, cost)  # (N, H, W, 3) uint8
     h, w = frames.shape[1:3]
     found = detector.detect(list(frames), targets or ())
-    cost.calls += 1
+    calls, notes = detector_report(detector)
+    cost.calls += calls
     by_time = {
         t: [replace(d, box=to_fraction(d.box, w, h)) for d in ds] for t, ds in zip(times, found)
     }
     rows = [f"{what} (detector {detector.name}, tracker {tracker.name}, window ±{alpha} frames):"]
+    rows += [f"Note: {note}." for note in notes]
     confidences: list[float] = []
     for m, times_m in windows.items():
         follow = _Follower(v, tracker, region, (times_m[0], times_m[-1]), cost)
@@ -421,13 +427,15 @@ def observe_track(
     frames = Region().frames(v, times, DETECT_SIZE, cost)  # (N, H, W, 3) uint8
     h, w = frames.shape[1:3]
     found = detector.detect(list(frames), [target])
-    cost.calls += 1
+    calls, notes = detector_report(detector)
+    cost.calls += calls
     dets = [[replace(d, box=to_fraction(d.box, w, h)) for d in ds] for ds in found]
     best = best_frames(dets, [target], threshold)
     head = f"Track of {target} from {t0:.1f}s to {t1:.1f}s{v.name}{note}"
     evidence = (Evidence(v.video_id, t0, t1),)
+    said = "".join(f" Note: {n}." for n in notes)
     if not best:
-        text = f"{head}: {detector.name} found no {target} scoring {threshold} or more."
+        text = f"{head}: {detector.name} found no {target} scoring {threshold} or more.{said}"
         return Observation(text, 0.0, evidence, cost.frames, cost.calls)
     i, ds = max(best.values(), key=lambda b: b[1][0].score)
     fine = step_grid(v, tracker, t0, t1)
@@ -436,7 +444,7 @@ def observe_track(
     cost.calls += 1
     rate = (len(fine) - 1) / (t1 - t0) if t1 > t0 else v.fps
     start = f"the detection at {times[i]:.1f}s scoring {ds[0].score:.2f}"
-    rows = [f"{head} ({tracker.name} at {rate:.0f} fps, started from {start}):"]
+    rows = [f"{head} ({tracker.name} at {rate:.0f} fps, started from {start}):{said}"]
     reported = [points[nearest(fine, t)] for t in times]
     for t, p in zip(times, reported):
         place = f"box {fmt_box(p.box)}, confidence {p.confidence:.2f}" if p.box else "lost"
