@@ -2,7 +2,8 @@
 
 A spec is ``provider:model[?key=value&…]``: ``openai:gpt-4o-mini``,
 ``openai:qwen2.5-vl?base_url=http://localhost:8000/v1``, ``llamacpp:/models/qwen.gguf?n_ctx=8192``,
-``faster-whisper:small.en``, ``fake:scripted``. ``none:`` leaves an optional role empty.
+``faster-whisper:small.en``, ``transformers:~/models/owlv2`` (a local zero-shot detector),
+``fake:scripted``. ``none:`` leaves an optional role empty.
 
 Providers live in :data:`PROVIDERS`, a :class:`~vidagent.plugins.Registry` of adapter classes:
 the built-ins are named by module path and imported only when a spec needs them, so resolving
@@ -43,6 +44,7 @@ PROVIDERS: Registry[type[Adapter]] = Registry(
         "faster-whisper": "vidagent.models.whisper:FasterWhisperAdapter",
         "rapidocr": "vidagent.models.rapidocr:RapidOCRAdapter",
         "opencv": "vidagent.models.opencv:OpenCVDetector",
+        "transformers": "vidagent.models.transformers_detect:TransformersDetector",
         "perception": "vidagent.models.perception:PerceptionDescriber",
         "fake": "vidagent.models.fake:FakeAdapter",
     },
