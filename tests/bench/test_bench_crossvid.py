@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from clirun import vidagent
 
 from vidagent.bench import evaluate, get_benchmark
 from vidagent.bench.base import BenchmarkDataError
+from vidagent.bench.crossvid import Row
 from vidagent.bench.judge import Judge, parse_verdict
 from vidagent.exceptions import UserError
 from vidagent.models.base import ChatRequest
@@ -58,10 +60,10 @@ QA = {
 }  # fmt: skip
 
 PREDICTIONS = {
-    "BU-0": "CA", "BU-1": "BD",  # a set: right; wrong
-    "NC-0": "B", "PEA-0": "(A)", "PI-0": "E",  # CC-0 unanswered
+    "BU-0": "AC", "BU-1": "BD",  # right; wrong
+    "NC-0": "B", "PEA-0": "A", "PI-0": "E",  # CC-0 unanswered
     "FSA-0": "32,40", "FSA-1": [0, 10],  # IoU 0.8; 0
-    "PSS-0": "2 -> 3 -> 1", "MSR-0": "A", "MOC-0": "B",
+    "PSS-0": "2->3->1", "MSR-0": "A", "MOC-0": "B",
     "CCQA-0": "Cook A fries, cook B boils too.", "CCQA-1": "They differ.",  # CCQA-2 unanswered
 }  # fmt: skip
 
@@ -166,7 +168,93 @@ def test_official_results_of_one_task(data: Path, tmp_path: Path) -> None:
     by_task.write_text(
         json.dumps({"NC": [{"id": 0, "answer": "B"}], "MOC": [{"id": 0, "answer": "C"}]})
     )
-    assert crossvid.read_predictions(by_task, ()) == {"NC-0": "B", "MOC-0": "C"}
+    assert crossvid.read_predictions(by_task, ()) == {"NC-0": (Row("B"),), "MOC-0": (Row("C"),)}
+
+
+def _score_file(data: Path, path: Path, rows: object, split: str) -> dict[str, float]:
+    path.write_text(json.dumps(rows))
+    loaded = crossvid.load(data, split=split)
+    scores = evaluate(crossvid, loaded, crossvid.read_predictions(path, loaded.samples))
+    return {k: round(g.score, 4) for k, g in scores.sections["task"].items()}
+
+
+def test_answers_are_compared_exactly_as_the_scripts_compare_them(
+    data: Path, tmp_path: Path
+) -> None:
+    """The scripts' comparisons: BU ``answer == "".join(pair["answer"])``; the other letter tasks
+    and PSS ``answer == pair["answer"]``; FSA ``answer.split(",")`` into two floats, else IoU 0.
+    No other reading: a letter in brackets or with a full stop, letters out of order, spaces
+    around the arrows are all wrong."""
+    rows = {
+        "BU": [{"id": 0, "answer": "CA"}, {"id": 1, "answer": "B"}],  # wrong (not "AC"); right
+        "NC": [{"id": 0, "answer": "B."}],
+        "PEA": [{"id": 0, "answer": "(A)"}],
+        "PSS": [{"id": 0, "answer": "2 -> 3 -> 1"}],
+        "FSA": [{"id": 0, "answer": "30, 40"}, {"id": 1, "answer": "10,20,30"}],  # IoU 1; 0
+    }
+    tasks = _score_file(data, tmp_path / "all.json", rows, "BU,NC,PEA,PSS,FSA")
+    assert tasks == {"BU": 50.0, "NC": 0.0, "PEA": 0.0, "FSA": 50.0, "PSS": 0.0}
+
+
+def test_runner_rows_stand_for_answers_written_in_the_tasks_form(
+    data: Path, tmp_path: Path
+) -> None:
+    """The runner's parsed answers are compared as the answer the scripts would have read: option
+    indices as letters in order, an order joined by ``->``; a null is no answer at all."""
+    rows = [
+        {"id": "BU-0", "parsed": [0, 2]}, {"id": "NC-0", "parsed": 1},
+        {"id": "PSS-0", "parsed": [2, 3, 1]}, {"id": "FSA-0", "parsed": [30, 40]},
+        {"id": "CC-0", "parsed": None},
+    ]  # fmt: skip
+    path = tmp_path / "predictions.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    loaded = crossvid.load(data, split="BU,NC,CC,PSS,FSA")
+    scores = evaluate(crossvid, loaded, crossvid.read_predictions(path, loaded.samples))
+    tasks = {k: g.score for k, g in scores.sections["task"].items()}
+    assert tasks == {"BU": 100.0, "NC": 100.0, "CC": 0.0, "FSA": 100.0, "PSS": 100.0}
+    assert scores.sections["task"]["CC"].answered == 0 and scores.missing == 3  # CC-0, BU-1, FSA-1
+
+
+def test_a_null_answer_is_a_row_and_counts(data: Path, tmp_path: Path) -> None:
+    """The scripts keep a row whose answer is null: ``None == pair["answer"]`` is wrong, and FSA's
+    ``None.split`` fails into its ``except``, which records IoU 0. The task score is the mean over
+    every row, so the row stays in the denominator."""
+    rows = {"NC": [{"id": 0, "answer": None}], "FSA": [{"id": 0, "answer": None},
+            {"id": 1, "answer": "10,20"}]}  # fmt: skip
+    assert _score_file(data, tmp_path / "nulls.json", rows, "NC,FSA") == {"NC": 0.0, "FSA": 50.0}
+
+
+def test_every_row_counts_and_its_stored_verdict_is_summed(data: Path, tmp_path: Path) -> None:
+    """A script reading its results file back prints ``len([p for p in results if p["correct"]])
+    / len(results)`` (FSA: ``sum(p["iou"]) / len(results)``): every row counts, a repeated id as
+    often as it is listed, and by the verdict stored in the row."""
+    rows = [{"id": 0, "answer": "B", "correct": True}, {"id": 0, "answer": "C", "correct": False},
+            {"id": 0, "answer": "C", "correct": True}]  # fmt: skip
+    path = tmp_path / "NC_result.json"
+    path.write_text(json.dumps(rows))
+    nc = crossvid.load(data, split="NC")
+    scores = evaluate(crossvid, nc, crossvid.read_predictions(path, nc.samples))
+    assert scores.overall.score == pytest.approx(200 / 3)
+    assert scores.notes[0].startswith("1 result rows carry a correct/iou their answer does not")
+    fsa_rows = [{"id": 0, "answer": [30.0, 40.0], "iou": 0.5}, {"id": 1, "answer": "x", "iou": 0}]
+    assert _score_file(data, tmp_path / "FSA_result.json", fsa_rows, "FSA") == {"FSA": 25.0}
+
+
+def test_open_rows_are_each_judged_null_included(data: Path, tmp_path: Path) -> None:
+    """score_CCQA.py judges every row of the answers file, formatting a null answer into the
+    prompt as ``None``, and sums points over the rows it could judge."""
+    rows = [{"id": 0, "answer": None}, {"id": 0, "answer": "B boils"}, {"id": 1, "answer": "x"}]
+    path = tmp_path / "CCQA_result.json"
+    path.write_text(json.dumps(rows))
+    loaded = crossvid.load(data, split="CCQA")
+    calls: list[ChatRequest] = []
+    scores = evaluate(crossvid, loaded, crossvid.read_predictions(path, loaded.samples),
+                      judge=scripted_judge(calls))  # fmt: skip
+    outputs = [c.messages[-1].text.split("- Model's Output: ")[1].split("\n")[0] for c in calls]
+    assert outputs == ["None", "B boils", "x"]
+    # CCQA-0: 2 of 4 points, twice over; CCQA-1's verdict (two entries for three points) fails
+    assert scores.overall.score == 50.0 and scores.sections["task"]["CCQA"].answered == 1
+    assert scores.notes[0] == "the judge could not score 1 answers (left out, as CrossVid does)"
 
 
 def test_open_answers_need_a_judge_and_bad_tasks_are_refused(data: Path) -> None:
@@ -178,6 +266,35 @@ def test_open_answers_need_a_judge_and_bad_tasks_are_refused(data: Path) -> None
     )  # nothing to judge: no judge needed
     with pytest.raises(UserError, match="no task 'XYZ'"):
         crossvid.load(data, split="NC,XYZ")
+
+
+@pytest.mark.parametrize(
+    ("content", "split", "message"),
+    [
+        ('[{"id": 0, "answer": "Réponse"}]'.encode("latin-1"), "NC", "p.json: not UTF-8 text"),
+        (b"", "all", "p.json: the predictions file is empty"),
+        (b"{}", "all", "p.json: holds no predictions"),
+        (b"[]", "all", "p.json: holds no predictions (an empty list)"),
+        (b'[{"id": 99, "answer": "B"}]', "NC", "none of the 1 predictions matches a crossvid NC"),
+        (b'{"NC-99": "B"}', "all", "none of the 1 predictions matches a crossvid all question"),
+    ],
+)
+def test_bad_files_are_one_line_and_exit_1(
+    content: bytes, split: str, message: str, data: Path, tmp_path: Path, _isolated_home: Path
+) -> None:
+    preds = tmp_path / "p.json"
+    preds.write_bytes(content)
+    out = vidagent("bench", "score", "crossvid", "--data", str(data), "--split", split,
+                   "--predictions", str(preds), home=_isolated_home)  # fmt: skip
+    assert out.returncode == 1 and out.stderr.strip().count("\n") == 0
+    assert message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_an_empty_file_says_so_whatever_the_split(data: Path, tmp_path: Path) -> None:
+    preds = tmp_path / "p.json"
+    preds.write_bytes(b"")
+    with pytest.raises(BenchmarkDataError, match="p.json: the predictions file is empty"):
+        crossvid.read_predictions(preds, crossvid.load(data).samples)
 
 
 def test_verdict_parsing() -> None:

@@ -9,29 +9,40 @@ a task code (``FSA``) or a comma list (``BU,NC``) loads those. A sample's id is
 
 Tasks, their fields (spec/agentcvr.md §1.3 and CrossVid's ``eval/*.py``) and answer forms:
 
-| task | dimension | fields | answer | scored as |
+| task | dimension | fields | answer | right when (the scripts' comparison) |
 |---|---|---|---|---|
-| BU | C | videos, question, options | letters (list) | exact set of options |
-| NC, CC, PEA | C | videos, begin/end, question, options | a letter | the option |
-| PI | T | video, beginning, ending, options | a letter | the option |
+| BU | C | videos, question, options | letters (list) | ``answer == "".join(letters)`` |
+| NC, CC, PEA | C | videos, begin/end, question, options | a letter | ``answer == letter`` |
+| PI | T | video, beginning, ending, options | a letter | ``answer == letter`` |
 | FSA | T | video A, video B, ref_segment | ``[start, end]`` of video 2 | IoU |
-| PSS | T | video, segments | ``"3->5->4->2->1"`` | exact order |
-| MSR, MOC | M | vid, question with ``{A3}`` tags, objects, options | a letter | the option |
+| PSS | T | video, segments | ``"3->5->4->2->1"`` | ``answer == order`` |
+| MSR, MOC | M | vid, question with ``{A3}`` tags, objects, options | a letter | ``answer == letter`` |
 | CCQA | open | video A, video B, question, scoring_points | text | LLM judge |
 
-Scores follow CrossVid's scripts: a task's score is the share of right answers (FSA: mean IoU;
-CCQA: judge points over ``2 x scoring points``, see :mod:`vidagent.bench.judge`) over the
-questions in the results (the "answered" rule: a question without a result, or whose judgement
-failed, leaves the denominator); C.Avg, T.Avg and M.Avg are means of their tasks' scores and
-O.Avg the mean over all tasks (of those loaded). Each is also reported strict.
+Scores follow CrossVid's scripts, which read a task's results file back and print the mean of
+its rows' ``correct`` (FSA: ``iou``) over every row in it:
 
-Where we read answers more leniently than the scripts' exact string comparison: option letters
-may be written ``"(B)"``; a multi-select answer is compared as a set (AgentCVR's rule; the same
-as CrossVid's whenever the letters are written in order); an order may have spaces around
-``->``. An FSA answer must be two numbers split by one comma, exactly as ``FSA.py`` reads it.
+- a row counts as often as the file lists it, and a row whose ``answer`` is ``null`` counts: it is
+  wrong (FSA: IoU 0; CCQA: the judge reads ``None``). Only a question without a row leaves the
+  denominator (the "answered" rule), as does a CCQA row whose judgement failed.
+- a row's own ``correct`` (FSA: ``iou``) is what the script sums, so where a row carries it, it
+  is the row's score; a row without it is scored by the script's comparison above, of the answer
+  exactly as written (``"(B)"``, ``"B."``, ``"CA"`` for AC and ``"2 -> 3 -> 1"`` are wrong). An
+  FSA answer is a string split by its one comma into two numbers (else IoU 0), or the
+  ``[start, end]`` list the script writes back. A note counts rows whose stored verdict differs
+  from what their answer earns.
+- CCQA: judge points over ``2 x scoring points`` (see :mod:`vidagent.bench.judge`).
+- C.Avg, T.Avg and M.Avg are means of their tasks' scores and O.Avg the mean over all tasks (of
+  those loaded). Each is also reported strict (a question without a row = wrong).
 
-Predictions: CrossVid's per-task results (a list of ``{"id", "answer"}``, when one task is
-loaded), ``{"<TASK>": [such rows], ...}``, ``{"<TASK>-<id>": answer}``, or the runner's JSONL.
+A row whose id is not a question of the loaded task file is reported and left out (the scripts,
+which never check, would count it).
+
+Predictions: CrossVid's per-task results (a list of ``{"id", "answer"}`` rows, when one task is
+loaded), ``{"<TASK>": [such rows], ...}``, ``{"<TASK>-<id>": answer}`` (each value read as one
+row's answer), or the runner's JSONL. The runner's parsed answers stand for the answer written in
+the task's form (option 2 as ``"C"``, options 0 and 2 as ``"AC"``, an order as ``"2->3->1"``); a
+null there means the runner found no answer, so the question is unanswered.
 """
 
 from __future__ import annotations
@@ -39,6 +50,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,7 +63,6 @@ from vidagent.bench.base import (
     Sample,
     Scores,
     VideoRoot,
-    as_choice,
     as_interval,
     check_options,
     format_question,
@@ -197,6 +208,11 @@ def _sample(task: str, row: dict[str, Any], n: int, finder: VideoRoot, frames: V
         extras["scoring_points"] = _points(row.get("scoring_points", []))
     if "begin" in row or "end" in row:
         extras.update(begin=row.get("begin"), end=row.get("end"))
+    raw = row.get("answer")
+    # What the scripts compare an answer to: BU joins its letters ("".join(["A", "C"]) == "AC").
+    extras["official_answer"] = (
+        "".join(map(str, raw)) if kind == "multi" and isinstance(raw, list) else raw
+    )
     return Sample(
         id=sample_id,
         videos=paths,
@@ -297,15 +313,30 @@ def prompt(sample: Sample) -> str:
     return text
 
 
+@dataclass(frozen=True)
+class Row:
+    """One row of a CrossVid results file, as the task's script reads it back.
+
+    Attributes:
+        answer: the ``answer`` as written (``None`` too: the row still counts).
+        stored: the row's own verdict, the number the script sums: ``correct`` as 1 or 0 (by
+            Python truth) or FSA's ``iou``; ``None`` when the row has none.
+    """
+
+    answer: Any
+    stored: float | None = None
+
+
 def score(
     samples: Sequence[Sample], predictions: Predictions, *, judge: Judge | None = None
 ) -> list[Outcome]:
-    """Per-task outcomes; open-ended answers go to ``judge``.
+    """Per-question outcomes, summed over the question's rows; open answers go to ``judge``.
 
     Raises:
         UserError: an open-ended question has a prediction and no judge was given.
     """
-    to_judge = [s for s in samples if s.task == "open" and predictions.get(s.id) is not None]
+    given = {s.id: _given(s, predictions.get(s.id)) for s in samples}
+    to_judge = [s for s in samples if s.task == "open" and given[s.id]]
     judged: dict[str, Outcome] = {}
     if to_judge:
         if judge is None:
@@ -313,42 +344,67 @@ def score(
                 "CrossVid's open-ended task (CCQA) needs an LLM judge: pass judge= "
                 "(CLI: --judge SPEC), or leave CCQA out with --split"
             )
-        judged = {o.id: o for o in _judge(judge, to_judge, predictions)}
+        judged = _judge(judge, [(s, given[s.id]) for s in to_judge])
     outcomes = []
     for s in samples:
-        p = predictions.get(s.id)
         if s.id in judged:
             outcomes.append(judged[s.id])
-        elif p is None:
+        elif not given[s.id]:
             outcomes.append(unanswered(s, _possible(s)))
         else:
-            outcomes.append(_score_closed(s, p))
+            outcomes.append(_score_rows(s, given[s.id]))
     return outcomes
 
 
+def _given(s: Sample, p: Any) -> tuple[Row, ...]:
+    """The rows given for a question: a results file's rows, or a runner's parsed answer as one."""
+    if p is None:
+        return ()
+    if isinstance(p, tuple) and p and all(isinstance(r, Row) for r in p):
+        return p
+    return (Row(_written(s, p)),)
+
+
+def _written(s: Sample, p: Any) -> Any:
+    """A runner's parsed answer as the task's answers are written: option indices as their letters
+    (``(0, 2)`` -> ``"AC"``), an order as ``"2->3->1"``; anything else as it is."""
+    items = p if isinstance(p, tuple) else (p,)
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in items):
+        return p
+    if s.task == "order":
+        return "->".join(str(i) for i in items)
+    if s.task in ("choice", "multi") and all(0 <= i < len(LETTERS) for i in items):
+        return "".join(LETTERS[i] for i in items)
+    return p
+
+
 def _possible(s: Sample) -> float:
-    """Points a question is worth: 1, or 2 per scoring point for an open question."""
+    """Points a row is worth: 1, or 2 per scoring point for an open question."""
     return 2.0 * len(s.extras.get("scoring_points", ())) if s.task == "open" else 1.0
 
 
-def _score_closed(s: Sample, p: Any) -> Outcome:
-    """One closed-form answer: IoU for an interval, else 1 when it equals the reference."""
+def _earned(s: Sample, answer: Any) -> float:
+    """What the script's comparison gives an answer: 1 or 0, or FSA's IoU."""
     if s.task == "interval":
-        interval = as_interval(p)
-        iou = interval_iou(interval, s.answer) if interval and isinstance(s.answer, tuple) else 0.0
-        return Outcome(s.id, iou, detail={"prediction": interval, "iou": iou})
-    if s.task == "order":
-        given: Any = as_order(p)
-    elif s.task == "multi" or isinstance(s.answer, tuple):
-        given = as_letters(p)
-    else:
-        given = as_choice(p)
-        given = given if isinstance(given, int) and not isinstance(given, bool) else None
-    right = given is not None and given == s.answer
-    return Outcome(s.id, float(right), detail={"prediction": given})
+        interval = as_interval(answer)
+        return interval_iou(interval, s.answer) if interval and isinstance(s.answer, tuple) else 0.0
+    return float(answer == s.extras.get("official_answer"))
 
 
-def _judge(judge: Judge, samples: Sequence[Sample], predictions: Predictions) -> list[Outcome]:
+def _score_rows(s: Sample, rows: Sequence[Row]) -> Outcome:
+    """Every row's score, its stored verdict where it has one, summed over the question's rows."""
+    earned = [_earned(s, r.answer) for r in rows]
+    scores = [e if r.stored is None else r.stored for r, e in zip(rows, earned, strict=True)]
+    differ = sum(abs(a - b) > 1e-9 for a, b in zip(scores, earned, strict=True))
+    detail: dict[str, Any] = {"prediction": [r.answer for r in rows], "scores": scores}
+    if differ:
+        detail["stored_differs"] = differ
+    return Outcome(s.id, sum(scores), float(len(rows)), detail=detail)
+
+
+def _judge(judge: Judge, given: Sequence[tuple[Sample, tuple[Row, ...]]]) -> dict[str, Outcome]:
+    """Each row judged on its own (``str`` of the answer, as the script formats it: ``None`` too);
+    a row whose judgement failed is left out of both sums."""
     from vidagent.bench.judge import Item
 
     items = [
@@ -356,17 +412,27 @@ def _judge(judge: Judge, samples: Sequence[Sample], predictions: Predictions) ->
             s.question,
             str(s.answer or ""),
             tuple(s.extras.get("scoring_points", ())),
-            str(predictions[s.id]),
+            str(r.answer),
         )
-        for s in samples
+        for s, rows in given
+        for r in rows
     ]
-    outcomes = []
-    for s, item, verdict in zip(samples, items, judge.judge_many(items), strict=True):
-        possible = _possible(s)
-        detail: dict[str, Any] = {"coverage": verdict.coverage, "correctness": verdict.correctness}
-        if not verdict.ok:
-            detail = {"judge_error": verdict.error}
-        outcomes.append(Outcome(s.id, float(verdict.points), possible, verdict.ok, detail))
+    verdicts = iter(judge.judge_many(items))
+    outcomes = {}
+    for s, rows in given:
+        mine = [next(verdicts) for _ in rows]
+        ok = [v for v in mine if v.ok]
+        detail: dict[str, Any] = {
+            "coverage": [v.coverage for v in ok],
+            "correctness": [v.correctness for v in ok],
+        }
+        if len(ok) < len(mine):
+            detail.update(
+                judge_failed=len(mine) - len(ok),
+                judge_error=next(v.error for v in mine if not v.ok),
+            )
+        possible = _possible(s) * (len(ok) or 1)
+        outcomes[s.id] = Outcome(s.id, float(sum(v.points for v in ok)), possible, bool(ok), detail)
     return outcomes
 
 
@@ -379,12 +445,19 @@ def aggregate(samples: Sequence[Sample], outcomes: Sequence[Outcome], *, split: 
         present = [tasks[t] for t in members if t in tasks]
         if present and dim != "CCQA":
             dims[f"{dim}.Avg"] = mean_of(present)
-    failed = sum("judge_error" in o.detail for o in outcomes)
+    failed = sum(o.detail.get("judge_failed", 0) for o in outcomes)
     notes: tuple[str, ...] = (
         (f"the judge could not score {failed} answers (left out, as CrossVid does)",)
         if failed
         else ()
     )
+    differ = sum(o.detail.get("stored_differs", 0) for o in outcomes)
+    if differ:
+        stored = (
+            f"{differ} result rows carry a correct/iou their answer does not earn against the QA "
+            "file; the official number sums the stored value, as CrossVid's scripts do"
+        )
+        notes += (stored,)
     partial = [
         d
         for d, members in DIMENSIONS.items()
@@ -401,23 +474,25 @@ def aggregate(samples: Sequence[Sample], outcomes: Sequence[Outcome], *, split: 
         overall=overall,
         sections={"task": tasks, "dimension": dims},
         labels=LABELS,
-        missing=sum(not o.answered and "judge_error" not in o.detail for o in outcomes),
+        missing=sum(not o.answered and "judge_failed" not in o.detail for o in outcomes),
         notes=notes,
     )
 
 
 def read_predictions(path: Path, samples: Sequence[Sample]) -> dict[str, Any]:
-    """CrossVid results, per-task results by task, ``{id: answer}``, or runner JSONL."""
+    """CrossVid results, per-task results by task, ``{id: answer}``, or runner JSONL; every row of
+    a results file is kept (``{id: (Row, ...)}``)."""
     doc = read_json_rows(path)
     if is_runner_rows(doc):
         return runner_predictions(doc)
+    if doc == []:
+        raise BenchmarkDataError(f"{path}: holds no predictions (an empty list)")
     tasks = sorted({s.categories[0] for s in samples})
-    if isinstance(doc, list) and all(
-        isinstance(r, dict) and "id" in r and "answer" in r for r in doc
-    ):
+    if isinstance(doc, list) and all(isinstance(r, dict) and "id" in r for r in doc):
         if len(tasks) != 1:
             raise BenchmarkDataError(
-                f"{path}: CrossVid results of one task; name that task with --split (e.g. --split {tasks[0]})"
+                f"{path}: CrossVid results of one task; name that task with --split "
+                f"(e.g. --split {tasks[0] if tasks else 'FSA'})"
             )
         return _rows(tasks[0], doc)
     if (
@@ -430,15 +505,25 @@ def read_predictions(path: Path, samples: Sequence[Sample]) -> dict[str, Any]:
             found.update(_rows(task, rows))
         return found
     if isinstance(doc, dict):
-        return {str(k): _tuples(v) for k, v in doc.items()}
+        return {str(k): (Row(v),) for k, v in doc.items()}
     raise BenchmarkDataError(f"{path}: not a predictions file; expected {FORMATS}")
 
 
-def _rows(task: str, rows: list[Any]) -> dict[str, Any]:
+def _rows(task: str, rows: list[Any]) -> dict[str, tuple[Row, ...]]:
     if not all(isinstance(r, dict) and "id" in r for r in rows):
         raise BenchmarkDataError(f"CrossVid {task} results: every row needs an 'id'")
-    return {f"{task}-{r['id']}": _tuples(r.get("answer")) for r in rows}
+    found: dict[str, tuple[Row, ...]] = {}
+    for r in rows:
+        key = f"{task}-{r['id']}"
+        found[key] = (*found.get(key, ()), Row(r.get("answer"), _stored(task, r)))
+    return found
 
 
-def _tuples(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list) else value
+def _stored(task: str, row: dict[str, Any]) -> float | None:
+    """The verdict the task's script sums for a row it reads back, if the row has one."""
+    if task == "FSA":
+        iou = row.get("iou")
+        return float(iou) if isinstance(iou, (int, float)) else None
+    if task == "CCQA" or "correct" not in row:
+        return None  # score_CCQA.py judges every row again
+    return float(bool(row["correct"]))

@@ -40,11 +40,13 @@ def read_json_rows(path: Path) -> Any:
     """A JSON document, or the list of objects in a JSONL file.
 
     Raises:
-        BenchmarkDataError: the file is missing or is neither JSON nor JSONL.
+        BenchmarkDataError: the file is missing, empty, or neither JSON nor JSONL.
     """
     if not path.is_file():
         raise BenchmarkDataError(f"predictions file not found: {path}")
     text = path.read_text(encoding="utf-8")
+    if not text.strip():  # else it reads as JSONL without rows, and each reader guesses a form
+        raise BenchmarkDataError(f"{path}: the predictions file is empty")
     try:
         return json.loads(text)
     except json.JSONDecodeError as whole:
