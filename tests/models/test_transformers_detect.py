@@ -37,30 +37,24 @@ FRAMES = [np.zeros((60, 80, 3), np.uint8), np.full((100, 50, 3), 200, np.uint8)]
 NAMES = ["red mug", "cat"]
 
 
-def build_owlvit(path: Path) -> Path:
-    """A random OWL-ViT whose boxes are its patch grid: box head zeroed, so each box is the
-    prior the model adds, a patch-sized box centred on a corner of its patch."""
+def build_owl(path: Path, version: int = 1) -> Path:
+    """A random OWL-ViT (or OWLv2) whose boxes are its patch grid: box head zeroed, so each box
+    is the prior the model adds, a patch-sized box centred on a corner of its patch."""
     import torch
-    from transformers import (
-        CLIPTokenizer,
-        OwlViTConfig,
-        OwlViTForObjectDetection,
-        OwlViTImageProcessor,
-        OwlViTProcessor,
-    )
+    import transformers as hf
 
+    name = "OwlViT" if version == 1 else "Owlv2"
     # OWL-ViT takes a query whose first token id is 0 for padding, so letters come first.
     vocab: dict[str, int] = {}
     for ch in string.ascii_lowercase:
         vocab[ch], vocab[ch + "</w>"] = len(vocab), len(vocab) + 1
     bos, eos = len(vocab), len(vocab) + 1
     vocab.update({"<|startoftext|>": bos, "<|endoftext|>": eos})
-    tokenizer = CLIPTokenizer(vocab=vocab, merges=[], model_max_length=16)
-    images = OwlViTImageProcessor(
-        size={"height": 32, "width": 32}, crop_size={"height": 32, "width": 32}
-    )
+    tokenizer = hf.CLIPTokenizer(vocab=vocab, merges=[], model_max_length=16)
+    side = {"height": 32, "width": 32}
+    images = getattr(hf, f"{name}ImageProcessor")(size=side, crop_size=side)
     torch.manual_seed(0)
-    config = OwlViTConfig(
+    config = getattr(hf, f"{name}Config")(
         text_config={
             "vocab_size": len(vocab), "hidden_size": 16, "intermediate_size": 32,
             "num_hidden_layers": 1, "num_attention_heads": 2, "max_position_embeddings": 16,
@@ -72,12 +66,14 @@ def build_owlvit(path: Path) -> Path:
         },
         projection_dim=16,
     )  # fmt: skip
-    model = OwlViTForObjectDetection(config).eval()
+    model = getattr(hf, f"{name}ForObjectDetection")(config).eval()
     with torch.no_grad():
         model.box_head.dense2.weight.zero_()
         model.box_head.dense2.bias.zero_()
     model.save_pretrained(path)
-    OwlViTProcessor(image_processor=images, tokenizer=tokenizer).save_pretrained(path)
+    getattr(hf, f"{name}Processor")(image_processor=images, tokenizer=tokenizer).save_pretrained(
+        path
+    )
     return path
 
 
@@ -119,7 +115,12 @@ def build_grounding_dino(path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def owlvit(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_owlvit(tmp_path_factory.mktemp("owlvit"))
+    return build_owl(tmp_path_factory.mktemp("owlvit"))
+
+
+@pytest.fixture(scope="module")
+def owlv2(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_owl(tmp_path_factory.mktemp("owlv2"), version=2)
 
 
 @pytest.fixture(scope="module")
@@ -147,14 +148,14 @@ def in_frame(found: list[list[Detection]]) -> bool:
 # OWL-ViT
 
 
-def grid_boxes(width: int, height: int) -> set[tuple[float, float, float, float]]:
-    """The tiny OWL-ViT's boxes in pixels of a width x height frame, clipped to it."""
+def grid_boxes(width: int, height: int, square: bool = False) -> set[tuple[float, ...]]:
+    """The tiny OWL model's boxes in pixels of a width x height frame, clipped to it; OWLv2
+    (``square``) sees the frame padded to a square at the bottom or right."""
     cells = [((k + 1) / GRID - 0.5 / GRID, (k + 1) / GRID + 0.5 / GRID) for k in range(GRID)]
-    return {
-        (x0 * width, y0 * height, min(x1, 1.0) * width, min(y1, 1.0) * height)
-        for x0, x1 in cells
-        for y0, y1 in cells
-    }
+    sx, sy = (max(width, height),) * 2 if square else (width, height)
+    boxes = {(x0 * sx, y0 * sy, x1 * sx, y1 * sy) for x0, x1 in cells for y0, y1 in cells}
+    clipped = {(x0, y0, min(x1, width), min(y1, height)) for x0, y0, x1, y1 in boxes}
+    return {b for b in clipped if b[2] - b[0] >= 1 and b[3] - b[1] >= 1}
 
 
 def test_owlvit_boxes_are_in_pixels_of_each_frame_labelled_with_the_names_asked(
@@ -168,6 +169,15 @@ def test_owlvit_boxes_are_in_pixels_of_each_frame_labelled_with_the_names_asked(
             assert min(np.abs(np.subtract(d.box, e)).max() for e in expected) < 0.05, d.box
     assert {d.label for ds in found for d in ds} <= set(NAMES)
     assert all(0.0 <= d.score <= 1.0 for ds in found for d in ds)
+
+
+def test_owlv2_boxes_allow_for_its_padding_to_a_square(owlv2: Path) -> None:
+    found = detector(owlv2, threshold="0", nms="1").detect(FRAMES, NAMES)
+    for ds, rgb in zip(found, FRAMES):
+        expected = grid_boxes(rgb.shape[1], rgb.shape[0], square=True)
+        assert len(ds) == len(expected) < GRID * GRID  # cells wholly in the padding are gone
+        for d in ds:
+            assert min(np.abs(np.subtract(d.box, e)).max() for e in expected) < 0.05, d.box
 
 
 def test_owlvit_threshold_and_defaults(owlvit: Path) -> None:
