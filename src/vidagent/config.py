@@ -93,6 +93,13 @@ class Settings(BaseModel):
     cache: Literal["off", "on", "replay"] = "on"
 
     clip_seconds: float = Field(5.0, gt=0, description="uniform clip length (DVD uses 5 s)")
+    caption_transcripts: bool = Field(
+        True, description="captions see the clip's transcript (DVD's [TRANSCRIPTS] slot)"
+    )
+    embed_text: Literal["caption", "caption+speech+text"] = Field(
+        "caption+speech+text",
+        description="what a clip's vector embeds: the caption alone (DVD) or with speech and text",
+    )
     sample_fps: float = Field(1.0, gt=0, description="frames per second kept as thumbnails")
     thumb_size: int = Field(320, ge=16, description="thumbnail longest side in pixels")
 

@@ -59,6 +59,7 @@ class RunStarted(Event):
     models: dict[str, str]  # role -> spec
     budget: dict[str, Any]
     settings: dict[str, Any] = field(default_factory=dict)  # strategy options, ablations
+    index: dict[str, Any] = field(default_factory=dict)  # stages and index settings asked for
     version: str = ""
     started_at: str = ""
 

@@ -18,7 +18,7 @@ from vidagent.agents.dvd import DVDAgent
 from vidagent.cli.render import render
 from vidagent.config import load_settings
 from vidagent.models.client import Models
-from vidagent.trace import Observed, Trace
+from vidagent.trace import Observed, RunStarted, Trace
 
 
 def fake_env(*replies: str) -> dict[str, str]:
@@ -186,3 +186,40 @@ def test_a_tool_model_given_at_ask_time_does_not_recaption(
 def _only_video(tmp_path: Path) -> str:
     (record,) = va.Library(tmp_path / "lib").list_videos()
     return record.video_id
+
+
+def test_dvd_as_published_captions_without_transcripts_and_embeds_the_caption_alone(
+    small_video: Path, tmp_path: Path
+) -> None:
+    """DVD's 74.2 on LVBench: captions built without transcripts, vectors of the caption
+    alone, search results showing the caption alone; a richly indexed file is brought to it."""
+    from vidagent.ingest.base import text_hash
+
+    session = va.Session(load_settings(INDEX_SPECS), library=tmp_path / "lib")
+    session.index_file(small_video)  # the rich default
+    video_id = _only_video(tmp_path)
+    # The fake ASR gives no word times, so clips get no speech of their own: give the first some.
+    said = {"clip_index": 0, "transcript": "hello there", "ocr_text": "HELLO VIDAGENT"}
+    session.library.update_clips(video_id, [said])
+
+    script = [action("clip_search", "search", event_description="hello"),
+              action("answer", "ok", answer="A")]  # fmt: skip
+    settings = load_settings({**INDEX_SPECS, "llm": "fake:scripted?replies=" + json.dumps(script)})
+    with va.Session(settings, library=tmp_path / "lib") as paper:
+        result = paper.ask(small_video, "What is said?", trace=False, tool_mode="json",
+                           strategy_options={"index": "paper"})  # fmt: skip
+        clips = paper.library.clips(video_id)
+        hashes = paper.library.clip_vector_hashes(video_id)
+    assert clips and all(c.caption.endswith("Speech was not transcribed.") for c in clips)
+    assert "hello there" not in clips[0].caption
+    assert clips[0].transcript == "hello there"  # kept in the index, unseen by the captions
+    assert all(c.caption_model.endswith("|no-transcripts") for c in clips)
+    assert hashes == {c.clip_index: text_hash(c.caption.strip()) for c in clips}
+    trace = result.answer.trace if result.answer else None
+    assert trace is not None
+    (searched,) = [e for e in trace.of(Observed) if e.tool == "clip_search"]
+    assert 'Speech: "hello there"' not in searched.text  # rich results append each clip's speech
+    (started,) = trace.of(RunStarted)
+    assert started.index == {
+        "stages": ["caption", "embed"], "caption_transcripts": False, "embed_text": "caption"
+    }

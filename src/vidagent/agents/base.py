@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -43,6 +44,7 @@ from vidagent.tools.options import ToolOptions
 from vidagent.trace import Answered, BudgetExhausted, ModelCall, RunFinished, RunStarted, Trace
 
 if TYPE_CHECKING:
+    from vidagent.config import Settings
     from vidagent.library import Library
     from vidagent.models.client import Models
 
@@ -95,6 +97,25 @@ class Answer:
     @property
     def letter(self) -> str | None:
         return option_letter(self.choice) if self.choice is not None else None
+
+
+@dataclass(frozen=True)
+class IndexPlan:
+    """What a strategy needs indexed before a question: the ingest stages it reads, and the
+    index settings they must run with (e.g. DVD as published: ``caption_transcripts=False``,
+    ``embed_text="caption"``); the application layer indexes a file through it."""
+
+    stages: tuple[str, ...]
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def describe(self, settings: Settings) -> dict[str, Any]:
+        """What the trace records of the index: the stages and the index settings in force."""
+        indexed = settings.model_copy(update=dict(self.settings))
+        return {
+            "stages": list(self.stages),
+            "caption_transcripts": indexed.caption_transcripts,
+            "embed_text": indexed.embed_text,
+        }
 
 
 @dataclass(frozen=True)
@@ -194,6 +215,11 @@ class Agent:
     def tool_options(self, question: Question) -> ToolOptions:
         """What the strategy tells its tools for this question."""
         return ToolOptions(question=question.prompt)
+
+    def index_plan(self) -> IndexPlan:
+        """The stages and index settings this strategy reads (default: ``stages`` as the
+        settings say)."""
+        return IndexPlan(self.stages)
 
     def context_request(self) -> dict[str, Any] | None:
         """What the application layer must build per video before a question, beyond the
@@ -307,6 +333,7 @@ class Agent:
             "options": list(question.options),
             "videos": videos,
             "models": {role: self.models.serving(role) for role in ROLES},
+            "index": self.index_plan().describe(self.models.settings),
             "budget": self.budget.to_dict(),
             "settings": json.loads(json.dumps(self.describe(), default=str)),
             "version": __version__,

@@ -23,6 +23,15 @@ Decisions where the paper is silent (spec A.11):
 - The forced answer: past the step limit (after the finish prompt), a spent budget, the same
   failing call three times or a model error, one more call without tools asks for the answer.
 - Local models (small context): clip texts are cut to 120 words in search results (#22).
+- ``index``: the index the agent asks for. The paper's 74.2 on LVBench captions clips without
+  transcripts and embeds and shows the caption alone (``"paper"``); its 76.0 fills the caption
+  prompt's ``[TRANSCRIPTS]`` (``"paper+transcripts"``; transcripts come from faster-whisper,
+  not WhisperX, and clips stay uniform: #4's transcript-guided cuts are not built). The
+  default ``"rich"`` also reads on-screen text and detections, embeds each caption with its
+  speech and on-screen text, and shows them in search results. The trace's ``started`` event
+  records the stages and index settings in force (``index``). A video given by name keeps
+  the index it has; a file is brought to the plan (a changed setting re-captions or
+  re-embeds the clips it changes).
 """
 
 from __future__ import annotations
@@ -30,10 +39,10 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from vidagent.agents.actions import Action
-from vidagent.agents.base import Agent, Answer, Question
+from vidagent.agents.base import Agent, Answer, IndexPlan, Question
 from vidagent.exceptions import ConfigError
 from vidagent.models.base import Message, ToolSpec
 from vidagent.prompts import load_json, load_prompt
@@ -71,6 +80,11 @@ class DVDOptions:
     inspect_frames: int = 50
     inspect_height: int = 720
     caption_words: int | None = None  # None: 120 for local llms, else all
+    #: "rich" (default): captions see transcripts, clips are searched and shown with their
+    #: speech and on-screen text. "paper": as published for the 74.2 on LVBench, captions
+    #: alone, built without transcripts, embedded and shown alone. "paper+transcripts": the
+    #: 76.0 setting, transcripts in the caption prompt, captions embedded and shown alone.
+    index: Literal["rich", "paper", "paper+transcripts"] = "rich"
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.tools) - set(SEARCH_TOOLS))
@@ -91,6 +105,13 @@ class DVDAgent(Agent):
     options: DVDOptions
     stages = ("transcribe", "read_text", "detect", "caption", "embed")  # no global summary
 
+    def index_plan(self) -> IndexPlan:
+        if self.options.index == "rich":
+            return IndexPlan(self.stages)
+        transcripts = self.options.index == "paper+transcripts"
+        stages = ("transcribe", "caption", "embed") if transcripts else ("caption", "embed")
+        return IndexPlan(stages, {"caption_transcripts": transcripts, "embed_text": "caption"})
+
     def tool_options(self, question: Question) -> ToolOptions:
         o = self.options
         return ToolOptions(
@@ -98,6 +119,7 @@ class DVDAgent(Agent):
             retrieval=RetrievalOptions(
                 caption_words=self._caption_words(), browse_frames=o.browse_frames,
                 browse_height=o.browse_height, browse_splice=o.browse_splice,
+                speech_and_text=o.index == "rich",
             ),
             frames=FrameOptions(inspect_frames=o.inspect_frames, inspect_height=o.inspect_height),
         )  # fmt: skip

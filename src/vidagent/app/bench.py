@@ -67,7 +67,7 @@ from vidagent.exceptions import ConfigError, MediaError, ProviderError, UserErro
 from vidagent.roles import ROLES
 
 if TYPE_CHECKING:
-    from vidagent.agents.base import Agent, Answer, ToolMode
+    from vidagent.agents.base import Agent, Answer, IndexPlan, ToolMode
     from vidagent.app.session import Session
     from vidagent.bench.base import Benchmark, Scores
     from vidagent.config import Settings
@@ -165,14 +165,14 @@ class VideoIndex:
     be indexed keeps its error, raised again for every question on it.
     """
 
-    def __init__(self, session: Session, stages: Sequence[str]) -> None:
+    def __init__(self, session: Session, plan: IndexPlan) -> None:
         self.session = session
-        self.stages = tuple(stages)
+        self.plan = plan
         self._lock = threading.Lock()
         self._done: dict[Path, str | MediaError] = {}
 
     def ensure(self, path: Path) -> str:
-        """The video id of ``path``, indexing it through the strategy's stages first if needed.
+        """The video id of ``path``, indexed first through the strategy's plan if needed.
 
         Raises:
             MediaError: the file cannot be used as a video.
@@ -180,7 +180,7 @@ class VideoIndex:
         key = Path(path).resolve()
         with self._lock:
             if key not in self._done:
-                result = self.session.index_file(key, stages=self.stages)
+                result = self.session.index_file(key, plan=self.plan)
                 self._done[key] = result.error or result.video.video_id  # type: ignore[union-attr]
             found = self._done[key]
         if isinstance(found, MediaError):
@@ -276,7 +276,7 @@ class _Run:
         targeted = {s.id for s in self.samples}
         self.missing = [m for m in missing if m.sample_id in targeted]
         self.lacking = {m.sample_id for m in self.missing}
-        self.index = VideoIndex(session, agent.stages)
+        self.index = VideoIndex(session, agent.index_plan())
         self._log_lock = threading.Lock()
 
     def go(

@@ -38,7 +38,7 @@ from vidagent.exceptions import ConfigError, LibraryError, MediaError, VideoNotF
 from vidagent.roles import FOLLOWS, ROLES, capability
 
 if TYPE_CHECKING:
-    from vidagent.agents.base import Agent, ToolMode
+    from vidagent.agents.base import Agent, IndexPlan, ToolMode
     from vidagent.budget import Budget
     from vidagent.ingest import IndexResult
     from vidagent.library import Library
@@ -184,13 +184,22 @@ class Session:
         return stage_names()
 
     def index_file(
-        self, path: str | Path, *, stages: Sequence[str] | None = None, progress: bool = False
+        self,
+        path: str | Path,
+        *,
+        stages: Sequence[str] | None = None,
+        progress: bool = False,
+        plan: IndexPlan | None = None,
     ) -> IndexResult:
-        """Index one file through ``stages`` (default all); a media error is in the result."""
+        """Index one file through ``stages`` (default all), or a strategy's ``plan`` (its stages
+        under its index settings); a media error is in the result."""
         from vidagent.ingest import STAGES, index_path
 
+        settings = self.settings
+        if plan is not None:
+            stages, settings = plan.stages, settings.model_copy(update=dict(plan.settings))
         return index_path(
-            path, library=self.library, settings=self.settings, models=self.models,
+            path, library=self.library, settings=settings, models=self.models,
             stages=STAGES if stages is None else stages, progress=progress,
         )  # fmt: skip
 
@@ -329,7 +338,7 @@ class Session:
         ids: list[str] = []
         for ref in refs:
             if Path(ref).expanduser().is_file():
-                result = self.index_file(ref, stages=agent.stages, progress=progress)
+                result = self.index_file(ref, plan=agent.index_plan(), progress=progress)
                 if result.error is not None:
                     raise result.error
                 assert result.video is not None

@@ -9,7 +9,8 @@ Table 9 verbatim, one request per clip: the system prompt; frames at 2 fps decod
 source at 720p (longest side 1280 px, never upscaled), each after a label ``t=HH:MM:SS`` (plus
 ``.5`` on half seconds; A.11 #9), at most ``capabilities.max_images`` (uniformly subsampled; 0 is
 no cap); ``[TRANSCRIPTS]`` = the clip's transcript or ``No transcript.`` (the released code's
-fallback); ``[SUBJECTS]`` = ``S_{i-1}`` as compact JSON of the prompt's four fields;
+fallback; always, when ``settings.caption_transcripts`` is off: DVD's main setting, which has no
+transcripts; the fingerprint then ends ``|no-transcripts``); ``[SUBJECTS]`` = ``S_{i-1}`` as compact JSON of the prompt's four fields;
 ``CLIP_START_TIME``/``CLIP_END_TIME`` = ``"HH:MM:SS"`` (truncated) as JSON strings, so the
 template stays valid JSON (the released code leaves them bare); ``BENCHMARK_CUSTOM_PLACEHOLDER``
 = ``benchmark_hint``, empty by default (A.11 #11); temperature 0, JSON mode. Placeholders are
@@ -201,6 +202,8 @@ class Caption(Stage):
 
     def fingerprint(self, settings: Settings) -> str:
         base = super().fingerprint(settings)
+        if not settings.caption_transcripts:
+            base += "|no-transcripts"
         return f"{base}|hint={text_hash(self.benchmark_hint)[:8]}" if self.benchmark_hint else base
 
     def pending(self, ctx: IngestContext) -> list[ClipRow]:
@@ -220,6 +223,8 @@ class Caption(Stage):
         if not clips:
             return
         client = ctx.models.client(self.role)
+        if not ctx.settings.caption_transcripts:  # as DVD without its auxiliary transcripts
+            clips = [dataclasses.replace(c, transcript="", transcript_model="") for c in clips]
         self._registry = self._load_registry(ctx, clips[0].clip_index)
         if client.capabilities.describer:
             self._run_describer(ctx, clips, bar)

@@ -1,7 +1,8 @@
 """The embed stage: one vector per clip, from its caption, speech and on-screen text.
 
-Deep Video Discovery embeds the caption alone; vidagent also appends the clip's transcript and
-on-screen text (labelled), because offline captions are perception reports and speech carries
+Deep Video Discovery embeds the caption alone (``settings.embed_text = "caption"``); by default
+vidagent also appends the clip's transcript and on-screen text (labelled,
+``"caption+speech+text"``), because offline captions are perception reports and speech carries
 most of what users search for. The vectors live in ``clip_vectors`` bound in the manifest to
 the embed model's spec and dimension. Each vector stores a hash of the text it was made from:
 
@@ -26,9 +27,11 @@ if TYPE_CHECKING:
 TABLE = "clip_vectors"
 
 
-def clip_text(clip: ClipRow) -> str:
-    """What is embedded for a clip."""
+def clip_text(clip: ClipRow, embed_text: str = "caption+speech+text") -> str:
+    """What is embedded for a clip under the ``embed_text`` setting."""
     parts = [clip.caption.strip()]
+    if embed_text == "caption":
+        return parts[0]
     if clip.transcript.strip():
         parts.append(f"Speech: {clip.transcript.strip()}")
     if clip.ocr_text.strip():
@@ -47,13 +50,14 @@ class Embed(Stage):
         if bound.get("spec") != self.fingerprint(ctx.settings):
             return clips
         stored = ctx.library.clip_vector_hashes(ctx.video.video_id)
-        return [c for c in clips if stored.get(c.clip_index) != text_hash(clip_text(c))]
+        rule = ctx.settings.embed_text
+        return [c for c in clips if stored.get(c.clip_index) != text_hash(clip_text(c, rule))]
 
     def run(self, ctx: IngestContext, clips: list[ClipRow], bar: tqdm) -> None:
         client = ctx.models.client("embed")
         spec = self.fingerprint(ctx.settings)
         chunks = [clips[i : i + self.batch] for i in range(0, len(clips), self.batch)]
-        texts = [[clip_text(c) for c in chunk] for chunk in chunks]
+        texts = [[clip_text(c, ctx.settings.embed_text) for c in chunk] for chunk in chunks]
         # Remote endpoints take several batches at once (the client layer caps how many);
         # a local model is one slot anyway. Batches are stored in order as they complete.
         workers = (

@@ -21,6 +21,8 @@ class RetrievalOptions:
         browse_splice: frames spliced side by side into one image (DVD: 5, so 250 frames are
             50 images); more only when the model's image limit forces it.
         browse_prompt: the browse prompt template ("" = DVD Table 12).
+        speech_and_text: clip_search shows each clip's transcript and on-screen text after its
+            caption (DVD as published shows the caption alone).
     """
 
     caption_words: int | None = None
@@ -28,6 +30,7 @@ class RetrievalOptions:
     browse_height: int = 360
     browse_splice: int = 5
     browse_prompt: str = ""
+    speech_and_text: bool = True
 
 
 @dataclass(frozen=True)

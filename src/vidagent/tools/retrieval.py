@@ -1,7 +1,7 @@
 """Searching the index: DVD's GlobalBrowse and ClipSearch, over one or several videos.
 
 ``clip_search`` ranks clips by cosine similarity between the query's embedding and each clip's
-embedded text (caption, speech, on-screen text) and lists the top k in time order with their
+embedded text (see :mod:`vidagent.ingest.embed`) and lists the top k in time order with their
 scores (DVD spec A.11 #14); no language model is called. ``global_browse`` returns the subject
 registry built at ingest and an event-centric summary of frames sampled uniformly over the whole
 video, written by the ``tool_vlm`` role for the query (DVD Table 12). That summary is cached in the
@@ -30,13 +30,13 @@ from vidagent.tools.base import Evidence, Observation, Seconds, ToolContext, too
 from vidagent.tools.frames import ask_vlm, browse_times
 
 
-def clip_text(hit: ClipHit, words: int | None = None) -> str:
-    """A clip's caption with its speech and on-screen text, cut to ``words`` words."""
+def clip_text(hit: ClipHit, words: int | None = None, speech_and_text: bool = True) -> str:
+    """A clip's caption (with its speech and on-screen text), cut to ``words`` words."""
     clip = hit.clip
     text = clip.caption.strip()
-    if clip.transcript.strip():
+    if speech_and_text and clip.transcript.strip():
         text += f' Speech: "{clip.transcript.strip()}"'
-    if clip.ocr_text.strip():
+    if speech_and_text and clip.ocr_text.strip():
         text += f' On-screen text: "{clip.ocr_text.strip()}"'
     cut = text.split()
     if words is not None and len(cut) > words:
@@ -75,9 +75,10 @@ def clip_search(
     hits = ctx.library.search_clips(vector, video_ids=videos, t_from=t_from, t_to=t_to, k=top_k)
     if not hits:
         return Observation(text="Searched Video Clip Scripts :\nNo clips found.")
-    words = ctx.options.retrieval.caption_words
+    opts = ctx.options.retrieval
     lines = [
-        f"{_span(ctx, h.clip.video_id, h.clip.t0, h.clip.t1)} ({h.score:.2f}) {clip_text(h, words)}"
+        f"{_span(ctx, h.clip.video_id, h.clip.t0, h.clip.t1)} ({h.score:.2f}) "
+        + clip_text(h, opts.caption_words, opts.speech_and_text)
         for h in sorted(hits, key=lambda h: (h.clip.video_id, h.clip.t0))
     ]
     return Observation(
