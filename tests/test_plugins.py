@@ -207,7 +207,7 @@ def test_a_plugin_stage_runs_when_named(small_video: Path, tmp_path: Path) -> No
 def test_a_plugin_detector_and_tracker_are_found_by_name(tmp_path: Path) -> None:
     from vidagent.tools.detectors import backends
 
-    assert DETECTORS.names() == ("role", "nulldet")
+    assert DETECTORS.names() == ("role", "vlm", "nulldet")
     assert "stay" in TRACKERS and TRACKERS.names()[0] == "template"
     options = ToolOptions(
         perception=PerceptionOptions(object_detector="nulldet", object_tracker="stay")

@@ -14,7 +14,7 @@ installed package adds one with an entry point in the ``vidagent.detectors`` or
   (``transformers:<dir>``, :mod:`vidagent.models.transformers_detect`) the names asked for are
   passed to it; a closed-vocabulary one is passed none and the caller keeps what it asked for.
 * ``object_detector="vlm"``: :class:`VLMDetector`, boxes asked of a vision-language model
-  (the role :func:`box_role` names), any object name. See "Boxes from a VLM" below.
+  (the ``tool_vlm`` role, :func:`box_role`), any object name. See "Boxes from a VLM" below.
 * ``object_tracker`` (default ``"template"``): :class:`TemplateTracker`, normalised
   cross-correlation of the start box's grey pixels searched one box size around the last box.
   ``opencv-python-headless`` 4.14 without contrib offers one tracker that needs no model file,
@@ -186,8 +186,8 @@ def detector_report(detector: ObjectDetector) -> tuple[int, list[str]]:
 
 
 def box_role() -> str:
-    """The model role :class:`VLMDetector` asks for boxes: the one place that chooses it."""
-    return "vlm"
+    """The model role :class:`VLMDetector` asks for boxes: the tools' vision model."""
+    return "tool_vlm"
 
 
 UNSCORED = 0.5  # the score of a box the model gave no confidence for: neither sure nor unsure

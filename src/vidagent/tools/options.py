@@ -57,7 +57,9 @@ class PerceptionOptions:
     Attributes:
         detect_alpha: frames either side searched for the most confident detection (VideoAgent2: 5).
         detect_threshold: detections below this confidence are dropped (0.5).
-        object_detector: a registered detector name (``role``: the detector model role).
+        object_detector: a registered detector name: ``role`` (the ``detector`` model role;
+            any object name with ``transformers:<dir>``, people and faces offline) or ``vlm``
+            (boxes asked of the ``tool_vlm``, any object name).
         object_tracker: a registered tracker name (``template``: template matching).
     """
 
