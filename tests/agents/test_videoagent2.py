@@ -96,6 +96,7 @@ def models(settings: Settings, llm: Adapter, vlm: Adapter | None = None) -> Mode
         "embed": FakeAdapter("hash", {"dim": "32"}),
         "detector": FakeAdapter(detect_fn=person),
         "ocr": FakeAdapter(),
+        "asr": FakeAdapter("echo", {"text": "hello there"}),
     }
     return Models.from_adapters(adapters, settings)
 
@@ -500,8 +501,7 @@ def test_options_are_checked_and_unknown_ones_named(indexed: Indexed) -> None:
 def test_cli_ask_with_strategy_videoagent2(
     small_video: Path, _isolated_home: Path, tmp_path: Path
 ) -> None:
-    replies = [
-        "A short test video.",  # the summarize stage indexing the video
+    replies = [  # no summarize stage: the 5 s index's summary would go unread
         "S: a sign.",  # Phase 1: the summary of the 4 s segments
         says("A", 2),
         CAPTION_5_7,
@@ -580,3 +580,30 @@ def test_smollm2_drives_videoagent2(indexed: Indexed, tmp_path: Path) -> None:
     assert answer.confidence is not None and 0 <= answer.confidence <= 5
     assert Trace.load(tmp_path / "trace.jsonl").events == trace.events
     assert list(render(trace.events))[-2].startswith("answer: ")
+
+
+@pytest.mark.parametrize(
+    ("captioner", "clip_seconds", "built"),
+    [
+        # A vision model captions the 4 s segments from frames: nothing of the index is read.
+        ("vlm", 5.0, set()),
+        # The offline describer describes segments from the rows of the perception stages.
+        ("describer", 5.0, {"transcribe", "read_text", "detect"}),
+        # An index already cut into 4 s clips at 1 fps is C: its captions and summary are built.
+        ("describer", 4.0, {"transcribe", "read_text", "detect", "caption", "summarize"}),
+    ],
+)
+def test_ask_builds_only_what_the_general_context_reads(
+    small_video: Path, tmp_path: Path, captioner: str, clip_seconds: float, built: set[str]
+) -> None:
+    settings = load_settings({**INDEX_SPECS, "clip_seconds": clip_seconds})
+    vlm = FakeAdapter.function(vlm_reply) if captioner == "vlm" else create_adapter(
+        "perception:describer", settings, "vlm"
+    )
+    hub = models(settings, FakeAdapter.function(Script([says("B", 5)])), vlm)
+    with Session(settings, library=tmp_path / "lib", models=hub) as session:
+        result = session.ask(small_video, QUESTION, options=OPTIONS, strategy="videoagent2",
+                             trace=False)  # fmt: skip
+        (record,) = session.library.list_videos()
+    assert result.answer is not None and result.answer.letter == "B"
+    assert set(record.stages) - {"structure"} == built

@@ -12,16 +12,18 @@ import pytest
 from tqdm import tqdm
 
 from vidagent.config import load_settings
-from vidagent.exceptions import RequestRejectedError
+from vidagent.exceptions import ContextOverflowError, RequestRejectedError
 from vidagent.ingest.base import IngestContext, Stage
 from vidagent.ingest.caption import FIX_JSON, Caption
 from vidagent.ingest.structure import index_structure
-from vidagent.ingest.summarize import Summarize
+from vidagent.ingest.summarize import LOCAL_REPLY, Summarize
 from vidagent.library import Library
 from vidagent.library.schema import Artifact
+from vidagent.library.views import Line
 from vidagent.media import probe
-from vidagent.models.base import Adapter, ChatRequest, ChatResponse, Message
-from vidagent.models.client import Models
+from vidagent.models.base import Adapter, Capabilities, ChatRequest, ChatResponse, Message
+from vidagent.models.client import Client, Models
+from vidagent.models.context import CHARS_PER_TOKEN, estimate_tokens
 from vidagent.models.fake import FakeAdapter
 from vidagent.models.perception import LABEL, PerceptionDescriber
 from vidagent.prompts import load_prompt
@@ -481,6 +483,75 @@ def test_registry_gets_temporal_spans_with_a_one_clip_gap_tolerance(
     assert run(Summarize(), ctx) == 0
 
 
+def _lines(n: int, words: int = 60) -> list[Line]:
+    return [Line(4.0 * i, 4.0 * i + 4, f"clip {i} " + "word " * words) for i in range(n)]
+
+
+def _hub(fn: Any, *, context: int | None, local: bool) -> Client:
+    caps = Capabilities(roles=frozenset({"llm"}), context_tokens=context, local=local)
+    return Models.from_adapters({"llm": FakeAdapter.function(fn, capabilities=caps)}).client("llm")
+
+
+def fitting_budget_of(context: int) -> int:
+    prompt = len(load_prompt("videoagent2_summary")) // CHARS_PER_TOKEN + 16
+    return context - prompt - 2 * LOCAL_REPLY
+
+
+def test_a_declared_window_is_filled_but_never_overflowed() -> None:
+    """Chunks fill what the window leaves after the prompt and room for the reply (twice the
+    cap, for the one retry of a cut reply): no request is cut by the client's fitting."""
+    seen: list[ChatRequest] = []
+    llm = _hub(lambda r: seen.append(r) or "S", context=2048, local=True)
+    text, data = Summarize().summarize_lines(llm, _lines(40))  # ~12k tokens of captions
+    assert text == "S" and data["levels"]
+    for request in seen:
+        assert request.max_tokens == LOCAL_REPLY
+        assert estimate_tokens(request.messages) + 2 * LOCAL_REPLY <= 2048
+        assert "cut to fit" not in request.messages[0].text
+
+
+def test_an_undeclared_window_gets_the_papers_single_call_uncapped() -> None:
+    seen: list[ChatRequest] = []
+    llm = _hub(lambda r: seen.append(r) or "S", context=None, local=False)
+    assert Summarize().summarize_lines(llm, _lines(200))[0] == "S"
+    assert len(seen) == 1 and seen[0].max_tokens is None
+
+
+def test_an_endpoint_that_refuses_the_length_gets_halved_chunks() -> None:
+    """An endpoint that does not say its window answers 'too long': the hierarchy is rebuilt
+    with half the budget until every request fits."""
+    accepted: list[int] = []
+
+    def server(request: ChatRequest) -> str:
+        size = len(request.messages[0].text)
+        if size > 6000:
+            raise ContextOverflowError("context_length_exceeded")
+        accepted.append(size)
+        return "S"
+
+    stage = Summarize()
+    text, data = stage.summarize_lines(_hub(server, context=None, local=False), _lines(60))
+    assert text == "S" and data["levels"] and accepted and max(accepted) <= 6000
+
+
+def test_a_reply_cut_by_its_cap_is_asked_again_then_kept_and_counted() -> None:
+    caps: list[int | None] = []
+
+    def cut(request: ChatRequest) -> ChatResponse:
+        caps.append(request.max_tokens)
+        return ChatResponse("half a summ", finish_reason="length")
+
+    stage = Summarize()
+    text, data = stage.summarize_lines(_hub(cut, context=8192, local=True), _lines(3))
+    assert caps == [LOCAL_REPLY, 2 * LOCAL_REPLY]  # once more with twice the cap
+    assert text == "half a summ" and data["cut"] == 1 and "cut by the output limit" in stage.note
+
+    replies = iter([ChatResponse("half", finish_reason="length"), ChatResponse("WHOLE")])
+    stage = Summarize()
+    text, data = stage.summarize_lines(_hub(lambda r: next(replies), context=8192, local=True), _lines(3))
+    assert text == "WHOLE" and data["cut"] == 0 and stage.note == ""
+
+
 # ---------------------------------------------------------------------------------------------
 # Estimates
 
@@ -494,4 +565,7 @@ def test_estimates_count_calls_frames_and_tokens(small_video: Path) -> None:
     describer = Caption().estimate(info, 3, load_settings())
     assert (describer.calls, describer.input_tokens) == (0, 0)
     assert Summarize().estimate(info, 3, vlm).calls == 1
-    assert Summarize().estimate(info, 720, vlm).calls == 1 + -(-720 * 250 // Summarize.token_budget)
+    local = Summarize().estimate(info, 720, vlm)  # the default llm: SmolLM2's 8k window
+    assert local.calls == 1 + -(-720 * 250 // fitting_budget_of(8192))
+    remote = Summarize().estimate(info, 720, load_settings({"llm": "openai:gpt-4o"}))
+    assert remote.calls == 1  # the paper's one call; no window is declared

@@ -31,6 +31,7 @@ from vidagent.config import Price, Settings
 from vidagent.exceptions import (
     CacheMissError,
     ConfigError,
+    ContextOverflowError,
     MalformedResponseError,
     ProviderTimeout,
     RateLimitError,
@@ -221,6 +222,20 @@ def test_400_is_rejected_without_retry(server: FaultServer, make: Any) -> None:
     assert info.value.status == 400
     assert len(server.requests) == 1
     assert h.sleeps == []
+
+
+def test_openais_context_length_code_is_an_overflow_not_a_plain_rejection(
+    server: FaultServer, make: Any
+) -> None:
+    """OpenAI answers an over-long prompt with 400 and ``"code": "context_length_exceeded"``;
+    read by that code, it is the error callers shrink the request for (the summary halves)."""
+    h = make()
+    too_long = {"message": "This model's maximum context length is 128000 tokens.",
+                "type": "invalid_request_error", "code": "context_length_exceeded"}  # fmt: skip
+    server.script(Behaviour(400, {"error": too_long}))
+    with pytest.raises(ContextOverflowError, match="maximum context length"):
+        h.client.chat(ask())
+    assert len(server.requests) == 1
 
 
 def test_connection_refused_is_a_retried_server_error(tmp_path: Path) -> None:

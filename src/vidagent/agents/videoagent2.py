@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from vidagent.agents.actions import Action
 from vidagent.agents.answer import extract_choice
-from vidagent.agents.base import Agent, Answer, Question
+from vidagent.agents.base import Agent, Answer, IndexPlan, Question
 from vidagent.agents.videoagent2_memory import (
     PAPER_TOOLS,
     TOOL_KEYS,
@@ -76,7 +76,7 @@ from vidagent.agents.videoagent2_memory import (
 )
 from vidagent.budget import Budget
 from vidagent.exceptions import ConfigError
-from vidagent.library.views import context_key, context_lines
+from vidagent.library.views import context_key, context_lines, reuses_index
 from vidagent.models.base import Message
 from vidagent.prompts import load_prompt
 from vidagent.tools.base import Observation, Toolbox
@@ -177,6 +177,17 @@ class VideoAgent2Agent(Agent):
     Options = VideoAgent2Options
     options: VideoAgent2Options
     stages = ("transcribe", "read_text", "detect", "caption", "summarize")  # no retrieval
+
+    def index_plan(self) -> IndexPlan:
+        """Only what ``B_1`` is made of: the index's captions and summary where the context
+        reuses them; else no stage, or, with the perception describer as captioner (the offline
+        default), the rows it describes segments from (speech, on-screen text, detections)."""
+        o, settings = self.options, self.models.settings
+        reuse = reuses_index(o.context, settings.clip_seconds, settings.sample_fps,
+                             o.segment_seconds, o.fps)  # fmt: skip
+        describer = self.models.client("captioner").capabilities.describer
+        facts = ("transcribe", "read_text", "detect") if describer else ()
+        return IndexPlan((*facts, "caption", "summarize") if reuse else facts)
 
     def step_budget(self, budget: Budget) -> Budget:
         steps = self.options.max_assessments

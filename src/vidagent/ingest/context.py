@@ -28,7 +28,7 @@ from vidagent.ingest.base import text_hash
 from vidagent.ingest.describe import decode_jpeg, describe_clip, detections_in
 from vidagent.ingest.summarize import Summarize
 from vidagent.library.schema import Artifact, ClipRow
-from vidagent.library.views import Line, caption_lines, context_key
+from vidagent.library.views import Line, caption_lines, context_key, reuses_index
 from vidagent.media import uniform_clips
 from vidagent.models.vision import ask_about_frames
 from vidagent.prompts import load_prompt, prompt_hash
@@ -39,10 +39,6 @@ if TYPE_CHECKING:
 
 SEGMENT_SIDE = 360  # short side of segment frames sent to a VLM (LaViLa sees 224 px)
 ContextMode = Literal["auto", "index", "build"]
-
-
-def _same(value: Any, want: float) -> bool:
-    return isinstance(value, (int, float)) and abs(float(value) - want) < 1e-6
 
 
 def build_segment_context(
@@ -64,10 +60,10 @@ def build_segment_context(
     """
     record = library.get_video(video_id)
     sampling = record.stages.get("structure", {}).get("sampling", {})
-    fits = _same(sampling.get("clip_seconds"), segment_seconds) and _same(
-        sampling.get("sample_fps"), fps
+    reuse = reuses_index(
+        mode, sampling.get("clip_seconds"), sampling.get("sample_fps"), segment_seconds, fps
     )
-    lines = caption_lines(library.clips(video_id)) if mode == "index" or (mode == "auto" and fits) else []
+    lines = caption_lines(library.clips(video_id)) if reuse else []
     llm = models.client("llm")
     summary_fp = "|".join([llm.spec, prompt_hash("videoagent2_summary")])
     key = context_key(segment_seconds, fps)
@@ -79,8 +75,9 @@ def build_segment_context(
         def from_index() -> tuple[str, dict[str, Any]]:
             stored = library.artifact(video_id, "summary", "global")
             fresh = stored is not None and stored.inputs_hash == text_hash(*map(str, lines))
-            summary = stored.text if fresh and stored is not None else _summarize(models, lines)
-            return summary, _payload(lines, "index")
+            if fresh and stored is not None:
+                return stored.text, _payload(lines, "index", stored.data.get("cut", 0))
+            return _summarize(models, lines, "index")
 
         return library.memo(video_id, "context", key, producer=summary_fp, inputs_hash=inputs,
                             build=from_index)[0]  # fmt: skip
@@ -91,19 +88,21 @@ def build_segment_context(
     def build() -> tuple[str, dict[str, Any]]:
         spans = uniform_clips(record.duration, segment_seconds)
         built = [Line(s.t0, s.t1, _caption(library, models, record, s.t0, s.t1, fps)) for s in spans]
-        return _summarize(models, built), _payload(built, "built")
+        return _summarize(models, built, "built")
 
     return library.memo(video_id, "context", key, producer=producer, inputs_hash=inputs,
                         build=build)[0]  # fmt: skip
 
 
-def _payload(lines: list[Line], source: str) -> dict[str, Any]:
-    return {"segments": [[x.t0, x.t1, x.text] for x in lines], "source": source}
+def _payload(lines: list[Line], source: str, cut: int) -> dict[str, Any]:
+    """The stored segments, where they came from, and how many summary replies were cut."""
+    return {"segments": [[x.t0, x.t1, x.text] for x in lines], "source": source, "cut": cut}
 
 
-def _summarize(models: Models, lines: list[Line]) -> str:
-    """S = F_llm(C, prompt_Summary), chunked for small models as the summarize stage does."""
-    return Summarize().summarize_lines(models.client("llm"), lines)[0]
+def _summarize(models: Models, lines: list[Line], source: str) -> tuple[str, dict[str, Any]]:
+    """S = F_llm(C, prompt_Summary) within the model's limits, as the summarize stage does."""
+    text, data = Summarize().summarize_lines(models.client("llm"), lines)
+    return text, _payload(lines, source, int(data["cut"]))
 
 
 def _caption(

@@ -4,17 +4,27 @@
 captioned clip, ``"{start}s-{end}s: {caption}"`` (spec A.11 #8; times as integers when whole,
 else with one decimal; each caption's whitespace collapsed so a clip stays on one line; clips
 whose caption is blank, e.g. content-filtered, are left out). ``{C}`` is filled by plain
-replacement with the lines between newlines, the ``llm`` answers at temperature 0 (at most
-``max_tokens``), and the full response is stored as the artefact ``("summary", "global")``
-(A.11 #6; :meth:`~vidagent.library.Library.global_summary` reads it). The
-prompt stays verbatim for every video, "4-second clips" included (A.11 #13).
+replacement with the lines between newlines, the ``llm`` answers at temperature 0, and the full
+response is stored as the artefact ``("summary", "global")`` (A.11 #6;
+:meth:`~vidagent.library.Library.global_summary` reads it). The prompt stays verbatim for every
+video, "4-second clips" included (A.11 #13).
 
-Long videos do not fit a small local model: when ``C`` exceeds ``token_budget`` (estimated as
-characters / 4; the default suits an 8k-context model), consecutive lines are summarised in
-chunks of at most the budget (at least two lines each, so every level shrinks), each chunk
-with the same prompt; the chunk summaries become lines ``"{start}s-{end}s: {summary}"`` over
-their chunk's span and are summarised the same way, level by level, until they fit one call.
-The chunk summaries are kept in the summary's ``data``.
+**Limits of the model.** The paper summarises all captions in one call to GPT-4, and so does
+this stage when the model declares no context window (``capabilities.context_tokens``: remote
+endpoints, unless the spec names ``context_tokens``) and its output is capped only by the
+endpoint (or the spec's ``max_output_tokens``). A model in this process (SmolLM2's 8k window)
+caps its reply at 512 tokens, a guard against a runaway on a CPU. When ``C`` exceeds what the
+window leaves after the prompt and twice the reply cap (:func:`fitting_budget`; tokens estimated
+at three characters, as the client fits requests), consecutive lines are summarised in chunks
+within that budget (at least two lines each, so every level shrinks), each with the same
+prompt; the chunk summaries become lines ``"{start}s-{end}s: {summary}"`` over their chunk's
+span and are summarised the same way, level by level, until they fit one call. An endpoint
+that refuses the request as too long (``ContextOverflowError``) gets the same hierarchy with
+the budget halved until it fits. The chunk summaries are kept in the summary's ``data``.
+
+A reply cut by its cap (``finish_reason == "length"``) is asked once more with twice the cap;
+cut again, or cut by the endpoint's own limit, it is kept, counted in ``data["cut"]`` and in the
+stage's note, so a truncated summary is never passed off as whole.
 
 The summary is redone only when its fingerprint (llm spec + prompt hash) or the captions change:
 ``inputs_hash`` hashes the caption lines it was made from.
@@ -32,10 +42,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from vidagent.exceptions import ContextOverflowError
 from vidagent.ingest.base import IngestContext, Stage, StageEstimate, text_hash
 from vidagent.library.schema import GLOBAL_SUMMARY, Artifact
 from vidagent.library.views import Line, caption_lines
 from vidagent.models.base import ChatRequest, Message
+from vidagent.models.context import CHARS_PER_TOKEN
 from vidagent.prompts import load_prompt
 from vidagent.timecode import hhmmss
 
@@ -46,6 +58,35 @@ if TYPE_CHECKING:
     from vidagent.library import ClipRow
     from vidagent.media import VideoInfo
     from vidagent.models.client import Client
+
+
+#: Tokens of C per call below which a model's refusal is not worked around by halving.
+MIN_BUDGET = 256
+#: The output cap of a local model's summary reply (a runaway guard on a CPU); it is asked once
+#: more with twice this when the cap cuts it, so fitting budgets leave room for that.
+LOCAL_REPLY = 512
+#: The context the estimate assumes of a local model (the llama.cpp default ``n_ctx``).
+LOCAL_CONTEXT = 8192
+
+
+def reply_cap(client: Client) -> int | None:
+    """The summary's output cap: :data:`LOCAL_REPLY` for a model in this process, else none
+    (the endpoint's own limit, or the spec's ``max_output_tokens``)."""
+    return LOCAL_REPLY if client.capabilities.local else None
+
+
+def fitting_budget(client: Client) -> int | None:
+    """Tokens of C per call that fit the model's declared context with the prompt and twice the
+    reply cap; None (all in one call, as the paper) where the context is not declared."""
+    context = client.capabilities.context_tokens
+    if not context:
+        return None
+    return _fit(context, 2 * (reply_cap(client) or LOCAL_REPLY))
+
+
+def _fit(context: int, reply: int) -> int:
+    prompt = len(load_prompt("videoagent2_summary")) // CHARS_PER_TOKEN + 16
+    return max(MIN_BUDGET, context - prompt - reply)
 
 
 def summary_prompt(lines: list[Line]) -> str:
@@ -97,14 +138,14 @@ class Summarize(Stage):
     name = "summarize"
     role = "llm"
     prompts = ("videoagent2_summary",)
-    token_budget: ClassVar[int] = 5500  # tokens of C per call (chars / 4)
-    #: caps a runaway small local model; with the budget it fits an 8k context
-    max_tokens: ClassVar[int] = 512
+    #: tokens of C per call; None: what the model's context leaves (:func:`fitting_budget`)
+    token_budget: ClassVar[int | None] = None
     output_tokens: ClassVar[int] = 500  # expected per call, for the estimate
 
     def __init__(self) -> None:
         self.note = ""
         self.calls = 0  # llm calls of the last run
+        self.cut = 0  # replies of the last run the output limit cut
 
     def pending(self, ctx: IngestContext) -> list[ClipRow]:
         """Every clip when the summary or the registry is stale, else none."""
@@ -154,45 +195,75 @@ class Summarize(Stage):
         return derived, (current == derived) if stored else not derived
 
     def summarize_lines(self, client: Client, lines: list[Line]) -> tuple[str, dict[str, Any]]:
-        """The final summary text, and the chunk summaries of each level below it."""
+        """The final summary text, and the chunk summaries of each level below it (``levels``)
+        with the number of replies the output limit cut (``cut``).
+
+        Raises:
+            ContextOverflowError: the model refuses even chunks of two lines.
+        """
         if not lines:
             self.note = "no captions to summarise"
-            return "", {"levels": []}
+            return "", {"levels": [], "cut": 0}
+        budget = self.token_budget or fitting_budget(client)
+        while True:
+            try:
+                return self._levels(client, lines, budget)
+            except ContextOverflowError:
+                # The window is smaller than we knew (an endpoint that does not say): halve.
+                tried = budget or self._tokens(lines)
+                if tried <= MIN_BUDGET:
+                    raise
+                budget = max(MIN_BUDGET, tried // 2)
+
+    def _levels(
+        self, client: Client, lines: list[Line], budget: int | None
+    ) -> tuple[str, dict[str, Any]]:
         levels: list[list[dict[str, Any]]] = []
-        self.calls = 0
-        while len(lines) > 1 and self._tokens(lines) > self.token_budget:
+        self.calls, self.cut = 0, 0
+        while budget is not None and len(lines) > 1 and self._tokens(lines) > budget:
             summaries = [  # a lone trailing line moves up a level as it is
                 Line(
                     chunk[0].t0,
                     chunk[-1].t1,
                     self._ask(client, chunk) if chunk[1:] else chunk[0].text,
                 )
-                for chunk in self._chunks(lines)
+                for chunk in self._chunks(lines, budget)
             ]
             levels.append([{"t0": s.t0, "t1": s.t1, "text": s.text} for s in summaries])
             lines = summaries
         text = self._ask(client, lines)
-        if levels:
-            self.note = f"hierarchical: {self.calls} llm calls over {len(levels) + 1} levels"
-        return text, {"levels": levels}
+        notes = [f"hierarchical: {self.calls} llm calls over {len(levels) + 1} levels"] if levels else []
+        notes += [f"{self.cut} repl(ies) cut by the output limit"] if self.cut else []
+        self.note = "; ".join(notes)
+        return text, {"levels": levels, "cut": self.cut}
 
     def _ask(self, client: Client, lines: list[Line]) -> str:
-        prompt = summary_prompt(lines)
-        request = ChatRequest(
-            messages=(Message("user", prompt),), temperature=0.0, max_tokens=self.max_tokens
-        )
-        self.calls += 1
-        return client.chat(request).text
+        """One prompt_Summary call; a reply the output cap cut is asked once more with twice
+        the cap (the budget leaves room for it), then kept as it is and counted."""
+        cap = reply_cap(client)
+        for attempt in (cap, 2 * cap if cap else None):
+            request = ChatRequest(
+                messages=(Message("user", summary_prompt(lines)),), temperature=0.0,
+                max_tokens=attempt,
+            )  # fmt: skip
+            self.calls += 1
+            reply = client.chat(request)
+            if reply.finish_reason != "length":
+                return reply.text
+            if attempt is None:
+                break  # the model's own limit: asking again would cut it the same way
+        self.cut += 1
+        return reply.text
 
     def _tokens(self, lines: list[Line]) -> int:
-        return sum(len(str(line)) + 1 for line in lines) // 4
+        return sum(len(str(line)) + 1 for line in lines) // CHARS_PER_TOKEN
 
-    def _chunks(self, lines: list[Line]) -> list[list[Line]]:
+    def _chunks(self, lines: list[Line], budget: int) -> list[list[Line]]:
         """Consecutive lines within the budget, at least two per chunk (so levels shrink)."""
         chunks: list[list[Line]] = [[]]
         for line in lines:
             chunk = chunks[-1]
-            if len(chunk) >= 2 and self._tokens([*chunk, line]) > self.token_budget:
+            if len(chunk) >= 2 and self._tokens([*chunk, line]) > budget:
                 chunks.append([line])
             else:
                 chunk.append(line)
@@ -203,11 +274,12 @@ class Summarize(Stage):
         per_caption = 100 if settings.spec("captioner").startswith("perception:") else 250
         captions = clips * per_caption
         prompt = len(load_prompt("videoagent2_summary")) // 4
-        chunks = 0 if captions <= self.token_budget else -(-captions // self.token_budget)
+        local = not spec.startswith("openai:")
+        budget = self.token_budget or (_fit(LOCAL_CONTEXT, 2 * LOCAL_REPLY) if local else None)
+        chunks = 0 if budget is None or captions <= budget else -(-captions // budget)
         calls = 1 + chunks
         input_tokens = captions + calls * prompt + chunks * self.output_tokens
         output_tokens = calls * self.output_tokens
-        local = not spec.startswith("openai:")
         return StageEstimate(
             self.name,
             self.role,
@@ -216,5 +288,6 @@ class Summarize(Stage):
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             seconds=(input_tokens / 300 + output_tokens / 20) if local else calls * 15.0,
-            notes=[f"{per_caption} tokens per caption; chunks of {self.token_budget} tokens"],
+            notes=[f"{per_caption} tokens per caption"]
+            + ([f"chunks of {budget} tokens"] if budget else ["one call (context not declared)"]),
         )

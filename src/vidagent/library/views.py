@@ -55,6 +55,19 @@ def context_key(segment_seconds: float, fps: float) -> str:
     return f"videoagent2:{segment_seconds:g}s@{fps:g}fps"
 
 
+def reuses_index(
+    mode: str, clip_seconds: Any, sample_fps: Any, segment_seconds: float, fps: float
+) -> bool:
+    """Whether a general context's ``C`` is the index's clip captions: always in mode ``index``,
+    in ``auto`` when the index was cut into ``segment_seconds`` clips sampled at ``fps``."""
+
+    def same(value: Any, want: float) -> bool:
+        return isinstance(value, (int, float)) and abs(float(value) - want) < 1e-6
+
+    fits = same(clip_seconds, segment_seconds) and same(sample_fps, fps)
+    return mode == "index" or (mode == "auto" and fits)
+
+
 def context_lines(artifact: Artifact) -> tuple[list[Line], str, str]:
     """A general context artefact as ``(C lines, S summary, source)``."""
     segments = artifact.data.get("segments", [])

@@ -37,7 +37,8 @@ A key is sent only to the server it was configured for: ``settings.openai_api_ke
 Errors are mapped by type, never by message text: timeouts → ProviderTimeout; connection failures
 (refused, reset, protocol errors) → ServerError, because a server restarting looks exactly like
 that and the client layer bounds the retries; 408 → ProviderTimeout; 429 → RateLimitError with
-``Retry-After``; 5xx → ServerError; other 4xx and 3xx → RequestRejectedError; a body that is not
+``Retry-After``; 5xx → ServerError; an error whose ``code`` is ``context_length_exceeded`` →
+ContextOverflowError; other 4xx and 3xx → RequestRejectedError; a body that is not
 JSON or lacks the fields the protocol promises → MalformedResponseError.
 
 The adapter never retries, caches or counts: :mod:`vidagent.models.client` does.
@@ -59,6 +60,7 @@ import numpy as np
 
 from vidagent.exceptions import (
     ConfigError,
+    ContextOverflowError,
     MalformedResponseError,
     ProviderTimeout,
     RateLimitError,
@@ -320,7 +322,18 @@ def _raise_for_status(response: httpx.Response, endpoint: str) -> None:
         raise ProviderTimeout(msg, endpoint=endpoint, status=code)
     if code >= 500:
         raise ServerError(msg, endpoint=endpoint, status=code)
+    if _error_code(response) == "context_length_exceeded":
+        raise ContextOverflowError(msg, endpoint=endpoint, status=code)
     raise RequestRejectedError(msg, endpoint=endpoint, status=code)
+
+
+def _error_code(response: httpx.Response) -> str:
+    """OpenAI's machine-readable ``{"error": {"code"}}``, "" where there is none."""
+    try:
+        err = response.json().get("error")
+    except (ValueError, AttributeError):
+        return ""
+    return str(err.get("code") or "") if isinstance(err, dict) else ""
 
 
 def _content_text(content: Any) -> str:
