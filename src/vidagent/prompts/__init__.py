@@ -16,6 +16,7 @@
 | ``dvd_frame_inspect.txt`` | Deep Video Discovery, Table 11, user prompt |
 | ``dvd_global_browse.txt`` | Deep Video Discovery, Table 12, user prompt |
 | ``dvd_tools.json`` | Deep Video Discovery, Tables 13 and 14, the function schemas |
+| ``vlm_boxes_system.txt``, ``vlm_boxes.txt`` | not in the papers: boxes of named objects asked of a vision model as JSON (``object_detector="vlm"``; the papers use YOLOv11 and Grounding DINO) |
 
 Placeholders stay as the papers wrote them (``[TRANSCRIPTS]``, ``{C}``); the code that uses a
 prompt fills them with plain string replacement, so braces in the templates need no escaping.

@@ -42,7 +42,7 @@ Backends see and return pixels of the frames they are given; the procedures in
 :mod:`vidagent.tools.tracking` convert to fractions of the frame.
 
 Boxes from a VLM: one request per frame (the boxes are of that image), the frame as a JPEG and
-:data:`VLM_BOXES_PROMPT` naming the targets; the reply is JSON ``{"objects": [{"label",
+``prompts/vlm_boxes.txt`` naming the targets; the reply is JSON ``{"objects": [{"label",
 "box": [x0, y0, x1, y1], "confidence"}]}`` with the box as fractions of the image's width and
 height (fractions rather than pixels: the model sees a resized image whose pixel size it is
 not told, and they are what the tools show the model anyway), asked for with the JSON schema
@@ -71,6 +71,7 @@ import numpy as np
 from vidagent.exceptions import ConfigError, ToolInputError
 from vidagent.models.base import Box, Detection, ImagePart, Message
 from vidagent.plugins import Registry
+from vidagent.prompts import load_prompt
 
 if TYPE_CHECKING:
     from vidagent.tools.base import ToolContext
@@ -192,19 +193,10 @@ def box_role() -> str:
 
 UNSCORED = 0.5  # the score of a box the model gave no confidence for: neither sure nor unsure
 MAX_PARALLEL = 8  # frames asked about at once at most, below the endpoint's own limit
-VLM_BOXES_SYSTEM = "You locate objects in images. Reply with JSON only."
-VLM_BOXES_PROMPT = (
-    "Find every {what} in this image. Reply with JSON of this shape: "
-    '{{"objects": [{{"label": {label}, "box": [x0, y0, x1, y1], "confidence": 0.9}}]}}, one '
-    "entry per object and an empty list when there is none. The box gives the left, top, right "
-    "and bottom edges as fractions of the image width and height, from 0 to 1, with [0, 0] the "
-    "top-left corner and [1, 1] the bottom-right one. The confidence, from 0 to 1, says how sure "
-    "you are that the object is there."
-)
 
 
 def boxes_schema(targets: Sequence[str]) -> dict[str, Any]:
-    """The JSON schema of a :data:`VLM_BOXES_PROMPT` reply; labels limited to ``targets``."""
+    """The JSON schema of a ``vlm_boxes`` reply; labels limited to ``targets``."""
     label: dict[str, Any] = {"type": "string"}
     if targets:
         label["enum"] = list(targets)
@@ -224,17 +216,18 @@ def boxes_schema(targets: Sequence[str]) -> dict[str, Any]:
 
 
 def boxes_prompt(targets: Sequence[str]) -> str:
-    """:data:`VLM_BOXES_PROMPT` for ``targets`` (none: every distinct object)."""
+    """``prompts/vlm_boxes.txt`` for ``targets`` (none: every distinct object)."""
+    template = load_prompt("vlm_boxes").strip()
     if not targets:
-        return VLM_BOXES_PROMPT.format(what="distinct object", label='"its name"')
+        return template.replace("[OBJECTS]", "distinct object").replace("[LABEL]", '"its name"')
     what = ", ".join(targets[:-1]) + f" or {targets[-1]}" if len(targets) > 1 else targets[0]
     label = " or ".join(json.dumps(t) for t in targets)
-    return VLM_BOXES_PROMPT.format(what=what, label=label)
+    return template.replace("[OBJECTS]", what).replace("[LABEL]", label)
 
 
 def read_boxes(text: str, width: int, height: int) -> tuple[list[Detection], str]:
     """Detections in pixels of a ``width`` x ``height`` image from a reply to
-    :data:`VLM_BOXES_PROMPT`, and what was wrong with the reply ("" when nothing was)."""
+    ``vlm_boxes``, and what was wrong with the reply ("" when nothing was)."""
     data = _json_in(text)
     if data is None:
         shown = " ".join(text.split())
@@ -357,7 +350,7 @@ class VLMDetector:
 
         image = ImagePart(encode_jpeg(rgb, quality=90))
         messages = (
-            Message("system", VLM_BOXES_SYSTEM),
+            Message("system", load_prompt("vlm_boxes_system").strip()),
             Message("user", (image, boxes_prompt(names))),
         )
         reply = self._client.structured(messages, boxes_schema(names), max_tokens=1024)
