@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from factories import FAKE_SPECS
@@ -33,6 +35,38 @@ def small_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
         path, duration=12, shots=3, text_overlays=[(5.0, 8.0, "HELLO VIDAGENT")], audio="tone"
     )
     return path
+
+
+@pytest.fixture(scope="session")
+def counter_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """12 s, 25 fps, 320x180, each frame's index drawn along the bottom."""
+    from vidagent.media.synth import make_video
+
+    path = tmp_path_factory.mktemp("media") / "counter.mp4"
+    make_video(path, duration=12, fps=25, size=(320, 180), counter=True)
+    return path
+
+
+class Still:
+    """A tracker that leaves the box where it was found, with confidence 0.9."""
+
+    name = "still"
+    step_fps: float | None = None
+
+    def track(self, frames: Any, start: int, box: Any) -> list[Any]:
+        from vidagent.tools.detectors import TrackPoint
+
+        return [TrackPoint(box, 0.9)] * len(frames)
+
+
+@pytest.fixture
+def still_tracker() -> Iterator[None]:
+    """:class:`Still` registered as the tracker ``"still"`` for one test."""
+    from vidagent.tools.detectors import TRACKERS, register_tracker
+
+    register_tracker("still", Still)
+    yield
+    TRACKERS.unregister("still")
 
 
 @pytest.fixture

@@ -21,7 +21,6 @@ from vidagent.config import load_settings
 from vidagent.exceptions import BackendMissingError, ConfigError
 from vidagent.library import Library, VideoRecord, content_id
 from vidagent.media import probe
-from vidagent.media.synth import make_video
 from vidagent.models.base import Detection
 from vidagent.models.client import Models
 from vidagent.models.registry import backend_status, create_adapter
@@ -247,13 +246,6 @@ def test_a_directory_without_the_processor_is_a_config_error(tmp_path: Path, owl
 
 # ---------------------------------------------------------------------------------------------
 # Through the tools: any object name
-
-
-@pytest.fixture(scope="module")
-def counter_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("media") / "counter.mp4"
-    make_video(path, duration=12, fps=25, size=(320, 180), counter=True)
-    return path
 
 
 def test_the_tools_find_and_track_any_name_with_it(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -17,14 +17,13 @@ from vidagent.config import load_settings
 from vidagent.exceptions import ConfigError
 from vidagent.library import Library, VideoRecord, content_id
 from vidagent.media import probe
-from vidagent.media.synth import make_video, read_counter
+from vidagent.media.synth import read_counter
 from vidagent.models.base import Adapter, Box, Capabilities, Detection, TextLine
 from vidagent.models.client import Models
 from vidagent.models.fake import FakeAdapter
 from vidagent.models.perception import PerceptionDescriber
 from vidagent.prompts import load_prompt
 from vidagent.tools import Toolbox, ToolContext
-from vidagent.tools.detectors import TRACKERS, TrackPoint, register_tracker
 from vidagent.tools.options import PerceptionOptions, ToolOptions
 from vidagent.tools.perception import (
     PERCEPTION_TOOLS,
@@ -67,32 +66,6 @@ def real_context(tmp_path: Path, video: Path) -> ToolContext:
     library = Library(tmp_path / "lib")
     video_id = add_video(library, video)
     return ToolContext(library, Models(load_settings({"cache": "off"})), [video_id])
-
-
-class Still:
-    """A tracker that leaves the box where it was found, with confidence 0.9."""
-
-    name = "still"
-    step_fps: float | None = None
-
-    def track(self, frames: np.ndarray, start: int, box: Box) -> list[TrackPoint]:
-        return [TrackPoint(box, 0.9)] * len(frames)
-
-
-@pytest.fixture
-def still_tracker() -> Iterator[None]:
-    """:class:`Still` registered as ``"still"`` for one test."""
-    register_tracker("still", Still)
-    yield
-    TRACKERS.unregister("still")
-
-
-@pytest.fixture(scope="module")
-def counter_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """12 s, 25 fps, 320x180, each frame's index drawn along the bottom."""
-    path = tmp_path_factory.mktemp("media") / "counter.mp4"
-    make_video(path, duration=12, fps=25, size=(320, 180), counter=True)
-    return path
 
 
 def by_time(per_second: dict[float, list[Detection]]) -> Callable[[np.ndarray], list[Detection]]:

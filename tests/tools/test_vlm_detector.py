@@ -20,23 +20,19 @@ from vidagent.config import load_settings
 from vidagent.exceptions import ConfigError
 from vidagent.library import Library, VideoRecord, content_id
 from vidagent.media import probe
-from vidagent.media.synth import make_video
-from vidagent.models.base import Adapter, Box, Capabilities, ChatRequest, Detection
+from vidagent.models.base import Adapter, Capabilities, ChatRequest, Detection
 from vidagent.models.client import Models
 from vidagent.models.fake import FakeAdapter
 from vidagent.models.perception import PerceptionDescriber
 from vidagent.tools import ToolContext
 from vidagent.tools.detectors import (
     DETECTORS,
-    TRACKERS,
     UNSCORED,
     RoleDetector,
-    TrackPoint,
     VLMDetector,
     backends,
     boxes_schema,
     read_boxes,
-    register_tracker,
 )
 from vidagent.tools.options import PerceptionOptions, ToolOptions
 from vidagent.tools.perception import detect_objects, track_object, zoom_in
@@ -218,30 +214,6 @@ def test_an_openai_compatible_endpoint_gets_the_image_and_the_schema(
 
 # ---------------------------------------------------------------------------------------------
 # Through the tools: any object name
-
-
-class Still:
-    """A tracker that leaves the box where it was found, with confidence 0.9."""
-
-    name = "still"
-    step_fps: float | None = None
-
-    def track(self, frames: np.ndarray, start: int, box: Box) -> list[TrackPoint]:
-        return [TrackPoint(box, 0.9)] * len(frames)
-
-
-@pytest.fixture
-def still_tracker() -> Iterator[None]:
-    register_tracker("still", Still)
-    yield
-    TRACKERS.unregister("still")
-
-
-@pytest.fixture(scope="module")
-def counter_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("media") / "counter.mp4"
-    make_video(path, duration=12, fps=25, size=(320, 180), counter=True)
-    return path
 
 
 def video_context(
