@@ -84,6 +84,7 @@ BENCHMARKS: Registry[Benchmark] = Registry(
         "videomme": "vidagent.bench.videomme",
         "charades_sta": "vidagent.bench.charades_sta",
         "crossvid": "vidagent.bench.crossvid",
+        "mmbench_video": "vidagent.bench.mmbench_video",
     },
 )
 
