@@ -500,7 +500,8 @@ class Session:
                 require_matplotlib()
             except BackendMissingError as e:
                 raise UserError(f"{e}; or leave the plots out with --no-plots") from None
-        needs = any(read_manifest(r)["benchmark"] == "crossvid" for r in runs)
+        judged_benchmarks = ("crossvid", "mmbench_video")  # open-ended answers
+        needs = any(read_manifest(r)["benchmark"] in judged_benchmarks for r in runs)
         judged = self._judge(judge) if needs else None
         reports = [load_run(r, judge=judged, resamples=resamples, seed=seed) for r in runs]
         written = write_report(reports, out, plots=plots, resamples=resamples, seed=seed)

@@ -12,6 +12,7 @@ One module per benchmark, each data plus four small functions (see :mod:`vidagen
 | ``videomme`` | :mod:`.videomme` | all, short, medium, long (``subtitles``) |
 | ``charades_sta`` | :mod:`.charades_sta` | test, train |
 | ``crossvid`` | :mod:`.crossvid` | all, or task codes |
+| ``mmbench_video`` | :mod:`.mmbench_video` | all |
 
 Shared pieces: :mod:`.base` (samples, outcomes, scores, the protocol, :func:`evaluate`),
 :mod:`.predictions` (prediction-file and id-list readers), :mod:`.judge` (the LLM judge for
@@ -56,6 +57,7 @@ if TYPE_CHECKING:  # mypy checks that every module implements the Benchmark prot
         intentqa,
         longvideobench,
         lvbench,
+        mmbench_video,
         nextqa,
         videomme,
     )
@@ -67,6 +69,7 @@ if TYPE_CHECKING:  # mypy checks that every module implements the Benchmark prot
         intentqa,
         longvideobench,
         lvbench,
+        mmbench_video,
         nextqa,
         videomme,
     )

@@ -323,7 +323,8 @@ def score_choices(
 
 @dataclass(frozen=True)
 class GroupScore:
-    """One line of a report: the official number and the strict one, in percent."""
+    """One line of a report: the official number and the strict one, in the benchmark's unit
+    (percent, or MMBench-Video's 0-3 mean score)."""
 
     score: float
     strict: float
@@ -392,6 +393,7 @@ class Scores:
         missing: questions without a prediction.
         unknown: prediction ids that match no question of the split.
         notes: what the reader should know (judge failures, subsets left out).
+        digits: decimals a table shows (1 for percent, 2 for MMBench-Video's 0-3 scale).
     """
 
     benchmark: str
@@ -405,6 +407,7 @@ class Scores:
     missing: int = 0
     unknown: int = 0
     notes: tuple[str, ...] = ()
+    digits: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return {

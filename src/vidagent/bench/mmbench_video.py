@@ -317,6 +317,7 @@ def aggregate(samples: Sequence[Sample], outcomes: Sequence[Outcome], *, split: 
         labels=LABELS,
         missing=sum(not o.answered and "judge_failed" not in o.detail for o in outcomes),
         notes=notes,
+        digits=2,
     )
 
 

@@ -41,7 +41,8 @@ _MEAN_FORMAT = {"steps": "{:.1f}", "frames": "{:.0f}", "tokens": "{:,.0f}", "cos
 
 @dataclass(frozen=True)
 class Interval:
-    """A percentile interval of the official number and of the strict one, in percent."""
+    """A percentile interval of the official number and of the strict one, in the unit of
+    the benchmark's scores."""
 
     score: tuple[float, float]
     strict: tuple[float, float]
@@ -250,10 +251,10 @@ def _means(rows: Mapping[str, Mapping[str, Any]]) -> dict[str, float | None]:
 # Tables
 
 
-def _cell(value: float, interval: tuple[float, float] | None) -> str:
+def _cell(value: float, interval: tuple[float, float] | None, digits: int = 1) -> str:
     if interval is None:
-        return f"{value:.1f}"
-    return f"{value:.1f} [{interval[0]:.1f}, {interval[1]:.1f}]"
+        return f"{value:.{digits}f}"
+    return f"{value:.{digits}f} [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
 
 
 def _label(scores: Scores, key: str) -> str:
@@ -285,8 +286,9 @@ def score_table(reports: Sequence[RunReport]) -> tuple[list[str], list[list[str]
             if found is None:
                 row += ["–", "–"]
                 continue
-            row.append(_cell(found.score, interval.score if interval else None))
-            row.append(_cell(found.strict, interval.strict if interval else None))
+            digits = r.scores.digits
+            row.append(_cell(found.score, interval.score if interval else None, digits))
+            row.append(_cell(found.strict, interval.strict if interval else None, digits))
         rows.append(row)
     return head, rows
 

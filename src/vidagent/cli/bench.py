@@ -43,7 +43,7 @@ def bench() -> None:
     "--judge",
     "judge_spec",
     metavar="SPEC",
-    help="model judging open-ended answers (CrossVid CCQA); default: the llm role",
+    help="model judging open-ended answers (CrossVid CCQA, MMBench-Video); default: the llm role",
 )
 @click.option(
     "--judge-prompt",
@@ -67,7 +67,7 @@ def score(
     as_json: bool,
 ) -> None:
     """Score a predictions file on BENCH (egoschema, nextqa, intentqa, lvbench,
-    longvideobench, videomme, charades_sta, crossvid)."""
+    longvideobench, videomme, charades_sta, crossvid, mmbench_video)."""
     result = session_of(ctx).bench_score(
         benchmark, data, predictions, split=split, subset=subset, ids=ids, judge=judge_spec,
         judge_prompt=judge_prompt,
