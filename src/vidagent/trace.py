@@ -11,6 +11,7 @@ the same :func:`render` the live display uses. Events, in the order a run emits 
 - :class:`FormatError`: a reply that was not a valid action, and the reminder sent back;
 - :class:`ToolCalled` then :class:`Observed`: a tool call and what it returned;
 - :class:`PhaseChanged`: a strategy's own milestones (a plan, a confidence, a phase);
+- :class:`SearchRound`: one round of a tree search (EEA): nodes, frames, scores, the choice;
 - :class:`BudgetExhausted`: which budget ran out, before a forced answer;
 - :class:`Answered` and :class:`RunFinished`: the answer and the run's totals.
 
@@ -134,6 +135,30 @@ class Observed(Event):
 
 
 @dataclass(frozen=True)
+class SearchRound(Event):
+    """One round of a tree search over video segments (EEA): the node expanded, the frames
+    sampled, the children scored, every candidate's fused score, the queries and anchors after
+    the round, the memory, and the policy's choice. A front end draws the tree from these:
+    ``expanded`` and each child carry their ``id`` and ``parent``."""
+
+    kind: ClassVar[str] = "search_round"
+    step: int
+    round: int
+    expanded: list[dict[str, Any]]  # the nodes split this round (several: a forest's roots)
+    frames: list[list[Any]]  # [video_id, t] sampled this round
+    anchor_frames: list[list[Any]]  # those of them that were semantic anchors
+    children: list[dict[str, Any]]  # {"id", "video_id", "span", "parent", "r", "u", "h", ...}
+    entropy: float  # H over every candidate
+    candidates: list[dict[str, Any]]  # every leaf after the round, with r, u and h
+    new_queries: list[str]
+    queries: list[str]
+    anchors: list[dict[str, Any]]
+    memory: list[list[Any]]  # [video_id, t, score]
+    choice: dict[str, Any] = field(default_factory=dict)  # {"segment": id} or {"answer": text}
+    retrieval: dict[str, Any] = field(default_factory=dict)  # retriever, queries searched, clips
+
+
+@dataclass(frozen=True)
 class PhaseChanged(Event):
     kind: ClassVar[str] = "phase"
     step: int
@@ -179,7 +204,7 @@ EVENTS: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (
         RunStarted, ModelCall, ChildStarted, AgentTurn, FormatError, ToolCalled, Observed, PhaseChanged,
-        BudgetExhausted, Answered, RunFinished,
+        SearchRound, BudgetExhausted, Answered, RunFinished,
     )
 }  # fmt: skip
 

@@ -21,6 +21,7 @@ from vidagent.trace import (
     PhaseChanged,
     RunFinished,
     RunStarted,
+    SearchRound,
     ToolCalled,
 )
 
@@ -80,6 +81,8 @@ class Renderer:
             return f"step {e.step} {mark} {self._cut(e.text)}{extra}{frames}"
         if isinstance(e, FormatError):
             return f"step {e.step} ✗ not a valid action (try {e.attempt}): {self._cut(e.problem)}"
+        if isinstance(e, SearchRound):
+            return self._round(e)
         if isinstance(e, PhaseChanged):
             data = json.dumps(e.data, ensure_ascii=False) if e.data else ""
             return f"step {e.step} · {e.phase} {self._cut(data)}".rstrip()
@@ -102,6 +105,35 @@ class Renderer:
                 f"{e.input_tokens}+{e.output_tokens} tokens{cost}, {e.seconds:.1f} s"
             )
         return None
+
+    def _where(self, video_id: str, span: list[Any]) -> str:
+        name = f"{self.names.get(video_id, video_id[:12])} " if len(self.names) > 1 else ""
+        return f"{name}{clock(span[0])}–{clock(span[1])}"
+
+    def _round(self, e: SearchRound) -> str:
+        """A tree-search round: what was split where, each child's scores, and the choice."""
+        split = ", ".join(f"#{n['id']} {self._where(n['video_id'], n['span'])}" for n in e.expanded)
+        seen = ", ".join(f"{t}s" for _, t in e.frames) or "none"
+        anchored = f" ({len(e.anchor_frames)} anchors)" if e.anchor_frames else ""
+        lines = [f"round {e.round} · split {split} at {seen}{anchored}"]
+        for c in e.children:
+            why = f" · {self._cut(c['explanation'])}" if c.get("explanation") else ""
+            lines.append(
+                f"  #{c['id']} {self._where(c['video_id'], c['span'])}  r {c['r']:g}  "
+                f"u {c['u']:.2f}  h {c['h']:.3f}{why}"
+            )
+        queries = f" · new queries: {'; '.join(e.new_queries)}" if e.new_queries else ""
+        lines.append(
+            f"  H {e.entropy:.2f} · {len(e.candidates)} candidates · {len(e.anchors)} anchors · "
+            f"memory {len(e.memory)} frames{queries}"
+        )
+        choice = e.choice
+        if "segment" in choice:
+            moved = f" (asked #{choice['redirected_from']})" if "redirected_from" in choice else ""
+            lines.append(f"  → explore #{choice['segment']}{moved}")
+        elif "answer" in choice:
+            lines.append(f"  → answer: {self._cut(str(choice['answer']))}")
+        return "\n".join(lines)
 
 
 def render_answer(

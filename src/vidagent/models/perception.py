@@ -11,6 +11,7 @@ A real VLM endpoint (``openai:<model>``) replaces it.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -112,6 +113,12 @@ class PerceptionDescriber(Adapter):
     ) -> None:
         super().__init__(model, options)
         self.detector, self.ocr, self.llm = detector, ocr, llm
+        # The answering llm follows a JSON schema when it can (llama.cpp's grammars): so does
+        # the describer, which hands the schema on.
+        schema = llm is not None and llm.capabilities.supports_json_schema
+        self.capabilities = dataclasses.replace(
+            type(self).capabilities, supports_json_schema=schema
+        )
 
     @classmethod
     def from_settings(

@@ -16,8 +16,16 @@
 | ``dvd_frame_inspect.txt`` | Deep Video Discovery, Table 11, user prompt |
 | ``dvd_global_browse.txt`` | Deep Video Discovery, Table 12, user prompt |
 | ``dvd_tools.json`` | Deep Video Discovery, Tables 13 and 14, the function schemas |
+| ``eea_reward_first.txt`` | EEA, Table 7: the reward model, first round |
+| ``eea_reward_next.txt`` | EEA, Table 8: the reward model, later rounds |
+| ``eea_policy.txt`` | EEA, Table 9: the policy's selection ("Options:question" read as the options) |
+| ``eea_query_discovery.txt`` | EEA, Table 10: semantic queries from the question |
+| ``eea_query_update.txt`` | EEA, Table 11: new queries from the round's frames |
 | ``vlm_boxes_system.txt``, ``vlm_boxes.txt`` | not in the papers: boxes of named objects asked of a vision model as JSON (``object_detector="vlm"``; the papers use YOLOv11 and Grounding DINO) |
 
+EEA's tables lost their placeholders' braces in the paper's text: the files put them back
+(``{duration}``, ``{segment_block}``) and break lines at the ``/* ... */`` headers; Table 9's "Options:question" typo reads
+``{options}``. Nothing else changed.
 Placeholders stay as the papers wrote them (``[TRANSCRIPTS]``, ``{C}``); the code that uses a
 prompt fills them with plain string replacement, so braces in the templates need no escaping.
 """
