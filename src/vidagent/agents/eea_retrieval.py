@@ -63,7 +63,7 @@ class ClipIndexRetriever:
         out = []
         for h in hits:
             c = h.clip
-            t = min(self.last[c.video_id], max(0, round((c.t0 + c.t1) / 2)))
+            t = min(self.last[c.video_id], max(0, math.floor((c.t0 + c.t1) / 2 + 0.5)))
             out.append(RetrievedClip(query, c.video_id, c.t0, c.t1, t, float(h.score)))
         return out
 

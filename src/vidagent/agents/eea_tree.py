@@ -213,7 +213,9 @@ def dedup_clips(clips: Iterable[RetrievedClip]) -> list[RetrievedClip]:
 
 def cluster_anchors(clips: Sequence[RetrievedClip], gap: float = 1.0) -> list[Anchor]:
     """Semantic anchors: clips merged by temporal overlap (touching within ``gap`` seconds),
-    each cluster's best-scoring clip's frame kept, ``phi_n`` normalised over all of D."""
+    each cluster's best-scoring clip's frame kept (of equal scores, the one nearest the
+    cluster's middle: several clips naming one event should anchor inside it, not at its
+    edge), ``phi_n`` normalised over all of D."""
     if not clips:
         return []
     lo, hi = min(c.phi for c in clips), max(c.phi for c in clips)
@@ -224,9 +226,10 @@ def cluster_anchors(clips: Sequence[RetrievedClip], gap: float = 1.0) -> list[An
         reach = -math.inf
         for c in [*members, None]:
             if c is None or (group and c.start > reach + gap):
-                best = max(group, key=lambda m: (m.phi, -m.t))
-                queries = tuple(dict.fromkeys(m.query for m in group))
                 span = (min(m.start for m in group), max(m.end for m in group))
+                middle = (span[0] + span[1]) / 2  # ties: the clip nearest the cluster's middle
+                best = max(group, key=lambda m: (m.phi, -abs(m.t - middle), -m.t))
+                queries = tuple(dict.fromkeys(m.query for m in group))
                 phi_n = (best.phi - lo) / (hi - lo) if hi > lo else 1.0
                 anchors.append(Anchor(vid, best.t, best.phi, phi_n, span, queries))
                 group, reach = [], -math.inf
@@ -279,7 +282,9 @@ def entropy(rewards: Sequence[float], temperature: float = 1.0) -> float:
 
 
 def anchor_phis(node: Node, anchors: Iterable[Anchor], raw: bool = False) -> list[float]:
-    """The similarities of the anchors inside ``node`` (ends included): H(s) of the paper."""
+    """The similarities of the anchors inside ``node``: H(s) of the paper. Ends are included:
+    an anchor sampled as a split point marks an event that may run on either side of it, so
+    both neighbours keep its score."""
     return [
         a.phi if raw else a.phi_n
         for a in anchors
