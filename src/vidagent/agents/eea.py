@@ -71,13 +71,20 @@ retrieval, u = 0); ``anchor_budget`` sweeps B_s; ``recompute_u`` refreshes stale
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from vidagent.agents.answer import extract_choice, format_options, option_letter
+from vidagent.agents.answer import format_options
 from vidagent.agents.base import Agent, Answer, IndexPlan, Question
+from vidagent.agents.eea_replies import (
+    answer_text,
+    parse_policy,
+    parse_rewards,
+    policy_schema,
+    reward_schema,
+    string_list,
+)
 from vidagent.agents.eea_retrieval import (
     Retriever,
     image_embed_configured,
@@ -101,6 +108,7 @@ from vidagent.agents.eea_tree import (
 )
 from vidagent.exceptions import ConfigError
 from vidagent.models.base import ImagePart, Message
+from vidagent.models.vision import frame_images
 from vidagent.prompts import load_prompt
 from vidagent.tools.base import Evidence
 from vidagent.trace import FormatError, SearchRound
@@ -364,7 +372,7 @@ class EEAAgent(Agent):
         prompt = self._fill("eea_query_discovery", run.question)
         schema = {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 5}
         reply = self._call(run, [prompt], schema, role=self._text_role())
-        queries = normalise_queries(_string_list(reply))
+        queries = normalise_queries(string_list(reply))
         if not queries:  # nothing usable: the question itself is a query
             run.emit(FormatError, attempt=1, problem="no queries in the reply", reply=reply)
             queries = normalise_queries([run.question.text])
@@ -380,7 +388,7 @@ class EEAAgent(Agent):
         )
         schema = {"type": "object", "additionalProperties": {"type": "string"}, "maxProperties": 5}
         reply = self._call(run, [*self._images(st, frames), prompt], schema)
-        return normalise_queries(_string_list(reply), st.queries)
+        return normalise_queries(string_list(reply), st.queries)
 
     def retrieve(self, st: _Search, queries: Sequence[str]) -> None:
         """Retrieve for ``queries`` alone, merge into D without duplicates, re-cluster anchors."""
@@ -421,12 +429,12 @@ class EEAAgent(Agent):
             shown += [f for f in ends if f in st.images and f not in shown]
             shown = shown[: max(len(frames), st.max_images)]
         content: list[str | ImagePart] = [*self._images(st, sorted(shown)), prompt]
-        schema = _reward_schema([c.id for c in children])
+        schema = reward_schema([c.id for c in children])
         ids = {c.id for c in children}
         scores: dict[int, tuple[float, str]] = {}
         for attempt in range(self.options.reward_retries + 1):
             reply = self._call(run, content, schema, check=attempt == 0)
-            scores = _parse_rewards(reply, ids)
+            scores = parse_rewards(reply, ids)
             if scores:
                 break
             run.emit(
@@ -466,10 +474,10 @@ class EEAAgent(Agent):
         """Line 25: ``{"segment": id}`` to expand, or ``{"answer": text}``."""
         st, question = run.state, run.question
         content: list[str | ImagePart] = [*self._memory_images(st), self.policy_prompt(run)]
-        schema = _policy_schema(st.leaves, question.options)
+        schema = policy_schema(st.leaves, question.options)
         for attempt in range(2):
             reply = self._call(run, content, schema, check=attempt == 0)
-            choice = _parse_policy(reply, question.options)
+            choice = parse_policy(reply, question.options)
             if choice is not None:
                 break
             run.emit(
@@ -503,9 +511,9 @@ class EEAAgent(Agent):
             *self._memory_images(st),
             self.policy_prompt(run, final=True),
         ]
-        schema = _policy_schema([], run.question.options)
+        schema = policy_schema([], run.question.options)
         reply = self._call(run, content, schema, check=False)
-        choice = _parse_policy(reply, run.question.options)
+        choice = parse_policy(reply, run.question.options)
         text = choice["answer"] if choice and "answer" in choice else reply.strip()
         return {"answer": text, "forced": reason}
 
@@ -516,9 +524,9 @@ class EEAAgent(Agent):
             prompt = f"{question.prompt}\n\n" + FORCE.format(
                 how=MC_TAIL if question.options else OPEN_TAIL
             )
-            reply = self._call(run, [prompt], _policy_schema([], question.options), check=False)
+            reply = self._call(run, [prompt], policy_schema([], question.options), check=False)
             return run.answer(
-                _answer_text(reply, question.options), forced=True, reason=reason, note=note
+                answer_text(reply, question.options), forced=True, reason=reason, note=note
             )
         self._set_evidence(run)
         answer = self.final(run, reason)["answer"]
@@ -569,16 +577,13 @@ class EEAAgent(Agent):
 
     def load_frames(self, st: _Search, frames: Sequence[Frame]) -> None:
         """Decode the frames not cached yet (1 s = one frame) at ``image_side``."""
-        from vidagent.media import encode_jpeg, frames_at
-
         for vid in dict.fromkeys(v for v, _ in frames):
             wanted = [t for v, t in frames if v == vid and (v, t) not in st.images]
             if not wanted:
                 continue
             source = self.library.get_video(vid).source
-            images = frames_at(source, [float(t) for t in wanted], size=self.options.image_side)
-            for t, rgb in zip(wanted, images, strict=True):  # (H, W, 3) uint8 each
-                st.images[(vid, t)] = ImagePart(encode_jpeg(rgb, quality=85))
+            images = frame_images(source, [float(t) for t in wanted], size=self.options.image_side)
+            st.images.update(((vid, t), image) for t, image in zip(wanted, images, strict=True))
 
     def _images(self, st: _Search, frames: Sequence[Frame]) -> list[str | ImagePart]:
         parts: list[str | ImagePart] = []
@@ -593,116 +598,3 @@ class EEAAgent(Agent):
         """The answer rests on the memory: its best frames, as instants."""
         best = sorted(run.state.memory, key=lambda m: -m.score)[:5]
         run.evidence = tuple(Evidence(m.video_id, float(m.t), float(m.t)) for m in best)
-
-
-# ---------------------------------------------------------------------------------------------
-# Replies
-
-
-def _json_value(text: str) -> Any:
-    """The first JSON object or array in ``text`` (curly quotes normalised), or None."""
-    text = text.translate(str.maketrans("’‘“”", "''\"\""))
-    for open_, close in (("{", "}"), ("[", "]")):
-        start, end = text.find(open_), text.rfind(close)
-        if 0 <= start < end:
-            try:
-                return json.loads(text[start : end + 1])
-            except json.JSONDecodeError:
-                continue
-    return None
-
-
-def _string_list(reply: str) -> list[str]:
-    """Queries from a JSON array or a ``{"query1": ...}`` object (Table 10 asks for both)."""
-    value = _json_value(reply)
-    if isinstance(value, dict):
-        value = list(value.values())
-    if not isinstance(value, list):
-        return []
-    return [str(v) for v in value if isinstance(v, (str, int, float))]
-
-
-def _parse_rewards(reply: str, ids: set[int]) -> dict[int, tuple[float, str]]:
-    """``{"Segment 3": {"explanation": ..., "score": 40}}`` -> ``{3: (40.0, ...)}``, scores
-    clamped to [0, 100]; keys that name no child are ignored."""
-    value = _json_value(reply)
-    if not isinstance(value, dict):
-        return {}
-    out = {}
-    for key, entry in value.items():
-        found = re.search(r"-?\d+", str(key))
-        if found is None or int(found.group()) not in ids:
-            continue
-        if isinstance(entry, dict):
-            score, explanation = entry.get("score"), str(entry.get("explanation") or "")
-        else:
-            score, explanation = entry, ""
-        number = _number(score)
-        if number is not None:
-            out[int(found.group())] = (min(100.0, max(0.0, number)), explanation)
-    return out
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    found = re.search(r"-?\d+(?:\.\d+)?", str(value or ""))
-    return float(found.group()) if found else None
-
-
-def _parse_policy(reply: str, options: Sequence[str]) -> dict[str, Any] | None:
-    """``{"segment": id}`` for a reply naming a segment (``{"Segment": 3}``, ``{Segment: 3}``),
-    ``{"answer": text}`` for an answer, None for neither."""
-    value = _json_value(reply)
-    if isinstance(value, dict):
-        lowered = {str(k).lower(): v for k, v in value.items()}
-        if "segment" in lowered and _number(lowered["segment"]) is not None:
-            return {"segment": int(_number(lowered["segment"]) or 0)}
-        if "answer" in lowered and str(lowered["answer"]).strip():
-            return _answer_choice(str(lowered["answer"]), options)
-    bare = re.search(r"\{\s*['\"]?segment['\"]?\s*:\s*(\d+)\s*\}", reply, re.IGNORECASE)
-    if bare:
-        return {"segment": int(bare.group(1))}
-    if isinstance(value, dict):
-        return None
-    return _answer_choice(reply, options)
-
-
-def _answer_choice(text: str, options: Sequence[str]) -> dict[str, Any] | None:
-    text = text.strip()
-    if options:
-        return {"answer": text} if extract_choice(text, options) is not None else None
-    return {"answer": text} if text else None
-
-
-def _answer_text(reply: str, options: Sequence[str]) -> str:
-    choice = _parse_policy(reply, options)
-    return choice["answer"] if choice and "answer" in choice else reply.strip()
-
-
-def _reward_schema(ids: Sequence[int]) -> dict[str, Any]:
-    entry = {
-        "type": "object",
-        "properties": {
-            "explanation": {"type": "string"},
-            "score": {"type": "integer", "minimum": 0, "maximum": 100},
-        },
-        "required": ["explanation", "score"],
-    }
-    keys = [f"Segment {i}" for i in ids]
-    return {"type": "object", "properties": {k: entry for k in keys}, "required": keys}
-
-
-def _policy_schema(leaves: Sequence[int], options: Sequence[str]) -> dict[str, Any]:
-    answer: dict[str, Any] = {"type": "string"}
-    if options:
-        answer = {"type": "string", "enum": [option_letter(i) for i in range(len(options))]}
-    answering = {"type": "object", "properties": {"answer": answer}, "required": ["answer"]}
-    if not leaves:
-        return answering
-    exploring = {
-        "type": "object",
-        "properties": {"Segment": {"type": "integer", "enum": sorted(leaves)}},
-        "required": ["Segment"],
-    }
-    return {"anyOf": [exploring, answering]}

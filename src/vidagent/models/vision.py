@@ -64,6 +64,15 @@ def labelled_images(
     return tuple(parts)
 
 
+def frame_images(source: str | Path, times: Sequence[float], *, size: int) -> list[ImagePart]:
+    """The frames of ``source`` nearest ``times``, at most ``size`` pixels on their long side,
+    each as a JPEG image part (for a strategy that labels and sends frames itself)."""
+    from vidagent.media import encode_jpeg, frames_at
+
+    frames = frames_at(source, list(times), size=size)  # (N, H, W, 3) uint8
+    return [ImagePart(encode_jpeg(rgb, quality=85)) for rgb in frames]
+
+
 @dataclass(frozen=True)
 class Layout:
     """How frames go to a model: which times, how many to an image, and why, if not as asked."""
