@@ -288,6 +288,17 @@ def vectors_schema(dim: int) -> pa.Schema:
     )
 
 
+def frame_vectors_schema(dim: int) -> pa.Schema:
+    """Frame vectors of one image-text model, one row per stored thumbnail (by its time)."""
+    return pa.schema(
+        [
+            pa.field("video_id", pa.string(), nullable=False),
+            pa.field("t", pa.float64(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), dim)),
+        ]
+    )
+
+
 #: table name -> (schema, key columns that identify a row within the table)
 TABLES: dict[str, tuple[pa.Schema, tuple[str, ...]]] = {
     "videos": (VIDEOS_SCHEMA, ("video_id",)),
@@ -297,4 +308,8 @@ TABLES: dict[str, tuple[pa.Schema, tuple[str, ...]]] = {
     "transcript": (TRANSCRIPT_SCHEMA, ("video_id", "segment_index")),
     "artifacts": (ARTIFACTS_SCHEMA, ("video_id", "kind", "key")),
 }
-VECTOR_KEYS = ("video_id", "clip_index")
+#: vector table -> its key columns (its schema depends on the model's dimension)
+VECTOR_KEYS: dict[str, tuple[str, ...]] = {
+    "clip_vectors": ("video_id", "clip_index"),
+    "frame_vectors": ("video_id", "t"),
+}

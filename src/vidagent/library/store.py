@@ -16,6 +16,8 @@ On-disk layout of a Library at ``<uri>`` (a directory, or an object-store URI)::
                              subject registry, cached browse answers, agent contexts
       clip_vectors.lance/    clip embeddings of the model the manifest names, with t0/t1
                              copied in so searches filter by video and time without a join
+      frame_vectors.lance/   image embeddings of the stored thumbnails (video_id, t, vector)
+                             by the image-text model the manifest names (ingest embed_frames)
 
 Every table is a Lance dataset: each write is one atomic commit of a new version, so a crash in
 the middle of a write leaves the previous version readable. Writes for one video replace that
@@ -55,16 +57,16 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
-from vidagent.exceptions import EmbeddingMismatchError, LibraryError, VideoNotFoundError
+from vidagent.exceptions import LibraryError, VideoNotFoundError
+from vidagent.library.filters import one_of, quote, span_filter
 from vidagent.library.locking import LOCK_FILE, WriteLock, lock_for
 from vidagent.library.manifest import (
     Manifest,
@@ -81,15 +83,14 @@ from vidagent.library.schema import (
     VECTOR_KEYS,
     Artifact,
     ArtifactKind,
-    ClipHit,
     ClipRow,
     FrameRow,
     ShotRow,
     TranscriptSegment,
     VideoRecord,
     check_kind,
-    vectors_schema,
 )
+from vidagent.library.vectors import VectorTables
 
 _SAMPLE = 1 << 20  # bytes read from each of the head, middle and tail of a file
 
@@ -110,15 +111,7 @@ def content_id(path: str | Path) -> str:
     return h.hexdigest()[:16]
 
 
-def _quote(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-def _in(column: str, values: Iterable[str]) -> str:
-    return f"{column} IN ({', '.join(_quote(v) for v in values)})"
-
-
-class Library:
+class Library(VectorTables):
     """An index of videos on disk, safe to share between threads and processes (module doc).
 
     Opening creates it if needed and runs pending migrations.
@@ -261,16 +254,16 @@ class Library:
         if not rows and replace is None:
             return
         schema = schema or TABLES[name][0]
-        keys = VECTOR_KEYS if name not in TABLES else TABLES[name][1]
+        keys = TABLES[name][1] if name in TABLES else VECTOR_KEYS[name]
         with self.write_lock():
             table = self.table(name, schema)
             if not rows and replace is not None:
-                table.delete(f"video_id = {_quote(replace)}")
+                table.delete(f"video_id = {quote(replace)}")
                 return
             merge = table.merge_insert(list(keys)).when_matched_update_all()
             merge = merge.when_not_matched_insert_all()
             if replace is not None:
-                merge = merge.when_not_matched_by_source_delete(f"video_id = {_quote(replace)}")
+                merge = merge.when_not_matched_by_source_delete(f"video_id = {quote(replace)}")
             merge.execute(pa.Table.from_pylist(list(rows), schema=schema))
 
     # -- videos ---------------------------------------------------------------------------------
@@ -304,14 +297,14 @@ class Library:
         return next(v for v in self.list_videos() if v.video_id == video_id)
 
     def has_video(self, video_id: str) -> bool:
-        where = f"video_id = {_quote(video_id)}"
+        where = f"video_id = {quote(video_id)}"
         return self.has_table("videos") and self.table("videos").count_rows(where) > 0
 
     def remove_video(self, ref: str) -> str:
         """Delete a video and all its rows (artefacts included); returns its id."""
         with self.write_lock():
             video_id = self.resolve(ref)
-            where = f"video_id = {_quote(video_id)}"
+            where = f"video_id = {quote(video_id)}"
             self.table("videos").delete(where)  # first: from here on the video is not listed
             for name in self._table_names():
                 if name != "videos":
@@ -337,7 +330,7 @@ class Library:
         """Make ``clips`` the video's clips. Its clip vectors belong to the old clips: dropped."""
         with self.write_lock():
             if self.has_table("clip_vectors"):
-                self.table("clip_vectors").delete(f"video_id = {_quote(video_id)}")
+                self.table("clip_vectors").delete(f"video_id = {quote(video_id)}")
             self._merge("clips", [c.__dict__ for c in clips], replace=video_id)
 
     def update_clips(self, video_id: str, updates: Sequence[dict[str, Any]]) -> None:
@@ -359,23 +352,28 @@ class Library:
     def clips(
         self, video_id: str, t0: float | None = None, t1: float | None = None
     ) -> list[ClipRow]:
-        rows = self._scan("clips", _span_filter([video_id], t0, t1, "t0", "t1"))
+        rows = self._scan("clips", span_filter([video_id], t0, t1, "t0", "t1"))
         return sorted((ClipRow.from_row(r) for r in rows), key=lambda c: c.clip_index)
 
     def put_frames(self, video_id: str, frames: Sequence[FrameRow]) -> None:
-        self._merge("frames", [f.__dict__ for f in frames], replace=video_id)
+        """Make ``frames`` the video's thumbnails. Its frame vectors belong to the old ones:
+        dropped."""
+        with self.write_lock():
+            if self.has_table("frame_vectors"):
+                self.table("frame_vectors").delete(f"video_id = {quote(video_id)}")
+            self._merge("frames", [f.__dict__ for f in frames], replace=video_id)
 
     def frames(
         self, video_id: str, t0: float | None = None, t1: float | None = None
     ) -> list[FrameRow]:
-        rows = self._scan("frames", _span_filter([video_id], t0, t1, "t", "t"))
+        rows = self._scan("frames", span_filter([video_id], t0, t1, "t", "t"))
         return sorted((FrameRow.from_row(r) for r in rows), key=lambda f: f.t)
 
     def put_shots(self, video_id: str, shots: Sequence[ShotRow]) -> None:
         self._merge("shots", [s.__dict__ for s in shots], replace=video_id)
 
     def shots(self, video_id: str) -> list[ShotRow]:
-        rows = self._scan("shots", f"video_id = {_quote(video_id)}")
+        rows = self._scan("shots", f"video_id = {quote(video_id)}")
         return sorted((ShotRow.from_row(r) for r in rows), key=lambda s: s.shot_index)
 
     def put_transcript(self, video_id: str, segments: Sequence[TranscriptSegment]) -> None:
@@ -384,7 +382,7 @@ class Library:
     def transcript(
         self, video_id: str, t0: float | None = None, t1: float | None = None
     ) -> list[TranscriptSegment]:
-        rows = self._scan("transcript", _span_filter([video_id], t0, t1, "t0", "t1"))
+        rows = self._scan("transcript", span_filter([video_id], t0, t1, "t0", "t1"))
         return sorted((TranscriptSegment.from_row(r) for r in rows), key=lambda s: s.segment_index)
 
     # -- artefacts ------------------------------------------------------------------------------
@@ -415,16 +413,16 @@ class Library:
     def artifact(self, video_id: str, kind: ArtifactKind, key: str = "") -> Artifact | None:
         """The artefact ``(video_id, kind, key)``, or None."""
         check_kind(kind)
-        where = f"video_id = {_quote(video_id)} AND kind = {_quote(kind)} AND key = {_quote(key)}"
+        where = f"video_id = {quote(video_id)} AND kind = {quote(kind)} AND key = {quote(key)}"
         rows = self._scan("artifacts", where)
         return Artifact.from_row(rows[0]) if rows else None
 
     def artifacts(self, video_id: str, kind: ArtifactKind | None = None) -> list[Artifact]:
         """A video's artefacts (of one kind, or all), ordered by kind and key."""
-        where = f"video_id = {_quote(video_id)}"
+        where = f"video_id = {quote(video_id)}"
         if kind is not None:
             check_kind(kind)
-            where += f" AND kind = {_quote(kind)}"
+            where += f" AND kind = {quote(kind)}"
         rows = self._scan("artifacts", where)
         return sorted((Artifact.from_row(r) for r in rows), key=lambda a: (a.kind, a.key))
 
@@ -435,9 +433,9 @@ class Library:
         check_kind(kind)
         if (keys is not None and not keys) or not self.has_table("artifacts"):
             return
-        where = f"video_id = {_quote(video_id)} AND kind = {_quote(kind)}"
+        where = f"video_id = {quote(video_id)} AND kind = {quote(kind)}"
         if keys is not None:
-            where += " AND " + _in("key", keys)
+            where += " AND " + one_of("key", keys)
         with self.write_lock():
             self.table("artifacts").delete(where)
 
@@ -477,100 +475,6 @@ class Library:
         stored = self.artifact(video_id, "summary", GLOBAL_SUMMARY)
         return stored.text if stored is not None else ""
 
-    # -- vectors --------------------------------------------------------------------------------
-
-    def use_embedding(self, table: str, spec: str, dim: int) -> bool:
-        """Bind an embedding table to a model; a different model empties it first.
-
-        Returns True when the table was reset (its vectors must be recomputed).
-        """
-        bound = {"spec": spec, "dim": dim}
-        with self.write_lock():
-            current = self.reload_manifest().embeddings.get(table)
-            if current == bound:
-                return False
-            self.drop_table(table)
-            self.update_manifest(lambda m: m.embeddings.__setitem__(table, bound))
-        return current is not None
-
-    def put_clip_vectors(
-        self,
-        video_id: str,
-        spec: str,
-        clips: Sequence[ClipRow],
-        vectors: np.ndarray,
-        text_hashes: Sequence[str] | None = None,
-        *,
-        replace: bool = True,
-    ) -> None:
-        """Store one vector per clip, (N, D) float32, made by the model ``spec``.
-
-        ``text_hashes`` fingerprint the embedded text so changed text can be re-embedded alone.
-        With ``replace=False`` other clips' vectors of the video are kept (a partial update).
-        """
-        if len(clips) != len(vectors):
-            raise ValueError(f"{len(clips)} clips but {len(vectors)} vectors")
-        hashes = list(text_hashes) if text_hashes is not None else [""] * len(clips)
-        with self.write_lock():
-            # Checked against the manifest on disk: another process may have switched models.
-            bound = self.reload_manifest().embeddings.get("clip_vectors")
-            if bound is None or bound["spec"] != spec or vectors.shape[1:] != (bound["dim"],):
-                raise EmbeddingMismatchError(
-                    f"clip vectors from {spec} ({vectors.shape[1:]}) do not match the Library's "
-                    f"{bound}; call use_embedding('clip_vectors', spec, dim) to switch models"
-                )
-            rows = [
-                {"video_id": video_id, "clip_index": c.clip_index, "t0": c.t0, "t1": c.t1}
-                | {"text_hash": h, "vector": v}
-                for c, v, h in zip(clips, vectors.astype(np.float32), hashes)
-            ]
-            schema = vectors_schema(bound["dim"])
-            self._merge("clip_vectors", rows, schema, replace=video_id if replace else None)
-
-    def clip_vector_hashes(self, video_id: str) -> dict[int, str]:
-        """``clip_index -> text_hash`` of the vectors stored for a video."""
-        if "clip_vectors" not in self.reload_manifest().embeddings:
-            return {}
-        rows = self._scan("clip_vectors", f"video_id = {_quote(video_id)}")
-        return {int(r["clip_index"]): str(r["text_hash"]) for r in rows}
-
-    def search_clips(
-        self,
-        vector: np.ndarray,
-        *,
-        video_ids: Sequence[str] | None = None,
-        t_from: float | None = None,
-        t_to: float | None = None,
-        k: int = 10,
-    ) -> list[ClipHit]:
-        """The ``k`` clips nearest to ``vector`` (cosine), among videos and a time range.
-
-        A clip is in the range when it overlaps ``[t_from, t_to]``. Only listed videos count.
-        """
-        bound = "clip_vectors" in self.reload_manifest().embeddings
-        if not bound or not self.has_table("clip_vectors"):
-            return []
-        listed = [v.video_id for v in self.list_videos()]
-        wanted = [v for v in (video_ids or listed) if v in listed]
-        if not wanted:
-            return []
-        query = (
-            self.table("clip_vectors")
-            .search(np.asarray(vector, np.float32).reshape(-1))
-            .distance_type("cosine")
-            .where(_span_filter(wanted, t_from, t_to, "t0", "t1"), prefilter=True)
-            .limit(k)
-        )
-        hits = query.to_list()
-        clips = {}
-        for vid in {h["video_id"] for h in hits}:
-            clips.update({(vid, c.clip_index): c for c in self.clips(vid)})
-        return [
-            ClipHit(clips[(h["video_id"], h["clip_index"])], 1.0 - float(h["_distance"]))
-            for h in hits
-            if (h["video_id"], h["clip_index"]) in clips
-        ]
-
     # -- housekeeping ---------------------------------------------------------------------------
 
     def size_bytes(self) -> int:
@@ -582,17 +486,3 @@ class Library:
             for d, _, files in os.walk(self._root)
             for f in files
         )
-
-
-def _span_filter(
-    video_ids: Sequence[str], t0: float | None, t1: float | None, start_col: str, end_col: str
-) -> str:
-    # Spans overlap a range when they end after it starts and start before it ends; points
-    # (start_col == end_col) count when they fall inside it, ends included.
-    strict = start_col != end_col
-    parts = [_in("video_id", video_ids)]
-    if t0 is not None:
-        parts.append(f"{end_col} {'>' if strict else '>='} {float(t0)}")
-    if t1 is not None:
-        parts.append(f"{start_col} {'<' if strict else '<='} {float(t1)}")
-    return " AND ".join(parts)

@@ -1,0 +1,32 @@
+"""Lance filter expressions (SQL ``WHERE`` text) over the Library's tables."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+
+def quote(value: str) -> str:
+    """``value`` as an SQL string literal."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def one_of(column: str, values: Iterable[str]) -> str:
+    """``column`` is one of ``values``."""
+    return f"{column} IN ({', '.join(quote(v) for v in values)})"
+
+
+def span_filter(
+    video_ids: Sequence[str], t0: float | None, t1: float | None, start_col: str, end_col: str
+) -> str:
+    """Rows of ``video_ids`` whose span ``[start_col, end_col]`` meets ``[t0, t1]`` (None: open).
+
+    Spans overlap a range when they end after it starts and start before it ends; points
+    (``start_col == end_col``) count when they fall inside it, ends included.
+    """
+    strict = start_col != end_col
+    parts = [one_of("video_id", video_ids)]
+    if t0 is not None:
+        parts.append(f"{end_col} {'>' if strict else '>='} {float(t0)}")
+    if t1 is not None:
+        parts.append(f"{start_col} {'<' if strict else '<='} {float(t1)}")
+    return " AND ".join(parts)

@@ -1,0 +1,206 @@
+"""The Library's vector tables: embeddings of clips and of frames, each bound to one model.
+
+``clip_vectors`` holds a text vector per clip (the ``embed`` stage, ``embed`` role) with its
+times copied in, ``frame_vectors`` an image vector per stored thumbnail (the ``embed_frames``
+stage, ``image_embed`` role). The manifest binds each table to the spec and dimension of the
+model that made it (:meth:`VectorTables.use_embedding`); a write from another model is refused,
+and switching models empties the table, so two models' vectors never mix.
+
+These are methods of :class:`~vidagent.library.Library`, kept here so ``store.py`` stays about
+rows; they use the Library's lock, manifest and row helpers (:class:`_Store`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+import numpy as np
+import pyarrow as pa
+
+from vidagent.exceptions import EmbeddingMismatchError
+from vidagent.library.filters import quote, span_filter
+from vidagent.library.manifest import Manifest
+from vidagent.library.schema import (
+    ClipHit,
+    ClipRow,
+    VideoRecord,
+    frame_vectors_schema,
+    vectors_schema,
+)
+
+
+class _Store(Protocol):
+    """What the vector methods use of the Library they are mixed into."""
+
+    def write_lock(self) -> AbstractContextManager[None]: ...
+    def reload_manifest(self) -> Manifest: ...
+    def update_manifest(self, change: Callable[[Manifest], None]) -> Manifest: ...
+    def has_table(self, name: str) -> bool: ...
+    def table(self, name: str, schema: pa.Schema | None = None) -> Any: ...
+    def drop_table(self, name: str) -> None: ...
+    def list_videos(self) -> list[VideoRecord]: ...
+    def clips(
+        self, video_id: str, t0: float | None = None, t1: float | None = None
+    ) -> list[ClipRow]: ...
+    def _scan(self, name: str, where: str) -> list[dict[str, Any]]: ...
+    def _merge(
+        self,
+        name: str,
+        rows: Sequence[dict[str, Any]],
+        schema: pa.Schema | None = None,
+        *,
+        replace: str | None = None,
+    ) -> None: ...
+
+
+class VectorTables:
+    """The vector methods of :class:`~vidagent.library.Library` (module docstring)."""
+
+    def use_embedding(self: _Store, table: str, spec: str, dim: int) -> bool:
+        """Bind an embedding table to a model; a different model empties it first.
+
+        Returns True when the table was reset (its vectors must be recomputed).
+        """
+        bound = {"spec": spec, "dim": dim}
+        with self.write_lock():
+            current = self.reload_manifest().embeddings.get(table)
+            if current == bound:
+                return False
+            self.drop_table(table)
+            self.update_manifest(lambda m: m.embeddings.__setitem__(table, bound))
+        return current is not None
+
+    def put_clip_vectors(
+        self: _Store,
+        video_id: str,
+        spec: str,
+        clips: Sequence[ClipRow],
+        vectors: np.ndarray,
+        text_hashes: Sequence[str] | None = None,
+        *,
+        replace: bool = True,
+    ) -> None:
+        """Store one vector per clip, (N, D) float32, made by the model ``spec``.
+
+        ``text_hashes`` fingerprint the embedded text so changed text can be re-embedded alone.
+        With ``replace=False`` other clips' vectors of the video are kept (a partial update).
+        """
+        if len(clips) != len(vectors):
+            raise ValueError(f"{len(clips)} clips but {len(vectors)} vectors")
+        hashes = list(text_hashes) if text_hashes is not None else [""] * len(clips)
+        with self.write_lock():
+            # Checked against the manifest on disk: another process may have switched models.
+            bound = self.reload_manifest().embeddings.get("clip_vectors")
+            if bound is None or bound["spec"] != spec or vectors.shape[1:] != (bound["dim"],):
+                raise EmbeddingMismatchError(
+                    f"clip vectors from {spec} ({vectors.shape[1:]}) do not match the Library's "
+                    f"{bound}; call use_embedding('clip_vectors', spec, dim) to switch models"
+                )
+            rows = [
+                {"video_id": video_id, "clip_index": c.clip_index, "t0": c.t0, "t1": c.t1}
+                | {"text_hash": h, "vector": v}
+                for c, v, h in zip(clips, vectors.astype(np.float32), hashes)
+            ]
+            schema = vectors_schema(bound["dim"])
+            self._merge("clip_vectors", rows, schema, replace=video_id if replace else None)
+
+    def clip_vector_hashes(self: _Store, video_id: str) -> dict[int, str]:
+        """``clip_index -> text_hash`` of the vectors stored for a video."""
+        if "clip_vectors" not in self.reload_manifest().embeddings:
+            return {}
+        rows = self._scan("clip_vectors", f"video_id = {quote(video_id)}")
+        return {int(r["clip_index"]): str(r["text_hash"]) for r in rows}
+
+    def put_frame_vectors(
+        self: _Store,
+        video_id: str,
+        spec: str,
+        times: Sequence[float] | np.ndarray,
+        vectors: np.ndarray,
+        *,
+        replace: bool = True,
+    ) -> None:
+        """Store one vector per thumbnail at ``times`` (seconds), (N, D) float32, made by the
+        image-text model ``spec`` (bound first with ``use_embedding("frame_vectors", spec, D)``).
+
+        With ``replace`` (the default) these become the video's frame vectors, its others
+        deleted in the same commit; with ``replace=False`` vectors at other times are kept
+        (a stage's checkpoint).
+
+        Raises:
+            ValueError: as many times as vectors are not given.
+            EmbeddingMismatchError: ``spec`` or ``D`` is not what the table is bound to.
+        """
+        if len(times) != len(vectors):
+            raise ValueError(f"{len(times)} times but {len(vectors)} vectors")
+        with self.write_lock():
+            bound = self.reload_manifest().embeddings.get("frame_vectors")
+            if bound is None or bound["spec"] != spec or vectors.shape[1:] != (bound["dim"],):
+                raise EmbeddingMismatchError(
+                    f"frame vectors from {spec} ({vectors.shape[1:]}) do not match the "
+                    f"Library's {bound}; call use_embedding('frame_vectors', spec, dim) to "
+                    "switch models"
+                )
+            rows = [
+                {"video_id": video_id, "t": round(float(t), 3), "vector": v}
+                for t, v in zip(times, vectors.astype(np.float32))
+            ]
+            schema = frame_vectors_schema(bound["dim"])
+            self._merge("frame_vectors", rows, schema, replace=video_id if replace else None)
+
+    def frame_vectors(self: _Store, video_id: str) -> tuple[np.ndarray, np.ndarray]:
+        """A video's frame vectors: ``(times, vectors)``, (N,) float64 in time order and (N, D)
+        float32 in the same order; ``(0,)`` and ``(0, 0)`` arrays when it has none."""
+        rows = []
+        if "frame_vectors" in self.reload_manifest().embeddings:
+            rows = sorted(
+                self._scan("frame_vectors", f"video_id = {quote(video_id)}"), key=lambda r: r["t"]
+            )
+        if not rows:
+            return np.zeros(0, np.float64), np.zeros((0, 0), np.float32)
+        times = np.array([r["t"] for r in rows], np.float64)  # (N,)
+        return times, np.array([r["vector"] for r in rows], np.float32)  # (N, D)
+
+    def frame_vector_spec(self: _Store) -> str | None:
+        """The spec of the model the Library's frame vectors are made with (None: none yet)."""
+        bound = self.reload_manifest().embeddings.get("frame_vectors")
+        return str(bound["spec"]) if bound else None
+
+    def search_clips(
+        self: _Store,
+        vector: np.ndarray,
+        *,
+        video_ids: Sequence[str] | None = None,
+        t_from: float | None = None,
+        t_to: float | None = None,
+        k: int = 10,
+    ) -> list[ClipHit]:
+        """The ``k`` clips nearest to ``vector`` (cosine), among videos and a time range.
+
+        A clip is in the range when it overlaps ``[t_from, t_to]``. Only listed videos count.
+        """
+        bound = "clip_vectors" in self.reload_manifest().embeddings
+        if not bound or not self.has_table("clip_vectors"):
+            return []
+        listed = [v.video_id for v in self.list_videos()]
+        wanted = [v for v in (video_ids or listed) if v in listed]
+        if not wanted:
+            return []
+        query = (
+            self.table("clip_vectors")
+            .search(np.asarray(vector, np.float32).reshape(-1))
+            .distance_type("cosine")
+            .where(span_filter(wanted, t_from, t_to, "t0", "t1"), prefilter=True)
+            .limit(k)
+        )
+        hits = query.to_list()
+        clips = {}
+        for vid in {h["video_id"] for h in hits}:
+            clips.update({(vid, c.clip_index): c for c in self.clips(vid)})
+        return [
+            ClipHit(clips[(h["video_id"], h["clip_index"])], 1.0 - float(h["_distance"]))
+            for h in hits
+            if (h["video_id"], h["clip_index"]) in clips
+        ]
