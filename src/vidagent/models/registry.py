@@ -3,7 +3,8 @@
 A spec is ``provider:model[?key=value&…]``: ``openai:gpt-4o-mini``,
 ``openai:qwen2.5-vl?base_url=http://localhost:8000/v1``, ``llamacpp:/models/qwen.gguf?n_ctx=8192``,
 ``faster-whisper:small.en``, ``transformers:~/models/owlv2`` (a local zero-shot detector),
-``fake:scripted``. ``none:`` leaves an optional role empty.
+``clip:~/models/clip-vit-base-patch32`` (image and text embeddings), ``fake:scripted``.
+``none:`` leaves an optional role empty.
 
 Providers live in :data:`PROVIDERS`, a :class:`~vidagent.plugins.Registry` of adapter classes:
 the built-ins are named by module path and imported only when a spec needs them, so resolving
@@ -45,6 +46,7 @@ PROVIDERS: Registry[type[Adapter]] = Registry(
         "rapidocr": "vidagent.models.rapidocr:RapidOCRAdapter",
         "opencv": "vidagent.models.opencv:OpenCVDetector",
         "transformers": "vidagent.models.transformers_detect:TransformersDetector",
+        "clip": "vidagent.models.clip:ClipEmbedder",
         "perception": "vidagent.models.perception:PerceptionDescriber",
         "fake": "vidagent.models.fake:FakeAdapter",
     },
