@@ -191,8 +191,9 @@ class Session:
         progress: bool = False,
         plan: IndexPlan | None = None,
     ) -> IndexResult:
-        """Index one file through ``stages`` (default all), or a strategy's ``plan`` (its stages
-        under its index settings); a media error is in the result."""
+        """Index one file through ``stages`` (default :data:`~vidagent.ingest.STAGES`: all but
+        the optional ``embed_frames``), or a strategy's ``plan`` (its stages under its index
+        settings); a media error is in the result."""
         from vidagent.ingest import STAGES, index_path
 
         settings = self.settings
@@ -210,8 +211,9 @@ class Session:
         stages: Sequence[str] | None = None,
         progress: bool = False,
     ) -> Iterator[IndexReport]:
-        """Index each file through ``stages`` (default all), yielding a report per file as it
-        finishes; a file that cannot be used gets a report with its error, the others go on."""
+        """Index each file through ``stages`` (default as :meth:`index_file`), yielding a report
+        per file as it finishes; a file that cannot be used gets a report with its error, the
+        others go on."""
         for path in paths:
             result = self.index_file(path, stages=stages, progress=progress)
             if result.error is not None:

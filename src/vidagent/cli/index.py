@@ -74,7 +74,9 @@ def _stages(text: str | None) -> tuple[str, ...] | None:
     help="print clips, frames, calls, tokens, cost and time; spend nothing",
 )
 @click.option(
-    "--stages", metavar="LIST", help="comma-separated stages after structure (default: all)"
+    "--stages",
+    metavar="LIST",
+    help="comma-separated stages after structure (default: all but embed_frames)",
 )
 @click.option("--clip-seconds", type=float, help="uniform clip length in seconds (default 5)")
 @click.option("--sample-fps", type=float, help="thumbnails kept per second (default 1)")
@@ -141,16 +143,16 @@ def _print_result(report: IndexReport) -> None:
     for run in result.stages:
         done = f"{run.clips} clips" if run.clips else "up to date"
         click.echo(
-            f"  {run.stage:<11} {done:<12} {run.seconds:6.1f} s{'  (' + run.note + ')' if run.note else ''}"
+            f"  {run.stage:<12} {done:<12} {run.seconds:6.1f} s{'  (' + run.note + ')' if run.note else ''}"
         )
     if report.speech:
-        click.echo(f"  speech      {shorten(report.speech, 160)}")
+        click.echo(f"  speech       {shorten(report.speech, 160)}")
     if report.on_screen:
-        click.echo(f"  on screen   {shorten(' | '.join(report.on_screen), 160)}")
+        click.echo(f"  on screen    {shorten(' | '.join(report.on_screen), 160)}")
     if report.people_clips is not None:
-        click.echo(f"  people in   {report.people_clips} of {report.clips} clips")
+        click.echo(f"  people in    {report.people_clips} of {report.clips} clips")
     if report.summary:
-        click.echo(f"  summary     {shorten(report.summary, 300)}")
+        click.echo(f"  summary      {shorten(report.summary, 300)}")
     fresh = any(r.clips for r in result.stages) or not s.reused
     click.echo(f"  {'indexed' if fresh else 'up to date'} in {result.seconds:.1f} s -> {report.library}")
 
@@ -171,12 +173,12 @@ def _dry_run(reports: Iterable[EstimateReport], settings: Settings, as_json: boo
             continue
         click.echo(f"{report.path}  {hms(est.duration)}  {est.clips} clips of {settings.clip_seconds:g} s")
         click.echo(
-            f"  {'stage':<11} {'spec':<38} {'calls':>6} {'frames':>7} {'in tok':>9} {'out tok':>8} {'cost $':>8} {'time':>8}"
+            f"  {'stage':<12} {'spec':<38} {'calls':>6} {'frames':>7} {'in tok':>9} {'out tok':>8} {'cost $':>8} {'time':>8}"
         )
         for r, c in zip(rows, report.costs):
             shown = f"{c:.4f}" if c is not None else "-"
             click.echo(
-                f"  {r.stage:<11} {r.spec[:38]:<38} {r.calls:>6} {r.frames:>7} {r.input_tokens:>9} "
+                f"  {r.stage:<12} {r.spec[:38]:<38} {r.calls:>6} {r.frames:>7} {r.input_tokens:>9} "
                 f"{r.output_tokens:>8} {shown:>8} {hms(r.seconds):>8}"
             )
     if not as_json and any_file:

@@ -46,7 +46,8 @@ def index_video(
         library: a :class:`~vidagent.library.Library` or a URI; default ``settings.library_uri``.
         settings: default :func:`~vidagent.config.load_settings()`.
         models: the model hub to call (default: one built from ``settings``).
-        stages: stage names after ``structure``, in order (default: all).
+        stages: stage names after ``structure``, in order (default: :data:`STAGES`, all
+            but the optional ``embed_frames``).
         progress: show a progress bar per stage on stderr.
 
     Raises:

@@ -1,7 +1,9 @@
 """Runs the ingest stages over videos: idempotent, resumable, with progress and a dry run.
 
 Order: structure (probe, thumbnails, shots, clips) → transcribe → read_text → detect →
-caption → embed → summarize. Every stage skips clips whose output its current fingerprint
+caption → embed → summarize. The optional built-in ``embed_frames`` (thumbnails embedded by the
+``image_embed`` model, between embed and summarize) runs only when named: by a strategy's index
+plan or ``vidagent index --stages``. Every stage skips clips whose output its current fingerprint
 already made (see :mod:`vidagent.ingest.base`), so the same command finishes an interrupted
 run, and changing one role's model redoes only that role's work (plus the embeddings and
 summary of text that actually changed).
@@ -42,11 +44,16 @@ _BUILT_IN = {
     "detect": "vidagent.ingest.detect:Detect",
     "caption": "vidagent.ingest.caption:Caption",
     "embed": "vidagent.ingest.embed:Embed",
+    "embed_frames": "vidagent.ingest.embed_frames:EmbedFrames",
     "summarize": "vidagent.ingest.summarize:Summarize",
 }
-#: What indexing runs by default: the built-in stages, in order. A plugin stage runs only when
-#: named, so installing a package never changes (or adds cost to) a plain ``vidagent index``.
-STAGES: tuple[str, ...] = tuple(_BUILT_IN)
+#: Built-in stages that run only when named: what they make only some strategies read, and
+#: their role is unset by default (``image_embed``).
+OPTIONAL: frozenset[str] = frozenset({"embed_frames"})
+#: What indexing runs by default: the built-in stages but the optional ones, in order. A plugin
+#: stage runs only when named, so installing a package never changes (or adds cost to) a plain
+#: ``vidagent index``.
+STAGES: tuple[str, ...] = tuple(name for name in _BUILT_IN if name not in OPTIONAL)
 #: Stage name -> a zero-argument factory of the stage (its class), imported on first use: each
 #: pulls its own model code. Built-ins in pipeline order, then plugins (``vidagent.stages``),
 #: which run after the built-ins; a plugin stage's ``name`` should be its entry point's name.
@@ -54,7 +61,8 @@ STAGE_REGISTRY: Registry[Callable[[], Stage]] = Registry("vidagent.stages", "sta
 
 
 def stage_names() -> tuple[str, ...]:
-    """Every stage ``stages=`` accepts, in the order they run: :data:`STAGES`, then plugins."""
+    """Every stage ``stages=`` accepts, in the order they run: the built-ins (:data:`STAGES`
+    and the :data:`OPTIONAL` ones), then plugins."""
     return STAGE_REGISTRY.names()
 
 
