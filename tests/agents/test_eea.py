@@ -708,3 +708,40 @@ def test_over_an_openai_compatible_endpoint(indexed: Indexed, model: str) -> Non
     assert "(B) HELLO VIDAGENT" in parts[-1]["text"] and "a 12-frame video" in parts[-1]["text"]
     assert len([p for p in update["messages"][0]["content"] if p["type"] == "image_url"]) == 4
     assert len([p for p in policy["messages"][0]["content"] if p["type"] == "image_url"]) == 4
+
+
+# ---------------------------------------------------------------------------------------------
+# The retriever over frames of an image-text model
+
+
+def test_with_an_image_text_model_eea_retrieves_frames_and_captions_nothing(
+    small_video: Path, tmp_path: Path
+) -> None:
+    from clipkit import build_clip
+
+    from vidagent.app import Session
+    from vidagent.models.registry import create_adapter
+
+    spec = f"clip:{build_clip(tmp_path / 'clip')}"
+    settings = load_settings({**INDEX_SPECS, "image_embed": spec})
+    backbone = Backbone(["B"])
+    adapters = {
+        "llm": FakeAdapter("echo"),
+        "vlm": FakeAdapter.function(backbone),
+        "embed": FakeAdapter("hash", {"dim": "32"}),
+        "image_embed": create_adapter(spec, settings, "image_embed"),
+    }
+    with Session(settings, library=tmp_path / "lib", models=Models.from_adapters(adapters, settings)) as session:
+        result = session.ask(small_video, QUESTION, options=OPTIONS, strategy="eea", trace=False)
+        (record,) = session.library.list_videos()
+        times, vectors = session.library.frame_vectors(record.video_id)
+    # no captions, no clip vectors: frame vectors alone, one per 1 fps thumbnail
+    assert set(record.stages) - {"structure"} == {"embed_frames"}
+    assert len(times) == 12 and vectors.shape == (12, 8)
+    answer = result.answer
+    assert answer is not None and answer.letter == "B" and answer.trace is not None
+    (first,) = answer.trace.of(SearchRound)
+    assert first.retrieval == {"retriever": "frames", "queries": 1, "clips": 5}
+    assert first.anchors and all(0 <= a["t"] <= 11 for a in first.anchors)
+    # frames embedded at ingest are not frames observed
+    assert answer.trace.totals is not None and answer.trace.totals.frames == 4
