@@ -554,6 +554,9 @@ def test_cli_ask_shows_each_round_and_replays(
     assert heads[0].startswith("round 1 · split #0 00:00:00–00:00:11 at ")
     assert "  → explore #3" in lines and "  → answer: B" in lines
     assert "answer: (B) HELLO VIDAGENT" in lines
+    # the answer rests on the memory's frames, shown as instants
+    (evidence,) = [line for line in lines if line.startswith("  evidence: ")]
+    assert evidence.startswith("  evidence: small.mp4 00:00:0") and "–" not in evidence
     assert any(
         re.fullmatch(r"\d+ steps, \d+ frames, 8 model calls.*", line) for line in lines
     )  # 7 VLM + 1 query embedding

@@ -36,7 +36,9 @@ def _spans(evidence: list[list[Any]], names: dict[str, str]) -> str:
     parts = []
     for video_id, t0, t1 in evidence:
         where = names.get(video_id, video_id[:12])
-        parts.append(f"{where} {clock(round(t0, 1))}–{clock(round(t1, 1))}")
+        instant = round(t0, 1) == round(t1, 1)  # a frame (EEA's memory), not a span
+        span = clock(round(t0, 1)) if instant else f"{clock(round(t0, 1))}–{clock(round(t1, 1))}"
+        parts.append(f"{where} {span}")
     return "; ".join(parts)
 
 
