@@ -363,9 +363,13 @@ def test_exhausted_leaves_force_the_answer(indexed: Indexed) -> None:
 
 
 def test_the_frame_cap_forces_the_answer(indexed: Indexed) -> None:
-    backbone = Backbone(['{"Segment": 3}', "A"])
-    answer = solve(indexed, backbone, max_frames=4)
-    assert (answer.forced, answer.reason, len(rounds(answer))) == (True, "max_frames", 1)
+    # #3 spans 4-7 s: two unobserved frames inside, but only one is left under the cap
+    backbone = Backbone(['{"Segment": 3}', '{"Segment": 1}', "A"])
+    answer = solve(indexed, backbone, max_frames=5)
+    assert (answer.forced, answer.reason, len(rounds(answer))) == (True, "max_frames", 2)
+    assert [len(r.frames) for r in rounds(answer)] == [4, 1]  # the last round takes what is left
+    assert answer.trace is not None and answer.trace.totals is not None
+    assert answer.trace.totals.frames == 5
 
 
 def test_query_update_retrieves_for_new_queries_only(indexed: Indexed) -> None:

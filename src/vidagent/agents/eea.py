@@ -36,8 +36,9 @@ Decisions where the paper is silent (spec B.11 numbers; each is an option unless
 - #7: anchors already observed or on a boundary are skipped; missing ones are filled by coverage.
 - #8: a segment without unobserved interior frames cannot be expanded; the policy naming one is
   redirected to the expandable leaf of highest h; when none is left the answer is forced.
-- #9: at most ``--max-steps`` rounds (10) or ``max_frames`` observed frames (64); then Table 9
-  with one more line asks for the answer from the memory (a forced answer, recorded).
+- #9: at most ``--max-steps`` rounds (10) or ``max_frames`` observed frames (64; the last round
+  takes only what is left); then Table 9 with one more line asks for the answer from the
+  memory (a forced answer, recorded).
 - #10: the reward model sees the round's frames and, when observed before, the parent's two
   boundary frames (``boundary_frames``); every image is labelled with its time.
 - #11: a memory frame scores the larger reward of the two children it separates.
@@ -314,9 +315,8 @@ class EEAAgent(Agent):
         ]
         picks = sorted(picks, key=lambda a: (-a.phi, a.t))[: o.anchor_budget]
         gaps = [(n.video_id, n.start, n.end) for n in selected]
-        frames, spans = coverage_sample(
-            gaps, [(a.video_id, a.t) for a in picks], st.budget, st.observed
-        )
+        budget = min(st.budget, o.max_frames - run.meter.frames)  # never past max_frames
+        frames, spans = coverage_sample(gaps, [(a.video_id, a.t) for a in picks], budget, st.observed)
         children = []
         for vid, a, b in spans:
             parent = next(n for n in selected if n.video_id == vid and n.start <= a and b <= n.end)
