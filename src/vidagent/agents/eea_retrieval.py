@@ -97,6 +97,9 @@ class FrameRetriever:
         for vid in video_ids:
             times, vectors = library.frame_vectors(vid)  # (N,), (N, D)
             self.clips += _windows(vid, times, vectors, window, stride)
+        # each clip's mean frame vector, normalised once for every query
+        means = [frames.mean(axis=0) for *_, frames in self.clips]
+        self.means = [m / (np.linalg.norm(m) or 1.0) for m in means]
 
     def search(self, query: str, k: int) -> list[RetrievedClip]:
         if not self.clips:
@@ -104,9 +107,8 @@ class FrameRetriever:
         q = self.client.embed([query]).vectors[0]  # (D,)
         q = q / (np.linalg.norm(q) or 1.0)
         scored = []
-        for vid, t0, t1, times, frames in self.clips:
-            mean = frames.mean(axis=0)
-            phi = float(mean @ q / (np.linalg.norm(mean) or 1.0))
+        for (vid, t0, t1, times, frames), mean in zip(self.clips, self.means, strict=True):
+            phi = float(mean @ q)
             best = float(times[int(np.argmax(frames @ q))])
             scored.append(RetrievedClip(query, vid, t0, t1, round(best), phi))
         scored.sort(key=lambda c: (-c.phi, c.video_id, c.start))
