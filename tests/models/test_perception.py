@@ -52,3 +52,18 @@ def test_questions_are_answered_by_the_llm_from_the_report_only() -> None:
     assert "You cannot see the images" in sent and LABEL in sent and "What colour" in sent
     assert llm.requests[0].image_count() == 0
     assert out.model.startswith("perception:describer+")
+
+
+def test_a_schema_reaches_the_answering_llm_when_it_follows_schemas() -> None:
+    """The describer hands a JSON schema on, so a local llm's grammar constrains the reply."""
+    from vidagent.models.client import Models
+
+    llm = FakeAdapter.function(lambda request: '{"answer": "B"}')
+    describer = PerceptionDescriber(llm=llm)
+    assert describer.capabilities.supports_json_schema
+    assert not PerceptionDescriber(llm=None).capabilities.supports_json_schema
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}}
+    hub = Models.from_adapters({"vlm": describer})
+    reply = hub.client("vlm").structured([Message("user", "Which?")], schema)
+    assert reply.text == '{"answer": "B"}'
+    assert llm.requests[-1].response_schema == schema
