@@ -142,7 +142,9 @@ class Artifact:
         kind: what it is: ``"summary"`` (key ``"global"``: the global summary), ``"registry"``
             (the subject registry, one per video, key ``""``), ``"browse"`` (a cached
             global-browse answer, key = a hash of its request), ``"context"`` (a built agent
-            context such as ``"videoagent2:4s@1fps"``), ``"graph"``, ``"training"``.
+            context such as ``"videoagent2:4s@1fps"``), ``"graph"`` (key ``""``: which rows of
+            the ``entities`` and ``relations`` tables are the video's entity graph, ``data``
+            ``{"graph_id", "nodes", "edges", "notes"}``), ``"training"``.
         key: which one of its kind; ``""`` for one-per-video kinds.
         text: its text, when it has one.
         data: its structured payload, a JSON-able dict (the Library stores and parses it).
@@ -274,6 +276,51 @@ SHOTS_SCHEMA = pa.schema(
 )
 
 
+# The entity graph (AVI; :mod:`vidagent.library.graph_tables`). ``graph_id`` names one written
+# graph of a video: a new graph's rows are added beside the old ones and the video's ``"graph"``
+# artefact is switched to them before the old rows go, so a failed write never loses a graph.
+ENTITIES_SCHEMA = pa.schema(
+    [
+        pa.field("video_id", pa.string(), nullable=False),
+        pa.field("graph_id", pa.string(), nullable=False),
+        pa.field("node_id", pa.string(), nullable=False),
+        pa.field("node_index", pa.int32()),  # the graph's node order
+        pa.field("kind", pa.string()),  # human | event | super
+        pa.field("name", pa.string()),
+        pa.field("attributes", pa.list_(pa.string())),
+        pa.field("timeline", pa.string()),  # JSON [[t0, t1], ...] seconds
+        pa.field("actions", pa.string()),  # JSON [{"action", "t0", "t1"}, ...]
+        pa.field("clips", pa.list_(pa.int32())),
+        pa.field("members", pa.list_(pa.string())),
+        pa.field("name_vector", pa.list_(pa.float32())),  # embed role, any dimension
+        pa.field("freq_raw", pa.float64()),
+        pa.field("freq", pa.float64()),
+        pa.field("degree", pa.float64()),
+        pa.field("betweenness", pa.float64()),
+        pa.field("centrality", pa.float64()),
+        pa.field("producer", pa.string()),  # the graph stage's fingerprint
+        pa.field("created_at", pa.string()),
+    ]
+)
+
+RELATIONS_SCHEMA = pa.schema(
+    [
+        pa.field("video_id", pa.string(), nullable=False),
+        pa.field("graph_id", pa.string(), nullable=False),
+        pa.field("edge_index", pa.int32(), nullable=False),
+        pa.field("src", pa.string()),
+        pa.field("dst", pa.string()),
+        pa.field("kind", pa.string()),  # interaction | participant | member_of
+        pa.field("relation", pa.string()),
+        pa.field("t0", pa.float64()),  # null: the extractor gave no time
+        pa.field("t1", pa.float64()),
+        pa.field("participants", pa.list_(pa.string())),
+        pa.field("producer", pa.string()),
+        pa.field("created_at", pa.string()),
+    ]
+)
+
+
 def vectors_schema(dim: int) -> pa.Schema:
     """Clip vectors of one embedding model; times are copied in so filters need no join."""
     return pa.schema(
@@ -307,6 +354,8 @@ TABLES: dict[str, tuple[pa.Schema, tuple[str, ...]]] = {
     "shots": (SHOTS_SCHEMA, ("video_id", "shot_index")),
     "transcript": (TRANSCRIPT_SCHEMA, ("video_id", "segment_index")),
     "artifacts": (ARTIFACTS_SCHEMA, ("video_id", "kind", "key")),
+    "entities": (ENTITIES_SCHEMA, ("video_id", "graph_id", "node_id")),
+    "relations": (RELATIONS_SCHEMA, ("video_id", "graph_id", "edge_index")),
 }
 #: vector table -> its key columns (its schema depends on the model's dimension)
 VECTOR_KEYS: dict[str, tuple[str, ...]] = {

@@ -18,6 +18,8 @@ On-disk layout of a Library at ``<uri>`` (a directory, or an object-store URI)::
                              copied in so searches filter by video and time without a join
       frame_vectors.lance/   image embeddings of the stored thumbnails (video_id, t, vector)
                              by the image-text model the manifest names (ingest embed_frames)
+      entities.lance/        AVI entity-graph nodes with name embeddings and importance terms,
+      relations.lance/       and its directed, timed edges (ingest graph; graph_tables.py)
 
 Every table is a Lance dataset: each write is one atomic commit of a new version, so a crash in
 the middle of a write leaves the previous version readable. Writes for one video replace that
@@ -67,6 +69,7 @@ import pyarrow as pa
 
 from vidagent.exceptions import LibraryError, VideoNotFoundError
 from vidagent.library.filters import one_of, quote, span_filter
+from vidagent.library.graph_tables import GraphTables
 from vidagent.library.locking import LOCK_FILE, WriteLock, lock_for
 from vidagent.library.manifest import (
     Manifest,
@@ -111,7 +114,7 @@ def content_id(path: str | Path) -> str:
     return h.hexdigest()[:16]
 
 
-class Library(VectorTables):
+class Library(VectorTables, GraphTables):
     """An index of videos on disk, safe to share between threads and processes (module doc).
 
     Opening creates it if needed and runs pending migrations.
