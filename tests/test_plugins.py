@@ -191,7 +191,7 @@ def test_a_plugin_benchmark_is_listed_and_loaded() -> None:
 
 @pytest.mark.usefixtures("installed")
 def test_a_plugin_stage_runs_when_named(small_video: Path, tmp_path: Path) -> None:
-    assert stage_names() == (*STAGES[:5], "embed_frames", "summarize", "tagplug")
+    assert stage_names() == (*STAGES[:5], "embed_frames", "graph", "summarize", "tagplug")
     assert STAGES[-1] == "summarize"  # the default run is unchanged by installing a plugin
     assert make_stage("tagplug").name == "tagplug"
     settings = load_settings({"cache": "off"})

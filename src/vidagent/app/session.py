@@ -191,17 +191,20 @@ class Session:
         progress: bool = False,
         plan: IndexPlan | None = None,
     ) -> IndexResult:
-        """Index one file through ``stages`` (default :data:`~vidagent.ingest.STAGES`: all but
-        the optional ``embed_frames``), or a strategy's ``plan`` (its stages under its index
-        settings); a media error is in the result."""
-        from vidagent.ingest import STAGES, index_path
+        """Index one file through ``stages`` (default
+        :func:`~vidagent.ingest.pipeline.default_stages`: all but the optional ``embed_frames``,
+        and ``graph`` only when the llm role is not the embedded smoke-test model), or a
+        strategy's ``plan`` (its stages under its index settings); a media error is in the
+        result."""
+        from vidagent.ingest import index_path
+        from vidagent.ingest.pipeline import default_stages
 
         settings = self.settings
         if plan is not None:
             stages, settings = plan.stages, settings.model_copy(update=dict(plan.settings))
         return index_path(
             path, library=self.library, settings=settings, models=self.models,
-            stages=STAGES if stages is None else stages, progress=progress,
+            stages=default_stages(settings) if stages is None else stages, progress=progress,
         )  # fmt: skip
 
     def index(
@@ -239,13 +242,15 @@ class Session:
         self, paths: Sequence[str | Path], *, stages: Sequence[str] | None = None
     ) -> Iterator[EstimateReport]:
         """What indexing each file would spend; nothing is decoded, called or written."""
-        from vidagent.ingest import STAGES, estimate_path
+        from vidagent.ingest import estimate_path
+        from vidagent.ingest.pipeline import default_stages
         from vidagent.models.base import Usage
         from vidagent.models.client import price_usage
 
         for path in paths:
             try:
-                found = estimate_path(path, self.settings, STAGES if stages is None else stages)
+                chosen = default_stages(self.settings) if stages is None else stages
+                found = estimate_path(path, self.settings, chosen)
             except MediaError as e:
                 yield EstimateReport(Path(path), error=str(e))
                 continue

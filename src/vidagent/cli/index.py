@@ -76,7 +76,8 @@ def _stages(text: str | None) -> tuple[str, ...] | None:
 @click.option(
     "--stages",
     metavar="LIST",
-    help="comma-separated stages after structure (default: all but embed_frames)",
+    help="comma-separated stages after structure (default: all but embed_frames, and graph "
+    "only when the llm is not the embedded SmolLM2)",
 )
 @click.option("--clip-seconds", type=float, help="uniform clip length in seconds (default 5)")
 @click.option("--sample-fps", type=float, help="thumbnails kept per second (default 1)")
@@ -98,7 +99,9 @@ def index(
     """Index videos (files, directories, globs) into the Library.
 
     Stages: structure (probe, thumbnails, shots, clips), transcribe, read_text, detect,
-    caption, embed, summarize. Rerunning finishes interrupted work without repeating it.
+    caption, embed, summarize; embed_frames and graph (AVI's entity graph) when named, graph
+    also by default with an llm other than the embedded SmolLM2. Rerunning finishes
+    interrupted work without repeating it.
     A bad file gets a one-line error; the others are still indexed and the exit code is 1.
     """
     settings = settings_of(ctx)

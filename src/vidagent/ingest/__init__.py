@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vidagent.config import Settings, load_settings
-from vidagent.ingest.pipeline import STAGES, IndexEstimate, IndexResult, estimate_path, index_path
+from vidagent.ingest.pipeline import (
+    STAGES,
+    IndexEstimate,
+    IndexResult,
+    default_stages,
+    estimate_path,
+    index_path,
+)
 from vidagent.ingest.structure import StructureReport, index_structure
 from vidagent.library import Library
 
@@ -23,6 +30,7 @@ __all__ = [
     "IndexEstimate",
     "IndexResult",
     "StructureReport",
+    "default_stages",
     "estimate_path",
     "index_path",
     "index_structure",
@@ -36,7 +44,7 @@ def index_video(
     library: Library | str | None = None,
     settings: Settings | None = None,
     models: Models | None = None,
-    stages: Sequence[str] = STAGES,
+    stages: Sequence[str] | None = None,
     progress: bool = False,
 ) -> IndexResult:
     """Index one video into a Library (default: the configured one) through every stage.
@@ -46,8 +54,9 @@ def index_video(
         library: a :class:`~vidagent.library.Library` or a URI; default ``settings.library_uri``.
         settings: default :func:`~vidagent.config.load_settings()`.
         models: the model hub to call (default: one built from ``settings``).
-        stages: stage names after ``structure``, in order (default: :data:`STAGES`, all
-            but the optional ``embed_frames``).
+        stages: stage names after ``structure``, in order (default:
+            :func:`default_stages`: :data:`STAGES`, all but the optional ``embed_frames`` and
+            ``graph``, plus ``graph`` when the llm role is not the embedded smoke-test model).
         progress: show a progress bar per stage on stderr.
 
     Raises:
@@ -61,7 +70,12 @@ def index_video(
     hub = models or Models(settings)
     try:
         result = index_path(
-            path, library=library, settings=settings, models=hub, stages=stages, progress=progress
+            path,
+            library=library,
+            settings=settings,
+            models=hub,
+            stages=default_stages(settings) if stages is None else stages,
+            progress=progress,
         )
     finally:
         if models is None:

@@ -1,12 +1,15 @@
 """Runs the ingest stages over videos: idempotent, resumable, with progress and a dry run.
 
 Order: structure (probe, thumbnails, shots, clips) → transcribe → read_text → detect →
-caption → embed → summarize. The optional built-in ``embed_frames`` (thumbnails embedded by the
-``image_embed`` model, between embed and summarize) runs only when named: by a strategy's index
-plan or ``vidagent index --stages``. Every stage skips clips whose output its current fingerprint
-already made (see :mod:`vidagent.ingest.base`), so the same command finishes an interrupted
-run, and changing one role's model redoes only that role's work (plus the embeddings and
-summary of text that actually changed).
+caption → embed → summarize. The optional built-ins, between embed and summarize, run only when
+named, by a strategy's index plan or ``vidagent index --stages``: ``embed_frames`` (thumbnails
+embedded by the ``image_embed`` model) always, and ``graph`` (AVI's entity graph, an ``llm``
+call per window of captions) unless the ``llm`` role can do the work: a plain
+``vidagent index`` runs it whenever that role is neither the embedded smoke-test model nor a
+scripted test model (:func:`default_stages`). Every stage skips clips whose output its current
+fingerprint already made (see :mod:`vidagent.ingest.base`), so the same command finishes an
+interrupted run, and changing one role's model redoes only that role's work (plus the embeddings
+and summary of text that actually changed).
 
 An installed package adds a stage with an entry point in the ``vidagent.stages`` group (see
 :mod:`vidagent.plugins`); it runs when named (``vidagent index --stages NAME``), after the
@@ -45,11 +48,13 @@ _BUILT_IN = {
     "caption": "vidagent.ingest.caption:Caption",
     "embed": "vidagent.ingest.embed:Embed",
     "embed_frames": "vidagent.ingest.embed_frames:EmbedFrames",
+    "graph": "vidagent.ingest.graph:Graph",
     "summarize": "vidagent.ingest.summarize:Summarize",
 }
 #: Built-in stages that run only when named: what they make only some strategies read, and
-#: their role is unset by default (``image_embed``).
-OPTIONAL: frozenset[str] = frozenset({"embed_frames"})
+#: their role is unset by default (``image_embed``) or too weak by default (``graph``: the
+#: embedded SmolLM2 cannot follow AVI's extraction prompt; see :func:`default_stages`).
+OPTIONAL: frozenset[str] = frozenset({"embed_frames", "graph"})
 #: What indexing runs by default: the built-in stages but the optional ones, in order. A plugin
 #: stage runs only when named, so installing a package never changes (or adds cost to) a plain
 #: ``vidagent index``.
@@ -58,6 +63,22 @@ STAGES: tuple[str, ...] = tuple(name for name in _BUILT_IN if name not in OPTION
 #: pulls its own model code. Built-ins in pipeline order, then plugins (``vidagent.stages``),
 #: which run after the built-ins; a plugin stage's ``name`` should be its entry point's name.
 STAGE_REGISTRY: Registry[Callable[[], Stage]] = Registry("vidagent.stages", "stage", _BUILT_IN)
+
+
+#: Spec prefixes of llms that cannot extract a graph unasked: the embedded smoke-test SmolLM2
+#: (config's default) and the scripted test models (``fake:``), whose replies are written for
+#: the stages a test names.
+NO_GRAPH_LLMS = ("llamacpp:smollm2", "fake:")
+
+
+def default_stages(settings: Settings) -> tuple[str, ...]:
+    """What ``vidagent index`` runs when no stages are named: :data:`STAGES`, plus ``graph``
+    when the ``llm`` role is a model that can follow AVI's extraction prompt (anything but
+    :data:`NO_GRAPH_LLMS`), so a configured endpoint builds the entity graph once at index time
+    and AVI's questions never wait for it."""
+    if settings.spec("llm").startswith(NO_GRAPH_LLMS):
+        return STAGES
+    return tuple(n for n in _BUILT_IN if n not in OPTIONAL or n == "graph")
 
 
 def stage_names() -> tuple[str, ...]:

@@ -23,6 +23,7 @@
 | ``eea_query_update.txt`` | EEA, Table 11: new queries from the round's frames |
 | ``vlm_boxes_system.txt``, ``vlm_boxes.txt`` | not in the papers: boxes of named objects asked of a vision model as JSON (``object_detector="vlm"``; the papers use YOLOv11 and Grounding DINO) |
 
+| ``avi_graph.txt`` | AVI, Fig. 8: the entity-graph extractor's system prompt (line breaks put back where the spec's B.8.4 has them; the paper's garbled quotes kept) |
 EEA's tables lost their placeholders' braces in the paper's text: the files put them back
 (``{duration}``, ``{segment_block}``) and break lines at the ``/* ... */`` headers; Table 9's "Options:question" typo reads
 ``{options}``. Nothing else changed.
