@@ -185,3 +185,72 @@ def test_reading_commands_never_create_a_library(_isolated_home: Path) -> None:
             out.returncode == 1 and "no Library at" in out.stderr and "vidagent index" in out.stderr
         )
     assert not (_isolated_home / "library").exists()
+
+
+FIG8_REPLY = json.dumps(
+    {
+        "video_analysis": [
+            {"subject_id": "Subject_1", "subject_name": "Man in red shirt",
+             "appearance_timeline": [["00:00:00", "00:00:08"]], "attributes": ["red shirt"],
+             "actions_events": []},
+            {"subject_id": None, "subject_name": "Anna",
+             "appearance_timeline": [["00:00:05", "00:00:12"]], "attributes": [],
+             "actions_events": []},
+        ],
+        "interactions": [
+            {"subjects_involved": ["Subject_1", "Anna"],
+             "interaction_description": "Subject_1 hands Anna a book",
+             "timestamp": ["00:00:06", "00:00:07"]},
+        ],
+    }
+)  # fmt: skip
+
+
+def test_show_graph_prints_entities_and_relations(
+    small_video: Path, _isolated_home: Path, fake_env: dict[str, str]
+) -> None:
+    env = {**fake_env, "VIDAGENT_LLM": f"fake:echo?reply={FIG8_REPLY}"}
+    indexed = vidagent("index", str(small_video), "--stages", "caption,embed,graph", "--json",
+                       home=_isolated_home, env=env)  # fmt: skip
+    assert indexed.returncode == 0, indexed.stderr
+    assert json.loads(indexed.stdout)["stages"]["graph"]["clips"] == 3
+
+    shown = vidagent("show", small_video.name, "--graph", home=_isolated_home)
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout
+    assert "2 entities (0 super-nodes), 1 relations" in text
+    assert "Subject_1    human  Man in red shirt" in text and "appears 00:00:00-00:00:08" in text
+    assert "H_1          human  Anna" in text
+    assert (
+        "Subject_1 (Man in red shirt) -> H_1 (Anna)  interaction: Subject_1 hands Anna a book  "
+        "00:00:06-00:00:07"
+    ) in text
+
+    as_json = json.loads(vidagent("show", small_video.name, "--graph", "--json",
+                                  home=_isolated_home).stdout)  # fmt: skip
+    assert as_json["built"] is True
+    assert [(e["node_id"], e["kind"], e["timeline"]) for e in as_json["entities"]] == [
+        ("Subject_1", "human", [[0.0, 8.0]]),
+        ("H_1", "human", [[5.0, 12.0]]),
+    ]
+    man = as_json["entities"][0]
+    assert man["freq"] == 1.0 and man["degree"] == 1.0 and man["centrality"] == 0.5
+    assert [(r["src"], r["dst"], r["relation"], r["t0"], r["t1"]) for r in as_json["relations"]] == [
+        ("Subject_1", "H_1", "Subject_1 hands Anna a book", 6.0, 7.0)
+    ]
+
+
+def test_show_graph_of_a_video_without_one_says_how_to_build_it(
+    small_video: Path, _isolated_home: Path, fake_env: dict[str, str]
+) -> None:
+    vidagent("index", str(small_video), "--stages", "transcribe", home=_isolated_home, env=fake_env)
+    shown = vidagent("show", small_video.name, "--graph", home=_isolated_home)
+    assert shown.returncode == 0
+    assert shown.stdout.strip().endswith("run `vidagent index VIDEO --stages graph`")
+    assert shown.stdout.strip().count("\n") == 0
+    body = json.loads(vidagent("show", small_video.name, "--graph", "--json",
+                               home=_isolated_home).stdout)  # fmt: skip
+    assert body["built"] is False and body["entities"] == body["relations"] == []
+    missing = vidagent("show", "no-such-video", "--graph", home=_isolated_home)
+    assert missing.returncode != 0 and "no video 'no-such-video'" in missing.stderr
+    assert missing.stderr.strip().count("\n") == 0 and "Traceback" not in missing.stderr

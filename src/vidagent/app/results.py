@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from vidagent.bench.base import Scores
     from vidagent.ingest import IndexEstimate, IndexResult
     from vidagent.library import ClipHit, ClipRow, VideoRecord
+    from vidagent.library.graph import EntityGraph
     from vidagent.media import VideoInfo
     from vidagent.trace import Trace
 
@@ -148,6 +149,20 @@ class VideoDetail:
             "registry": self.registry,
             "clips": [c.__dict__ for c in self.clips],
         }
+
+
+@dataclass(frozen=True)
+class GraphDetail:
+    """``show --graph``: a video's entity graph; ``graph`` is None when its graph stage never
+    ran (an empty graph is one the extractor found nobody in)."""
+
+    video: VideoRecord
+    graph: EntityGraph | None
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"video_id", "built", "entities": [...], "relations": [...]}``."""
+        body = self.graph.to_json() if self.graph else {"entities": [], "relations": []}
+        return {"video_id": self.video.video_id, "built": self.graph is not None, **body}
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from vidagent.app.results import (
     AskResult,
     EstimateReport,
+    GraphDetail,
     IndexReport,
     InfoReport,
     ProbeReport,
@@ -279,6 +280,16 @@ class Session:
 
     def remove(self, ref: str) -> str:
         return self.existing_library().remove_video(ref)
+    def graph(self, ref: str) -> GraphDetail:
+        """A video's entity graph (AVI; ``None`` inside when its graph stage never ran).
+
+        Raises:
+            VideoNotFoundError: no such video.
+        """
+        lib = self.existing_library()
+        video = lib.get_video(ref)
+        return GraphDetail(video, lib.entity_graph(video.video_id))
+
 
     def search(
         self,

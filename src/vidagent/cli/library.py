@@ -24,10 +24,17 @@ def list_videos(ctx: click.Context, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("video")
+@click.option(
+    "--graph", "graph", is_flag=True, help="show the entity graph (AVI) instead: entities, relations"
+)
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 @click.pass_context
-def show(ctx: click.Context, video: str, as_json: bool) -> None:
-    """Show a video's summary, subject registry and clip table."""
+def show(ctx: click.Context, video: str, graph: bool, as_json: bool) -> None:
+    """Show a video's summary, subject registry and clip table (or, with --graph, its entity
+    graph)."""
+    if graph:
+        _show_graph(ctx, video, as_json)
+        return
     detail = session_of(ctx).show(video)
     if as_json:
         echo_json(detail.to_json())
@@ -52,6 +59,44 @@ def show(ctx: click.Context, video: str, as_json: bool) -> None:
             click.echo(f"                     speech: {c.transcript[:100]}")
         if c.ocr_text:
             click.echo(f"                     text:   {' | '.join(c.ocr_text.splitlines())[:100]}")
+
+
+def _show_graph(ctx: click.Context, video: str, as_json: bool) -> None:
+    body = session_of(ctx).graph(video).to_json()
+    if as_json:
+        echo_json(body)
+        return
+    vid = body["video_id"]
+    if not body["built"]:
+        click.echo(f"{vid} has no entity graph yet; run `vidagent index VIDEO --stages graph`")
+        return
+    entities, relations = body["entities"], body["relations"]
+    supers = sum(e["kind"] == "super" for e in entities)
+    click.echo(f"{vid}  {len(entities)} entities ({supers} super-nodes), {len(relations)} relations")
+    if not entities:
+        click.echo("the extractor found no people in the captions")
+        return
+    names = {e["node_id"]: e["name"] for e in entities}
+    click.echo("\nentities")
+    for e in entities:
+        click.echo(
+            f"  {e['node_id']:<12} {e['kind']:<6} {e['name'][:40]:<40} freq {e['freq']:.2f} "
+            f"(raw {e['freq_raw']:.3f})  degree {e['degree']:.2f}  betweenness "
+            f"{e['betweenness']:.2f}  centrality {e['centrality']:.2f}"
+        )
+        spans = ", ".join(f"{hms(a)}-{hms(b)}" for a, b in e["timeline"][:6])
+        more = f" (+{len(e['timeline']) - 6})" if len(e["timeline"]) > 6 else ""
+        if spans:
+            click.echo(f"{'':16}appears {spans}{more}")
+        if e["members"]:
+            click.echo(f"{'':16}members {', '.join(e['members'])}")
+    click.echo("\nrelations")
+    for r in relations:
+        when = f"{hms(r['t0'])}-{hms(r['t1'])}" if r["t0"] is not None else "time unknown"
+        click.echo(
+            f"  {r['src']} ({names.get(r['src'], '?')[:24]}) -> {r['dst']} "
+            f"({names.get(r['dst'], '?')[:24]})  {r['kind']}: {r['relation'][:80]}  {when}"
+        )
 
 
 @cli.command()
