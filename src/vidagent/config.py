@@ -96,6 +96,11 @@ class Settings(BaseModel):
     caption_transcripts: bool = Field(
         True, description="captions see the clip's transcript (DVD's [TRANSCRIPTS] slot)"
     )
+    caption_style: Literal["registry", "avi"] = Field(
+        "registry",
+        description="clip captions: DVD's progressive subject registry (Table 9) or AVI's "
+        "independent per-clip captions (Fig. 7)",
+    )
     embed_text: Literal["caption", "caption+speech+text"] = Field(
         "caption+speech+text",
         description="what a clip's vector embeds: the caption alone (DVD) or with speech and text",

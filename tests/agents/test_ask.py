@@ -221,5 +221,6 @@ def test_dvd_as_published_captions_without_transcripts_and_embeds_the_caption_al
     assert 'Speech: "hello there"' not in searched.text  # rich results append each clip's speech
     (started,) = trace.of(RunStarted)
     assert started.index == {
-        "stages": ["caption", "embed"], "caption_transcripts": False, "embed_text": "caption"
+        "stages": ["caption", "embed"], "caption_transcripts": False, "caption_style": "registry",
+        "embed_text": "caption",
     }

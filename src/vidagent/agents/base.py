@@ -103,7 +103,8 @@ class Answer:
 class IndexPlan:
     """What a strategy needs indexed before a question: the ingest stages it reads, and the
     index settings they must run with (e.g. DVD as published: ``caption_transcripts=False``,
-    ``embed_text="caption"``); the application layer indexes a file through it."""
+    ``embed_text="caption"``; AVI's captions: ``caption_style="avi"``); the application layer
+    indexes a file through it."""
 
     stages: tuple[str, ...]
     settings: Mapping[str, Any] = field(default_factory=dict)
@@ -114,6 +115,7 @@ class IndexPlan:
         return {
             "stages": list(self.stages),
             "caption_transcripts": indexed.caption_transcripts,
+            "caption_style": indexed.caption_style,
             "embed_text": indexed.embed_text,
         }
 

@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import click
 
@@ -81,6 +81,11 @@ def _stages(text: str | None) -> tuple[str, ...] | None:
 )
 @click.option("--clip-seconds", type=float, help="uniform clip length in seconds (default 5)")
 @click.option("--sample-fps", type=float, help="thumbnails kept per second (default 1)")
+@click.option(
+    "--caption-style",
+    type=click.Choice(["registry", "avi"]),
+    help="captions with DVD's subject registry (default) or AVI's independent per-clip prompt",
+)
 @click.option("--json", "as_json", is_flag=True, help="print JSON lines, one per video")
 @click.option(
     "--progress/--no-progress", default=None, help="progress bars (default: on a terminal)"
@@ -93,6 +98,7 @@ def index(
     stages: str | None,
     clip_seconds: float | None,
     sample_fps: float | None,
+    caption_style: Literal["registry", "avi"] | None,
     as_json: bool,
     progress: bool | None,
 ) -> None:
@@ -109,6 +115,8 @@ def index(
         settings.clip_seconds = clip_seconds
     if sample_fps is not None:
         settings.sample_fps = sample_fps
+    if caption_style is not None:
+        settings.caption_style = caption_style
     files = expand_paths(paths)
     if not files:
         raise click.UsageError(f"no video files match {' '.join(paths)}")

@@ -46,6 +46,20 @@ before it (a crash between the two writes) is rebuilt from the subjects introduc
 (each entry keeps ``first_clip``) and the ids finished clips name (``unknown`` placeholders if
 their entry is lost).
 
+**AVI's captions** (``settings.caption_style = "avi"``; the default ``"registry"`` is all of the
+above) follow the AVI paper instead: Fig. 7 verbatim, one request per clip with no history,
+transcript or system prompt, the clip's seconds as its times; the frames as above (2 fps, 720p,
+``max_images``), labelled in seconds (:mod:`vidagent.ingest.caption_avi`). The reply's
+``clip_description`` is the caption and its ``subject_registry`` the clip's own, stored in the
+clip row's ``subjects`` as a JSON *object* of local ids (where the registry style stores a list
+of global ids); nothing is merged into the ``"registry"`` artefact, which this style never
+writes. With no chain, any clip whose fingerprint differs is pending and a rerun redoes exactly
+those. Parsing, format retries and rejected requests work as for the registry style. The
+fingerprint is the captioner's spec, Fig. 7's hash and ``|avi`` (no transcript or hint part:
+the prompt has no slot for them), so switching styles re-captions every clip. The perception
+describer is not a VLM: it has no prompt to change, so under ``"avi"`` it writes the same
+captions and registry as above, and only the fingerprint (``|avi``) differs.
+
 Not implemented: A.11 #1's ``parallel_merge`` (the chain is sequential, as in the paper) and
 A.11 #4's transcript-guided segmentation (clips are the structure stage's uniform clips).
 """
@@ -57,12 +71,15 @@ import json
 import logging
 import math
 import re
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
 from vidagent.exceptions import RequestRejectedError
 from vidagent.ingest.base import IngestContext, Stage, StageEstimate, text_hash
+from vidagent.ingest.caption_avi import PROMPT as AVI_PROMPT
+from vidagent.ingest.caption_avi import as_list, avi_request, parse_avi_caption
 from vidagent.ingest.describe import (
     decode_jpeg,
     describe_clip,
@@ -73,7 +90,7 @@ from vidagent.ingest.describe import (
 from vidagent.library.schema import Artifact
 from vidagent.library.views import REGISTRY_FIELDS, registry_view
 from vidagent.models.base import ChatRequest, ImagePart, Message
-from vidagent.prompts import load_prompt
+from vidagent.prompts import load_prompt, prompt_hash
 from vidagent.timecode import clock, hhmmss
 
 if TYPE_CHECKING:
@@ -85,6 +102,7 @@ if TYPE_CHECKING:
     from vidagent.models.client import Client
 
 log = logging.getLogger(__name__)
+P = TypeVar("P")
 
 NO_TRANSCRIPT = "No transcript."
 FIX_JSON = (
@@ -138,6 +156,11 @@ def parse_caption(text: str) -> tuple[str, list[str], dict[str, Any]] | None:
     return captions.strip(), ids, new if isinstance(new, dict) else {}
 
 
+def parse_avi(text: str) -> tuple[str, dict[str, Any]] | None:
+    """``(caption, local subject_registry)`` from a Fig. 7 answer (AVI), or None."""
+    return parse_avi_caption(_json_object(text))
+
+
 def _json_object(text: str) -> Any:
     """The first JSON object in ``text``, inside a code fence if there is one."""
     fenced = _FENCE.search(text)
@@ -153,18 +176,12 @@ def _json_object(text: str) -> Any:
     return None
 
 
-def _as_list(value: Any) -> list[str]:
-    if value is None or value == "":
-        return []
-    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
-
-
 def _subject(entry: Any, clip: ClipRow) -> dict[str, Any]:
     entry = entry if isinstance(entry, dict) else {"appearance": entry}
     return {
         "name": str(entry.get("name") or "unknown"),
-        "appearance": _as_list(entry.get("appearance")),
-        "identity": _as_list(entry.get("identity")),
+        "appearance": as_list(entry.get("appearance")),
+        "identity": as_list(entry.get("identity")),
         "first_seen": str(entry.get("first_seen") or hhmmss(clip.t0)),
         "first_clip": clip.clip_index,
     }
@@ -201,16 +218,27 @@ class Caption(Stage):
         self.note = ""
 
     def fingerprint(self, settings: Settings) -> str:
+        if settings.caption_style == "avi":
+            return f"{settings.spec(self.role)}|{prompt_hash(AVI_PROMPT)}|avi"
         base = super().fingerprint(settings)
         if not settings.caption_transcripts:
             base += "|no-transcripts"
         return f"{base}|hint={text_hash(self.benchmark_hint)[:8]}" if self.benchmark_hint else base
 
     def pending(self, ctx: IngestContext) -> list[ClipRow]:
+        if self._independent(ctx.settings):
+            return super().pending(ctx)  # no registry chain: each clip stands alone
         fp = self.fingerprint(ctx.settings)
         clips = ctx.library.clips(ctx.video.video_id)
         first = next((k for k, c in enumerate(clips) if c.caption_model != fp), len(clips))
         return clips[first:]
+
+    def _independent(self, settings: Settings) -> bool:
+        """AVI's captions on a VLM: every clip captioned on its own (the describer chains)."""
+        from vidagent.models.registry import provider_capabilities
+
+        spec = settings.spec(self.role)
+        return settings.caption_style == "avi" and not provider_capabilities(spec).describer
 
     def start(self) -> None:
         super().start()
@@ -225,11 +253,15 @@ class Caption(Stage):
         client = ctx.models.client(self.role)
         if not ctx.settings.caption_transcripts:  # as DVD without its auxiliary transcripts
             clips = [dataclasses.replace(c, transcript="", transcript_model="") for c in clips]
-        self._registry = self._load_registry(ctx, clips[0].clip_index)
         if client.capabilities.describer:
+            self._registry = self._load_registry(ctx, clips[0].clip_index)
             self._run_describer(ctx, clips, bar)
+        elif ctx.settings.caption_style == "avi":
+            client.require_images()
+            self._run_avi(ctx, client, clips, bar)
         else:
             client.require_images()
+            self._registry = self._load_registry(ctx, clips[0].clip_index)
             self._run_vlm(ctx, client, clips, bar)
         self._buffer.extend(self._held)  # rejected clips of a run that never succeeded
         self._held = []
@@ -286,7 +318,7 @@ class Caption(Stage):
         for clip in clips:
             request = self.request(info, clip, self._registry or {}, client.capabilities.max_images)
             try:
-                parsed, raw = self._ask(client, request)
+                parsed, raw = self._ask(client, request, parse_caption)
             except (RequestRejectedError, _Filtered) as e:
                 self._rejected(ctx, clip, e, fp, bar)
                 continue
@@ -301,6 +333,33 @@ class Caption(Stage):
             self._held = []
             update = {"clip_index": clip.clip_index, "caption": caption}
             update |= {"subjects": json.dumps(present), "caption_model": fp}
+            self.finished(ctx, update, bar, now=True)
+
+    def _run_avi(self, ctx: IngestContext, client: Client, clips: list[ClipRow], bar: tqdm) -> None:
+        """AVI's captions: each clip on its own, so a clip is checkpointed as soon as it is done."""
+        from vidagent.media import probe
+
+        info = probe(ctx.path)
+        fp = self.fingerprint(ctx.settings)
+        for clip in clips:
+            times = self.frame_times(clip, client.capabilities.max_images)
+            request = avi_request(
+                info, clip, times, size=self.frame_size, quality=self.jpeg_quality
+            )
+            try:
+                parsed, raw = self._ask(client, request, parse_avi)
+            except (RequestRejectedError, _Filtered) as e:
+                self._rejected(ctx, clip, e, fp, bar, empty="{}")
+                continue
+            self._succeeded = True
+            if parsed is None:
+                log.warning("caption: clip %d answer is not JSON; storing it raw", clip.clip_index)
+                self._counts["unparsed"] += 1
+                parsed = (raw.strip(), {})
+            self._buffer.extend(self._held)
+            self._held = []
+            update = {"clip_index": clip.clip_index, "caption": parsed[0], "caption_model": fp}
+            update["subjects"] = json.dumps(parsed[1])
             self.finished(ctx, update, bar, now=True)
 
     def request(
@@ -338,8 +397,11 @@ class Caption(Stage):
         return times
 
     def _ask(
-        self, client: Client, request: ChatRequest
-    ) -> tuple[tuple[str, list[str], dict[str, Any]] | None, str]:
+        self,
+        client: Client,
+        request: ChatRequest,
+        parse: Callable[[str], P | None],
+    ) -> tuple[P | None, str]:
         """The parsed answer (or None) and the last raw text, with format retries."""
         messages, raw = request.messages, ""
         for _ in range(1 + self.format_retries):
@@ -347,21 +409,27 @@ class Caption(Stage):
             if response.finish_reason == "content_filter":
                 raise _Filtered(response.text)
             raw = response.text
-            parsed = parse_caption(raw)
+            parsed = parse(raw)
             if parsed is not None:
                 return parsed, raw
             messages = (*messages, Message("assistant", raw), Message("user", FIX_JSON))
         return None, raw
 
     def _rejected(
-        self, ctx: IngestContext, clip: ClipRow, error: Exception, fp: str, bar: tqdm
+        self,
+        ctx: IngestContext,
+        clip: ClipRow,
+        error: Exception,
+        fp: str,
+        bar: tqdm,
+        empty: str = "[]",
     ) -> None:
         status = getattr(error, "status", None)
         if status in _CONFIG_STATUSES:
             raise error
         log.warning("caption: clip %d rejected by the provider (%s)", clip.clip_index, error)
         self._counts["blank"] += 1
-        update = {"clip_index": clip.clip_index, "caption": "", "subjects": "[]"}
+        update = {"clip_index": clip.clip_index, "caption": "", "subjects": empty}
         update["caption_model"] = fp
         if self._succeeded:
             self.finished(ctx, update, bar, now=True)
@@ -433,10 +501,13 @@ class Caption(Stage):
             )
         per_clip = math.ceil(settings.clip_seconds * self.fps)
         frames = math.ceil(info.duration * self.fps)  # the last clip may be shorter
-        prompt = (len(load_prompt("dvd_caption")) + len(load_prompt("dvd_caption_system"))) // 4
+        avi = settings.caption_style == "avi"
+        texts = (AVI_PROMPT,) if avi else ("dvd_caption", "dvd_caption_system")
+        prompt = sum(len(load_prompt(t)) for t in texts) // 4
         # ~2.5 spoken words/s at ~1.3 tokens/word; the registry grows, ~200 tokens on average
         speech = settings.clip_seconds * 3.3 if info.has_audio else 4
-        per_call = prompt + 200 + speech + per_clip * (self.tokens_per_image + 8)
+        history = 0 if avi else 200 + speech  # Fig. 7 has neither a registry nor a transcript
+        per_call = prompt + history + per_clip * (self.tokens_per_image + 8)
         return StageEstimate(
             self.name,
             self.role,
@@ -450,6 +521,8 @@ class Caption(Stage):
             seconds=clips * 6.0,
             notes=[
                 f"{self.tokens_per_image} tokens per 720p image (OpenAI high detail)",
-                "calls run one after another: each needs the previous clip's registry",
+                "calls are independent (AVI, Fig. 7)"
+                if avi
+                else "calls run one after another: each needs the previous clip's registry",
             ],
         )

@@ -112,7 +112,10 @@ def derive_registry(entries: dict[str, Any], clips: list[ClipRow]) -> dict[str, 
     by_index = {c.clip_index: c for c in clips}
     seen: dict[str, list[int]] = {}
     for c in clips:
-        for sid in json.loads(c.subjects or "[]"):
+        ids = json.loads(c.subjects or "[]")
+        if isinstance(ids, dict):  # AVI's per-clip registry: local ids, not the video's
+            continue
+        for sid in ids:
             seen.setdefault(sid, []).append(c.clip_index)
     out: dict[str, Any] = {}
     for sid, entry in entries.items():

@@ -21,6 +21,7 @@
 | ``eea_policy.txt`` | EEA, Table 9: the policy's selection ("Options:question" read as the options) |
 | ``eea_query_discovery.txt`` | EEA, Table 10: semantic queries from the question |
 | ``eea_query_update.txt`` | EEA, Table 11: new queries from the round's frames |
+| ``avi_caption.txt`` | AVI, Fig. 7: a clip's caption and its own subject registry (line breaks put back where the spec's B.8.3 has them; the paper's garbled quotes kept) |
 | ``vlm_boxes_system.txt``, ``vlm_boxes.txt`` | not in the papers: boxes of named objects asked of a vision model as JSON (``object_detector="vlm"``; the papers use YOLOv11 and Grounding DINO) |
 
 | ``avi_graph.txt`` | AVI, Fig. 8: the entity-graph extractor's system prompt (line breaks put back where the spec's B.8.4 has them; the paper's garbled quotes kept) |
