@@ -254,3 +254,17 @@ def test_show_graph_of_a_video_without_one_says_how_to_build_it(
     missing = vidagent("show", "no-such-video", "--graph", home=_isolated_home)
     assert missing.returncode != 0 and "no video 'no-such-video'" in missing.stderr
     assert missing.stderr.strip().count("\n") == 0 and "Traceback" not in missing.stderr
+
+
+def test_index_caption_style_avi_prices_fig_7(small_video: Path, _isolated_home: Path) -> None:
+    env = {"VIDAGENT_VLM": "openai:gpt-4o-mini", "VIDAGENT_OPENAI_API_KEY": "sk-test"}
+    args = ["index", str(small_video), "--dry-run", "--json", "--stages", "caption"]
+    plans = [
+        json.loads(vidagent(*args, *extra, home=_isolated_home, env=env).stdout)
+        for extra in ([], ["--caption-style", "avi"])
+    ]
+    registry, avi = ({s["stage"]: s for s in p["stages"]}["caption"] for p in plans)
+    assert avi["calls"] == registry["calls"] == 3
+    assert avi["input_tokens"] != registry["input_tokens"]  # Fig. 7, no registry or transcript
+    bad = vidagent(*args, "--caption-style", "dvd", home=_isolated_home, env=env)
+    assert bad.returncode != 0 and "registry" in bad.stderr
