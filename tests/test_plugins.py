@@ -235,7 +235,7 @@ def test_an_unknown_name_lists_every_known_one() -> None:
         make_stage("nope")
     assert str(err.value) == (
         "unknown stage 'nope'; choose one of: "
-        "transcribe, read_text, detect, caption, embed, embed_frames, summarize, tagplug"
+        "transcribe, read_text, detect, caption, embed, embed_frames, graph, summarize, tagplug"
     )
     with pytest.raises(ConfigError, match=r"unknown object tracker 'x'; choose one of: .*stay"):
         TRACKERS.load("x")

@@ -343,3 +343,17 @@ def test_an_old_library_takes_a_graph_without_a_migration(tmp_path: Path) -> Non
     again = Library(root).entity_graph("v1")
     assert again is not None and list(again.nodes) == ["A", "B", "C", "D"]
     assert [c.caption for c in lib.clips("v1")] == ["v1 clip 0", "v1 clip 1"]
+
+
+def test_an_id_is_named_only_as_a_whole_word() -> None:
+    found = extraction(
+        [subject("Subject_1", "Ann", [[0, 5]]), subject("Subject_12", "Ben", [[0, 5]]),
+         subject("Subject_2", "Cy", [[0, 5]])],
+        [interaction(["Subject_1", "Subject_2"], "Ann waves to Cy", [1, 2]),
+         interaction(["Subject_12", "Subject_2"], "Ben waves to Cy", [3, 4])],
+    )  # fmt: skip
+    g = EntityGraph.build("v", found, CLIPS_4)
+    g.score()
+    for query in ("What does Subject_12 do?", "what does subject_12 do"):
+        head = g.retrieve(query, None).text.splitlines()[0]
+        assert head == "Around Subject_12 (Ben) (2 hops, by importance):"  # Subject_1 is no seed

@@ -38,6 +38,7 @@ query; ``w = 0.4 freq + 0.3 centrality + 0.3 query_rel``.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -331,7 +332,7 @@ class EntityGraph:
         """Entities, their relations and when, for a query (spec B.3.2).
 
         Seeds are the three humans or events most relevant to the query (``query_rel`` > 0)
-        plus every one whose name or id the query contains. With two or more seeds, the
+        plus every one whose name or id the query contains (as whole words, any case). With two or more seeds, the
         shortest paths of at most four hops between each pair of seeds in the undirected
         relations are listed, every edge of a hop with its interval; when no seeds are that
         close, or with fewer seeds, a breadth-first walk of two hops from the seeds (the node
@@ -375,7 +376,11 @@ class EntityGraph:
         seeds = [n.node_id for n in ranked[:3] if rel[n.node_id] > 0]
         text = query.lower()
         for n in candidates:
-            named = [x for x in (n.node_id, n.name) if len(x) >= 3 and x.lower() in text]
+            named = [
+                x
+                for x in (n.node_id, n.name)
+                if len(x) >= 3 and re.search(rf"(?<!\w){re.escape(x.lower())}(?!\w)", text)
+            ]  # whole words: "Subject_1" is not named by "Subject_12"
             if named and n.node_id not in seeds:
                 seeds.append(n.node_id)
         if not seeds and candidates:
