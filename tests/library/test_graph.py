@@ -357,3 +357,16 @@ def test_an_id_is_named_only_as_a_whole_word() -> None:
     for query in ("What does Subject_12 do?", "what does subject_12 do"):
         head = g.retrieve(query, None).text.splitlines()[0]
         assert head == "Around Subject_12 (Ben) (2 hops, by importance):"  # Subject_1 is no seed
+
+
+def test_one_replys_interactions_at_overlapping_times_are_all_kept() -> None:
+    found = extraction(
+        [subject("A", "Ann", [[0, 20]]), subject("B", "Ben", [[0, 20]])],
+        [interaction(["A", "B"], "Ann hands Ben a book", [5, 8]),
+         interaction(["B", "A"], "Ben thanks Ann", [7, 9])],
+    )  # fmt: skip
+    g = EntityGraph.build("v", found, CLIPS_4)
+    assert [(e.src, e.dst, e.relation) for e in g.edges] == [
+        ("A", "B", "Ann hands Ben a book"),
+        ("B", "A", "Ben thanks Ann"),
+    ]

@@ -11,7 +11,7 @@ A long video is extracted in windows of captions (B.11 #2); :func:`merge_extract
 windows' replies: a subject is the same across windows when its ``subject_id`` is (else when its
 normalised name is), its timelines are concatenated, sorted and overlapping intervals merged,
 and an interaction seen in two overlapping windows (same participants, overlapping times) is
-kept once.
+kept once; within one window's reply every listed interaction is kept.
 """
 
 from __future__ import annotations
@@ -235,18 +235,24 @@ def merge_extractions(parts: list[Extraction]) -> Extraction:
     for s in merged:
         s.actions.sort(key=lambda a: a.span or (float("inf"), float("inf")))
     interactions: list[Interaction] = []
-    for part in parts:
+    origin: list[int] = []  # the window each kept interaction came from
+    for k, part in enumerate(parts):
         for i in part.interactions:
+            # Only another window's copy is a duplicate: one reply's list is of distinct
+            # interactions, even between the same people at overlapping times.
             twin = next(
                 (
                     j
-                    for j in interactions
-                    if set(j.participants) == set(i.participants) and _overlap(j.span, i.span)
+                    for j, o in zip(interactions, origin)
+                    if o != k
+                    and set(j.participants) == set(i.participants)
+                    and _overlap(j.span, i.span)
                 ),
                 None,
             )
             if twin is None:
                 interactions.append(Interaction(list(i.participants), i.description, i.span))
+                origin.append(k)
             elif twin.span is not None and i.span is not None:
                 twin.span = (min(twin.span[0], i.span[0]), max(twin.span[1], i.span[1]))
     interactions.sort(key=lambda i: i.span or (float("inf"), float("inf")))
