@@ -11,6 +11,7 @@ import pytest
 from tqdm import tqdm
 
 from vidagent.config import load_settings
+from vidagent.exceptions import ContextOverflowError
 from vidagent.ingest.base import IngestContext
 from vidagent.ingest.graph import (
     RETRY_NOTE,
@@ -232,3 +233,24 @@ def test_a_strategy_or_the_user_names_the_stage(tmp_path: Path, small_video: Pat
     assert result.video is not None and "graph" in result.video.stages
     # No captions yet: an empty graph that says why, without asking the extractor.
     assert llm.requests == [] and "no captions" in result.stages[0].note
+
+
+def test_a_window_the_endpoint_refuses_as_too_long_is_asked_in_halves() -> None:
+    shown: list[int] = []
+
+    def server(request: ChatRequest) -> str:
+        captions = request.messages[-1].text.splitlines()
+        if len(captions) > 20:
+            raise ContextOverflowError("context_length_exceeded")
+        shown.append(len(captions))
+        return fig8(request)
+
+    caps = Capabilities(roles=frozenset({"llm"}), supports_json_schema=True, local=False)
+    client = Models.from_adapters({"llm": FakeAdapter.function(server, capabilities=caps)}).client(
+        "llm"
+    )
+    stage = Graph()
+    found = stage.extract(client, lines(60))
+    assert shown == [15, 15, 15, 15] and stage.windows == 4 and not stage.failed
+    assert [s.subject_id for s in found.subjects] == ["Subject_1", "Subject_2", "Subject_3"]
+    assert len(found.interactions) == 1  # the four halves' copies are one interaction
