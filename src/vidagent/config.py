@@ -40,6 +40,16 @@ else:  # pragma: no cover - exercised on 3.10 only
 ENV_PREFIX = "VIDAGENT_"
 
 #: The embedded offline defaults (see DESIGN.md, "Models: roles and spec strings").
+#: The embedded smoke-test llm (SmolLM2-135M): it runs the pipeline offline, but too weak and
+#: too slow on a CPU for work that only a capable model makes worth its cost (AVI's entity graph).
+SMOKE_TEST_LLM = "llamacpp:smollm2"
+
+
+def is_smoke_test_llm(spec: str) -> bool:
+    """Whether ``spec`` names the embedded smoke-test llm (any SmolLM2 GGUF it ships)."""
+    return spec.startswith(SMOKE_TEST_LLM)
+
+
 DEFAULT_SPECS: dict[str, str] = {
     "llm": "llamacpp:smollm2-135m",
     "vlm": "perception:describer",

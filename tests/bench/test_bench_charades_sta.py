@@ -87,3 +87,29 @@ def test_unreadable_answers_score_zero_and_bad_lines_fail(data: Path, tmp_path: 
     (tmp_path / "bad" / "charades_sta_test.txt").write_text("3MSZA 24.3 person turns on a light\n")
     with pytest.raises(BenchmarkDataError, match="line 1: expected 'video start end##sentence'"):
         charades.load(tmp_path / "bad")
+
+
+def test_avi_grounds_each_sentence_and_the_run_scores_r_at_m_and_miou(tmp_path: Path) -> None:
+    from benchkit import make_videos, settings_with
+
+    from vidagent.app.bench import RunConfig, run_benchmark
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "charades_sta_test.txt").write_text(
+        "V1 1.0 2.5##a person waves.\nV2 0.5 1.0##a door opens.\n"
+    )
+    make_videos(data / "videos", "V1", "V2")
+    log = tmp_path / "calls.jsonl"
+    # No tool call in retrieve or perceive moves on; review answers in AVI's grounding format.
+    reply = "**Answer:**[1.0s,2.0s]"
+    settings = settings_with(f"fake:echo?reply={reply}&log={log}")
+    summary = run_benchmark(
+        RunConfig("charades_sta", data, strategy="avi"), settings=settings, out=tmp_path / "run"
+    )
+    assert summary.errors == 0 and summary.scores is not None
+    # V1: IoU([1, 2], [1, 2.5]) = 1/1.5; V2: IoU([1, 2], [0.5, 1]) = 0.
+    assert summary.scores.overall.score == pytest.approx(100 * (1 / 1.5) / 2, abs=0.01)
+    assert summary.scores.extra == {"R@1 IoU=0.3": 50.0, "R@1 IoU=0.5": 50.0, "R@1 IoU=0.7": 0.0}
+    asked = [json.loads(line)["text"] for line in log.read_text().splitlines()]
+    assert sum('Localize this event in the video: "a person waves."' in a for a in asked) == 1

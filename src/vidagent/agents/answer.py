@@ -24,6 +24,13 @@ def format_options(options: Sequence[str]) -> str:
     return "\n".join(f"({option_letter(i)}) {text}" for i, text in enumerate(options))
 
 
+#: How a grounding task (an event to find in time) reads as a question, for strategies
+#: without a grounding mode of their own.
+GROUND_QUESTION = (
+    'When does this happen in the video: "{event}"? Answer with its start and end time in seconds.'
+)
+
+
 def question_with_options(question: str, options: Sequence[str]) -> str:
     """The question followed by its lettered options (nothing added when there are none)."""
     return f"{question}\n{format_options(options)}" if options else question

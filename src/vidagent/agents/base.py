@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import pydantic
 
 from vidagent.agents.actions import FormatFailure, RepeatedFailure, final_answer_schema
-from vidagent.agents.answer import option_letter, question_with_options
+from vidagent.agents.answer import GROUND_QUESTION, option_letter, question_with_options
 from vidagent.agents.run import ACTIVE, Run
 from vidagent.budget import Budget, BudgetExceeded, Meter
 from vidagent.exceptions import ConfigError, ProviderError
@@ -53,15 +53,25 @@ ToolMode = Literal["auto", "native", "json"]
 
 @dataclass(frozen=True)
 class Question:
-    """A question about one or more indexed videos; ``options`` make it multiple-choice."""
+    """A question about one or more indexed videos; ``options`` make it multiple-choice.
+
+    ``task`` is ``"answer"`` for a question, ``"ground"`` for temporal grounding: ``text``
+    describes an event and the answer is its ``[start, end]`` in seconds (a strategy that
+    grounds, such as AVI, asks for it in its own format; the others read the text as a
+    question).
+    """
 
     text: str
     video_ids: tuple[str, ...]
     options: tuple[str, ...] = ()
+    task: Literal["answer", "ground"] = "answer"
 
     @property
     def prompt(self) -> str:
-        """The question with its options as ``(A) …`` lines."""
+        """The question with its options as ``(A) …`` lines; for grounding, a question asking
+        when the event happens."""
+        if self.task == "ground":
+            return GROUND_QUESTION.format(event=self.text.strip())
         return question_with_options(self.text, self.options)
 
 

@@ -20,6 +20,7 @@ STRATEGIES: Registry[type[Agent]] = Registry(
         "dvd": "vidagent.agents.dvd:DVDAgent",
         "videoagent2": "vidagent.agents.videoagent2:VideoAgent2Agent",
         "eea": "vidagent.agents.eea:EEAAgent",
+        "avi": "vidagent.agents.avi:AVIAgent",
     },
 )
 

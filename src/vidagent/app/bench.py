@@ -444,9 +444,10 @@ class _Run:
             ids = [self.index.ensure(p) for p in sample.videos]
             self.session.prepare(self.agent, ids)
             choice = sample.task == "choice" and bool(sample.options)
+            ground = getattr(self.bench, "GROUNDING", False)
             question = Question(
-                sample.question if choice else self.bench.prompt(sample), tuple(ids),
-                tuple(sample.options) if choice else (),
+                sample.question if choice or ground else self.bench.prompt(sample), tuple(ids),
+                tuple(sample.options) if choice else (), "ground" if ground else "answer",
             )  # fmt: skip
             answer = self.agent.run(question, Trace(trace))
             row.update(self._answered(sample, answer))

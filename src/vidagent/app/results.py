@@ -205,6 +205,23 @@ class AskResult:
 
 
 @dataclass(frozen=True)
+class GroundResult(AskResult):
+    """``ground``: when the event happens, ``[start, end]`` in seconds (None when the answer
+    names no interval), with the run's answer, evidence and trace."""
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        from vidagent.bench.answers import read_interval
+
+        answered = self.trace.answer
+        return read_interval(answered.text) if answered is not None else None
+
+    def to_json(self) -> dict[str, Any]:
+        found = self.interval
+        return {"interval": list(found) if found else None, **super().to_json()}
+
+
+@dataclass(frozen=True)
 class ScoreResult:
     """``bench score``: the official and strict numbers with their breakdowns."""
 

@@ -19,12 +19,13 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from vidagent.app.results import (
     AskResult,
     EstimateReport,
     GraphDetail,
+    GroundResult,
     IndexReport,
     InfoReport,
     ProbeReport,
@@ -278,8 +279,6 @@ class Session:
             lib.clips(video.video_id),
         )  # fmt: skip
 
-    def remove(self, ref: str) -> str:
-        return self.existing_library().remove_video(ref)
     def graph(self, ref: str) -> GraphDetail:
         """A video's entity graph (AVI; ``None`` inside when its graph stage never ran).
 
@@ -290,6 +289,8 @@ class Session:
         video = lib.get_video(ref)
         return GraphDetail(video, lib.entity_graph(video.video_id))
 
+    def remove(self, ref: str) -> str:
+        return self.existing_library().remove_video(ref)
 
     def search(
         self,
@@ -394,6 +395,7 @@ class Session:
         tool_mode: ToolMode = "auto",
         progress: bool = False,
         strategy_options: Any = None,
+        task: Literal["answer", "ground"] = "answer",
     ) -> AskResult:
         """Answer a question about one or more videos.
 
@@ -409,6 +411,7 @@ class Session:
             tool_mode: ``auto``, ``native`` or ``json`` tool calling.
             progress: progress bars while indexing.
             strategy_options: the strategy's options (a mapping or its ``Options``).
+            task: ``"ground"`` reads ``question`` as an event to find in time (see :meth:`ground`).
         """
         from vidagent.agents.base import Question
         from vidagent.trace import Trace
@@ -423,8 +426,20 @@ class Session:
         self.check_embedding()
         path = self.trace_path(strategy) if trace is True else trace or None
         run_trace: Trace = Trace(path, listeners=[on_event] if on_event else [])
-        answer = agent.run(Question(question, tuple(ids), tuple(options)), run_trace)
+        answer = agent.run(Question(question, tuple(ids), tuple(options), task), run_trace)
         return AskResult(run_trace, answer)
+
+    def ground(self, video: str | Path, event: str, *, strategy: str = "avi", **ask: Any) -> GroundResult:
+        """Find when ``event`` happens in ``video``: ``[start, end]`` in seconds and its evidence.
+
+        AVI grounds in its own mode (``**Answer:**[s, e]``, refined by boundary detection);
+        another strategy is asked when the event happens and its answer's first two times are
+        read. Keyword arguments are :meth:`ask`'s.
+        """
+        if not event.strip():
+            raise ConfigError("the event description is empty")
+        result = self.ask(video, event, strategy=strategy, task="ground", **ask)
+        return GroundResult(result.trace, result.answer)
 
     def replay(self, path: str | Path) -> AskResult:
         """A run read back from its trace file; no model is called."""

@@ -35,7 +35,7 @@ def parse_prediction(sample: Sample, answer: Answer) -> Any:
         m = re.search(r"\d+(?:\s*(?:->|→|>|,)\s*\d+)+", text)
         return tuple(int(n) for n in re.findall(r"\d+", m.group(0))) if m else None
     if sample.task == "interval":
-        return _interval(text)
+        return read_interval(text)
     return text or None
 
 
@@ -59,7 +59,8 @@ def _letters(text: str, n: int) -> tuple[int, ...] | None:
 _TIME = re.compile(r"\d+(?::\d{1,2}){1,2}(?:\.\d+)?|\d+(?:\.\d+)?")
 
 
-def _interval(text: str) -> tuple[float, float] | None:
+def read_interval(text: str) -> tuple[float, float] | None:
+    """The first two times in ``text`` (seconds or ``HH:MM:SS``) as ``(start, end)``, in order."""
     times = [parse_time(t) for t in _TIME.findall(text)[:2]]
     return (min(times), max(times)) if len(times) == 2 else None
 

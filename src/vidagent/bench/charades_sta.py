@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vidagent.agents.answer import GROUND_QUESTION
 from vidagent.bench.base import (
     BenchmarkDataError,
     LoadResult,
@@ -54,6 +55,9 @@ TITLE = "Charades-STA"
 SPLITS = ("test", "train")
 DEFAULT_SPLIT = "test"
 THRESHOLDS = (0.3, 0.5, 0.7)
+#: The runner asks each sentence as a grounding task (``Question.task == "ground"``): AVI
+#: grounds it in its own answer format, other strategies get :func:`prompt`'s question.
+GROUNDING = True
 FORMATS = '{"<video>_<n>": [start, end]}, or runner JSONL'
 
 
@@ -100,10 +104,7 @@ def load(
 
 def prompt(sample: Sample) -> str:
     """Ask for the moment the sentence describes, as start and end seconds."""
-    return (
-        f'When does this happen in the video: "{sample.question}"? '
-        "Answer with its start and end time in seconds."
-    )
+    return GROUND_QUESTION.format(event=sample.question)
 
 
 def score(

@@ -1,4 +1,5 @@
-"""``vidagent ask`` (index what is missing, answer, show each step live) and ``replay``."""
+"""``vidagent ask`` (index what is missing, answer, show each step live), ``ground`` (when an
+event happens) and ``replay``."""
 
 from __future__ import annotations
 
@@ -83,6 +84,55 @@ def ask(ctx: click.Context, args: tuple[str, ...], options: tuple[str, ...], str
     if quiet and answered is not None:  # else the live display printed it already
         click.echo(renderer(answered))
     click.echo(f"trace: {result.trace.path}")
+
+
+@cli.command()
+@click.argument("video")
+@click.argument("event")
+@click.option("--strategy", "-s", default="avi", show_default=True, help="agent strategy")
+@click.option("--trace", "trace_path", type=click.Path(dir_okay=False), help="trace JSONL file")
+@click.option("--max-steps", type=int, help="tool iterations [avi: 10]")
+@click.option(
+    "--tool-mode", type=click.Choice(["auto", "native", "json"]), default="auto",
+    show_default=True, help="native tool calls or JSON actions",
+)  # fmt: skip
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="a strategy option")
+@click.option("--quiet", "-q", is_flag=True, help="do not show the steps")
+@click.option("--json", "as_json", is_flag=True, help="print the interval, answer and totals as JSON")
+@click.pass_context
+def ground(ctx: click.Context, video: str, event: str, strategy: str, trace_path: str | None,
+           max_steps: int | None, tool_mode: str, sets: tuple[str, ...], quiet: bool,
+           as_json: bool) -> None:  # fmt: skip
+    """Find when EVENT happens in VIDEO: its [start, end] in seconds and the evidence.
+
+    AVI (the default) grounds in its own mode: it retrieves candidate clips, refines the
+    boundaries by frame-text similarity and answers **Answer:**[start, end]. Exits 1 when
+    the answer names no interval.
+    """
+    from vidagent.budget import Budget
+    from vidagent.cli.render import Renderer
+
+    stream = sys.stderr if as_json else sys.stdout
+    renderer = Renderer()
+
+    def show(event: Any) -> None:
+        line = renderer(event)
+        if line is not None and not quiet:
+            click.echo(line, file=stream)
+
+    result = session_of(ctx).ground(
+        video, event, strategy=strategy, budget=Budget(steps=max_steps) if max_steps else None,
+        trace=trace_path or True, on_event=show, tool_mode=tool_mode,  # type: ignore[arg-type]
+        progress=not quiet, strategy_options=parse_sets(sets),
+    )  # fmt: skip
+    if as_json:
+        echo_json(result.to_json())
+        return
+    found = result.interval
+    click.echo(f"interval: [{found[0]:.1f}s, {found[1]:.1f}s]" if found else "interval: none found")
+    click.echo(f"trace: {result.trace.path}")
+    if found is None:
+        sys.exit(1)
 
 
 @cli.command()

@@ -23,8 +23,13 @@
 | ``eea_query_update.txt`` | EEA, Table 11: new queries from the round's frames |
 | ``avi_caption.txt`` | AVI, Fig. 7: a clip's caption and its own subject registry (line breaks put back where the spec's B.8.3 has them; the paper's garbled quotes kept) |
 | ``vlm_boxes_system.txt``, ``vlm_boxes.txt`` | not in the papers: boxes of named objects asked of a vision model as JSON (``object_detector="vlm"``; the papers use YOLOv11 and Grounding DINO) |
-
 | ``avi_graph.txt`` | AVI, Fig. 8: the entity-graph extractor's system prompt (line breaks put back where the spec's B.8.4 has them; the paper's garbled quotes kept) |
+| ``avi_system.txt`` | AVI, Fig. 5: the system prompt's template (the figure's "Fig. 9/10–12/6" references left out: the code puts those figures there) |
+| ``avi_core_protocol.txt`` | AVI, Fig. 9: the core protocol of every phase |
+| ``avi_retrieve.txt``, ``avi_perceive.txt``, ``avi_review.txt`` | AVI, Figs. 10, 11 and 12: each phase's instruction |
+| ``avi_tools.txt`` | AVI, Fig. 6: one line per tool, as the paper prints them (the strategy reads each tool's line out of it) |
+| ``avi_global_explore.txt`` | not in the paper: global_explore_tool's query-focused summary over every caption (the paper names the tool only) |
+
 EEA's tables lost their placeholders' braces in the paper's text: the files put them back
 (``{duration}``, ``{segment_block}``) and break lines at the ``/* ... */`` headers; Table 9's "Options:question" typo reads
 ``{options}``. Nothing else changed.

@@ -1,0 +1,334 @@
+"""AVI: the phase machine (tools per phase, switch signals, review sending back to perceive,
+one call per iteration, the forced answer at 10), the paper's prompts, grounding, several
+videos, and the tools on a real clip."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentkit import INDEX_SPECS, JSON_ONLY, action, build_library, call
+from clirun import vidagent
+
+from vidagent.agents.avi import FORCED, AVIAgent, tool_descriptions
+from vidagent.agents.base import Question
+from vidagent.agents.strategies import strategy_class
+from vidagent.app import ask as app_ask
+from vidagent.budget import Budget
+from vidagent.cli.render import render
+from vidagent.config import load_settings
+from vidagent.exceptions import ConfigError
+from vidagent.models.base import ChatRequest
+from vidagent.models.client import Models
+from vidagent.models.fake import FakeAdapter
+from vidagent.models.rapidocr import RapidOCRAdapter
+from vidagent.prompts import load_prompt
+from vidagent.trace import Observed, PhaseChanged, RunStarted, Trace
+
+OPTIONS = ("GOODBYE", "HELLO VIDAGENT", "No text")
+QUESTION = "What text appears on screen?"
+RETRIEVE = {"clip_retrieve_tool", "clip_merge_tool", "global_explore_tool", "graph_retrieve_tool"}
+PERCEIVE = {
+    "object_detect_tool",
+    "boundary_detect_tool",
+    "text_extract_tool",
+    "frame_analysis_tool",
+}
+
+
+@pytest.fixture(scope="module")
+def indexed(small_video: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    return build_library(tmp_path_factory.mktemp("lib") / "lib", small_video)
+
+
+OCR = RapidOCRAdapter("pp-ocr")  # the real offline OCR: text_extract_tool reads real frames
+
+
+def models(settings: Any, llm: FakeAdapter) -> Models:
+    vlm = FakeAdapter.function(lambda req: f"saw {req.image_count()} images")
+    adapters = {"llm": llm, "vlm": vlm, "embed": FakeAdapter("hash", {"dim": "32"}), "ocr": OCR,
+                "detector": FakeAdapter("echo")}  # fmt: skip
+    return Models.from_adapters(adapters, settings)
+
+
+def agent(indexed: Any, llm: FakeAdapter, **options: Any) -> AVIAgent:
+    library, _, settings = indexed
+    return AVIAgent(library, models(settings, llm), **options)
+
+
+def ask(indexed: Any, llm: FakeAdapter, question: Question | None = None, **options: Any) -> Any:
+    _, ids, _ = indexed
+    return agent(indexed, llm, **options).run(question or Question(QUESTION, tuple(ids), OPTIONS))
+
+
+def offered(llm: FakeAdapter) -> list[set[str]]:
+    """The tools each chat request offered."""
+    return [{t.name for t in r.tools} for r in llm.requests if isinstance(r, ChatRequest)]
+
+
+def stages(llm: FakeAdapter) -> list[str]:
+    found = [re.search(r"\*\*Current Stage: (\w+)\*\*", r.messages[0].text) for r in llm.requests]
+    return [m.group(1) if m else "" for m in found]
+
+
+def phases(answer: Any) -> list[str]:
+    return [e.phase for e in answer.trace.of(PhaseChanged)]
+
+
+def test_retrieve_perceive_review_offers_only_each_phase_s_tools(indexed: Any) -> None:
+    llm = FakeAdapter.scripted([
+        call("clip_retrieve_tool", query="text on screen"),
+        "The text is around 5-8 s. [STAGE_SWITCH: perceive]",
+        call("text_extract_tool", time_ranges=[[5, 8]]),
+        "Confirmed visually. [STAGE_SWITCH: review]",
+        "The frames show HELLO VIDAGENT.\n**Answer:**B",
+    ])  # fmt: skip
+    answer = ask(indexed, llm)
+    assert answer.letter == "B" and not answer.forced and answer.reason == "answered"
+    assert offered(llm) == [RETRIEVE, RETRIEVE, PERCEIVE, PERCEIVE, set()]
+    assert stages(llm) == ["RETRIEVE", "RETRIEVE", "PERCEIVE", "PERCEIVE", "REVIEW"]
+    assert phases(answer) == ["retrieve", "perceive", "review"]
+    read = [o for o in answer.trace.of(Observed) if o.tool == "text_extract_tool"]
+    assert read and "HELLO VIDAGENT" in read[0].text.upper()  # the real OCR path on real frames
+    # The conversation carries over: the review turn sees both observations.
+    last = llm.requests[-1].messages
+    assert sum(m.role == "tool" for m in last) == 2
+
+
+def test_review_sends_back_to_perceive_and_switch_beside_a_call_runs_the_call(indexed: Any) -> None:
+    llm = FakeAdapter.scripted([
+        (call("clip_retrieve_tool", query="text"),),
+        "[STAGE_SWITCH: perceive]",
+        "Nothing to check yet. [STAGE_SWITCH: review]",
+        "Not conclusive. [STAGE_SWITCH: perceive]",  # review -> perceive
+        (call("text_extract_tool", time_ranges=[[4, 9]]),),
+        "[STAGE_SWITCH: review]",
+        "**Answer:** (B)",
+    ])  # fmt: skip
+    answer = ask(indexed, llm)
+    assert answer.letter == "B"
+    assert stages(llm) == [
+        "RETRIEVE",
+        "RETRIEVE",
+        "PERCEIVE",
+        "REVIEW",
+        "PERCEIVE",
+        "PERCEIVE",
+        "REVIEW",
+    ]
+    assert phases(answer) == ["retrieve", "perceive", "review", "perceive", "review"]
+
+
+def test_an_answer_while_perceiving_goes_to_review_first(indexed: Any) -> None:
+    llm = FakeAdapter.scripted([
+        "[STAGE_SWITCH: perceive]", "**Answer:**A", "On reflection **Answer:**B",
+    ])  # fmt: skip
+    answer = ask(indexed, llm)
+    assert answer.letter == "B" and stages(llm) == ["RETRIEVE", "PERCEIVE", "REVIEW"]
+
+
+def test_one_tool_call_per_iteration_and_no_tool_of_another_phase(indexed: Any) -> None:
+    llm = FakeAdapter.scripted([
+        (call("clip_retrieve_tool", query="text"), call("global_explore_tool", query="text")),
+        call("object_detect_tool", time_ranges=[[0, 2]], objects=["person"]),
+        "[STAGE_SWITCH: perceive]", "[STAGE_SWITCH: review]", "**Answer:**B",
+    ])  # fmt: skip
+    answer = ask(indexed, llm)
+    seen = {(o.tool, o.error, o.text.split(":")[0]) for o in answer.trace.of(Observed)}
+    assert ("global_explore_tool", False, "Skipped") in seen  # the second call is not run
+    wrong = [o for o in answer.trace.of(Observed) if o.tool == "object_detect_tool"]
+    assert wrong[0].error and "not available in retrieve stage" in wrong[0].text
+    assert len(llm.requests) == 5  # no llm call was made by the skipped global_explore_tool
+
+
+def test_ten_iterations_then_a_forced_answer_without_tools(indexed: Any) -> None:
+    llm = FakeAdapter.scripted(
+        [call("clip_retrieve_tool", query=f"text {i}") for i in range(10)] + ["**Answer:**B"]
+    )
+    answer = ask(indexed, llm)
+    assert answer.forced and answer.reason == "max_steps" and answer.letter == "B"
+    assert len(llm.requests) == 11
+    final = llm.requests[-1]
+    assert not final.tools and final.messages[-1].text == FORCED
+    assert answer.trace.of(Observed)[-1].tool == "clip_retrieve_tool"
+
+
+def test_the_turn_cap_ends_a_model_that_never_calls_tools(indexed: Any) -> None:
+    # retrieve -> perceive -> review -> perceive ... with no tool ever run: 25 turns at most.
+    llm = FakeAdapter.function(
+        lambda req: (
+            "Still thinking."
+            if req.tools or "REVIEW" not in req.messages[0].text
+            else "[STAGE_SWITCH: perceive]"
+        )
+    )
+    answer = ask(indexed, llm, max_llm_calls=7)
+    assert answer.forced and len(llm.requests) == 8
+
+
+def test_system_prompt_is_fig5_with_the_paper_s_texts(indexed: Any) -> None:
+    library, ids, _ = indexed
+    a = agent(indexed, FakeAdapter.scripted([]))
+    q = Question(QUESTION, tuple(ids), OPTIONS)
+    text = a.system_prompt("perceive", q)
+    assert text.startswith(
+        "You are a Protocol-Driven Video Analysis Engine.\n**Current Stage: PERCEIVE**"
+    )
+    assert load_prompt("avi_core_protocol").strip() in text
+    assert load_prompt("avi_perceive").strip() in text
+    assert load_prompt("avi_retrieve").strip() not in text
+    figure6 = tool_descriptions()
+    assert len(figure6) == 7
+    for name in PERCEIVE:
+        assert figure6[name] in text
+    assert figure6["clip_retrieve_tool"] not in text
+    duration = library.get_video(ids[0]).duration
+    assert text.endswith(f"Total video length: {duration:.1f} seconds.")
+    assert a.user_prompt(q).endswith("(C) No text\nAnswer with the option letter.")
+
+
+def test_prompts_are_the_paper_s_figures_verbatim() -> None:
+    paper = Path(__file__).parents[3] / "shared" / "papers" / "avi.txt"
+    if not paper.is_file():
+        pytest.skip("the AVI paper text is not beside the project")
+    flat = re.sub(r"\s+", " ", paper.read_text(encoding="utf-8"))
+    for name in ("avi_tools", "avi_core_protocol", "avi_retrieve", "avi_perceive", "avi_review"):
+        assert re.sub(r"\s+", " ", load_prompt(name)).strip() in flat, name
+
+
+def test_ablations_change_what_the_agent_can_do(indexed: Any) -> None:
+    llm = FakeAdapter.scripted([call("clip_retrieve_tool", query="text"), "**Answer:**B"])
+    answer = ask(indexed, llm, phases=False, graph=False)
+    assert offered(llm)[0] == (RETRIEVE | PERCEIVE) - {"graph_retrieve_tool"}
+    assert answer.letter == "B" and stages(llm)[0] == "FREE"
+    no_review = FakeAdapter.scripted(
+        ["[STAGE_SWITCH: perceive]", "[STAGE_SWITCH: review]", "**Answer:**C"]
+    )
+    answer = ask(indexed, no_review, review=False)
+    assert answer.letter == "C" and not answer.forced and "REVIEW" not in stages(no_review)
+    with pytest.raises(ConfigError, match="max_llm_calls"):
+        ask(indexed, FakeAdapter.scripted([]), max_llm_calls=0)
+    plan = agent(indexed, FakeAdapter.scripted([]), graph=False, captions="avi").index_plan()
+    assert "graph" not in plan.stages and plan.settings["caption_style"] == "avi"
+
+
+def test_json_actions_switch_stages_and_answer(indexed: Any) -> None:
+    llm = FakeAdapter.scripted([
+        action("clip_retrieve_tool", "find the text", query="text on screen"),
+        action("stage_switch", "found 5-8 s", stage="perceive"),
+        action("text_extract_tool", "read it", time_ranges=[[5, 8]]),
+        action("stage_switch", "confirmed", stage="review"),
+        action("answer", "conclusive", answer="B"),
+    ], capabilities=JSON_ONLY)  # fmt: skip
+    answer = ask(indexed, llm)
+    assert answer.letter == "B" and phases(answer) == ["retrieve", "perceive", "review"]
+    assert "stage_switch" in llm.requests[0].messages[0].text  # the protocol lists it
+
+
+def test_grounding_answers_an_interval_with_it_as_evidence(indexed: Any) -> None:
+    _, ids, _ = indexed
+    llm = FakeAdapter.scripted([
+        call("clip_retrieve_tool", query="text appears"),
+        "[STAGE_SWITCH: perceive]",
+        call("boundary_detect_tool", time_ranges=[[0, 12]], event="white text appears"),
+        "[STAGE_SWITCH: review]",
+        "**Answer:**[5.0s,8.5s]",
+    ])  # fmt: skip
+    answer = ask(indexed, llm, Question("white text appears", tuple(ids), task="ground"))
+    assert answer.text == "[5, 8.5]" and [e.to_list() for e in answer.evidence] == [
+        [ids[0], 5.0, 8.5]
+    ]
+    assert (
+        'Localize this event in the video: "white text appears"' in llm.requests[0].messages[1].text
+    )
+    boundary = next(o for o in answer.trace.of(Observed) if o.tool == "boundary_detect_tool")
+    assert "coarse: caption similarity per clip" in boundary.text  # no image_embed configured
+
+
+def test_several_videos_list_their_lengths_and_tools_take_a_video(
+    indexed: Any, counter_video: Path
+) -> None:
+    library, ids, settings = indexed
+    from vidagent.ingest import index_video
+
+    other = index_video(counter_video, library=library, settings=settings).video
+    assert other is not None
+    llm = FakeAdapter.scripted([
+        call("text_extract_tool", time_ranges=[[5, 8]]),  # wrong phase
+        "[STAGE_SWITCH: perceive]",
+        call("text_extract_tool", time_ranges=[[5, 8]]),  # no video named: the model must say
+        call("text_extract_tool", time_ranges=[[5, 8]], video=ids[0]),
+        "[STAGE_SWITCH: review]", "**Answer:**B",
+    ])  # fmt: skip
+    answer = AVIAgent(library, models(settings, llm)).run(
+        Question(QUESTION, (ids[0], other.video_id), OPTIONS)
+    )
+    assert answer.letter == "B"
+    assert (
+        "small.mp4" in llm.requests[0].messages[0].text
+        and "counter.mp4" in llm.requests[0].messages[0].text
+    )
+    reads = [o for o in answer.trace.of(Observed) if o.tool == "text_extract_tool"]
+    assert reads[1].error and "several videos" in reads[1].text
+    assert not reads[2].error and "HELLO VIDAGENT" in reads[2].text.upper()
+
+
+def test_registered_and_recorded_in_the_trace(indexed: Any) -> None:
+    assert strategy_class("avi") is AVIAgent
+    answer = ask(
+        indexed,
+        FakeAdapter.scripted(
+            ["[STAGE_SWITCH: perceive]", "[STAGE_SWITCH: review]", "**Answer:**B"]
+        ),
+    )
+    started = answer.trace.of(RunStarted)[0]
+    assert started.strategy == "avi" and started.index["stages"] == ["caption", "embed", "graph"]
+
+
+@pytest.mark.models
+def test_embedded_defaults_answer_a_real_clip(indexed: Any, tmp_path: Path) -> None:
+    library, ids, _ = indexed
+    settings = load_settings(
+        {**INDEX_SPECS, "llm": "llamacpp:smollm2-135m", "ocr": "rapidocr:pp-ocr"}
+    )
+    answer = app_ask(
+        ids[0], QUESTION, options=OPTIONS, strategy="avi", settings=settings, library=library,
+        trace=tmp_path / "trace.jsonl", budget=Budget(steps=3),
+    )  # fmt: skip
+    trace = answer.trace
+    assert trace is not None and trace.of(PhaseChanged)[0].phase == "retrieve"
+    # well formed: a parsed answer names one option; an unparsable one says so, never guesses
+    assert answer.parsed == (answer.choice is not None) and answer.text
+    assert Trace.load(tmp_path / "trace.jsonl").events == trace.events
+    assert list(render(trace.events))[-2].startswith("answer: ")
+
+
+def test_ground_command_prints_the_interval_and_bad_input_is_one_line(
+    small_video: Path, tmp_path: Path, fake_env: dict[str, str]
+) -> None:
+    env = {**fake_env, "VIDAGENT_LLM": "fake:echo?reply=**Answer:**[5.0s,8.0s]"}
+    done = vidagent(
+        "ground", str(small_video), "white text appears", "--quiet", home=tmp_path, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "interval: [5.0s, 8.0s]"
+    as_json = vidagent(
+        "ground", "small.mp4", "white text appears", "--json", "-q", home=tmp_path, env=env
+    )
+    body = json.loads(as_json.stdout)
+    assert body["interval"] == [5.0, 8.0] and body["answer"]["evidence"][0][1:] == [5.0, 8.0]
+    empty = vidagent("ground", "small.mp4", " ", home=tmp_path, env=env)
+    assert empty.returncode != 0 and "Traceback" not in empty.stderr
+    assert empty.stderr.strip().splitlines()[-1].endswith("the event description is empty")
+    none = vidagent(
+        "ground",
+        "small.mp4",
+        "x",
+        "-q",
+        home=tmp_path,
+        env={**env, "VIDAGENT_LLM": "fake:echo?reply=no idea"},
+    )
+    assert none.returncode == 1 and "interval: none found" in none.stdout
