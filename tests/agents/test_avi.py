@@ -332,3 +332,12 @@ def test_ground_command_prints_the_interval_and_bad_input_is_one_line(
         env={**env, "VIDAGENT_LLM": "fake:echo?reply=no idea"},
     )
     assert none.returncode == 1 and "interval: none found" in none.stdout
+
+
+def test_a_model_repeating_one_call_is_told_and_stopped(indexed: Any) -> None:
+    llm = FakeAdapter.scripted([call("clip_retrieve_tool", query="text")] * 4 + ["**Answer:**B"])
+    answer = ask(indexed, llm)
+    seen = answer.trace.of(Observed)
+    assert not seen[0].error and all("already made (step 1)" in o.text for o in seen[1:])
+    assert answer.forced and answer.reason == "repeated_failures" and answer.letter == "B"
+    assert len(llm.requests) == 5
