@@ -21,11 +21,13 @@ from vidagent.budget import Budget
 from vidagent.cli.render import render
 from vidagent.config import load_settings
 from vidagent.exceptions import ConfigError
-from vidagent.models.base import ChatRequest
+from vidagent.models.base import ChatRequest, Detection
 from vidagent.models.client import Models
 from vidagent.models.fake import FakeAdapter
 from vidagent.models.rapidocr import RapidOCRAdapter
 from vidagent.prompts import load_prompt
+from vidagent.tools.avi_perceive import object_detect_tool
+from vidagent.tools.base import ToolContext
 from vidagent.trace import Observed, PhaseChanged, RunStarted, Trace
 
 OPTIONS = ("GOODBYE", "HELLO VIDAGENT", "No text")
@@ -341,3 +343,24 @@ def test_a_model_repeating_one_call_is_told_and_stopped(indexed: Any) -> None:
     assert not seen[0].error and all("already made (step 1)" in o.text for o in seen[1:])
     assert answer.forced and answer.reason == "repeated_failures" and answer.letter == "B"
     assert len(llm.requests) == 5
+
+
+def test_object_detect_suppresses_overlaps_at_iou_half_and_counts_per_frame(indexed: Any) -> None:
+    library, ids, settings = indexed
+
+    def boxes(_rgb: Any) -> list[Detection]:
+        return [
+            Detection("cat", (10, 10, 100, 100), 0.9),
+            Detection("cat", (12, 12, 102, 102), 0.8),  # IoU ≈ 0.92 with the first: suppressed
+            Detection("cat", (60, 10, 150, 100), 0.7),  # IoU ≈ 0.29: kept
+            Detection("cat", (300, 10, 390, 100), 0.2),  # below 0.35: dropped
+        ]
+
+    hub = Models.from_adapters({"detector": FakeAdapter(detect_fn=boxes)}, settings)
+    options = AVIAgent(library, hub).tool_options(Question(QUESTION, tuple(ids)))
+    ctx = ToolContext(library, hub, list(ids), options=options)
+    obs = object_detect_tool(ctx, {"time_ranges": [[0, 1.5]], "objects": ["cat"]})
+    assert not obs.error and obs.frames == 4  # 2 fps over [0, 1.5]
+    assert obs.text.count("cat (p=0.90)") == 4 and obs.text.count("cat (p=0.70)") == 4
+    assert "p=0.80" not in obs.text and "p=0.20" not in obs.text
+    assert "cat: max 2, median 2" in obs.text

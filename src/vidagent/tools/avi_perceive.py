@@ -10,7 +10,8 @@ the peak at 2 fps (:func:`vidagent.tools.boundary.frame_times`).
   ``detector`` role, e.g. ``transformers:<Grounding DINO dir>``; or boxes from the tool VLM
   with ``object_detector="vlm"``; people and faces only offline, which the observation says);
   non-maximum suppression at IoU 0.5 (the paper's ``iou_threshold``) per frame and label;
-  boxes of confidence below 0.35 dropped (Grounding DINO's box threshold). Per-frame lines and,
+  boxes below ``ctx.options.perception.detect_threshold`` dropped (AVI sets 0.35, Grounding
+  DINO's box threshold). Per-frame lines and,
   since counting questions need it, the maximum and median count of each label across frames.
 - ``text_extract_tool``: the ``ocr`` role on every frame, lines of confidence ≥ 0.5, a string
   seen on consecutive frames listed once with its first time.
@@ -48,7 +49,6 @@ PERCEIVE_FRAMES = 32  # object_detect and text_extract (B.11 #23)
 ANALYSIS_FRAMES = 64  # frame_analysis's max_frames (the paper)
 BOUNDARY_FRAMES = 240  # boundary_detect: two minutes at 2 fps
 NMS_IOU = 0.5  # object_detect's iou_threshold (the paper)
-BOX_THRESHOLD = 0.35  # Grounding DINO's default box threshold
 OCR_CONFIDENCE = 0.5
 DETECT_SIDE = 1280  # 720p frames: long side
 ANALYSIS_HEIGHT = 720
@@ -107,6 +107,7 @@ def object_detect_tool(
     frames = Region().frames(v, times, DETECT_SIDE, cost)  # (N, H, W, 3) uint8
     h, w = frames.shape[1:3]
     found = detector.detect(list(frames), targets)
+    threshold = ctx.options.perception.detect_threshold  # AVI: 0.35, Grounding DINO's box threshold
     calls, notes = detector_report(detector)
     rows = [(f"Detections of {', '.join(targets)} in {len(times)} frame(s){v.name} "
             f"(detector {detector.name}, NMS IoU {NMS_IOU}):")]  # fmt: skip
@@ -114,7 +115,7 @@ def object_detect_tool(
     counts: dict[str, list[int]] = defaultdict(list)
     scores: list[float] = []
     for t, dets in zip(times, found):
-        kept = nms([d for d in dets if d.score >= BOX_THRESHOLD])
+        kept = nms([d for d in dets if d.score >= threshold])
         per = Counter(d.label for d in kept)
         for label in targets:
             counts[label].append(per.get(label, 0))
