@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from agentkit import INDEX_SPECS, JSON_ONLY, action, build_library, call
 from clirun import vidagent
@@ -21,12 +22,15 @@ from vidagent.budget import Budget
 from vidagent.cli.render import render
 from vidagent.config import load_settings
 from vidagent.exceptions import ConfigError
-from vidagent.models.base import ChatRequest, Detection
+from vidagent.ingest import index_video
+from vidagent.library import ClipRow
+from vidagent.models.base import Capabilities, ChatRequest, Detection
 from vidagent.models.client import Models
 from vidagent.models.fake import FakeAdapter
 from vidagent.models.rapidocr import RapidOCRAdapter
 from vidagent.prompts import load_prompt
 from vidagent.tools.avi_perceive import object_detect_tool
+from vidagent.tools.avi_retrieve import global_explore_tool, merge_clips
 from vidagent.tools.base import ToolContext
 from vidagent.trace import Observed, PhaseChanged, RunStarted, Trace
 
@@ -254,8 +258,6 @@ def test_several_videos_list_their_lengths_and_tools_take_a_video(
     indexed: Any, counter_video: Path
 ) -> None:
     library, ids, settings = indexed
-    from vidagent.ingest import index_video
-
     other = index_video(counter_video, library=library, settings=settings).video
     assert other is not None
     llm = FakeAdapter.scripted([
@@ -364,3 +366,73 @@ def test_object_detect_suppresses_overlaps_at_iou_half_and_counts_per_frame(inde
     assert obs.text.count("cat (p=0.90)") == 4 and obs.text.count("cat (p=0.70)") == 4
     assert "p=0.80" not in obs.text and "p=0.20" not in obs.text
     assert "cat: max 2, median 2" in obs.text
+
+
+def test_graph_retrieve_finds_the_interaction_the_graph_stage_extracted(
+    small_video: Path, tmp_path: Path
+) -> None:
+    library, ids, settings = build_library(tmp_path / "lib", small_video)
+    extraction = {
+        "video_analysis": [
+            {"subject_id": "Subject_1", "subject_name": "Man in red shirt",
+             "appearance_timeline": [["00:00:00", "00:00:10"]], "attributes": ["red shirt"],
+             "actions_events": []},
+            {"subject_id": "Subject_2", "subject_name": "Reader",
+             "appearance_timeline": [["00:00:04", "00:00:12"]], "attributes": [], "actions_events": []},
+        ],
+        "interactions": [
+            {"subjects_involved": ["Subject_1", "Subject_2"],
+             "interaction_description": "Subject_1 hands Subject_2 a book",
+             "timestamp": ["00:00:05", "00:00:08"]},
+        ],
+    }  # fmt: skip
+    extractor = FakeAdapter("fig8", {"reply": json.dumps(extraction)})
+    graph_hub = Models.from_adapters(
+        {"llm": extractor, "embed": FakeAdapter("hash", {"dim": "32"})}, settings
+    )
+    index_video(
+        small_video, library=library, models=graph_hub, settings=settings, stages=("graph",)
+    )
+    llm = FakeAdapter.scripted([
+        call("graph_retrieve_tool", query="Subject_1 and Subject_2"),
+        "[STAGE_SWITCH: perceive]", "[STAGE_SWITCH: review]", "**Answer:**B",
+    ])  # fmt: skip
+    answer = AVIAgent(library, models(settings, llm)).run(Question(QUESTION, tuple(ids), OPTIONS))
+    found = next(o for o in answer.trace.of(Observed) if o.tool == "graph_retrieve_tool")
+    assert not found.error and "--[Subject_1 hands Subject_2 a book]-->" in found.text
+    assert [ids[0], 5.0, 8.0] in found.evidence
+
+
+def test_clip_merge_joins_close_coherent_clips_only() -> None:
+    clips = [ClipRow("v", i, t0, t0 + 5) for i, t0 in ((0, 0), (1, 5), (2, 10), (4, 30))]
+    same, other = [1.0, 0.0], [0.0, 1.0]
+    groups = merge_clips(clips, np.array([same, same, other, same], np.float32))
+    assert [[c.clip_index for c in g] for g in groups] == [
+        [0, 1],
+        [2],
+        [4],
+    ]  # 2 differs; 4 is 15 s on
+
+
+def test_global_explore_reads_every_caption_in_windows_when_the_context_is_small(
+    indexed: Any,
+) -> None:
+    library, ids, settings = indexed
+    asked: list[str] = []
+
+    def explore(request: ChatRequest) -> str:
+        asked.append(request.messages[-1].text)
+        return f"summary {len(asked)}\n[0-5]: relevant"
+
+    small = Capabilities(roles=frozenset({"llm"}), context_tokens=2200, local=True)
+    hub = Models.from_adapters({"llm": FakeAdapter.function(explore, capabilities=small),
+                                "embed": FakeAdapter("hash", {"dim": "32"})}, settings)  # fmt: skip
+    ctx = ToolContext(library, hub, list(ids))
+    obs = global_explore_tool(ctx, {"query": "what text appears"})
+    captions = [c.caption.strip() for c in library.clips(ids[0])]
+    assert not obs.error and obs.text.startswith("summary ")
+    assert all(any(c in a for a in asked) for c in captions)  # every caption was read
+    assert len(asked) == obs.model_calls > 2 and "Query: what text appears" in asked[0]
+    assert asked[-1].count("Part ") == len(asked) - 1  # the windows, reduced in one more call
+    again = global_explore_tool(ctx, {"query": "what text appears"})
+    assert again.text == obs.text and again.model_calls == 0  # memoised in the Library
