@@ -1,4 +1,4 @@
-"""A real run: the embedded SmolLM2 drives DVD through JSON actions on a real narrated clip,
+"""Real runs: the embedded SmolLM2 drives DVD (and AVI) through JSON actions on real clips,
 with the perception describer standing in for the VLM. SmolLM2-135M is weak; what must hold is
 that the run completes with a well-formed answer and a trace that replays."""
 
@@ -14,7 +14,7 @@ from vidagent.app import ask
 from vidagent.budget import Budget
 from vidagent.cli.render import render
 from vidagent.config import load_settings
-from vidagent.trace import AgentTurn, ModelCall, Observed, RunStarted, Trace
+from vidagent.trace import AgentTurn, ModelCall, Observed, PhaseChanged, RunStarted, Trace
 
 pytestmark = [pytest.mark.models, pytest.mark.realmedia]
 
@@ -40,5 +40,26 @@ def test_smollm2_answers_about_a_real_clip(tmp_path: Path) -> None:
     # well formed: a parsed answer names one option; an unparsable one says so, never guesses
     assert answer.parsed == (answer.choice is not None)
     assert answer.reason in ("answered", "max_steps", "format_errors")
+    assert Trace.load(tmp_path / "trace.jsonl").events == trace.events
+    assert list(render(trace.events))[-2].startswith("answer: ")
+
+
+def test_smollm2_drives_avi_through_its_phases_on_a_real_clip(tmp_path: Path) -> None:
+    clip = get_clip("vtest.avi")
+    settings = load_settings({"cache": "off"})  # the embedded offline defaults
+    answer = ask(
+        clip, "How many people walk through the scene?", options=["one", "two", "more than three"],
+        strategy="avi", settings=settings, library=tmp_path / "lib", budget=Budget(steps=2),
+        trace=tmp_path / "trace.jsonl",
+    )  # fmt: skip
+    trace = answer.trace
+    assert trace is not None
+    started = trace.of(RunStarted)[0]
+    assert started.strategy == "avi" and started.index["stages"] == ["caption", "embed"]  # no graph
+    phases = [e.phase for e in trace.of(PhaseChanged)]
+    assert phases[0] == "retrieve" and set(phases) <= {"retrieve", "perceive", "review"}
+    assert all(t.mode == "json" for t in trace.of(AgentTurn))
+    assert trace.totals.steps <= 2
+    assert answer.parsed == (answer.choice is not None) and answer.text
     assert Trace.load(tmp_path / "trace.jsonl").events == trace.events
     assert list(render(trace.events))[-2].startswith("answer: ")
