@@ -12,6 +12,7 @@ fast and never import torch. One module per family of commands:
 - :mod:`.ask`: ``ask``, ``replay``
 - :mod:`.bench`: ``bench score``
 - :mod:`.bench_run`: ``bench run``, ``bench report``
+- :mod:`.mcp`: ``mcp`` (the MCP server)
 - :mod:`.render`: trace events as lines (the live display and ``replay``)
 """
 
@@ -119,4 +120,4 @@ def main(argv: list[str] | None = None) -> None:
 __all__ = ["cli", "echo_json", "hms", "main", "parse_sets", "parse_time", "session_of", "settings_of"]
 
 # Register the commands (imported for their side effect on ``cli``).
-from vidagent.cli import ask, bench, bench_run, index, info, library  # noqa: F401
+from vidagent.cli import ask, bench, bench_run, index, info, library, mcp  # noqa: F401

@@ -1,0 +1,47 @@
+"""``vidagent mcp``: the Library as an MCP server (stdio or streamable HTTP)."""
+
+from __future__ import annotations
+
+import click
+
+from vidagent.cli import cli, session_of
+
+
+@cli.command()
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio (a client starts the server) or streamable HTTP",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="address to bind (http); any but loopback needs --token",
+)
+@click.option("--port", type=int, default=8001, show_default=True, help="port (http)")
+@click.option(
+    "--token",
+    envvar="VIDAGENT_TOKEN",
+    metavar="TOKEN",
+    help="bearer token clients must send (http) [$VIDAGENT_TOKEN]",
+)
+@click.option(
+    "--media-root",
+    "media_roots",
+    multiple=True,
+    metavar="FOLDER",
+    type=click.Path(file_okay=False, exists=True),
+    help="a folder whose videos clients may index (repeatable; default: the current directory)",
+)
+@click.pass_context
+def mcp(ctx: click.Context, transport: str, host: str, port: int, token: str | None,
+        media_roots: tuple[str, ...]) -> None:  # fmt: skip
+    """Serve the Library to MCP clients: tools list_videos, index_video, search, ask and
+    get_frames; resources vidagent://videos and vidagent://traces."""
+    from vidagent.server.mcp import MediaRoots, build_server, run
+
+    server = build_server(session_of(ctx), MediaRoots(media_roots))
+    run(server, "http" if transport == "http" else "stdio", host=host, port=port, token=token)

@@ -1,0 +1,360 @@
+"""The MCP server (``vidagent mcp``): one :class:`~vidagent.app.session.Session` as tools and
+resources for MCP clients, over stdio or streamable HTTP, with the official ``mcp`` SDK (2.x).
+
+Tools: ``list_videos``, ``index_video``, ``search``, ``ask``, ``get_frames`` (JPEG images).
+Resources: ``vidagent://videos``, ``vidagent://videos/{video_id}``, ``vidagent://traces`` and
+``vidagent://traces/{trace_id}``. Each calls one Session method and returns its result's
+``to_json()``; nothing is re-implemented here.
+
+Errors: a :class:`~vidagent.exceptions.VidagentError` (the caller's to fix, or a file, Library or
+model failure) becomes a tool error carrying its one-line message; anything else is our bug, and
+the SDK shows the client only the tool's name while the traceback goes to the server's log.
+
+Security is the HTTP API's (:mod:`vidagent.server.security`): a client names files only inside
+the media roots (default: the current directory), checked after symlinks are resolved so that
+neither ``..`` nor a link escapes; streamable HTTP binds loopback unless told otherwise, and any
+other address needs a bearer token, compared in constant time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from functools import wraps
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+
+from pydantic import Field
+
+from vidagent import __version__
+from vidagent.app.results import video_json
+from vidagent.exceptions import (
+    BackendMissingError,
+    ToolInputError,
+    UserError,
+    VidagentError,
+    VideoNotFoundError,
+)
+from vidagent.server.security import (
+    Forbidden,
+    inside_roots,
+    presented_token,
+    require_token_for_host,
+    resolve_roots,
+    token_ok,
+)
+from vidagent.timecode import hms
+
+try:
+    from mcp.server.mcpserver import Image, MCPServer
+    from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+except ImportError as e:  # pragma: no cover - depends on the install
+    raise BackendMissingError("the MCP server (the mcp package)", "mcp") from e
+
+if TYPE_CHECKING:
+    from vidagent.app import Session
+
+#: the most frames one ``get_frames`` call returns
+MAX_FRAMES = 16
+#: what clients are told about the server when they connect
+INSTRUCTIONS = (
+    "vidagent answers questions about long videos. list_videos shows what is indexed; "
+    "index_video adds a file; search finds clips by meaning; ask answers a question with "
+    "evidence spans; get_frames shows the frames at given seconds."
+)
+_TRACE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+Scope = MutableMapping[str, Any]
+ASGIApp = Callable[
+    [Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]
+]
+F = TypeVar("F", bound=Callable[..., Any])
+
+Videos = Annotated[
+    list[str],
+    Field(description="video ids, unique id prefixes or names in the Library, or video files "
+                      "inside the media roots (indexed first where needed)", min_length=1),
+]  # fmt: skip
+VideoRef = Annotated[str, Field(description="a video id, unique id prefix or name in the Library")]
+Times = Annotated[
+    list[Annotated[float, Field(ge=0)]],
+    Field(description=f"seconds from the start, 1 to {MAX_FRAMES} of them",
+          min_length=1, max_length=MAX_FRAMES),
+]  # fmt: skip
+
+
+class MediaRoots:
+    """The folders whose files a client may name.
+
+    Args:
+        roots: folders (default: the current directory); each must exist.
+
+    Raises:
+        UserError: a root is not a folder.
+    """
+
+    def __init__(self, roots: Sequence[str | Path] = ()) -> None:
+        self.roots = resolve_roots(roots)
+        for root in self.roots:
+            if not root.is_dir():
+                raise UserError(f"media root {root} is not a folder")
+
+    def file(self, path: str) -> Path:
+        """The real path of ``path`` (relative paths are read from the first root), by the HTTP
+        API's rule (:func:`~vidagent.server.security.inside_roots`).
+
+        Raises:
+            UserError: it lies outside every root once ``..`` and symlinks are resolved.
+        """
+        try:
+            return inside_roots(path, self.roots)
+        except Forbidden as e:
+            shown = ", ".join(str(r) for r in self.roots)
+            raise UserError(
+                f"{e} ({shown}); start `vidagent mcp` with --media-root FOLDER to allow another"
+            ) from None
+
+    def video(self, ref: str, session: Session) -> str:
+        """An absolute path for a file inside the roots, else the Library's id for ``ref``.
+
+        A reference that looks like a path (a separator, ``~``) must be a file inside the roots;
+        a bare name is a file in the first root if one is there, else a Library reference. Library
+        references are resolved here so that the Session never reads a bare name as a file
+        relative to the server's own working directory.
+        """
+        if "/" in ref or "\\" in ref or ref.startswith("~"):
+            return str(self.file(ref))
+        if (self.roots[0] / ref).is_file():
+            return str(self.file(ref))
+        return session.existing_library().resolve(ref)
+
+
+def _tool_errors(fn: F) -> F:
+    """``fn`` with vidagent's errors turned into tool errors that carry their message."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except VidagentError as e:
+            raise ToolError(str(e)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _resource_errors(fn: F) -> F:
+    """``fn`` with vidagent's errors turned into resource errors (not found, or the message)."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except VideoNotFoundError as e:
+            raise ResourceNotFoundError(str(e)) from None
+        except VidagentError as e:
+            raise ResourceError(str(e)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _dump(body: Any) -> str:
+    return json.dumps(body, indent=2, default=str)
+
+
+class Tools:
+    """The tools and resources over one Session; each method is registered by
+    :func:`build_server` under its own name."""
+
+    def __init__(self, session: Session, roots: MediaRoots) -> None:
+        self.session, self.roots = session, roots
+
+    # -- tools ------------------------------------------------------------------------------------
+
+    def list_videos(self) -> dict[str, Any]:
+        """The videos in the Library (``videos``): id, name, duration, source file and indexed
+        stages of each."""
+        # An object, not a bare list: the SDK would make each list item a text block of its own.
+        return {"videos": [video_json(v) for v in self.session.videos()]}
+
+    def index_video(
+        self,
+        path: Annotated[str, Field(description="a video file inside the media roots")],
+        stages: Annotated[
+            list[str] | None,
+            Field(description="ingest stages to run (default: the configured pipeline)"),
+        ] = None,
+    ) -> dict[str, Any]:
+        """Index a video file so that it can be searched and asked about; returns what was
+        built (clips, shots, each stage's time). Already indexed stages are reused."""
+        real = self.roots.file(path)
+        report = next(self.session.index([real], stages=stages))
+        if report.error is not None:
+            raise ToolError(report.error)
+        return report.to_json()
+
+    def search(
+        self,
+        query: Annotated[str, Field(description="what to look for, in words", min_length=1)],
+        videos: Annotated[
+            list[str] | None, Field(description="only these videos (ids or names)")
+        ] = None,
+        top: Annotated[int, Field(description="how many clips", ge=1, le=100)] = 10,
+    ) -> dict[str, Any]:
+        """Clips most similar to ``query`` in meaning, best first (``hits``), with their spans
+        (seconds and HH:MM:SS), captions, transcripts and on-screen text."""
+        hits = self.session.search(query, videos=videos, top=top)
+        return {"hits": [h.to_json() for h in hits]}
+
+    def ask(
+        self,
+        question: Annotated[str, Field(description="the question", min_length=1)],
+        videos: Videos,
+        options: Annotated[
+            list[str] | None,
+            Field(description="answer options of a multiple-choice question, in order (A, B, …)"),
+        ] = None,
+        strategy: Annotated[
+            str, Field(description="the agent strategy: dvd, videoagent2, eea, avi or a plugin's")
+        ] = "dvd",
+        max_steps: Annotated[
+            int | None, Field(description="reasoning steps at most (default: the strategy's)", ge=1)
+        ] = None,
+    ) -> dict[str, Any]:
+        """Answer a question about one or more videos with an agent. Returns the answer, its
+        letter for a multiple-choice question, the evidence spans ``[video_id, start, end]`` in
+        seconds, the run's totals, and ``trace_id`` (read ``vidagent://traces/{trace_id}``)."""
+        from vidagent.budget import Budget
+
+        refs = [self.roots.video(v, self.session) for v in videos]
+        budget = Budget(steps=max_steps)
+        result = self.session.ask(
+            refs, question, options=options or (), strategy=strategy, budget=budget
+        )
+        trace = result.trace.path
+        return result.to_json() | {"trace_id": trace.stem if trace else None}
+
+    def get_frames(
+        self,
+        video: VideoRef,
+        times: Times,
+        size: Annotated[int, Field(description="long side in pixels", ge=64, le=2048)] = 512,
+    ) -> list[Image | str]:
+        """The video's frames nearest the given times, as JPEG images, after a line naming them."""
+        from vidagent.models.vision import frame_images
+
+        record = self.session.show(video).video
+        late = [t for t in times if t > record.duration]
+        if late:
+            raise ToolInputError(
+                f"{', '.join(f'{t:g}' for t in late)} s: after the end of {record.name} "
+                f"({record.duration:.2f} s)"
+            )
+        parts = frame_images(record.source, times, size=size)
+        line = f"{len(parts)} frames of {record.name} ({record.video_id}) at " + ", ".join(
+            f"{t:g} s ({hms(t)})" for t in times
+        )
+        return [line, *(Image(data=p.data, format="jpeg") for p in parts)]
+
+    # -- resources --------------------------------------------------------------------------------
+
+    def videos_resource(self) -> str:
+        """The videos in the Library (JSON)."""
+        return _dump(self.list_videos()["videos"])
+
+    def video_resource(self, video_id: str) -> str:
+        """A video with its summary, subject registry and clips (JSON)."""
+        return _dump(self.session.show(video_id).to_json())
+
+    def traces_resource(self) -> str:
+        """The saved traces, newest first: ``trace_id`` and the file's path (JSON)."""
+        folder = self.session.settings.home / "traces"
+        found = sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)
+        return _dump([{"trace_id": p.stem, "path": str(p)} for p in found])
+
+    def trace_resource(self, trace_id: str) -> str:
+        """A saved run: its answer, totals and every trace event (JSON)."""
+        path = self.session.settings.home / "traces" / f"{trace_id}.jsonl"
+        if not _TRACE_ID.fullmatch(trace_id) or not path.is_file():
+            raise ResourceNotFoundError(f"no trace {trace_id!r}; see vidagent://traces")
+        result = self.session.replay(path)
+        events = [e.to_dict() for e in result.trace.events]
+        return _dump(
+            {"trace_id": trace_id, **result.to_json(), "trace": str(path), "events": events}
+        )
+
+
+def build_server(session: Session, roots: MediaRoots | None = None) -> MCPServer:
+    """An MCP server over ``session``: its tools and resources (see the module docstring)."""
+    tools = Tools(session, roots or MediaRoots())
+    server: MCPServer = MCPServer(
+        "vidagent", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+    )
+    for fn in (tools.list_videos, tools.index_video, tools.search, tools.ask):
+        server.add_tool(_tool_errors(fn))
+    # Images and a line of text: unstructured content, no output schema.
+    server.add_tool(_tool_errors(tools.get_frames), structured_output=False)
+    resources: list[tuple[str, str, Callable[..., str]]] = [
+        ("videos", "vidagent://videos", tools.videos_resource),
+        ("video", "vidagent://videos/{video_id}", tools.video_resource),
+        ("traces", "vidagent://traces", tools.traces_resource),
+        ("trace", "vidagent://traces/{trace_id}", tools.trace_resource),
+    ]
+    for name, uri, read in resources:
+        server.resource(uri, name=name, mime_type="application/json")(_resource_errors(read))
+    return server
+
+
+# -- transports -----------------------------------------------------------------------------------
+
+
+class BearerAuth:
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>`` (the
+    HTTP API's :class:`~vidagent.server.security.TokenGuard` guards ``/api`` only); others get
+    401. Lifespan events pass through."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app, self.token = app, token
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = {
+                k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]
+            }
+            # Header only: an MCP client can always set one, so no ?token= in logged URLs.
+            if not token_ok(presented_token("POST", headers, {}), self.token):
+                body = b'{"error": "missing or wrong bearer token"}'
+                sent = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
+                await send({"type": "http.response.start", "status": 401, "headers": sent})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def http_app(server: MCPServer, *, host: str = "127.0.0.1", token: str | None = None) -> ASGIApp:
+    """The streamable-HTTP ASGI app (at ``/mcp``), behind a bearer token when one is given.
+
+    Raises:
+        UserError: ``host`` is not loopback and there is no token.
+    """
+    require_token_for_host(host, token)
+    app: ASGIApp = server.streamable_http_app(host=host)
+    return BearerAuth(app, token) if token else app
+
+
+def run(
+    server: MCPServer,
+    transport: Literal["stdio", "http"] = "stdio",
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8001,
+    token: str | None = None,
+) -> None:
+    """Serve until interrupted: stdio, or streamable HTTP at ``http://HOST:PORT/mcp``."""
+    if transport == "stdio":
+        server.run("stdio")
+        return
+    import uvicorn
+
+    app = http_app(server, host=host, token=token)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

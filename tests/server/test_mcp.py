@@ -1,0 +1,298 @@
+"""``vidagent mcp``: the MCP SDK's own client against the server over a real Library (a small
+clip indexed with fake models), in-process and as a stdio subprocess."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from factories import INDEX_SPECS
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult, ImageContent, TextContent
+from PIL import Image as PILImage
+
+from vidagent.app import Session
+from vidagent.config import Settings, load_settings
+from vidagent.exceptions import UserError
+from vidagent.ingest import index_video
+from vidagent.library import Library
+from vidagent.models.base import Capabilities
+from vidagent.models.client import Models
+from vidagent.models.fake import FakeAdapter
+from vidagent.server.mcp import MediaRoots, build_server, http_app
+
+pytestmark = pytest.mark.anyio
+
+JSON_ONLY = Capabilities(
+    roles=frozenset({"llm"}), supports_tools=False, supports_json_schema=True, local=True
+)
+SCRIPT = [
+    json.dumps({"thought": "look", "action": {"name": "clip_search",
+                                              "arguments": {"event_description": "HELLO"}}}),
+    json.dumps({"thought": "found it", "action": {"name": "answer",
+                                                  "arguments": {"answer": "(B)"}}}),
+]  # fmt: skip
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def media(tmp_path_factory: pytest.TempPathFactory, small_video: Path) -> Path:
+    """The media root: a folder holding the small clip as ``small.mp4``."""
+    root = tmp_path_factory.mktemp("media-root")
+    shutil.copy(small_video, root / "small.mp4")
+    return root
+
+
+@pytest.fixture(scope="module")
+def library_dir(tmp_path_factory: pytest.TempPathFactory, media: Path) -> Path:
+    """A Library with the small clip indexed by fake models (shared, read-only in tests)."""
+    root = tmp_path_factory.mktemp("lib")
+    result = index_video(
+        media / "small.mp4", library=Library(root), settings=load_settings(INDEX_SPECS)
+    )
+    assert result.video is not None
+    return root
+
+
+@pytest.fixture
+def settings() -> Settings:
+    return load_settings(INDEX_SPECS)  # after the per-test home is set
+
+
+def hub(settings: Settings, *replies: str) -> Models:
+    llm = FakeAdapter.scripted(list(replies), capabilities=JSON_ONLY)
+    vlm = FakeAdapter.function(lambda req: f"saw {req.image_count()} images")
+    embed = FakeAdapter("hash", {"dim": "32"})
+    return Models.from_adapters({"llm": llm, "vlm": vlm, "embed": embed}, settings)
+
+
+@pytest.fixture
+def session(settings: Settings, library_dir: Path) -> Iterator[Session]:
+    with Session(settings, library=library_dir, models=hub(settings, *SCRIPT)) as s:
+        yield s
+
+
+@pytest.fixture
+async def client(session: Session, media: Path) -> AsyncIterator[Client]:
+    async with Client(build_server(session, MediaRoots([media]))) as c:
+        yield c
+
+
+def text(result: CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if isinstance(c, TextContent))
+
+
+def body(result: CallToolResult) -> Any:
+    assert not result.is_error, text(result)
+    return json.loads(text(result))
+
+
+async def read_json(client: Client, uri: str) -> Any:
+    found = await client.read_resource(uri)
+    return json.loads(found.contents[0].text)  # type: ignore[union-attr]
+
+
+async def test_the_tools_are_listed_with_typed_arguments(client: Client) -> None:
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == {"list_videos", "index_video", "search", "ask", "get_frames"}
+    ask = tools["ask"].input_schema
+    assert ask["required"] == ["question", "videos"]
+    assert ask["properties"]["max_steps"]["anyOf"][0] == {"minimum": 1, "type": "integer"}
+    frames = tools["get_frames"].input_schema["properties"]["times"]
+    assert frames["maxItems"] == 16 and frames["items"]["minimum"] == 0
+    assert all(t.description for t in tools.values())
+
+
+async def test_list_videos_and_search_answer_from_the_library(client: Client) -> None:
+    videos = body(await client.call_tool("list_videos", {}))["videos"]
+    assert [v["name"] for v in videos] == ["small.mp4"] and videos[0]["duration"] == pytest.approx(
+        12, abs=0.1
+    )
+    hits = body(await client.call_tool("search", {"query": "a short test video", "top": 2}))["hits"]
+    assert len(hits) == 2 and hits[0]["video_id"] == videos[0]["video_id"]
+    assert 0 <= hits[0]["t0"] < hits[0]["t1"] <= 12.1 and hits[0]["start"].startswith("00:00:")
+
+
+async def test_index_video_indexes_a_file_inside_the_media_root(
+    settings: Settings, media: Path, tmp_path: Path
+) -> None:
+    with Session(settings, library=tmp_path / "new-lib") as session:
+        async with Client(build_server(session, MediaRoots([media]))) as client:
+            assert body(await client.call_tool("list_videos", {}))["videos"] == []
+            report = body(await client.call_tool("index_video", {"path": "small.mp4"}))
+            assert (
+                report["name"] == "small.mp4"
+                and report["clips"] >= 1
+                and "embed" in report["stages"]
+            )
+            videos = body(await client.call_tool("list_videos", {}))["videos"]
+    assert [v["video_id"] for v in videos] == [report["video_id"]]
+
+
+@pytest.mark.parametrize(
+    "path", ["../outside.mp4", "{outside}", "link.mp4", "sub/../../outside.mp4"]
+)
+async def test_a_path_outside_the_media_root_is_refused(
+    settings: Settings, small_video: Path, tmp_path: Path, path: str
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    outside = tmp_path / "outside.mp4"
+    shutil.copy(small_video, outside)
+    (root / "link.mp4").symlink_to(outside)  # a link inside that escapes
+    with Session(settings, library=tmp_path / "lib") as session:
+        async with Client(build_server(session, MediaRoots([root]))) as client:
+            result = await client.call_tool("index_video", {"path": path.format(outside=outside)})
+            asked = await client.call_tool("ask", {"question": "q?", "videos": [str(outside)]})
+    for refused in (result, asked):
+        assert refused.is_error and "outside the media roots" in text(refused)
+        assert str(root) in text(refused) and "Traceback" not in text(refused)
+        assert len(text(refused).splitlines()) == 1
+    assert not (tmp_path / "lib").exists()  # nothing was indexed
+
+
+async def test_ask_returns_the_answer_evidence_and_a_readable_trace(client: Client) -> None:
+    args = {"question": "What text appears?", "videos": ["small.mp4"], "options": ["BYE", "HELLO"]}
+    answered = body(await client.call_tool("ask", args))
+    assert answered["letter"] == "B" and answered["answer"]["parsed"] is True
+    assert answered["totals"]["steps"] == 2 and Path(answered["trace"]).is_file()
+    for video_id, start, end in answered["answer"]["evidence"]:
+        assert isinstance(video_id, str) and 0 <= start <= end <= 12.1
+
+    listed = await read_json(client, "vidagent://traces")
+    assert [t["trace_id"] for t in listed] == [answered["trace_id"]]
+    trace = await read_json(client, f"vidagent://traces/{answered['trace_id']}")
+    kinds = [e["kind"] for e in trace["events"]]
+    assert kinds[0] == "run_started" and "answer" in kinds and kinds[-1] == "run_finished"
+    assert trace["letter"] == "B" and trace["events"][0]["question"] == "What text appears?"
+
+
+async def test_get_frames_returns_jpeg_images_and_a_line_with_the_times(client: Client) -> None:
+    got = await client.call_tool(
+        "get_frames", {"video": "small.mp4", "times": [1, 5.5, 9], "size": 256}
+    )
+    assert not got.is_error, text(got)
+    images = [c for c in got.content if isinstance(c, ImageContent)]
+    assert len(images) == 3 and all(i.mime_type == "image/jpeg" for i in images)
+    for image in images:
+        decoded = PILImage.open(io.BytesIO(base64.b64decode(image.data)))
+        assert decoded.format == "JPEG" and max(decoded.size) == 256
+    assert "3 frames of small.mp4" in text(got) and text(got).endswith(
+        "at 1 s (00:00:01), 5.5 s (00:00:06), 9 s (00:00:09)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"video": "small.mp4", "times": [0.5] * 17}, "at most 16 items"),
+        ({"video": "small.mp4", "times": []}, "at least 1 item"),
+        ({"video": "small.mp4", "times": [-1]}, "greater than or equal to 0"),
+        ({"video": "small.mp4", "times": [30]}, "30 s: after the end of small.mp4"),
+        ({"video": "nope", "times": [1]}, "no video 'nope'"),
+    ],
+)
+async def test_get_frames_refuses_bad_requests(
+    client: Client, arguments: dict[str, Any], message: str
+) -> None:
+    got = await client.call_tool("get_frames", arguments)
+    assert (
+        got.is_error
+        and message in text(got)
+        and not any(isinstance(c, ImageContent) for c in got.content)
+    )
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "message"),
+    [
+        ("search", {"query": "x", "top": 0}, "top\n  Input should be greater than or equal to 1"),
+        ("search", {"top": 3}, "query\n  Field required"),
+        (
+            "ask",
+            {"question": "q?", "videos": ["small.mp4"], "strategy": "nope"},
+            "unknown strategy 'nope'",
+        ),
+        ("ask", {"question": "q?", "videos": ["ghost"]}, "no video 'ghost'"),
+        ("index_video", {"path": "missing.mp4"}, "missing.mp4"),
+    ],
+)
+async def test_a_bad_argument_is_a_tool_error_with_its_message(
+    client: Client, tool: str, arguments: dict[str, Any], message: str
+) -> None:
+    got = await client.call_tool(tool, arguments)
+    assert got.is_error and message in text(got) and "Traceback" not in text(got)
+
+
+async def test_the_video_resources_read_the_library(client: Client) -> None:
+    videos = await read_json(client, "vidagent://videos")
+    assert [v["name"] for v in videos] == ["small.mp4"]
+    shown = await read_json(client, f"vidagent://videos/{videos[0]['video_id']}")
+    assert shown["video"]["video_id"] == videos[0]["video_id"] and shown["summary"]
+    assert len(shown["clips"]) >= 1 and shown["clips"][0]["t0"] == 0
+    with pytest.raises(MCPError, match="no video 'nope'"):
+        await client.read_resource("vidagent://videos/nope")
+    with pytest.raises(MCPError, match="no trace 'nope'"):
+        await client.read_resource("vidagent://traces/nope")
+
+
+def test_http_beyond_loopback_needs_a_token(session: Session) -> None:
+    from starlette.testclient import TestClient
+
+    server = build_server(session, MediaRoots())
+    with pytest.raises(
+        UserError,
+        match="refusing to listen on 0.0.0.0 without a token: pass --token or set VIDAGENT_TOKEN",
+    ):
+        http_app(server, host="0.0.0.0")
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
+    accept = {"accept": "application/json, text/event-stream"}
+    with TestClient(http_app(server, host="0.0.0.0", token="s3cret")) as web:
+        assert web.post("/mcp", json=init, headers=accept).status_code == 401
+        wrong = {**accept, "authorization": "Bearer nope"}
+        assert web.post("/mcp", json=init, headers=wrong).status_code == 401
+        right = {**accept, "authorization": "Bearer s3cret"}
+        assert web.post("/mcp", json=init, headers=right).status_code == 200
+
+
+def test_the_cli_refuses_a_public_bind_without_a_token(_isolated_home: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "VIDAGENT_TOKEN"}
+    out = subprocess.run(
+        [sys.executable, "-m", "vidagent", "mcp", "--transport", "http", "--host", "0.0.0.0"],
+        capture_output=True, text=True, env=env, timeout=60, check=False,
+    )  # fmt: skip
+    assert out.returncode == 1 and out.stdout == ""
+    assert (
+        out.stderr.startswith("error: refusing to listen on 0.0.0.0 without a token")
+        and len(out.stderr.splitlines()) == 1
+    )
+
+
+async def test_vidagent_mcp_over_stdio(
+    library_dir: Path, media: Path, _isolated_home: Path
+) -> None:
+    env = {**os.environ, "VIDAGENT_HOME": str(_isolated_home), "HF_HUB_OFFLINE": "1",
+           **{f"VIDAGENT_{k.upper()}": v for k, v in INDEX_SPECS.items()}}  # fmt: skip
+    args = ["-m", "vidagent", "--library", str(library_dir), "mcp", "--media-root", str(media)]
+    params = StdioServerParameters(command=sys.executable, args=args, env=env)
+    async with Client(params, read_timeout_seconds=60) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        videos = body(await client.call_tool("list_videos", {}))["videos"]
+    assert {"list_videos", "ask", "get_frames"} <= names
+    assert [v["name"] for v in videos] == ["small.mp4"]
