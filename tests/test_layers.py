@@ -1,6 +1,6 @@
 """Imports go one way: the layers of DESIGN.md, read from the package's source with ``ast``.
 
-media < models < library < ingest < tools < agents < app < cli. Each rule names what a layer
+media < models < library < ingest < tools < agents < app < server < cli. Each rule names what a layer
 must not import (at module level, inside functions, or for type checking alike: a type-only
 import is still a dependency a reader must follow).
 """
@@ -33,14 +33,15 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
                "vidagent.cli"),
     "bench": ("vidagent.ingest", "vidagent.tools", "vidagent.app", "vidagent.cli",
               "vidagent.agents.run", "vidagent.agents.dvd", "vidagent.agents.videoagent2"),
-    "app": ("vidagent.cli",),
+    "app": ("vidagent.cli", "vidagent.server"),
+    "server": ("vidagent.cli",),
 }  # fmt: skip
 
 #: what the CLI may import: the application layer and what it prints
 CLI_ALLOWED = (
     "vidagent.app", "vidagent.budget", "vidagent.bench.report", "vidagent.bench.base",
     "vidagent.cli", "vidagent.config", "vidagent.exceptions", "vidagent.roles",
-    "vidagent.timecode", "vidagent.trace",
+    "vidagent.server", "vidagent.timecode", "vidagent.trace",
 )  # fmt: skip
 
 

@@ -13,6 +13,7 @@ fast and never import torch. One module per family of commands:
 - :mod:`.bench`: ``bench score``
 - :mod:`.bench_run`: ``bench run``, ``bench report``
 - :mod:`.mcp`: ``mcp`` (the MCP server)
+- :mod:`.serve`: ``serve`` (the HTTP API, :mod:`vidagent.server`)
 - :mod:`.render`: trace events as lines (the live display and ``replay``)
 """
 

@@ -1,0 +1,73 @@
+"""``vidagent serve``: the HTTP API and web UI under uvicorn."""
+
+from __future__ import annotations
+
+import click
+
+from vidagent.cli import cli, settings_of
+from vidagent.exceptions import BackendMissingError
+
+
+@cli.command()
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="address to listen on; anything but loopback needs a token",
+)
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--token",
+    envvar="VIDAGENT_TOKEN",
+    metavar="T",
+    help="bearer token every /api request must send [$VIDAGENT_TOKEN]",
+)
+@click.option(
+    "--media-root",
+    "media_roots",
+    multiple=True,
+    metavar="DIR",
+    type=click.Path(exists=True, file_okay=False),
+    help="folder clients may name files in (repeatable) [default: the current folder]",
+)
+@click.option(
+    "--max-upload-mb",
+    default=2048,
+    show_default=True,
+    type=click.IntRange(1),
+    help="largest upload accepted, in MiB",
+)
+@click.option(
+    "--cors-origin",
+    "cors_origins",
+    multiple=True,
+    metavar="URL",
+    help="origin allowed cross-origin requests (repeatable) [default: none]",
+)
+@click.pass_context
+def serve(
+    ctx: click.Context,
+    host: str,
+    port: int,
+    token: str | None,
+    media_roots: tuple[str, ...],
+    max_upload_mb: int,
+    cors_origins: tuple[str, ...],
+) -> None:
+    """Serve the HTTP API (and the web UI) over this home's Library."""  # fmt: skip
+    from vidagent.server.security import require_token_for_host
+
+    require_token_for_host(host, token)
+    try:
+        import uvicorn
+
+        from vidagent.server.app import create_app
+    except ImportError:
+        raise BackendMissingError("the HTTP server (fastapi, uvicorn)", "serve") from None
+    app = create_app(
+        settings_of(ctx), token=token or None, media_roots=media_roots,
+        max_upload_bytes=max_upload_mb * 1024 * 1024, cors_origins=cors_origins,
+    )  # fmt: skip
+    shown = f"[{host}]" if ":" in host else host
+    click.echo(f"vidagent serving on http://{shown}:{port}", err=True)
+    uvicorn.run(app, host=host, port=port, log_level="info")

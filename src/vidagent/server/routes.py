@@ -1,0 +1,324 @@
+"""The endpoints of the HTTP API (the table is in the README's Server section).
+
+Endpoints that call the Session are plain functions, which FastAPI runs on its thread pool so
+a slow search never blocks the event loop; the event stream and the upload are coroutines.
+Request bodies are pydantic models that refuse unknown fields, so a typo is a 422 naming it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import mimetypes
+import re
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Literal
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import FileResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from vidagent import __version__
+from vidagent.app.results import video_json
+from vidagent.exceptions import ConfigError, MediaNotFoundError
+from vidagent.server.app import Server
+from vidagent.server.jobs import Job
+from vidagent.server.uploads import receive_upload
+
+router = APIRouter(prefix="/api")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # a trace id or run folder name
+KEEPALIVE_S = 15.0
+
+
+def server_of(request: Request) -> Server:
+    server: Server = request.app.state.server
+    return server
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RegisterBody(Body):
+    path: str = Field(min_length=1, description="a video file inside a media root")
+    stages: list[str] | None = Field(None, description="stages to run (default: the default set)")
+
+
+class SearchBody(Body):
+    query: str = Field(min_length=1)
+    videos: list[str] | None = None
+    top: int = Field(10, ge=1, le=1000)
+
+
+class AskBody(Body):
+    videos: list[str] = Field(min_length=1, description="video ids or names (or files in a root)")
+    question: str = Field(min_length=1)
+    options: list[str] = Field(default_factory=list)
+    strategy: str = "dvd"
+    max_steps: int | None = Field(None, ge=1, le=1000)
+    task: Literal["answer", "ground"] = "answer"
+
+
+# -- health and videos --------------------------------------------------------------------------
+
+
+@router.get("/health")
+def health() -> dict[str, Any]:
+    return {"status": "ok", "version": __version__}
+
+
+@router.get("/videos")
+def list_videos(request: Request) -> dict[str, Any]:
+    return {"videos": [video_json(v) for v in server_of(request).session.videos()]}
+
+
+def _known_video(server: Server, path: Path) -> dict[str, Any] | None:
+    from vidagent.library.store import content_id
+
+    if not server.session.library_exists():
+        return None
+    lib = server.session.existing_library()
+    vid = content_id(path)
+    return video_json(lib.get_video(vid)) if lib.has_video(vid) else None
+
+
+def _check_stages(server: Server, stages: list[str] | None) -> None:
+    known = server.session.stage_names()
+    unknown = [s for s in stages or () if s not in known]
+    if unknown:
+        raise ConfigError(f"unknown stage(s) {', '.join(unknown)}; stages: {', '.join(known)}")
+
+
+@router.post("/videos", status_code=202)
+def register_video(body: RegisterBody, request: Request) -> dict[str, Any]:
+    server = server_of(request)
+    path = server.media_path(body.path)
+    _check_stages(server, body.stages)
+    video = _known_video(server, path)
+    job = server.start_index(path, body.stages)
+    return {"job_id": job.job_id, "video": video}
+
+
+@router.post("/videos/upload", status_code=202)
+async def upload_video(request: Request) -> dict[str, Any]:
+    server = server_of(request)
+    folder = server.roots[0] / "uploads"
+    path = await receive_upload(request, folder, server.max_upload_bytes)
+    job = server.start_index(path, None)
+    return {"job_id": job.job_id, "path": str(path)}
+
+
+@router.get("/videos/{ref}")
+def show_video(ref: str, request: Request) -> dict[str, Any]:
+    return server_of(request).session.show(ref).to_json()
+
+
+@router.get("/videos/{ref}/graph")
+def video_graph(ref: str, request: Request) -> dict[str, Any]:
+    return server_of(request).session.graph(ref).to_json()
+
+
+@router.get("/videos/{ref}/media")
+def video_media(ref: str, request: Request) -> FileResponse:
+    """The video's own file, with Range requests (206) so a player can seek. The file is the
+    one the Library recorded for the video, whichever root it lies in."""
+    video = server_of(request).session.show(ref).video
+    path = Path(video.source)
+    if not path.is_file():
+        raise MediaNotFoundError(video.source, "the video's file is no longer there")
+    kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    return FileResponse(path, media_type=kind)
+
+
+@router.delete("/videos/{ref}")
+def remove_video(ref: str, request: Request) -> dict[str, Any]:
+    return {"removed": server_of(request).session.remove(ref)}
+
+
+@router.post("/search")
+def search(body: SearchBody, request: Request) -> dict[str, Any]:
+    hits = server_of(request).session.search(body.query, videos=body.videos, top=body.top)
+    return {"hits": [h.to_json() | {"clip_index": h.hit.clip.clip_index} for h in hits]}
+
+
+# -- asking and jobs ----------------------------------------------------------------------------
+
+
+@router.post("/ask", status_code=202)
+def ask(body: AskBody, request: Request) -> dict[str, Any]:
+    from vidagent.agents.strategies import strategy_class
+
+    server = server_of(request)
+    strategy_class(body.strategy)  # an unknown strategy is the request's fault: 400 now
+    trace = server.session.trace_path(body.strategy).stem
+    params = body.model_dump() | {"videos": server.ask_refs(body.videos), "trace": trace}
+    job = server.jobs.submit("ask", params, server.ask_work)
+    return {"job_id": job.job_id, "trace": trace}
+
+
+def _job(request: Request, job_id: str) -> Job:
+    job = server_of(request).jobs.get(job_id)
+    if job is None:
+        raise HTTPException(404, f"no job {job_id}")
+    return job
+
+
+@router.get("/jobs")
+def list_jobs(request: Request) -> dict[str, Any]:
+    return {"jobs": [j.to_json() for j in server_of(request).jobs.list()]}
+
+
+@router.get("/jobs/{job_id}")
+def get_job(job_id: str, request: Request) -> dict[str, Any]:
+    return _job(request, job_id).to_json()
+
+
+@router.delete("/jobs/{job_id}")
+def cancel_job(job_id: str, request: Request) -> dict[str, Any]:
+    return server_of(request).jobs.cancel(_job(request, job_id)).to_json()
+
+
+@router.post("/jobs/{job_id}/resume", status_code=202)
+def resume_job(job_id: str, request: Request) -> dict[str, Any]:
+    """Run an interrupted (or cancelled, or failed) index job again; done work is skipped."""
+    server, job = server_of(request), _job(request, job_id)
+    if job.kind != "index" or job.state not in ("interrupted", "cancelled", "failed"):
+        raise HTTPException(409, f"job {job_id} is a {job.state} {job.kind} job; only an "
+                                 "interrupted, cancelled or failed index job can be resumed")  # fmt: skip
+    server.media_path(job.params["path"])  # still inside the roots of this server
+    return server.jobs.restart(job, server.index_work).to_json()
+
+
+def _sse(kind: str, data: Any) -> str:
+    return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
+
+
+@router.get("/jobs/{job_id}/events")
+async def job_events(job_id: str, request: Request) -> StreamingResponse:
+    """Server-Sent Events: what the job already emitted, then each event live, then ``end``."""
+    job, server = _job(request, job_id), server_of(request)
+    past, queue = job.subscribe(asyncio.get_running_loop())
+    if not past and job.done and job.kind == "ask":  # loaded from disk: its trace file has them
+        past = [(e["kind"], e) for e in _trace_events(server, job.params.get("trace", ""))]
+
+    async def stream() -> AsyncIterator[str]:
+        ended = False
+        try:
+            for kind, data in past:
+                ended = ended or kind == "end"
+                yield _sse(kind, data)
+            while not ended:
+                try:
+                    item = await asyncio.wait_for(queue.get(), KEEPALIVE_S)
+                except asyncio.TimeoutError:
+                    yield ": keep-alive\n\n"
+                    continue
+                if item is None:
+                    break
+                ended = item[0] == "end"
+                yield _sse(*item)
+            if not ended:
+                yield _sse("end", job.to_json())
+        finally:
+            job.unsubscribe(queue)
+
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
+
+
+# -- traces and benchmark runs ------------------------------------------------------------------
+
+
+def _trace_file(server: Server, trace_id: str) -> Path:
+    path = server.home / "traces" / f"{trace_id}.jsonl"
+    if not NAME.match(trace_id) or not path.is_file():
+        raise HTTPException(404, f"no trace {trace_id}")
+    return path
+
+
+def _trace_events(server: Server, trace_id: str) -> list[dict[str, Any]]:
+    from vidagent.trace import Trace
+
+    try:
+        return [e.to_dict() for e in Trace.load(_trace_file(server, trace_id))]
+    except HTTPException:
+        return []
+
+
+def _trace_summary(path: Path) -> dict[str, Any]:
+    row: dict[str, Any] = {"id": path.stem, "strategy": None, "question": None,
+                           "started_at": None, "answer": None}  # fmt: skip
+    try:
+        with path.open(encoding="utf-8") as f:
+            for line in f:
+                event = json.loads(line) if line.strip() else {}
+                if event.get("kind") == "run_started" and row["question"] is None:
+                    row |= {k: event.get(k) for k in ("strategy", "question", "started_at")}
+                elif event.get("kind") == "answer":
+                    row["answer"] = event.get("text")
+    except (OSError, ValueError, UnicodeDecodeError):
+        pass  # a damaged file is listed with what could be read
+    return row
+
+
+@router.get("/traces")
+def list_traces(request: Request) -> dict[str, Any]:
+    folder = server_of(request).home / "traces"
+    paths = sorted(folder.glob("*.jsonl"), reverse=True) if folder.is_dir() else []
+    return {"traces": [_trace_summary(p) for p in paths]}
+
+
+@router.get("/traces/{trace_id}")
+def get_trace(trace_id: str, request: Request) -> dict[str, Any]:
+    from vidagent.trace import Trace
+
+    return {"events": [e.to_dict() for e in Trace.load(_trace_file(server_of(request), trace_id))]}
+
+
+@router.get("/traces/{trace_id}/replay")
+def replay_trace(trace_id: str, request: Request) -> dict[str, Any]:
+    server = server_of(request)
+    return server.session.replay(_trace_file(server, trace_id)).to_json()
+
+
+MANIFEST_FIELDS = ("benchmark", "split", "strategy", "models", "version", "sessions")
+
+
+def _run_folder(server: Server, name: str) -> Path:
+    path = server.home / "runs" / name
+    if not NAME.match(name) or not (path / "manifest.json").is_file():
+        raise HTTPException(404, f"no benchmark run {name}")
+    return path
+
+
+@router.get("/bench/runs")
+def list_runs(request: Request) -> dict[str, Any]:
+    from vidagent.bench.rundir import RunFolderError, read_manifest
+
+    folder, runs = server_of(request).home / "runs", []
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        try:
+            manifest = read_manifest(path)
+        except RunFolderError:
+            continue
+        rows = path / "predictions.jsonl"
+        answered = sum(1 for _ in rows.open(encoding="utf-8")) if rows.is_file() else 0
+        summary = {k: manifest.get(k) for k in MANIFEST_FIELDS}
+        runs.append({"name": path.name, **summary, "answered": answered})
+    return {"runs": runs}
+
+
+@router.get("/bench/runs/{name}")
+def get_run(name: str, request: Request) -> dict[str, Any]:
+    from vidagent.bench.rundir import read_manifest
+
+    server = server_of(request)
+    path = _run_folder(server, name)
+    with tempfile.TemporaryDirectory() as out:  # the report's files are not kept: read-only
+        report = server.session.bench_report([path], out=Path(out), plots=False)
+    return {"name": name, "manifest": read_manifest(path), "report": report.to_json()}
+
+
+__all__ = ["router"]
