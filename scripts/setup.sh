@@ -20,5 +20,5 @@ pip=(.venv/bin/python -m pip --disable-pip-version-check)
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
 # detect and image-embed (transformers) come with embed's sentence-transformers already; named
 # so their tests never depend on that.
-"${pip[@]}" install -q -e ".[offline,detect,image-embed,server,mcp,dev]"
+"${pip[@]}" install -q -e ".[offline,detect,image-embed,server,serve,mcp,dev]"
 .venv/bin/vidagent --version
