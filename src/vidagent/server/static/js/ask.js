@@ -1,0 +1,91 @@
+// The ask page: choose videos and a question, then watch the agent's steps stream in, the
+// answer with its evidence on a timeline, and the trajectory as a tree.
+
+import { api, clear, el, param, showError, showVersion, streamJob } from "./api.js";
+import { TraceView } from "./trajectory.js";
+
+const form = document.getElementById("ask");
+const videoChoice = document.getElementById("video-choice");
+const jobState = document.getElementById("job-state");
+const errorBox = document.getElementById("ask-error");
+let closeStream = null;
+
+async function loadVideos() {
+  const wanted = param("video");
+  try {
+    const { videos } = await api("/api/videos");
+    const legend = videoChoice.querySelector("legend");
+    if (!videos.length) {
+      clear(videoChoice, legend, el("p", { class: "empty" }, "The Library is empty: add a video first."));
+      return;
+    }
+    clear(videoChoice, legend, videos.map((v) => el("label", { class: "video-option" },
+      el("input", { type: "checkbox", name: "videos", value: v.video_id,
+        checked: videos.length === 1 || v.video_id === wanted }),
+      ` ${v.name}`)));
+  } catch (e) {
+    showError(videoChoice, e);
+  }
+}
+
+function newView() {
+  for (const id of ["steps", "timelines"]) clear(document.getElementById(id));
+  clear(document.getElementById("answer"), el("p", { class: "empty" }, "Waiting for the answer…"));
+  const player = document.getElementById("evidence-player");
+  player.hidden = true;
+  player.removeAttribute("src");
+  delete player.dataset.videoId;
+  return new TraceView({
+    steps: document.getElementById("steps"),
+    answer: document.getElementById("answer"),
+    timelines: document.getElementById("timelines"),
+    tree: document.getElementById("tree"),
+    player,
+  });
+}
+
+function traceLink(trace) {
+  if (!trace) return null;
+  // The API names a trace by id; a path's file name without ".jsonl" is that id.
+  const id = String(trace).split("/").pop().replace(/\.jsonl$/, "");
+  return el("a", { href: `trace.html?id=${encodeURIComponent(id)}`, id: "trace-link" }, "open the saved trace");
+}
+
+form.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  clear(errorBox);
+  const f = form.elements;
+  const videos = [...form.querySelectorAll("input[name=videos]:checked")].map((i) => i.value);
+  const options = f.options.value.split("\n").map((s) => s.trim()).filter(Boolean);
+  const maxSteps = f.max_steps.value ? Number(f.max_steps.value) : null;
+  const body = {
+    videos, question: f.question.value.trim(), options, strategy: f.strategy.value,
+    max_steps: maxSteps, task: f.task.value,
+  };
+  if (closeStream) closeStream();
+  const view = newView();
+  const submit = document.getElementById("submit");
+  submit.disabled = true;
+  try {
+    const { job_id: jobId, trace } = await api("/api/ask", { method: "POST", json: body });
+    clear(jobState, `job ${jobId}: running`);
+    closeStream = streamJob(jobId, {
+      onEvent: (kind, data) => {
+        if (data && typeof data === "object" && data.kind === undefined) data.kind = kind;
+        if (kind !== "progress" && data && typeof data === "object") view.add(data);
+      },
+      onEnd: (job) => {
+        submit.disabled = false;
+        closeStream = null;
+        clear(jobState, `job ${jobId}: ${job.state} `, job.state === "done" ? traceLink(trace) : null);
+        if (job.error) showError(errorBox, job.error);
+      },
+    });
+  } catch (e) {
+    submit.disabled = false;
+    showError(errorBox, e);
+  }
+});
+
+showVersion();
+loadVideos();

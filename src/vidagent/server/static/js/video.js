@@ -1,0 +1,86 @@
+// The video page: the player, the clip table, and search results that seek the player.
+
+import { api, clear, clock, el, mediaUrl, param, shorten, showError, showVersion, span } from "./api.js";
+
+const videoId = param("id");
+const player = document.getElementById("player");
+const clipsBody = document.querySelector("#clips tbody");
+const resultsBody = document.querySelector("#results tbody");
+
+function seek(t0) {
+  const go = () => {
+    player.currentTime = t0;
+    player.play().catch(() => {}); // autoplay may be refused; the seek still stands
+  };
+  if (player.readyState >= 1) go();
+  else player.addEventListener("loadedmetadata", go, { once: true });
+}
+
+function clipRow(clip) {
+  return el(
+    "tr",
+    { class: "clickable", title: "Play from here", dataset: { t0: clip.t0, t1: clip.t1 },
+      onclick: () => seek(clip.t0) },
+    el("td", { class: "time" }, span(clip.t0, clip.t1)),
+    el("td", {}, clip.caption || ""),
+    el("td", {}, clip.transcript || ""),
+    el("td", {}, clip.ocr_text || ""),
+  );
+}
+
+function resultRow(hit) {
+  return el(
+    "tr",
+    { class: "clickable result", title: "Play from here", dataset: { t0: hit.t0, t1: hit.t1 },
+      onclick: () => seek(hit.t0) },
+    el("td", { class: "time" }, span(hit.t0, hit.t1)),
+    el("td", {}, Number(hit.score).toFixed(3)),
+    el("td", {}, shorten([hit.caption, hit.transcript, hit.ocr_text].filter(Boolean).join(" · "), 200)),
+  );
+}
+
+async function load() {
+  if (!videoId) {
+    showError(document.querySelector("main"), "No video given: open one from the Library.");
+    return;
+  }
+  try {
+    const detail = await api(`/api/videos/${encodeURIComponent(videoId)}`);
+    const video = detail.video || detail;
+    document.title = `vidagent · ${video.name}`;
+    document.getElementById("title").textContent = video.name;
+    document.getElementById("meta").textContent = [
+      clock(video.duration),
+      video.width && `${video.width}×${video.height}`,
+      video.fps && `${Number(video.fps).toFixed(2)} fps`,
+      video.video_id,
+    ].filter(Boolean).join(" · ");
+    document.getElementById("summary").textContent = detail.summary || "";
+    document.getElementById("ask-link").href = `ask.html?video=${encodeURIComponent(video.video_id)}`;
+    player.src = mediaUrl(video.video_id);
+    const clips = detail.clips || [];
+    clear(clipsBody, clips.length ? clips.map(clipRow)
+      : el("tr", {}, el("td", { colspan: 4, class: "empty" }, "No clips indexed yet.")));
+  } catch (e) {
+    clear(clipsBody, el("tr", {}, el("td", { colspan: 4, class: "error" }, e.message)));
+  }
+}
+
+document.getElementById("search").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const query = event.target.elements.query.value.trim();
+  clear(resultsBody, el("tr", {}, el("td", { colspan: 3, class: "empty" }, "Searching…")));
+  try {
+    const { hits } = await api("/api/search", {
+      method: "POST",
+      json: { query, videos: [videoId], top: 10 },
+    });
+    clear(resultsBody, hits.length ? hits.map(resultRow)
+      : el("tr", {}, el("td", { colspan: 3, class: "empty" }, "Nothing found.")));
+  } catch (e) {
+    clear(resultsBody, el("tr", {}, el("td", { colspan: 3, class: "error" }, e.message)));
+  }
+});
+
+showVersion();
+load();
