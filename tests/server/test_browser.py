@@ -1,0 +1,426 @@
+"""The web UI in a real browser: headless Chromium (Debian's ``chromium`` and
+``chromium-driver``, driven by Selenium) against ``create_app`` served by uvicorn on loopback,
+over a Library with a real indexed clip and fake models.
+
+Each page is checked for what a user would notice: the library lists the clip and an ingest
+job's progress ends at every stage done; a search result click seeks the player; an ask
+streams the agent's steps and draws its evidence at the right places on the timeline, and a
+mark's click plays that span; the trace viewer draws the saved run. A screenshot of each page
+is written to the test's ``tmp_path``; with ``UPDATE_SCREENSHOTS=1`` they are also copied to
+``docs/screenshots/`` for the README (opt-in, so a test run leaves the work tree clean).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from factories import INDEX_SPECS
+
+from vidagent.config import Settings, load_settings
+from vidagent.ingest import index_video
+from vidagent.library import Library
+from vidagent.models.base import ChatRequest, ToolCall
+from vidagent.models.client import Models
+from vidagent.models.fake import FakeAdapter
+from vidagent.roles import ROLES, capability
+from vidagent.trace import (
+    Answered,
+    ChildStarted,
+    Event,
+    Observed,
+    RunStarted,
+    SearchRound,
+    ToolCalled,
+    Trace,
+)
+
+pytestmark = pytest.mark.timeout(300)
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+TOKEN = "browser-test-token"
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+UPDATE_SCREENSHOTS = os.environ.get("UPDATE_SCREENSHOTS") == "1"  # read before isolation
+QUESTION = "What text appears on screen?"
+OPTIONS = ("GOODBYE", "HELLO VIDAGENT", "No text")
+
+
+def agent_llm(request: ChatRequest) -> ToolCall | str:
+    """DVD's model: search the clips first, then answer once the search has been seen."""
+    if request.messages and request.messages[-1].role == "tool":
+        return ToolCall("call_answer", "answer", json.dumps({"answer": "(B) HELLO VIDAGENT"}))
+    arguments = {"event_description": "text on screen", "top_k": 2}
+    return ToolCall("call_clip_search", "clip_search", json.dumps(arguments))
+
+
+def fake_hub(settings: Settings) -> Models:
+    """The configured fake models for every role, with the scripted agent model as the llm."""
+    from vidagent.models import registry
+
+    adapters: dict[str, Any] = {"llm": FakeAdapter.function(agent_llm)}
+    for role in ROLES:
+        if role not in adapters and capability(role) == role and settings.spec(role) != "none:":
+            adapters[role] = registry.create_adapter(settings.spec(role), settings, role)
+    return Models.from_adapters(adapters, settings)
+
+
+@dataclass
+class Served:
+    base: str
+    home: Path
+    video: Path
+    video_id: str
+    duration: float
+
+    def api(self, path: str) -> Any:
+        request = urllib.request.Request(
+            self.base + path, headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read())
+
+
+@pytest.fixture(scope="module")
+def served(small_video: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    import uvicorn
+
+    from vidagent.server.app import create_app
+
+    root = tmp_path_factory.mktemp("serve")
+    media = root / "media"
+    media.mkdir()
+    video = media / "small.mp4"
+    shutil.copy(small_video, video)
+    settings = load_settings({**INDEX_SPECS, "home": str(root / "home")}, env={})
+    result = index_video(video, library=Library(settings.library_uri), settings=settings)
+    assert result.video is not None
+
+    hub = fake_hub(settings)
+    app = create_app(settings, token=TOKEN, media_roots=[media], models=hub)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield Served(
+            f"http://127.0.0.1:{port}",
+            settings.home,
+            video,
+            result.video.video_id,
+            result.video.duration,
+        )
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
+        sock.close()
+        hub.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not (Path(CHROMIUM).is_file() and Path(CHROMEDRIVER).is_file()):
+        pytest.skip(
+            f"no headless browser: {CHROMIUM} or {CHROMEDRIVER} is missing "
+            "(apt-get install chromium chromium-driver)"
+        )
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--mute-audio",
+                "--window-size=1280,900", "--autoplay-policy=no-user-gesture-required"):  # fmt: skip
+        options.add_argument(arg)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SE_OFFLINE", "true")  # never let Selenium Manager download a driver
+        driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def wait_for(driver: Any, condition: Callable[[Any], Any], what: str, timeout: float = 20) -> Any:
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    try:
+        return WebDriverWait(driver, timeout, poll_frequency=0.1).until(condition)
+    except TimeoutException:
+        errors = driver.find_elements("css selector", ".error")
+        shown = "; ".join(e.text for e in errors if e.text)
+        raise AssertionError(
+            f"timed out waiting for {what}" + (f" (page says: {shown})" if shown else "")
+        ) from None
+
+
+def css(driver: Any, selector: str) -> list[Any]:
+    return driver.find_elements("css selector", selector)
+
+
+def screenshot(driver: Any, tmp_path: Path, name: str) -> None:
+    path = tmp_path / f"{name}.png"
+    driver.save_screenshot(str(path))
+    assert path.stat().st_size > 1000
+    if UPDATE_SCREENSHOTS:  # the README's copies, in 128 colours to keep the repository small
+        from PIL import Image
+
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        with Image.open(path) as image:
+            small = image.convert("RGB").quantize(colors=128)
+            small.save(SCREENSHOTS / path.name, optimize=True)
+
+
+def open_page(driver: Any, served: Served, page: str) -> None:
+    """A page with the token given once in its URL (the pages keep it for the API calls)."""
+    sep = "&" if "?" in page else "?"
+    driver.get(f"{served.base}/{page}{sep}token={TOKEN}")
+
+
+def test_library_lists_the_clip_and_an_ingest_job_runs_to_the_end(
+    served: Served, browser: Any, tmp_path: Path
+) -> None:
+    open_page(browser, served, "index.html")
+    row = wait_for(
+        browser, lambda d: css(d, f"#videos tr[data-video-id='{served.video_id}']"), "the video row"
+    )[0]
+    cells = row.find_elements("css selector", "td")
+    assert (
+        cells[0].text.startswith("small.mp4")
+        and cells[1].text == "0:12"
+        and cells[2].text == "640×360"
+    )
+    badges = {b.text for b in row.find_elements("css selector", ".badge")}
+    assert {"structure", "transcribe", "read_text", "caption", "embed"} <= badges
+
+    browser.find_element("css selector", "#stages").send_keys("caption, embed")
+    browser.find_element("css selector", "#register input[name=path]").send_keys(str(served.video))
+    browser.find_element("css selector", "#register button").click()
+    job = wait_for(
+        browser, lambda d: css(d, ".job[data-state=done]"), "the index job to finish", 60
+    )[0]
+    assert "small.mp4" in job.text
+    assert job.find_element("css selector", ".stage").text == "embed: 3 / 3 stages"
+    width = browser.execute_script(
+        "return arguments[0].style.width", job.find_element("css selector", ".progress > div")
+    )
+    assert width == "100%"
+    screenshot(browser, tmp_path, "library")
+
+
+def test_a_search_result_click_seeks_the_player(
+    served: Served, browser: Any, tmp_path: Path
+) -> None:
+    open_page(browser, served, f"video.html?id={served.video_id}")
+    wait_for(browser, lambda d: len(css(d, "#clips tr.clickable")) == 3, "the clip table")
+    first = css(browser, "#clips tr.clickable")[0].find_elements("css selector", "td")
+    assert first[0].text == "0:00–0:05" and "perception describer" in first[1].text
+    # the player can read the file through the API (Range requests, the token in the URL)
+    wait_for(browser, lambda d: d.execute_script("return document.getElementById('player').readyState") >= 1,
+             "the player to load the video")  # fmt: skip
+
+    browser.find_element("css selector", "#search input[name=query]").send_keys("blue picture")
+    browser.find_element("css selector", "#search button").click()
+    rows = wait_for(browser, lambda d: css(d, "#results tr.result"), "search results")
+    late = next(r for r in rows if float(r.get_attribute("data-t0")) > 0)
+    t0 = float(late.get_attribute("data-t0"))
+    late.click()
+
+    def seeked(d: Any) -> float | None:
+        now = d.execute_script("return document.getElementById('player').currentTime")
+        return now if t0 - 0.05 <= now <= t0 + 1.5 else None
+
+    # 3 s: a player that played from 0 instead could not reach t0 (5 s or later) in time
+    wait_for(browser, seeked, f"the player to seek to {t0}", timeout=3)
+    screenshot(browser, tmp_path, "video")
+
+
+def test_an_ask_streams_steps_and_draws_its_evidence(
+    served: Served, browser: Any, tmp_path: Path
+) -> None:
+    open_page(browser, served, f"ask.html?video={served.video_id}")
+    wait_for(
+        browser,
+        lambda d: css(d, f"input[name=videos][value='{served.video_id}']:checked"),
+        "the video choice",
+    )
+    browser.find_element("css selector", "textarea[name=question]").send_keys(QUESTION)
+    browser.find_element("css selector", "textarea[name=options]").send_keys("\n".join(OPTIONS))
+    browser.find_element("css selector", "#submit").click()
+
+    wait_for(browser, lambda d: css(d, "#trace-link"), "the job to finish", 60)
+    kinds = [s.get_attribute("data-kind") for s in css(browser, "#steps li.step")]
+    assert kinds == ["run_started"] + ["agent_turn", "tool_called", "observed"] * 2 + [
+        "answer",
+        "run_finished",
+    ]
+    tool = css(browser, "#steps li.tool_called")[0]
+    assert "clip_search" in tool.text and '"top_k":2' in tool.text
+    assert "Searched Video Clip Scripts" in css(browser, "#steps li.observed")[0].text
+    assert browser.find_element("css selector", "#answer-text").text == "(B) HELLO VIDAGENT"
+    assert "clip_search" in browser.find_element("css selector", "#tree").text
+
+    job_id = browser.find_element("css selector", "#job-state").text.split()[1].rstrip(":")
+    evidence = served.api(f"/api/jobs/{job_id}")["result"]["answer"]["evidence"]
+    assert len(evidence) == 2 and all(v == served.video_id for v, _, _ in evidence)
+    marks = css(browser, f".timeline[data-video-id='{served.video_id}'] .mark")
+    drawn = sorted(
+        (float(m.get_attribute("data-t0")), float(m.get_attribute("data-t1")),
+         float(m.value_of_css_property("left").removesuffix("px")),
+         float(m.value_of_css_property("width").removesuffix("px")))
+        for m in marks
+    )  # fmt: skip
+    bar = browser.find_element("css selector", ".timeline").size["width"] - 2  # less its border
+    assert [(t0, t1) for t0, t1, _, _ in drawn] == sorted((t0, t1) for _, t0, t1 in evidence)
+    for t0, t1, left, width in drawn:
+        assert left == pytest.approx(bar * t0 / served.duration, abs=1.5)
+        assert width == pytest.approx(bar * (t1 - t0) / served.duration, abs=1.5)
+        style = marks[0].get_attribute("style")
+        assert "left:" in style and "%" in style
+
+    late = max(marks, key=lambda m: float(m.get_attribute("data-t0")))
+    t0 = float(late.get_attribute("data-t0"))
+    late.click()
+    script = (
+        "const p = document.getElementById('evidence-player'); return [p.readyState, p.currentTime]"
+    )
+
+    def seeked(d: Any) -> bool:
+        ready, now = d.execute_script(script)
+        return ready >= 1 and t0 - 0.05 <= now <= t0 + 1.5
+
+    wait_for(browser, seeked, f"the evidence player to seek to {t0}", timeout=5)
+    screenshot(browser, tmp_path, "ask")
+
+
+def test_the_trace_viewer_draws_a_saved_trace(served: Served, browser: Any, tmp_path: Path) -> None:
+    traces = served.api("/api/traces")["traces"]
+    assert traces, "the ask test saves a trace first"
+    open_page(browser, served, "trace.html")
+    wait_for(browser, lambda d: css(d, "#traces a"), "the list of traces")
+    assert QUESTION in browser.find_element("css selector", "#traces").text
+    css(browser, "#traces a")[0].click()
+
+    wait_for(browser, lambda d: css(d, "#steps li.answer"), "the saved steps")
+    assert browser.find_element("css selector", "#question").text == QUESTION
+    assert browser.find_element("css selector", "#answer-text").text == "(B) HELLO VIDAGENT"
+    assert len(css(browser, "#steps li.tool_called")) == 2
+    assert len(css(browser, ".timeline .mark")) == 2
+    assert "dvd" in browser.find_element("css selector", "#tree .node-run").text
+    screenshot(browser, tmp_path, "trace")
+
+
+def nested_trace(video_id: str) -> list[Event]:
+    """A run whose tool call opens a sub-agent, and a search tree two levels deep."""
+    node = {"video_id": video_id, "depth": 0, "round": 1, "r": 0.5, "u": 0.1, "h": 0.4}
+    root = {**node, "id": 0, "span": [0, 12], "parent": None, "explanation": "the whole video"}
+    kids = [
+        {**node, "id": 1, "span": [0, 6], "parent": 0, "depth": 1, "explanation": "red"},
+        {**node, "id": 2, "span": [6, 12], "parent": 0, "depth": 1, "explanation": "text"},
+    ]
+    grandchild = {**node, "id": 3, "span": [6, 9], "parent": 2, "depth": 2, "explanation": ""}
+    search: dict[str, Any] = {
+        "frames": [], "anchor_frames": [], "entropy": 0.5, "candidates": [], "new_queries": [],
+        "queries": ["text"], "anchors": [], "memory": [],
+    }  # fmt: skip
+    video = {"video_id": video_id, "name": "small.mp4", "duration": 12.0}
+    return [
+        RunStarted(0.0, "master", "Which sign?", [], [video], {}, {}, run="m"),
+        ToolCalled(0.1, step=1, call_id="c1", tool="ask_visual", arguments={"q": "sign"}, run="m"),
+        ChildStarted(0.2, child="v", parent="m", name="visual agent", span="c1", run="m"),
+        SearchRound(
+            0.3,
+            step=1,
+            round=1,
+            expanded=[root],
+            children=kids,
+            choice={"segment": 2},
+            run="v",
+            **search,
+        ),
+        SearchRound(
+            0.4,
+            step=2,
+            round=2,
+            expanded=[kids[1]],
+            children=[grandchild],
+            choice={"answer": "HELLO"},
+            run="v",
+            **search,
+        ),
+        Observed(
+            0.5,
+            step=1,
+            call_id="c1",
+            tool="ask_visual",
+            text="HELLO",
+            confidence=None,
+            evidence=[[video_id, 6.0, 9.0]],
+            frames=4,
+            model_calls=1,
+            error=False,
+            seconds=0.3,
+            run="m",
+        ),
+        Answered(
+            0.6,
+            text="HELLO",
+            choice=None,
+            parsed=True,
+            forced=False,
+            reason="answered",
+            confidence=None,
+            evidence=[[video_id, 6.0, 9.0]],
+            run="m",
+        ),
+    ]
+
+
+def test_the_trace_viewer_draws_sub_runs_and_search_trees_as_a_tree(
+    served: Served, browser: Any
+) -> None:
+    trace = Trace(served.home / "traces" / "20260101-000000-master-nested.jsonl")
+    for event in nested_trace(served.video_id):
+        trace.emit(event)
+    trace.close()
+    open_page(browser, served, "trace.html?id=20260101-000000-master-nested")
+    wait_for(browser, lambda d: css(d, "#tree .node-segment"), "the search tree")
+
+    # the sub-agent hangs under the tool call that opened it, the segments under their parents
+    child = browser.find_element("css selector", "#tree li[data-run=m] .tool-node li[data-run=v]")
+    assert child.find_element("css selector", ".node-run").text == "visual agent"
+    segments = child.find_elements("css selector", ".node-segment")
+    assert [s.text.split()[0] for s in segments] == ["#0", "#1", "#2", "#3"]
+    parents = browser.execute_script(
+        """return [...arguments[0].querySelectorAll('.node-segment')].map((s) => {
+             const up = s.closest('li').parentElement.closest('li');
+             const label = up.querySelector(':scope > .node-segment, :scope > strong');
+             return [s.textContent.split(' ')[0], label.textContent.split(' ')[0]];
+           });""",
+        child,
+    )
+    assert parents == [["#0", "search"], ["#1", "#0"], ["#2", "#0"], ["#3", "#2"]]
+    assert segments[3].text.startswith("#3 small.mp4 [6, 9]")
+    assert [s.text.split()[0] for s in child.find_elements("css selector", ".chosen")] == ["#2"]
+    labels = [s.text for s in css(browser, "#steps li.search_round .run-label")]
+    assert labels == ["visual agent", "visual agent"]
+    mark = browser.find_element("css selector", ".timeline .mark")
+    assert mark.get_attribute("style") == "left: 50%; width: 25%;"
