@@ -8,15 +8,19 @@ import io
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from factories import INDEX_SPECS
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, ImageContent, TextContent
 from PIL import Image as PILImage
@@ -295,4 +299,49 @@ async def test_vidagent_mcp_over_stdio(
         names = {t.name for t in (await client.list_tools()).tools}
         videos = body(await client.call_tool("list_videos", {}))["videos"]
     assert {"list_videos", "ask", "get_frames"} <= names
+    assert [v["name"] for v in videos] == ["small.mp4"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[str], seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()[1]
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"nothing listened on port {port} within {seconds} s")
+
+
+@pytest.fixture
+def http_server(library_dir: Path, _isolated_home: Path) -> Iterator[str]:
+    """``vidagent mcp --transport http`` with a token, as a process; yields its URL."""
+    port = free_port()
+    env = {**os.environ, "VIDAGENT_HOME": str(_isolated_home), "VIDAGENT_TOKEN": "s3cret"}
+    args = ["--library", str(library_dir), "mcp", "--transport", "http", "--port", str(port)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vidagent", *args], env=env, text=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        wait_for_port(port, proc)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+
+
+async def test_vidagent_mcp_over_streamable_http_with_a_token(http_server: str) -> None:
+    async with httpx2.AsyncClient() as anonymous:
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        assert (await anonymous.post(http_server, json=ping)).status_code == 401
+    http = httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret"})
+    async with http, Client(streamable_http_client(http_server, http_client=http)) as client:
+        videos = body(await client.call_tool("list_videos", {}))["videos"]
     assert [v["name"] for v in videos] == ["small.mp4"]

@@ -179,7 +179,13 @@ class Tools:
 
     def index_video(
         self,
-        path: Annotated[str, Field(description="a video file inside the media roots")],
+        path: Annotated[
+            str,
+            Field(
+                description="a video file inside the media roots (a relative path is read from "
+                "the first root)"
+            ),
+        ],
         stages: Annotated[
             list[str] | None,
             Field(description="ingest stages to run (default: the configured pipeline)"),
