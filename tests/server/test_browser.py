@@ -56,19 +56,27 @@ QUESTION = "What text appears on screen?"
 OPTIONS = ("GOODBYE", "HELLO VIDAGENT", "No text")
 
 
-def agent_llm(request: ChatRequest) -> ToolCall | str:
-    """DVD's model: search the clips first, then answer once the search has been seen."""
-    if request.messages and request.messages[-1].role == "tool":
-        return ToolCall("call_answer", "answer", json.dumps({"answer": "(B) HELLO VIDAGENT"}))
-    arguments = {"event_description": "text on screen", "top_k": 2}
-    return ToolCall("call_clip_search", "clip_search", json.dumps(arguments))
+class AgentModel:
+    """DVD's model: search the clips first, then answer once the search has been seen. The
+    answer waits for ``gate``, so a test can look at the page while the run is under way."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def __call__(self, request: ChatRequest) -> ToolCall:
+        if request.messages and request.messages[-1].role == "tool":
+            assert self.gate.wait(timeout=60), "the test never let the agent answer"
+            return ToolCall("call_answer", "answer", json.dumps({"answer": "(B) HELLO VIDAGENT"}))
+        arguments = {"event_description": "text on screen", "top_k": 2}
+        return ToolCall("call_clip_search", "clip_search", json.dumps(arguments))
 
 
-def fake_hub(settings: Settings) -> Models:
+def fake_hub(settings: Settings, llm: AgentModel) -> Models:
     """The configured fake models for every role, with the scripted agent model as the llm."""
     from vidagent.models import registry
 
-    adapters: dict[str, Any] = {"llm": FakeAdapter.function(agent_llm)}
+    adapters: dict[str, Any] = {"llm": FakeAdapter.function(llm)}
     for role in ROLES:
         if role not in adapters and capability(role) == role and settings.spec(role) != "none:":
             adapters[role] = registry.create_adapter(settings.spec(role), settings, role)
@@ -82,6 +90,7 @@ class Served:
     video: Path
     video_id: str
     duration: float
+    llm: AgentModel
 
     def api(self, path: str) -> Any:
         request = urllib.request.Request(
@@ -106,7 +115,8 @@ def served(small_video: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
     result = index_video(video, library=Library(settings.library_uri), settings=settings)
     assert result.video is not None
 
-    hub = fake_hub(settings)
+    llm = AgentModel()
+    hub = fake_hub(settings, llm)
     app = create_app(settings, token=TOKEN, media_roots=[media], models=hub)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -125,6 +135,7 @@ def served(small_video: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
             video,
             result.video.video_id,
             result.video.duration,
+            llm,
         )
     finally:
         server.should_exit = True
@@ -264,8 +275,15 @@ def test_an_ask_streams_steps_and_draws_its_evidence(
     )
     browser.find_element("css selector", "textarea[name=question]").send_keys(QUESTION)
     browser.find_element("css selector", "textarea[name=options]").send_keys("\n".join(OPTIONS))
-    browser.find_element("css selector", "#submit").click()
-
+    served.llm.gate.clear()  # the agent searches, then waits to answer
+    try:
+        browser.find_element("css selector", "#submit").click()
+        # the search's steps are on the page while the run is still under way: streamed live
+        wait_for(browser, lambda d: css(d, "#steps li.observed"), "the first observation")
+        assert not css(browser, "#steps li.answer") and not css(browser, "#trace-link")
+        assert "running" in browser.find_element("css selector", "#job-state").text
+    finally:
+        served.llm.gate.set()
     wait_for(browser, lambda d: css(d, "#trace-link"), "the job to finish", 60)
     kinds = [s.get_attribute("data-kind") for s in css(browser, "#steps li.step")]
     assert kinds == ["run_started"] + ["agent_turn", "tool_called", "observed"] * 2 + [
