@@ -79,6 +79,9 @@ form.addEventListener("submit", async (event) => {
         closeStream = null;
         clear(jobState, `job ${jobId}: ${job.state} `, job.state === "done" ? traceLink(trace) : null);
         if (job.error) showError(errorBox, job.error);
+        if (!view.answered) {
+          clear(document.getElementById("answer"), el("p", { class: "empty" }, `No answer: the job is ${job.state}.`));
+        }
       },
     });
   } catch (e) {
