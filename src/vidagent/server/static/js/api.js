@@ -3,19 +3,20 @@
 
 const TOKEN_KEY = "vidagent.token";
 
-// A token given once as ?token=... is kept for the other pages of this browser tab's origin.
+// A token given once as ?token=... is kept for the other pages in this tab; sessionStorage, so
+// it goes when the tab closes and is never written to disk.
 (function adoptTokenFromUrl() {
   const given = new URLSearchParams(location.search).get("token");
-  if (given) localStorage.setItem(TOKEN_KEY, given);
+  if (given) sessionStorage.setItem(TOKEN_KEY, given);
 })();
 
 export function token() {
-  return localStorage.getItem(TOKEN_KEY) || "";
+  return sessionStorage.getItem(TOKEN_KEY) || "";
 }
 
 export function setToken(value) {
-  if (value) localStorage.setItem(TOKEN_KEY, value);
-  else localStorage.removeItem(TOKEN_KEY);
+  if (value) sessionStorage.setItem(TOKEN_KEY, value);
+  else sessionStorage.removeItem(TOKEN_KEY);
 }
 
 export class ApiError extends Error {
