@@ -208,6 +208,21 @@ def test_a_client_that_disconnects_does_not_stop_the_question(live_server: Any) 
     assert again[0][0] == "run_started" and again[-1][0] == "end"
 
 
+def test_cancel_stops_a_question_at_its_next_event(live_server: Any) -> None:
+    live = live_server(delay=0.5)
+    vid = httpx.get(f"{live.url}/api/videos").json()["videos"][0]["video_id"]
+    job_id = httpx.post(f"{live.url}/api/ask", json={"videos": [vid], "question": "Q?"}).json()[
+        "job_id"
+    ]
+    with httpx.stream("GET", f"{live.url}/api/jobs/{job_id}/events", timeout=30) as s:
+        got = events(s)
+        assert next(got)[0] == "run_started"
+        httpx.delete(f"{live.url}/api/jobs/{job_id}")
+        rest = list(got)
+    assert rest[-1][0] == "end" and rest[-1][1]["state"] == "cancelled"
+    assert "answer" not in [k for k, _ in rest]
+
+
 def test_traces_list_fetch_and_replay(live_server: Any) -> None:
     live = live_server()
     vid = httpx.get(f"{live.url}/api/videos").json()["videos"][0]["video_id"]
