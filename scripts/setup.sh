@@ -25,7 +25,8 @@ export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
 # Headless Chromium for the web UI's browser tests (tests/server/test_browser.py, which skip
 # without it), installed only as root where apt-get exists; setup never fails for want of it.
 if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 \
+  { apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 \
+    || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium chromium-driver >/dev/null 2>&1; }; } \
     || echo "chromium unavailable: browser tests will skip" >&2
 fi
 .venv/bin/vidagent --version
