@@ -4,11 +4,23 @@ event happens) and ``replay``."""
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TextIO
 
 import click
 
 from vidagent.cli import cli, echo_json, parse_sets, session_of
+
+
+def _live(renderer: Callable[[Any], str | None], *, quiet: bool, stream: TextIO) -> Callable[[Any], None]:
+    """The live display of a run: each event the renderer draws, on ``stream`` (none if quiet)."""
+
+    def show(event: Any) -> None:
+        line = renderer(event)
+        if line is not None and not quiet:
+            click.echo(line, file=stream)
+
+    return show
 
 
 @cli.command(context_settings={"ignore_unknown_options": False})
@@ -64,14 +76,8 @@ def ask(ctx: click.Context, args: tuple[str, ...], options: tuple[str, ...], str
     given: dict[str, Any] = {"steps": max_steps, "frames": max_frames, "tokens": max_tokens,
              "seconds": max_seconds, "cost_usd": max_cost}  # fmt: skip
     budget = Budget(**{k: v for k, v in given.items() if v is not None})
-    stream = sys.stderr if as_json else sys.stdout
     renderer = Renderer(calls=calls)
-
-    def show(event: Any) -> None:
-        line = renderer(event)
-        if line is not None and not quiet:
-            click.echo(line, file=stream)
-
+    show = _live(renderer, quiet=quiet, stream=sys.stderr if as_json else sys.stdout)
     result = session_of(ctx).ask(
         videos, question, options=options, strategy=strategy, budget=budget,
         trace=trace_path or True, on_event=show, tool_mode=tool_mode,  # type: ignore[arg-type]
@@ -112,14 +118,7 @@ def ground(ctx: click.Context, video: str, event: str, strategy: str, trace_path
     from vidagent.budget import Budget
     from vidagent.cli.render import Renderer
 
-    stream = sys.stderr if as_json else sys.stdout
-    renderer = Renderer()
-
-    def show(event: Any) -> None:
-        line = renderer(event)
-        if line is not None and not quiet:
-            click.echo(line, file=stream)
-
+    show = _live(Renderer(), quiet=quiet, stream=sys.stderr if as_json else sys.stdout)
     result = session_of(ctx).ground(
         video, event, strategy=strategy, budget=Budget(steps=max_steps) if max_steps else None,
         trace=trace_path or True, on_event=show, tool_mode=tool_mode,  # type: ignore[arg-type]
