@@ -21,6 +21,7 @@ STRATEGIES: Registry[type[Agent]] = Registry(
         "videoagent2": "vidagent.agents.videoagent2:VideoAgent2Agent",
         "eea": "vidagent.agents.eea:EEAAgent",
         "avi": "vidagent.agents.avi:AVIAgent",
+        "retrieval": "vidagent.agents.retrieval:RetrievalAgent",
     },
 )
 

@@ -86,6 +86,8 @@ class Renderer:
         if isinstance(e, SearchRound):
             return self._round(e)
         if isinstance(e, PhaseChanged):
+            if e.phase == "retrieval" and "spans" in e.data:
+                return self._option(e)
             data = json.dumps(e.data, ensure_ascii=False) if e.data else ""
             return f"step {e.step} · {e.phase} {self._cut(data)}".rstrip()
         if isinstance(e, BudgetExhausted):
@@ -111,6 +113,21 @@ class Renderer:
     def _where(self, video_id: str, span: list[Any]) -> str:
         name = f"{self.names.get(video_id, video_id[:12])} " if len(self.names) > 1 else ""
         return f"{name}{clock(span[0])}–{clock(span[1])}"
+
+    def _option(self, e: PhaseChanged) -> str:
+        """The retrieval baseline's score of an option (or of the best clip of an open or
+        grounding question): its terms, the words found, where, what it answered."""
+        d = e.data
+        found = f": {', '.join(d['matches'])}" if d.get("matches") else ""
+        scored = "dense" in d  # an option's two terms
+        terms = f" (dense {d['dense']:.3f}, lexical {d['lexical']:.2f}{found})" if scored else ""
+        where = _spans(d["spans"], self.names) or "no clip"
+        answer = f" → {d['answer']}" if d.get("answer") else ""
+        label = d.get("option", "best clip")
+        return self._cut(
+            f"step {e.step} · retrieval {label} · score {d.get('score', 0):.3f}{terms} · "
+            f"{where}{answer}"
+        )
 
     def _round(self, e: SearchRound) -> str:
         """A tree-search round: what was split where, each child's scores, and the choice."""

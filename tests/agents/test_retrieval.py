@@ -1,0 +1,193 @@
+"""The ``retrieval`` baseline: options scored by retrieved evidence, no llm call, ties unanswered."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentkit import INDEX_SPECS
+from clirun import vidagent
+
+from vidagent.agents.base import Question
+from vidagent.agents.retrieval import RetrievalAgent, words
+from vidagent.agents.strategies import strategy_class
+from vidagent.app.bench import RunConfig, run_benchmark
+from vidagent.bench.rundir import read_rows
+from vidagent.cli.render import render
+from vidagent.config import load_settings
+from vidagent.exceptions import ConfigError
+from vidagent.ingest import index_video
+from vidagent.library import Library
+from vidagent.models.base import ChatRequest
+from vidagent.models.client import Models
+from vidagent.models.fake import FakeAdapter
+from vidagent.trace import ModelCall, PhaseChanged
+
+#: The fakes, with the real offline OCR: the burned-in "HELLO VIDAGENT" (5-8 s) is read.
+SPECS = {**INDEX_SPECS, "ocr": "rapidocr:pp-ocr"}
+QUESTION = "What text appears on screen?"
+OPTIONS = ("GOODBYE", "HELLO VIDAGENT", "No text")
+
+
+@pytest.fixture(scope="module")
+def indexed(small_video: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    settings = load_settings(SPECS)
+    library = Library(tmp_path_factory.mktemp("lib") / "lib")
+    stages = RetrievalAgent.stages
+    result = index_video(small_video, library=library, settings=settings, stages=stages)
+    assert result.video is not None
+    return library, result.video.video_id, settings
+
+
+def refusing(request: ChatRequest) -> str:
+    raise AssertionError("the retrieval baseline called the llm")
+
+
+def run_agent(indexed: Any, question: Question, **options: Any) -> Any:
+    library, _, settings = indexed
+    llm = FakeAdapter.function(refusing)
+    embed = FakeAdapter("hash", {"dim": "32"})
+    models = Models.from_adapters({"llm": llm, "embed": embed}, settings)
+    answer = RetrievalAgent(library, models, **options).run(question)
+    assert not llm.requests  # the fake raises on any call; nothing was asked either
+    return answer
+
+
+def test_the_option_shown_on_screen_wins_with_its_span_as_evidence(indexed: Any) -> None:
+    _, vid, _ = indexed
+    answer = run_agent(indexed, Question(QUESTION, (vid,), OPTIONS))
+    assert (answer.choice, answer.parsed, answer.text) == (1, True, "(B) HELLO VIDAGENT")
+    assert [e.to_list() for e in answer.evidence] == [[vid, 5.0, 10.0]]  # the clip of 5-8 s
+    phases = answer.trace.of(PhaseChanged)
+    assert [p.phase for p in phases] == ["retrieval"] * 3
+    scored = {p.data["option"]: p.data for p in phases}
+    assert scored["(B) HELLO VIDAGENT"]["matches"] == ["hello", "vidagent"]
+    assert scored["(B) HELLO VIDAGENT"]["lexical"] == 1.0
+    assert scored["(A) GOODBYE"]["matches"] == [] and scored["(A) GOODBYE"]["lexical"] == 0.0
+    best = scored["(B) HELLO VIDAGENT"]["score"]
+    others = max(scored["(A) GOODBYE"]["score"], scored["(C) No text"]["score"])
+    assert best == answer.confidence > others
+    assert best == pytest.approx(scored["(B) HELLO VIDAGENT"]["dense"] + 1.0)
+
+
+def test_no_llm_is_called_one_step_is_counted(indexed: Any) -> None:
+    _, vid, _ = indexed
+    answer = run_agent(indexed, Question(QUESTION, (vid,), OPTIONS))
+    calls = answer.trace.of(ModelCall)
+    assert [c.role for c in calls] == ["embed"] * 3  # one query per option, nothing else
+    assert answer.trace.totals.steps == 1
+
+
+def test_a_tie_gives_no_answer(indexed: Any) -> None:
+    _, vid, _ = indexed
+    # the same words in another order: the same bag of words, the same evidence, the same score
+    answer = run_agent(indexed, Question(QUESTION, (vid,), ("HELLO VIDAGENT", "VIDAGENT HELLO")))
+    assert (answer.parsed, answer.choice, answer.text, answer.reason) == (False, None, "", "tie")
+    assert answer.evidence == () and "(A), (B) tie" in answer.note
+
+
+def test_without_the_lexical_term_the_shown_words_no_longer_decide(indexed: Any) -> None:
+    _, vid, _ = indexed
+    answer = run_agent(indexed, Question(QUESTION, (vid,), OPTIONS), lexical_weight=0.0)
+    scored = [p.data for p in answer.trace.of(PhaseChanged)]
+    assert all(s["score"] == s["dense"] for s in scored)
+
+
+def test_a_grounding_question_returns_the_best_clip_as_an_interval(indexed: Any) -> None:
+    _, vid, _ = indexed
+    answer = run_agent(indexed, Question("HELLO VIDAGENT shown", (vid,), task="ground"))
+    assert (answer.text, answer.parsed) == ("[5.0, 10.0]", True)
+    assert [e.to_list() for e in answer.evidence] == [[vid, 5.0, 10.0]]
+    (shown,) = [line for line in render(answer.trace.events) if " · retrieval " in line]
+    assert shown.startswith("step 1 · retrieval best clip · score 0.")
+    assert shown.endswith(" · small.mp4 00:00:05–00:00:10 → [5.0, 10.0]")
+
+
+def test_an_open_question_returns_the_best_clips_text(indexed: Any) -> None:
+    _, vid, _ = indexed
+    answer = run_agent(indexed, Question("HELLO VIDAGENT", (vid,)))
+    assert answer.text == "HELLO VIDAGENT" and answer.parsed and answer.choice is None
+    assert [e.to_list() for e in answer.evidence] == [[vid, 5.0, 10.0]]
+
+
+def test_words_drop_stop_words_case_and_plurals() -> None:
+    assert words("The Dogs are in the PARK, 3 dogs!") == {"dog", "park", "3"}
+    assert words("glass class") == {"glass", "class"}
+
+
+def test_registered_with_its_index_plan_and_checked_options(indexed: Any) -> None:
+    assert strategy_class("retrieval") is RetrievalAgent
+    _, vid, _ = indexed
+    started = run_agent(indexed, Question(QUESTION, (vid,), OPTIONS)).trace.events[0]
+    assert started.index["stages"] == ["transcribe", "read_text", "caption", "embed"]
+    assert started.index["embed_text"] == "caption+speech+text"
+    assert started.settings == {
+        "tool_mode": "auto", "max_tokens": None, "top_k": 8, "lexical_weight": 1.0,
+        "fields": ["transcript", "ocr_text", "caption"],
+    }  # fmt: skip
+    with pytest.raises(ConfigError, match="top_k must be at least 1"):
+        RetrievalAgent.parse_options({"top_k": 0})
+    with pytest.raises(ConfigError, match="retrieval has no option temperature"):
+        RetrievalAgent.parse_options({"temperature": 0.2})
+
+
+def test_ask_shows_each_options_score_live(small_video: Path, _isolated_home: Path) -> None:
+    env = {f"VIDAGENT_{k.upper()}": v for k, v in SPECS.items()}
+    env["VIDAGENT_LLM"] = "fake:scripted?replies=[]"  # any llm call would fail the run
+    out = vidagent("ask", str(small_video), QUESTION, *(a for o in OPTIONS for a in ("-o", o)),
+                   "--strategy", "retrieval", home=_isolated_home, env=env)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    shown = [line for line in lines if line.startswith("step 1 · retrieval ")]
+    assert len(shown) == 3
+    assert shown[1].startswith("step 1 · retrieval (B) HELLO VIDAGENT · score 1.")
+    assert shown[1].endswith("lexical 1.00: hello, vidagent) · small.mp4 00:00:05–00:00:10")
+    assert shown[0].startswith("step 1 · retrieval (A) GOODBYE · score 0.")
+    assert "answer: (B) HELLO VIDAGENT" in lines
+    assert "  evidence: small.mp4 00:00:05–00:00:10" in lines
+    assert any(line.startswith("1 steps, 0 frames, 3 model calls") for line in lines)
+
+
+def make_videos(folder: Path, *names: str) -> None:
+    from vidagent.media.synth import make_video
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        make_video(folder / f"{name}.mp4", duration=3, size=(160, 96), fps=10)
+
+
+def test_bench_run_with_the_baseline_writes_rows_without_an_llm(tmp_path: Path) -> None:
+    data = tmp_path / "nextqa"
+    make_videos(data / "videos", "v1")
+    head = "video,frame_count,width,height,question,answer,qid,type,a0,a1,a2,a3,a4"
+    rows = [
+        f"v1,30,160,96,what colour is the ball,1,{q},CW,zero,one,two,three,four" for q in (0, 1)
+    ]
+    (data / "val.csv").write_text("\n".join([head, *rows]) + "\n")
+    out = tmp_path / "run"
+    settings = load_settings({**INDEX_SPECS, "llm": "fake:scripted?replies=[]"})
+    summary = run_benchmark(
+        RunConfig("nextqa", data, strategy="retrieval"), settings=settings, out=out
+    )
+    assert (summary.ran, summary.errors) == (2, 0)
+    found = read_rows(out / "predictions.jsonl").values()
+    assert all(r["error"] is None and r["steps"] == 1 and r["model_calls"] == 5 for r in found)
+
+
+def test_bench_run_grounds_charades_sta_with_intervals(
+    tmp_path: Path, _isolated_home: Path
+) -> None:
+    data = tmp_path / "charades"
+    make_videos(data / "videos", "AAAAA")
+    (data / "charades_sta_test.txt").write_text("AAAAA 0.0 2.0##a person opens a door.\n")
+    env = {f"VIDAGENT_{k.upper()}": v for k, v in INDEX_SPECS.items()}
+    env["VIDAGENT_LLM"] = "fake:scripted?replies=[]"  # any llm call would fail the question
+    out = tmp_path / "run"
+    done = vidagent("bench", "run", "charades_sta", "--data", str(data), "-s", "retrieval",
+                    "--out", str(out), "--quiet", home=_isolated_home, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (row,) = read_rows(out / "predictions.jsonl").values()
+    assert row["error"] is None and row["prediction"] == "[0.0, 3.0]"
+    assert row["parsed"] == [0.0, 3.0] and row["score"] is not None
+    assert row["evidence"] == [[row["evidence"][0][0], 0.0, 3.0]]
