@@ -111,6 +111,11 @@ class Settings(BaseModel):
         description="clip captions: DVD's progressive subject registry (Table 9) or AVI's "
         "independent per-clip captions (Fig. 7)",
     )
+    summary: Literal["auto", "model", "extractive"] = Field(
+        "auto",
+        description="global summary: the llm's (VideoAgent2's prompt) or an extractive digest of "
+        "the index; auto: the digest for the embedded smoke-test llm, else the llm's",
+    )
     embed_text: Literal["caption", "caption+speech+text"] = Field(
         "caption+speech+text",
         description="what a clip's vector embeds: the caption alone (DVD) or with speech and text",

@@ -408,7 +408,7 @@ def test_summary_gets_the_verbatim_prompt_and_is_redone_only_when_captions_chang
     tmp_path: Path, small_video: Path
 ) -> None:
     llm = FakeAdapter.scripted(["SUMMARY ONE", "SUMMARY TWO"])
-    ctx = make_ctx(tmp_path, small_video, {"llm": llm})
+    ctx = make_ctx(tmp_path, small_video, {"llm": llm}, summary="model")
     vid = ctx.video.video_id
     captioned(ctx, ["A man walks\nin.", "He sits.", ""])
     stage = Summarize()
@@ -436,7 +436,7 @@ def test_summary_gets_the_verbatim_prompt_and_is_redone_only_when_captions_chang
 def test_long_captions_are_summarised_hierarchically(tmp_path: Path, small_video: Path) -> None:
     replies = iter(["part one", "part two", "FINAL"])
     llm = FakeAdapter.function(lambda request: next(replies))
-    ctx = make_ctx(tmp_path, small_video, {"llm": llm}, clip_seconds=3)
+    ctx = make_ctx(tmp_path, small_video, {"llm": llm}, clip_seconds=3, summary="model")
     words = "word " * 40  # ~50 tokens per line: two lines fit a budget of 120, three do not
     captioned(ctx, [f"clip {i} {words}" for i in range(4)])
     stage = Summarize()
@@ -461,7 +461,9 @@ def test_long_captions_are_summarised_hierarchically(tmp_path: Path, small_video
 def test_registry_gets_temporal_spans_with_a_one_clip_gap_tolerance(
     tmp_path: Path, small_video: Path
 ) -> None:
-    ctx = make_ctx(tmp_path, small_video, {"llm": FakeAdapter.scripted(["S"])}, clip_seconds=3)
+    ctx = make_ctx(
+        tmp_path, small_video, {"llm": FakeAdapter.scripted(["S"])}, clip_seconds=3, summary="model"
+    )
     vid = ctx.video.video_id
     captioned(ctx, ["a", "b", "c", "d"])
     subjects = [["subject_1", "subject_2"], [], ["subject_1"], ["subject_2"]]
@@ -565,7 +567,8 @@ def test_estimates_count_calls_frames_and_tokens(small_video: Path) -> None:
     describer = Caption().estimate(info, 3, load_settings())
     assert (describer.calls, describer.input_tokens) == (0, 0)
     assert Summarize().estimate(info, 3, vlm).calls == 1
-    local = Summarize().estimate(info, 720, vlm)  # the default llm: SmolLM2's 8k window
+    model = load_settings({"vlm": "openai:gpt-4.1-mini", "summary": "model"})
+    local = Summarize().estimate(info, 720, model)  # the default llm: SmolLM2's 8k window
     assert local.calls == 1 + -(-720 * 250 // fitting_budget_of(8192))
     remote = Summarize().estimate(info, 720, load_settings({"llm": "openai:gpt-4o"}))
     assert remote.calls == 1  # the paper's one call; no window is declared

@@ -1,5 +1,12 @@
 """The summarize stage: a global summary of the clip captions, and the final subject registry.
 
+**Which summary** (the ``summary`` setting): ``model`` is the VideoAgent2 summary below;
+``extractive`` is the digest of :mod:`vidagent.ingest.digest` (indexed sentences chosen by the
+``embed`` role, no llm call); ``auto`` (the default) is the digest when the ``llm`` is the
+embedded smoke-test model (:func:`~vidagent.config.is_smoke_test_llm`), which repeats itself and
+echoes the prompt, and the model's summary otherwise. The artefact's ``data["method"]`` says
+which it is, and the fingerprints differ, so switching redoes it.
+
 **Global summary** (VideoAgent2 Phase 1, ``S = F_llm(C, prompt_Summary)``). ``C`` is one line per
 captioned clip, ``"{start}s-{end}s: {caption}"`` (spec A.11 #8; times as integers when whole,
 else with one decimal; each caption's whitespace collapsed so a clip stays on one line; clips
@@ -27,7 +34,9 @@ cut again, or cut by the endpoint's own limit, it is kept, counted in ``data["cu
 stage's note, so a truncated summary is never passed off as whole.
 
 The summary is redone only when its fingerprint (llm spec + prompt hash) or the captions change:
-``inputs_hash`` hashes the caption lines it was made from.
+``inputs_hash`` hashes the caption lines it was made from. The digest's fingerprint is
+``extractive|{embed spec}|{DIGEST_VERSION}``; its ``inputs_hash`` covers the clips' captions,
+transcripts and on-screen text and the transcript segments.
 
 **Subject registry.** The caption stage leaves the registry ``S_N`` as the ``"registry"`` artefact.
 This stage adds each subject's ``temporal_spans`` (A.11 #2): the clips whose ``subjects`` name
@@ -40,10 +49,12 @@ resumes from them. The optional "actions" LLM pass of A.11 #2 is not run.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from vidagent.config import is_smoke_test_llm
 from vidagent.exceptions import ContextOverflowError
 from vidagent.ingest.base import IngestContext, Stage, StageEstimate, text_hash
+from vidagent.ingest.digest import digest
 from vidagent.library.schema import GLOBAL_SUMMARY, Artifact
 from vidagent.library.views import Line, caption_lines
 from vidagent.models.base import ChatRequest, Message
@@ -67,6 +78,16 @@ MIN_BUDGET = 256
 LOCAL_REPLY = 512
 #: The context the estimate assumes of a local model (the llama.cpp default ``n_ctx``).
 LOCAL_CONTEXT = 8192
+#: Bumped when the digest's rules change, so stored digests are redone.
+DIGEST_VERSION = "digest1"
+
+
+def summary_method(settings: Settings) -> Literal["extractive", "model"]:
+    """What the ``summary`` setting asks of this llm: ``auto`` is the extractive digest for
+    the embedded smoke-test llm, the model's summary for any other."""
+    if settings.summary == "auto":
+        return "extractive" if is_smoke_test_llm(settings.spec("llm")) else "model"
+    return settings.summary
 
 
 def reply_cap(client: Client) -> int | None:
@@ -156,17 +177,21 @@ class Summarize(Stage):
         fresh = self._global_fresh(ctx, clips) and self._registry(ctx, clips)[1]
         return [] if fresh else clips
 
+    def fingerprint(self, settings: Settings) -> str:
+        if summary_method(settings) == "extractive":
+            return f"extractive|{settings.spec('embed')}|{DIGEST_VERSION}"
+        return super().fingerprint(settings)
+
     def run(self, ctx: IngestContext, clips: list[ClipRow], bar: tqdm) -> None:
         vid = ctx.video.video_id
         clips = ctx.library.clips(vid)
-        lines = caption_lines(clips)
         ctx.library.memo(
             vid,
             "summary",
             GLOBAL_SUMMARY,
             producer=self.fingerprint(ctx.settings),
-            inputs_hash=text_hash(*map(str, lines)),
-            build=lambda: self.summarize_lines(ctx.models.client(self.role), lines),
+            inputs_hash=self._inputs_hash(ctx, clips),
+            build=lambda: self._build(ctx, clips),
         )
         registry, fresh = self._registry(ctx, clips)
         if not fresh:
@@ -182,12 +207,31 @@ class Summarize(Stage):
             )
         bar.update(len(clips))
 
+    def _build(self, ctx: IngestContext, clips: list[ClipRow]) -> tuple[str, dict[str, Any]]:
+        if summary_method(ctx.settings) == "extractive":
+            segments = ctx.library.transcript(ctx.video.video_id)
+            text, data = digest(ctx.models.client("embed"), clips, segments, ctx.video.duration)
+            chosen, pool = len(data["sentences"]), data["candidates"]
+            self.note = f"extractive digest: {chosen} of {pool} indexed sentences"
+            return text, data
+        text, data = self.summarize_lines(ctx.models.client(self.role), caption_lines(clips))
+        return text, {"method": "model", **data}
+
+    def _inputs_hash(self, ctx: IngestContext, clips: list[ClipRow]) -> str:
+        if summary_method(ctx.settings) == "model":
+            return text_hash(*map(str, caption_lines(clips)))
+        segments = ctx.library.transcript(ctx.video.video_id)
+        return text_hash(
+            *(f"{c.t0}|{c.t1}|{c.caption}|{c.transcript}|{c.ocr_text}" for c in clips),
+            *(f"{s.t0}|{s.t1}|{s.text}" for s in segments),
+        )
+
     def _global_fresh(self, ctx: IngestContext, clips: list[ClipRow]) -> bool:
         stored = ctx.library.artifact(ctx.video.video_id, "summary", GLOBAL_SUMMARY)
         return (
             stored is not None
             and stored.producer == self.fingerprint(ctx.settings)
-            and stored.inputs_hash == text_hash(*map(str, caption_lines(clips)))
+            and stored.inputs_hash == self._inputs_hash(ctx, clips)
         )
 
     def _registry(self, ctx: IngestContext, clips: list[ClipRow]) -> tuple[dict[str, Any], bool]:
@@ -273,6 +317,11 @@ class Summarize(Stage):
         return chunks
 
     def estimate(self, info: VideoInfo, clips: int, settings: Settings) -> StageEstimate:
+        if summary_method(settings) == "extractive":
+            return StageEstimate(
+                self.name, "embed", settings.spec("embed"), calls=1, input_tokens=clips * 150,
+                seconds=clips / 50, notes=["extractive digest of the index: no llm call"],
+            )  # fmt: skip
         spec = settings.spec(self.role)
         per_caption = 100 if settings.spec("captioner").startswith("perception:") else 250
         captions = clips * per_caption

@@ -1,0 +1,194 @@
+"""The extractive digest: a global summary made of sentences the index already holds.
+
+The embedded smoke-test llm (SmolLM2-135M) cannot summarise: asked VideoAgent2's prompt it
+repeats itself and echoes the prompt ("4-second clips", "camera wearer"). So with that llm (or
+with ``summary = "extractive"``) the summarize stage writes this digest instead, and no sentence
+of it is written by a model:
+
+**Candidates**, each a verbatim piece of one indexed text with the span it came from:
+
+- speech: the transcript segments (or, where the video has none, each clip's transcript), cut
+  into sentences at ``.``, ``!`` or ``?`` followed by a space;
+- on-screen text: each line of a clip's ``ocr_text``; the same line in consecutive clips is one
+  candidate over their joint span;
+- shots: each sentence of a clip's caption that reports something seen (the perception
+  describer's label, its ``Speech:`` and ``On-screen text:`` sentences, which repeat the two
+  sources above, and sentences reporting an absence, such as "No speech.", are left out).
+
+Identical texts are kept once, at their first span; a text with fewer than
+:data:`MIN_LETTERS` letters (OCR noise such as "cC") is no candidate.
+
+**Selection** (Maximal Marginal Relevance, Carbonell & Goldstein 1998) over the ``embed`` role's
+L2-normalised vectors: the centroid ``c`` is the mean vector of the clips' texts (what the embed
+stage embeds), and the next sentence is the one maximising
+``LAMBDA * cos(s, c) - (1 - LAMBDA) * max cos(s, chosen)``, among those whose cosine to every
+chosen sentence is below :data:`REDUNDANT` (0.9). Selection stops at :func:`budget` sentences or
+words; a sentence that would overrun the word budget is skipped (the first is always taken).
+Shot sentences take at most a quarter of the sentences (rounded up): the describer's reports are
+long and alike, so the centroid of the clips' texts (which include them) leans toward them, while
+what a person wants first from a digest is what is said and shown.
+
+**Output**: the chosen sentences in time order, each on its own line prefixed by its start as
+``[MM:SS]``, under :data:`HEADER`, which says what the digest is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from vidagent.ingest.embed import clip_text
+from vidagent.models.perception import LABEL
+
+if TYPE_CHECKING:
+    from vidagent.library import ClipRow
+    from vidagent.library.schema import TranscriptSegment
+    from vidagent.models.client import Client
+
+HEADER = (
+    "Extractive digest of the indexed speech, on-screen text and shots "
+    "(no language model wrote this):"
+)
+#: Weight of relevance (to the centroid) against redundancy (to the chosen) in MMR.
+LAMBDA = 0.7
+#: A sentence at least this close (cosine) to a chosen one is never chosen.
+REDUNDANT = 0.9
+#: Letters a candidate needs (OCR reads stray marks as one- or two-letter lines).
+MIN_LETTERS = 3
+#: Caption sentences that repeat another source or report an absence.
+_SKIPPED = re.compile(
+    r"^(Speech:|On-screen text:|No [a-z -]+\.$|One continuous shot\.$|.* was not [a-z]+\.$)"
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+#: The describer's quoted speech (its last sentence) and on-screen text, which may hold
+#: sentence ends of their own; removed whole before a caption is cut into sentences.
+_QUOTED = re.compile(r'Speech: ".*"\.$|On-screen text: ".*?"\.(?=\s|$)', re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A verbatim piece of the index and where it came from."""
+
+    t0: float
+    t1: float
+    text: str
+    source: str  # "speech" | "text" | "shot"
+
+
+def budget(duration: float) -> tuple[int, int]:
+    """``(sentences, words)``: 8 and 120 up to five minutes, one sentence and 15 words more per
+    further five minutes, at most 24 and 360."""
+    sentences = min(24, 8 + int(max(0.0, duration - 300.0) // 300))
+    return sentences, 15 * sentences
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` cut after ``.``, ``!`` or ``?`` followed by whitespace; each piece is verbatim."""
+    return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
+
+
+def candidates(clips: list[ClipRow], segments: list[TranscriptSegment]) -> list[Candidate]:
+    """Every candidate sentence in time order, identical texts kept once (the first)."""
+    found: list[Candidate] = []
+    if segments:
+        found += [Candidate(s.t0, s.t1, x, "speech") for s in segments for x in sentences(s.text)]
+    else:
+        found += [
+            Candidate(c.t0, c.t1, x, "speech") for c in clips for x in sentences(c.transcript)
+        ]
+    found += _screen_text(clips)
+    for c in clips:
+        caption = _QUOTED.sub(" ", c.caption.replace(LABEL, " ").strip())
+        found += [
+            Candidate(c.t0, c.t1, x, "shot") for x in sentences(caption) if not _SKIPPED.match(x)
+        ]
+    seen: set[str] = set()
+    out = []
+    for cand in sorted(found, key=lambda x: (x.t0, x.t1)):
+        if cand.text not in seen and sum(ch.isalpha() for ch in cand.text) >= MIN_LETTERS:
+            seen.add(cand.text)
+            out.append(cand)
+    return out
+
+
+def _screen_text(clips: list[ClipRow]) -> list[Candidate]:
+    """On-screen lines; a line shown in consecutive clips is one candidate over their span."""
+    out: list[Candidate] = []
+    open_: dict[str, int] = {}  # line -> index in out of its run that the last clip extended
+    for c in clips:
+        lines = {x.strip() for x in c.ocr_text.splitlines() if x.strip()}
+        for line in sorted(lines):
+            at = open_.get(line)
+            if at is not None and abs(out[at].t1 - c.t0) < 1e-6:
+                out[at] = Candidate(out[at].t0, c.t1, line, "text")
+            else:
+                open_[line] = len(out)
+                out.append(Candidate(c.t0, c.t1, line, "text"))
+    return out
+
+
+def select(
+    vectors: np.ndarray,
+    centroid: np.ndarray,
+    words: list[int],
+    limits: tuple[int, int],
+    shots: np.ndarray | None = None,
+) -> list[int]:
+    """Indices MMR picks from ``vectors`` (N, D), L2-normalised, against ``centroid`` (D,);
+    of the candidates flagged in ``shots`` (N,) bool, at most a quarter of the sentences."""
+    if len(vectors) == 0:
+        return []
+    shots = np.zeros(len(vectors), dtype=bool) if shots is None else shots
+    max_shots = -(-limits[0] // 4)
+    norm = float(np.linalg.norm(centroid))
+    relevance = vectors @ (centroid / norm if norm > 0 else centroid)  # (N,)
+    closest = np.full(len(vectors), -1.0)  # (N,) max cosine to a chosen sentence
+    open_ = np.ones(len(vectors), dtype=bool)
+    chosen: list[int] = []
+    total = 0
+    max_sentences, max_words = limits
+    while len(chosen) < max_sentences and open_.any():
+        score = LAMBDA * relevance - (1 - LAMBDA) * np.maximum(closest, 0.0)
+        best = int(np.argmax(np.where(open_, score, -np.inf)))
+        open_[best] = False
+        if chosen and total + words[best] > max_words:
+            continue  # too long for what is left; a shorter one may fit
+        chosen.append(best)
+        total += words[best]
+        closest = np.maximum(closest, vectors @ vectors[best])
+        open_ &= closest < REDUNDANT
+        if int(shots[chosen].sum()) >= max_shots:
+            open_ &= ~shots
+    return chosen
+
+
+def stamp(t: float) -> str:
+    """``[MM:SS]`` of ``t`` seconds (minutes go past 59 in long videos)."""
+    whole = int(t)
+    return f"[{whole // 60:02d}:{whole % 60:02d}]"
+
+
+def digest(
+    client: Client, clips: list[ClipRow], segments: list[TranscriptSegment], duration: float
+) -> tuple[str, dict[str, Any]]:
+    """The digest's text and data (``method``, the chosen ``sentences``, the ``candidates``
+    count); ``""`` when the index holds no text at all."""
+    pool = candidates(clips, segments)
+    data: dict[str, Any] = {"method": "extractive", "sentences": [], "candidates": len(pool)}
+    if not pool:
+        return "", data
+    texts = [clip_text(c) for c in clips if clip_text(c).strip()]
+    embedded = client.embed([c.text for c in pool] + texts).vectors  # (N + K, D)
+    vectors, centroid = embedded[: len(pool)], embedded[len(pool) :].mean(axis=0)
+    if not texts:
+        centroid = vectors.mean(axis=0)
+    limits = budget(duration or max(c.t1 for c in clips))
+    # The pool is in time order (speech sentences of one segment in spoken order).
+    shots = np.array([c.source == "shot" for c in pool])  # (N,) bool
+    picked = sorted(select(vectors, centroid, [len(c.text.split()) for c in pool], limits, shots))
+    chosen = [pool[i] for i in picked]
+    data["sentences"] = [asdict(c) for c in chosen]
+    return "\n".join([HEADER, *(f"{stamp(c.t0)} {c.text}" for c in chosen)]), data
