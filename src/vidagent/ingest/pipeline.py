@@ -21,13 +21,15 @@ in its result and the others are indexed; nothing of another video is touched.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
@@ -88,14 +90,20 @@ def stage_names() -> tuple[str, ...]:
     return STAGE_REGISTRY.names()
 
 
-def make_stage(name: str) -> Stage:
-    """A fresh stage object by name.
+#: Stages that read neither the transcript nor each other's output, so ``transcribe`` runs in a
+#: thread beside them (``overlap=True``): Whisper (CTranslate2) and PP-OCR (onnxruntime) leave
+#: the GIL while they compute, and on 2 cores neither keeps both busy on its own.
+OVERLAPS_TRANSCRIBE: frozenset[str] = frozenset({"read_text", "detect"})
+
+
+def make_stage(name: str, **options: Any) -> Stage:
+    """A fresh stage object by name, its constructor given ``options``.
 
     Raises:
         ConfigError: no such stage (the message lists them), a plugin stage that fails to
             import, or a factory that makes no :class:`~vidagent.ingest.base.Stage`.
     """
-    stage = STAGE_REGISTRY.load(name)()
+    stage = STAGE_REGISTRY.load(name)(**options)
     if not isinstance(stage, Stage):
         raise ConfigError(f"stage {name!r} made a {type(stage).__name__}, not an ingest Stage")
     return stage
@@ -166,8 +174,17 @@ def index_path(
     stages: Sequence[str] = STAGES,
     progress: bool = False,
     on_stage: Callable[[StageRun], None] | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    overlap: bool = True,
 ) -> IndexResult:
-    """Index one file through ``stages``; media errors are returned, not raised."""
+    """Index one file through ``stages``; media errors are returned, not raised.
+
+    Args:
+        options: constructor arguments by stage name (``{"read_text": {"gate": False}}``).
+        overlap: run ``transcribe`` in a thread beside the :data:`OVERLAPS_TRANSCRIBE` stages
+            that follow it; the stage after them waits for it. Its :class:`StageRun` comes
+            when it is joined, and its seconds overlap theirs.
+    """
     path = Path(path).expanduser()
     result = IndexResult(path)
     try:
@@ -176,12 +193,31 @@ def index_path(
         result.error = e
         return result
     ctx = IngestContext(library, models, settings, result.structure.video, path)
-    for name in stages:
-        run = run_stage(make_stage(name), ctx, progress=progress)
-        result.stages.append(run)
+    options = options or {}
+
+    def record(run: StageRun, at: int | None = None) -> None:
+        result.stages.insert(len(result.stages) if at is None else at, run)
         if on_stage:
             on_stage(run)
-    result.video = ctx.video
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="transcribe") as pool:
+        behind: tuple[int, Future[StageRun]] | None = None  # (its place in the runs, its run)
+        for i, name in enumerate(stages):
+            stage = make_stage(name, **options.get(name, {}))
+            if behind is not None and name not in OVERLAPS_TRANSCRIBE:
+                record(behind[1].result(), behind[0])
+                behind = None
+                ctx.video = library.get_video(ctx.video.video_id)  # with transcribe's entry
+            after = stages[i + 1] if i + 1 < len(stages) else ""
+            if overlap and name == "transcribe" and after in OVERLAPS_TRANSCRIBE:
+                # Its own context: run_stage rebinds ctx.video after each stage.
+                own = dataclasses.replace(ctx)
+                behind = (len(result.stages), pool.submit(run_stage, stage, own, progress=progress))
+                continue
+            record(run_stage(stage, ctx, progress=progress))
+        if behind is not None:
+            record(behind[1].result(), behind[0])
+    result.video = library.get_video(ctx.video.video_id)
     return result
 
 
