@@ -10,7 +10,14 @@ Each clip gets a fresh model hub, so model loading is part of the figures, as it
 running ``vidagent index`` once. Realtime factor = video duration / wall seconds (higher is
 faster). Target from the issue: at least 10x overall on 2 cores.
 
-    .venv/bin/python benchmarks/ingest.py [--only real|generated]
+Each clip is indexed twice in one run, on the same machine: *before* is the pipeline without the
+speed levers (no text-presence gate before OCR, stages one after another), *after* the default
+(the gate on, ``transcribe`` in a thread beside ``read_text`` and ``detect``). Per stage the
+table prints both and the ratio before/after; with the overlap, transcribe's seconds run beside
+read_text's and detect's, so only the overall row is wall time. The load average is printed, as
+the machine may be shared.
+
+    .venv/bin/python benchmarks/ingest.py [--only real|generated] [--skip STAGE ...]
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,44 +56,94 @@ def real_clip() -> Path | None:
         return None
 
 
-def measure(label: str, path: Path) -> None:
+#: The levers off: today's pipeline before the speed work (``index_path`` arguments).
+BEFORE: dict[str, Any] = {"options": {"read_text": {"gate": False}}, "overlap": False}
+AFTER: dict[str, Any] = {}
+
+
+def run_once(path: Path, stages: tuple[str, ...], levers: dict[str, Any]) -> tuple[Any, float]:
+    """One fresh index of ``path`` in a fresh process (so imports are paid, as on a first
+    ``vidagent index``), home and model hub: seconds per stage, notes, and wall seconds."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=spawn) as pool:
+        return pool.submit(_index, path, stages, levers).result()
+
+
+def _index(path: Path, stages: tuple[str, ...], levers: dict[str, Any]) -> tuple[Any, float]:
     from vidagent.config import load_settings
     from vidagent.ingest import index_path
     from vidagent.library import Library
-    from vidagent.media import probe
     from vidagent.models.client import Models
 
-    duration = probe(path).duration
     with tempfile.TemporaryDirectory() as home:
         settings = load_settings({"home": home, "cache": "off"})
         library = Library(settings.library_uri)
         started = time.perf_counter()
         with Models(settings) as models:
-            result = index_path(path, library=library, settings=settings, models=models)
+            result = index_path(
+                path, library=library, settings=settings, models=models, stages=stages, **levers
+            )
         total = time.perf_counter() - started
     if result.error is not None:
-        raise SystemExit(f"{label}: {result.error}")
-    print(f"\n{label}: {path.name}, {duration:.1f} s of video")
-    print(f"  {'stage':<11} {'seconds':>8} {'realtime x':>11}")
-    rows = [("structure", result.structure.seconds if result.structure else 0.0)]
-    rows += [(r.stage, r.seconds) for r in result.stages]
-    for stage, seconds in rows:
-        print(f"  {stage:<11} {seconds:8.2f} {duration / max(seconds, 1e-9):11.1f}")
-    print(f"  {'overall':<11} {total:8.2f} {duration / total:11.1f}")
-    rest = total - sum(seconds for stage, seconds in rows if stage == "summarize")
-    print(f"  {'w/o summary':<11} {rest:8.2f} {duration / rest:11.1f}   (vidagent index --stages without summarize)")
+        raise SystemExit(f"{path.name}: {result.error}")
+    notes = [f"{r.stage}: {r.note}" for r in result.stages if r.note]
+    return (stage_seconds(result), notes), total
+
+
+def stage_seconds(result: Any) -> dict[str, float]:
+    rows = {"structure": result.structure.seconds if result.structure else 0.0}
+    rows.update((r.stage, r.seconds) for r in result.stages)
+    return rows
+
+
+def measure(label: str, path: Path, stages: tuple[str, ...]) -> None:
+    from vidagent.media import probe
+
+    duration = probe(path).duration
+    print(f"\n{label}: {path.name}, {duration:.1f} s of video; load average {load()} at start")
+    before, before_total = run_once(path, stages, BEFORE)
+    after, after_total = run_once(path, stages, AFTER)
+    print(f"  load average {load()} at end")
+    print(f"  {'stage':<11} {'before s':>9} {'after s':>8} {'ratio':>6} {'after rt x':>10}")
+    (old, old_notes), (new, new_notes) = before, after
+    for stage in old:
+        a, b = old[stage], new.get(stage, 0.0)
+        print(
+            f"  {stage:<11} {a:9.2f} {b:8.2f} {a / max(b, 1e-9):6.2f} {duration / max(b, 1e-9):10.1f}"
+        )
+    print(
+        f"  {'overall':<11} {before_total:9.2f} {after_total:8.2f} "
+        f"{before_total / after_total:6.2f} {duration / after_total:10.1f}"
+        f"   (before: {duration / before_total:.1f}x realtime)"
+    )
+    print("  before notes: " + "; ".join(old_notes))
+    print("  after notes: " + "; ".join(new_notes))
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", choices=["real", "generated"])
+    parser.add_argument(
+        "--skip", nargs="*", default=[], help="stages left out (e.g. summarize), both runs"
+    )
     args = parser.parse_args()
+    from vidagent.ingest import STAGES
+
+    stages = tuple(s for s in STAGES if s not in args.skip)
+    print(f"stages: {', '.join(stages)}; {os.cpu_count()} cores")
     if args.only != "generated":
         clip = real_clip()
         if clip is not None:
-            measure("real narrated clip", clip)
+            measure("real narrated clip", clip, stages)
     if args.only != "real":
-        measure("generated 10-minute clip", generated_clip())
+        measure("generated 10-minute clip", generated_clip(), stages)
 
 
 if __name__ == "__main__":
