@@ -197,7 +197,8 @@ def test_prompts_are_the_paper_s_figures_verbatim() -> None:
     if not paper.is_file():
         pytest.skip("the AVI paper text is not beside the project")
     flat = re.sub(r"\s+", " ", paper.read_text(encoding="utf-8"))
-    for name in ("avi_tools", "avi_core_protocol", "avi_retrieve", "avi_perceive", "avi_review"):
+    for name in ("avi_tools", "avi_core_protocol", "avi_retrieve", "avi_perceive", "avi_review",
+                 "avi_caption", "avi_graph"):  # fmt: skip
         assert re.sub(r"\s+", " ", load_prompt(name)).strip() in flat, name
 
 
