@@ -185,6 +185,39 @@ class Session:
 
         return stage_names()
 
+    def default_stages(self) -> tuple[str, ...]:
+        """What indexing runs when no stages are named, for these settings (the entity graph
+        only with an llm that can extract one)."""
+        from vidagent.ingest.pipeline import default_stages
+
+        return default_stages(self.settings)
+
+    def known_video(self, path: str | Path) -> Any:
+        """The Library's record of the video whose content is the file at ``path``, or None
+        (no Library yet, or this content was never indexed)."""
+        from vidagent.library.store import content_id
+
+        if not self.library_exists():
+            return None
+        library, vid = self.existing_library(), content_id(path)
+        return library.get_video(vid) if library.has_video(vid) else None
+
+    def frames(self, ref: str, times: Sequence[float], *, size: int) -> list[bytes]:
+        """The frames of a video nearest ``times``, as JPEG bytes at most ``size`` pixels on
+        their long side."""
+        from vidagent.models.vision import frame_images
+
+        record = self.show(ref).video
+        return [part.data for part in frame_images(record.source, times, size=size)]
+
+    @staticmethod
+    def check_strategy(name: str) -> None:
+        """Raise :class:`~vidagent.exceptions.ConfigError` (naming the strategies) for an
+        unknown strategy."""
+        from vidagent.agents.strategies import strategy_class
+
+        strategy_class(name)
+
     def index_file(
         self,
         path: str | Path,

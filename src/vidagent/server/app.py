@@ -75,11 +75,11 @@ class Server:
         """Index ``job.params["path"]`` a stage at a time: a ``progress`` event after each, a
         cancel honoured between stages. Rerunning skips what is done, so a resumed job only
         does what is left."""
-        from vidagent.ingest.pipeline import IndexResult, default_stages
+        from vidagent.ingest.pipeline import IndexResult
 
         path, session = Path(job.params["path"]), self.session
         chosen = job.params.get("stages")
-        names = list(default_stages(session.settings) if chosen is None else chosen)
+        names = list(session.default_stages() if chosen is None else chosen)
         total = len(names) + 1
 
         def progress(stage: str, done: int) -> None:

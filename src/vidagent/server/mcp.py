@@ -247,8 +247,6 @@ class Tools:
         size: Annotated[int, Field(description="long side in pixels", ge=64, le=2048)] = 512,
     ) -> list[Image | str]:
         """The video's frames nearest the given times, as JPEG images, after a line naming them."""
-        from vidagent.models.vision import frame_images
-
         record = self.session.show(video).video
         late = [t for t in times if t > record.duration]
         if late:
@@ -256,11 +254,11 @@ class Tools:
                 f"{', '.join(f'{t:g}' for t in late)} s: after the end of {record.name} "
                 f"({record.duration:.2f} s)"
             )
-        parts = frame_images(record.source, times, size=size)
+        parts = self.session.frames(record.video_id, times, size=size)
         line = f"{len(parts)} frames of {record.name} ({record.video_id}) at " + ", ".join(
             f"{t:g} s ({hms(t)})" for t in times
         )
-        return [line, *(Image(data=p.data, format="jpeg") for p in parts)]
+        return [line, *(Image(data=p, format="jpeg") for p in parts)]
 
     # -- resources --------------------------------------------------------------------------------
 

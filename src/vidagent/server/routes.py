@@ -75,13 +75,8 @@ def list_videos(request: Request) -> dict[str, Any]:
 
 
 def _known_video(server: Server, path: Path) -> dict[str, Any] | None:
-    from vidagent.library.store import content_id
-
-    if not server.session.library_exists():
-        return None
-    lib = server.session.existing_library()
-    vid = content_id(path)
-    return video_json(lib.get_video(vid)) if lib.has_video(vid) else None
+    known = server.session.known_video(path)
+    return video_json(known) if known is not None else None
 
 
 def _check_stages(server: Server, stages: list[str] | None) -> None:
@@ -148,10 +143,8 @@ def search(body: SearchBody, request: Request) -> dict[str, Any]:
 
 @router.post("/ask", status_code=202)
 def ask(body: AskBody, request: Request) -> dict[str, Any]:
-    from vidagent.agents.strategies import strategy_class
-
     server = server_of(request)
-    strategy_class(body.strategy)  # an unknown strategy is the request's fault: 400 now
+    server.session.check_strategy(body.strategy)  # the request's fault: 400 now
     trace = server.session.trace_path(body.strategy).stem
     params = body.model_dump() | {"videos": server.ask_refs(body.videos), "trace": trace}
     job = server.jobs.submit("ask", params, server.ask_work)
