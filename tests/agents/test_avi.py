@@ -415,3 +415,16 @@ def test_global_explore_reads_every_caption_in_windows_when_the_context_is_small
     assert asked[-1].count("Part ") == len(asked) - 1  # the windows, reduced in one more call
     again = global_explore_tool(ctx, {"query": "what text appears"})
     assert again.text == obs.text and again.model_calls == 0  # memoised in the Library
+
+
+def test_a_forced_grounding_answer_is_read_without_brackets_and_clamped_to_the_video(
+    indexed: Any,
+) -> None:
+    _, ids, _ = indexed
+    llm = FakeAdapter.scripted(
+        [call("clip_retrieve_tool", query=f"q{i}") for i in range(10)]
+        + ["The answer is: 1.5s, 30s"]
+    )
+    answer = ask(indexed, llm, Question("white text appears", tuple(ids), task="ground"))
+    assert answer.forced and answer.text == "[1.5, 12]"  # the 12 s clip ends at 12 s
+    assert [e.to_list() for e in answer.evidence] == [[ids[0], 1.5, 12.0]]

@@ -72,7 +72,8 @@ if TYPE_CHECKING:
 Phase = Literal["retrieve", "perceive", "review", "free"]
 SWITCH = re.compile(r"\[STAGE_SWITCH:\s*(retrieve|perceive|review)\s*\]", re.IGNORECASE)
 ANSWER = re.compile(r"\*\*Answer:\*\*\s*(.+)", re.DOTALL)
-INTERVAL = re.compile(r"\[\s*(\d+(?:\.\d+)?)\s*s?\s*[,\-–]\s*(\d+(?:\.\d+)?)\s*s?\s*\]")
+#: ``[1.5s,12.5s]`` as the paper writes it; brackets and units optional (a forced answer)
+INTERVAL = re.compile(r"\[?\s*(\d+(?:\.\d+)?)\s*s?\s*[,\-–]\s*(\d+(?:\.\d+)?)\s*s?\s*\]?")
 STAGE_NAMES = {"retrieve": "RETRIEVE", "perceive": "PERCEIVE", "review": "REVIEW", "free": "FREE"}
 INSTRUCTIONS = {"retrieve": "avi_retrieve", "perceive": "avi_perceive", "review": "avi_review"}
 MERGE_LINE = (
@@ -363,9 +364,10 @@ class AVIAgent(Agent):
         said = said.strip()
         if run.question.task == "ground":
             found = INTERVAL.search(said)
-            if found:
-                t0, t1 = sorted((float(found.group(1)), float(found.group(2))))
+            if found:  # read in order and clamped to the video, whose span is the evidence
                 video = run.question.video_ids[0]
+                t0, t1 = sorted((float(found.group(1)), float(found.group(2))))
+                t0, t1 = run.ctx.clamp_span(video, t0, t1)
                 run.evidence = (Evidence(video, t0, t1),)
                 said = f"[{t0:g}, {t1:g}]"
         return run.answer(said, forced=forced, reason=reason)
