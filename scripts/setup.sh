@@ -20,7 +20,7 @@ pip=(.venv/bin/python -m pip --disable-pip-version-check)
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
 # detect and image-embed (transformers) come with embed's sentence-transformers already; named
 # so their tests never depend on that.
-"${pip[@]}" install -q -e ".[offline,detect,image-embed,server,serve,mcp,dev]"
+"${pip[@]}" install -q -e ".[offline,detect,image-embed,server,serve,mcp,ray,train,dev]"
 
 # Headless Chromium for the web UI's browser tests (tests/server/test_browser.py, which skip
 # without it), installed only as root where apt-get exists; setup never fails for want of it.
