@@ -19,7 +19,8 @@ the videos in scope, and scores the option by that evidence::
 The best score is the answer. Options whose scores tie (within :data:`TIE`) give no answer
 (``parsed`` False, reason ``tie``): a baseline never guesses. The answer's evidence is the spans
 that scored the chosen option: the clips holding its matched words (most matches first), else
-its best dense clips, at most :data:`~vidagent.agents.run.EVIDENCE_SPANS`.
+its best dense clips, at most :data:`~vidagent.agents.run.EVIDENCE_SPANS`. The retrieval and
+scoring are :mod:`vidagent.agents.evidence`, which evidence first shows an agent's model too.
 
 An open question (no options) is answered with the best clip's speech, else its on-screen text,
 else its caption; a grounding question (``task == "ground"``) with the best clip's
@@ -32,35 +33,30 @@ call to the ``llm`` role at all.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from vidagent.agents.answer import option_letter
 from vidagent.agents.base import Agent, Answer, IndexPlan
-from vidagent.agents.run import EVIDENCE_SPANS
+from vidagent.agents.evidence import (
+    DENSE_TOP,
+    STOP_WORDS,
+    TIE,
+    Field,
+    Finder,
+    OptionScore,
+    best,
+    span,
+    words,
+)
 from vidagent.exceptions import ConfigError
-from vidagent.library.search import require_embedding
-from vidagent.tools.base import Evidence
 
 if TYPE_CHECKING:
     from vidagent.agents.run import Run
     from vidagent.library.schema import ClipHit
 
-Field = Literal["transcript", "ocr_text", "caption"]
-
-#: How many of the best retrieved clips the dense term averages.
-DENSE_TOP = 3
-#: Scores closer than this are a tie.
-TIE = 1e-6
-WORD = re.compile(r"[a-z0-9]+")
-_STOP = (
-    "a an the and or but of to in on at by for with from as is are was were be been being it its "
-    "this that these those there here he she they them his her their we you i me my our your "
-    "do does did done not no yes so than then what which who whom whose when where why how "
-    "into onto over under about after before during while if up down out off all any some"
-)
-STOP_WORDS = frozenset(_STOP.split())
+__all__ = ["DENSE_TOP", "STOP_WORDS", "TIE", "OptionScore", "RetrievalAgent", "RetrievalOptions",
+           "words"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -84,32 +80,6 @@ class RetrievalOptions:
             raise ConfigError("retrieval option lexical_weight must not be negative")
 
 
-@dataclass(frozen=True)
-class OptionScore:
-    """One option's evidence: its score, its two terms, the words found and the spans used."""
-
-    score: float
-    dense: float
-    lexical: float
-    matches: tuple[str, ...]
-    spans: tuple[Evidence, ...]
-
-
-def words(text: str) -> set[str]:
-    """The content words of ``text``: lower-cased alphanumeric runs, plural ``s`` dropped,
-    stop words left out."""
-    found = set()
-    for w in WORD.findall(text.casefold()):
-        if w in STOP_WORDS:
-            continue
-        found.add(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w)
-    return found
-
-
-def _span(hit: ClipHit) -> Evidence:
-    return Evidence(hit.clip.video_id, hit.clip.t0, hit.clip.t1)
-
-
 class RetrievalAgent(Agent):
     """The no-LLM retrieval baseline; its options are :class:`RetrievalOptions`."""
 
@@ -123,17 +93,22 @@ class RetrievalAgent(Agent):
         # The dense term needs speech and on-screen text in the embedded clip text.
         return IndexPlan(self.stages, {"embed_text": "caption+speech+text"})
 
+    def finder(self) -> Finder:
+        o = self.options
+        return Finder(self.library, self.models, o.top_k, o.lexical_weight, o.fields)
+
     def solve(self, run: Run) -> Answer:
         next(run.steps(1))  # the whole baseline is one step; the budgets are checked before it
-        require_embedding(self.library, self.models.client("embed").spec)
+        finder = self.finder()
+        finder.check()
         q = run.question
         if q.options:
-            return self._choose(run)
-        hits = self._search(run, q.text)
+            return self._choose(run, finder)
+        hits = finder.search(q.text, q.video_ids)
         if not hits:
             return Answer("", parsed=False, reason="no_evidence", note="no clip was retrieved")
-        best = hits[0]
-        clip, span = best.clip, _span(best)
+        top = hits[0]
+        clip, where = top.clip, span(top)
         if q.task == "ground":
             text = f"[{clip.t0:.1f}, {clip.t1:.1f}]"
         else:
@@ -141,55 +116,33 @@ class RetrievalAgent(Agent):
                 (t.strip() for t in (clip.transcript, clip.ocr_text, clip.caption) if t.strip()), ""
             )
         run.phase(
-            "retrieval", score=round(best.score, 4), spans=[span.to_list()], answer=text[:200]
+            "retrieval", score=round(top.score, 4), spans=[where.to_list()], answer=text[:200]
         )
-        return Answer(text, parsed=bool(text), confidence=round(best.score, 4), evidence=(span,))
+        return Answer(text, parsed=bool(text), confidence=round(top.score, 4), evidence=(where,))
 
-    def _search(self, run: Run, query: str) -> list[ClipHit]:
-        vector = self.models.client("embed").embed([query]).vectors[0]  # (D,)
+    def _choose(self, run: Run, finder: Finder) -> Answer:
         q = run.question
-        return self.library.search_clips(vector, video_ids=list(q.video_ids), k=self.options.top_k)
-
-    def _choose(self, run: Run) -> Answer:
-        q = run.question
-        asked = words(q.text)
-        scores = []
-        for i, option in enumerate(q.options):
-            scored = self.score_option(
-                self._search(run, f"{q.text} {option}"), words(option) - asked
-            )
-            scores.append(scored)
+        scores = finder.options(q.text, q.options, q.video_ids)
+        for i, (option, scored) in enumerate(zip(q.options, scores)):
             run.phase(
                 "retrieval", option=f"({option_letter(i)}) {option}", score=round(scored.score, 4),
                 dense=round(scored.dense, 4), lexical=round(scored.lexical, 4),
                 matches=list(scored.matches), spans=[e.to_list() for e in scored.spans],
             )  # fmt: skip
-        top = max(s.score for s in scores)
-        best = [i for i, s in enumerate(scores) if top - s.score <= TIE]
-        if len(best) > 1:
-            tied = ", ".join(f"({option_letter(i)})" for i in best)
+        top = best(scores)
+        score = round(scores[top[0]].score, 4)
+        if len(top) > 1:
+            tied = ", ".join(f"({option_letter(i)})" for i in top)
             return Answer(
-                "", parsed=False, reason="tie", confidence=round(top, 4),
-                note=f"options {tied} tie at {top:.4f}; a baseline does not guess",
+                "", parsed=False, reason="tie", confidence=score,
+                note=f"options {tied} tie at {scores[top[0]].score:.4f}; a baseline does not guess",
             )  # fmt: skip
-        i = best[0]
+        i = top[0]
         return Answer(
-            f"({option_letter(i)}) {q.options[i]}", choice=i, confidence=round(top, 4),
+            f"({option_letter(i)}) {q.options[i]}", choice=i, confidence=score,
             evidence=scores[i].spans,
         )  # fmt: skip
 
     def score_option(self, hits: list[ClipHit], option_words: set[str]) -> OptionScore:
         """An option's score from the clips its query retrieved (best first) and its words."""
-        top = hits[:DENSE_TOP]
-        dense = sum(h.score for h in top) / len(top) if top else 0.0
-        found: dict[int, set[str]] = {}
-        for n, hit in enumerate(hits):
-            text = " ".join(getattr(hit.clip, f) for f in self.options.fields)
-            found[n] = option_words & words(text)
-        matched = set().union(*found.values()) if found else set()
-        lexical = len(matched) / len(option_words) if option_words else 0.0
-        by_matches = sorted((n for n in found if found[n]), key=lambda n: (-len(found[n]), n))
-        used = by_matches or list(range(len(top)))
-        spans = tuple(_span(hits[n]) for n in used[:EVIDENCE_SPANS])
-        score = dense + self.options.lexical_weight * lexical
-        return OptionScore(score, dense, lexical, tuple(sorted(matched)), spans)
+        return self.finder().score(hits, option_words)
