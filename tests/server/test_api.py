@@ -371,6 +371,38 @@ def test_serve_refuses_a_public_host_without_a_token(_isolated_home: Path) -> No
     assert out.stderr.strip().splitlines() == [message]
 
 
+def test_the_access_log_never_shows_the_token(_isolated_home: Path) -> None:
+    """``vidagent serve`` logs each request, but a ``?token=`` (EventSource, <video>) is hidden."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import free_port
+
+    port = free_port()
+    env = {**os.environ, "VIDAGENT_HOME": str(_isolated_home), "HF_HUB_OFFLINE": "1"}
+    command = [sys.executable, "-m", "vidagent", "serve", "--port", str(port), "--token", "s3cret"]
+    proc = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                ok = httpx.get(f"http://127.0.0.1:{port}/api/health?token=s3cret&x=1")
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise AssertionError("vidagent serve did not start") from None
+                time.sleep(0.2)
+        assert ok.status_code == 200
+    finally:
+        proc.terminate()
+        log, _ = proc.communicate(timeout=30)
+    assert "/api/health?token=***&x=1" in log
+    assert "s3cret" not in log
+
+
 def test_bench_runs_are_listed_read_only(api: TestClient, api_settings: Settings) -> None:
     assert api.get("/api/bench/runs").json() == {"runs": []}
     (api_settings.home / "runs" / "broken").mkdir(parents=True)

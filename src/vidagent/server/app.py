@@ -27,7 +27,13 @@ from vidagent.app import Session
 from vidagent.app.results import IndexReport, video_json
 from vidagent.exceptions import MediaNotFoundError, VidagentError, VideoNotFoundError
 from vidagent.server.jobs import Job, JobRegistry
-from vidagent.server.security import Forbidden, TokenGuard, inside_roots, resolve_roots
+from vidagent.server.security import (
+    Forbidden,
+    RedactToken,
+    TokenGuard,
+    inside_roots,
+    resolve_roots,
+)
 from vidagent.server.uploads import UploadTooLarge
 
 if TYPE_CHECKING:
@@ -192,7 +198,11 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # Added once uvicorn has configured its loggers (its dictConfig would drop it before).
+        access, redact = logging.getLogger("uvicorn.access"), RedactToken()
+        access.addFilter(redact)
         yield
+        access.removeFilter(redact)
         jobs.close()
         session.close()
 

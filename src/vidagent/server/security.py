@@ -11,18 +11,23 @@
   symlink that leads out is refused with 403.
 - **Uploads** stream to disk in chunks under a size limit (:mod:`vidagent.server.uploads`).
 - **CORS** is off unless origins are named.
+- **Logs** never show the token: a query-string ``token=`` in uvicorn's access log is replaced
+  by ``token=***`` (:class:`RedactToken`).
 """
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
+import logging
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from vidagent.exceptions import UserError
 
 LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost"})
+TOKEN_IN_QUERY = re.compile(r"([?&])token=[^&\s\"]*")
 
 
 class Forbidden(UserError):
@@ -116,3 +121,18 @@ class TokenGuard:
                         (b"content-length", str(len(body)).encode())],
         })  # fmt: skip
         await send({"type": "http.response.body", "body": body})
+
+
+class RedactToken(logging.Filter):
+    """Hide a query-string token in log records (uvicorn's access log formats the request line
+    from its arguments, so they are rewritten before it does)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                TOKEN_IN_QUERY.sub(r"\1token=***", a) if isinstance(a, str) else a
+                for a in record.args
+            )
+        elif isinstance(record.msg, str):
+            record.msg = TOKEN_IN_QUERY.sub(r"\1token=***", record.msg)
+        return True
