@@ -73,6 +73,20 @@ def test_health_names_the_version(api: TestClient) -> None:
     assert {"/api/ask", "/api/search", "/api/jobs/{job_id}/events"} <= set(schema["paths"])
 
 
+def test_strategies_lists_built_ins_and_registered_ones(api: TestClient) -> None:
+    from vidagent.agents.dvd import DVDAgent
+    from vidagent.agents.strategies import STRATEGIES
+
+    listed = api.get("/api/strategies").json()
+    assert listed["default"] == "dvd"
+    assert {"dvd", "videoagent2", "eea", "avi", "retrieval"} <= set(listed["strategies"])
+    STRATEGIES.register("my-dvd", DVDAgent)
+    try:
+        assert "my-dvd" in api.get("/api/strategies").json()["strategies"]
+    finally:
+        STRATEGIES.unregister("my-dvd")
+
+
 def test_list_show_graph_and_remove_a_video(api: TestClient) -> None:
     (video,) = api.get("/api/videos").json()["videos"]
     assert video["name"] == "small.mp4" and video["duration"] == pytest.approx(12, abs=0.1)

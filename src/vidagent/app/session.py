@@ -211,6 +211,13 @@ class Session:
         return [part.data for part in frame_images(record.source, times, size=size)]
 
     @staticmethod
+    def strategies() -> tuple[str, ...]:
+        """Every strategy name: the built-ins and those installed packages register."""
+        from vidagent.agents.strategies import STRATEGIES
+
+        return STRATEGIES.names()
+
+    @staticmethod
     def check_strategy(name: str) -> None:
         """Raise :class:`~vidagent.exceptions.ConfigError` (naming the strategies) for an
         unknown strategy."""

@@ -69,6 +69,11 @@ def health() -> dict[str, Any]:
     return {"status": "ok", "version": __version__}
 
 
+@router.get("/strategies")
+def strategies(request: Request) -> dict[str, Any]:
+    return {"strategies": list(server_of(request).session.strategies()), "default": "dvd"}
+
+
 @router.get("/videos")
 def list_videos(request: Request) -> dict[str, Any]:
     return {"videos": [video_json(v) for v in server_of(request).session.videos()]}

@@ -28,6 +28,17 @@ async function loadVideos() {
   }
 }
 
+// The strategies the server has (plugins included); the page's built-in list stays on failure.
+async function loadStrategies() {
+  try {
+    const { strategies, default: chosen } = await api("/api/strategies");
+    clear(form.strategy, strategies.map((name) =>
+      el("option", { value: name, selected: name === chosen }, name)));
+  } catch (e) {
+    // keep the static options
+  }
+}
+
 function newView() {
   for (const id of ["steps", "timelines"]) clear(document.getElementById(id));
   clear(document.getElementById("answer"), el("p", { class: "empty" }, "Waiting for the answer…"));
@@ -92,3 +103,4 @@ form.addEventListener("submit", async (event) => {
 
 showVersion();
 loadVideos();
+loadStrategies();
