@@ -16,15 +16,20 @@ def one_of(column: str, values: Iterable[str]) -> str:
 
 
 def span_filter(
-    video_ids: Sequence[str], t0: float | None, t1: float | None, start_col: str, end_col: str
+    video_ids: Sequence[str] | None,
+    t0: float | None,
+    t1: float | None,
+    start_col: str,
+    end_col: str,
 ) -> str:
-    """Rows of ``video_ids`` whose span ``[start_col, end_col]`` meets ``[t0, t1]`` (None: open).
+    """Rows of ``video_ids`` (None: of any video) whose span ``[start_col, end_col]`` meets
+    ``[t0, t1]`` (None: open); ``""`` when nothing is filtered.
 
     Spans overlap a range when they end after it starts and start before it ends; points
     (``start_col == end_col``) count when they fall inside it, ends included.
     """
     strict = start_col != end_col
-    parts = [one_of("video_id", video_ids)]
+    parts = [one_of("video_id", video_ids)] if video_ids is not None else []
     if t0 is not None:
         parts.append(f"{end_col} {'>' if strict else '>='} {float(t0)}")
     if t1 is not None:

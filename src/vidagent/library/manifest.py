@@ -50,6 +50,8 @@ class Manifest:
     prompts: dict[str, str] = field(default_factory=dict)
     #: sampling settings the stored rows were made with (clip_seconds, sample_fps, thumb_size)
     sampling: dict[str, Any] = field(default_factory=dict)
+    #: index policy overrides (:class:`~vidagent.library.indexing.IndexPolicy` fields)
+    indexing: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, text: str) -> Manifest:

@@ -59,7 +59,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -70,6 +70,13 @@ import pyarrow as pa
 from vidagent.exceptions import LibraryError, VideoNotFoundError
 from vidagent.library.filters import one_of, quote, span_filter
 from vidagent.library.graph_tables import GraphTables
+from vidagent.library.indexing import (
+    FILTER_COLUMNS,
+    IndexPolicy,
+    TableReport,
+    ensure_indexes,
+    optimize_table,
+)
 from vidagent.library.locking import LOCK_FILE, WriteLock, lock_for
 from vidagent.library.manifest import (
     Manifest,
@@ -98,6 +105,18 @@ from vidagent.library.vectors import VectorTables
 _SAMPLE = 1 << 20  # bytes read from each of the head, middle and tail of a file
 
 
+def local_library_path(uri: str) -> str | None:
+    """The directory of a local Library (a path or a ``file://`` URI); None for object stores."""
+    if uri.startswith("file://"):
+        from urllib.parse import unquote, urlparse
+
+        parsed = urlparse(uri)
+        if parsed.netloc not in ("", "localhost"):
+            raise LibraryError(f"{uri}: a file:// URI names a local path (file:///dir/library)")
+        return unquote(parsed.path)
+    return None if "://" in uri else uri
+
+
 def content_id(path: str | Path) -> str:
     """A 16-hex-digit id from a file's size and 1 MiB samples of its head, middle and tail.
 
@@ -120,26 +139,38 @@ class Library(VectorTables, GraphTables):
     Opening creates it if needed and runs pending migrations.
 
     Args:
-        uri: a directory path, or an object-store URI such as ``s3://bucket/videos``.
+        uri: a directory path, a ``file://`` URI (a local or shared-filesystem directory, with
+            the file lock), or an object-store URI such as ``s3://bucket/videos``.
         create: create the Library when there is none at ``uri`` (else raise LibraryError).
+        storage_options: LanceDB's object-store options (credentials, endpoint, region); by
+            default they come from the environment (``AWS_*``, ``GOOGLE_*``, ``AZURE_*``).
     """
 
-    def __init__(self, uri: str | Path, *, create: bool = True) -> None:
+    def __init__(
+        self,
+        uri: str | Path,
+        *,
+        create: bool = True,
+        storage_options: dict[str, str] | None = None,
+    ) -> None:
         import lancedb
 
         self.uri = str(uri)
-        self._fs, self._root = split_uri(self.uri)
-        local = "://" not in self.uri
+        local_path = local_library_path(self.uri)
+        self._local = local_path is not None
+        self._fs, self._root = split_uri(local_path or self.uri)
         self._lock: WriteLock = lock_for(
-            self._root if local else self.uri,
-            os.path.join(self._root, LOCK_FILE) if local else None,
+            self._root if self._local else self.uri,
+            os.path.join(self._root, LOCK_FILE) if self._local else None,
         )
         manifest = read_manifest(self._fs, self._root)
         if manifest is None and not create:
             raise LibraryError(f"no Library at {self.uri}")
         # Interval 0: every read sees the latest commit, other processes' too (module doc).
         self._db = lancedb.connect(
-            self._root if local else self.uri, read_consistency_interval=timedelta(0)
+            self._root if self._local else self.uri,
+            read_consistency_interval=timedelta(0),
+            storage_options=storage_options,
         )
         self._tables: dict[str, Any] = {}
         if manifest is not None and not outdated(manifest):
@@ -268,6 +299,59 @@ class Library(VectorTables, GraphTables):
             if replace is not None:
                 merge = merge.when_not_matched_by_source_delete(f"video_id = {quote(replace)}")
             merge.execute(pa.Table.from_pylist(list(rows), schema=schema))
+            self._maintain(name)
+
+    def _maintain(self, name: str, *, retrain: bool = False) -> list[str]:
+        """Build the indexes the policy calls for on ``name`` now (:mod:`.indexing`)."""
+        if name not in FILTER_COLUMNS:
+            return []
+        with self.write_lock():
+            return ensure_indexes(self.table(name), name, self.index_policy(), retrain=retrain)
+
+    def append(self, name: str, data: pa.Table) -> None:
+        """The bulk path: add rows of videos not yet in the Library in one commit, unchecked.
+
+        For loaders that make many videos' rows at once (benchmarks/scale.py): no key is
+        matched, so the caller guarantees the rows are new; write the ``videos`` rows last, as
+        every write does. Indexes are maintained as after any write.
+        """
+        with self.write_lock():
+            self.table(name, data.schema).add(data)
+            self._maintain(name)
+
+    # -- indexes and compaction -------------------------------------------------------------
+
+    def index_policy(self) -> IndexPolicy:
+        """The Library's index policy (defaults, with the manifest's overrides)."""
+        return IndexPolicy.from_manifest(self.manifest.indexing)
+
+    def set_index_policy(self, **changes: Any) -> IndexPolicy:
+        """Record index policy overrides (:class:`IndexPolicy` fields) in the manifest.
+
+        Raises:
+            ValueError: an unknown field.
+        """
+        unknown = set(changes) - {f.name for f in dataclasses.fields(IndexPolicy)}
+        if unknown:
+            raise ValueError(f"unknown index settings: {', '.join(sorted(unknown))}")
+        self.update_manifest(lambda m: m.indexing.update(changes))
+        return self.index_policy()
+
+    def compact(
+        self, *, older_than: timedelta = timedelta(hours=1), retrain: bool = False
+    ) -> list[TableReport]:
+        """Compact every table, build or update its indexes and prune versions older than
+        ``older_than``, under the write lock (rows are never changed).
+
+        Readers in other processes need no lock, so versions younger than ``older_than`` are
+        kept for any read still in flight on them; 0 removes every version but the latest.
+        """
+        with self.write_lock():
+            policy = self.index_policy()
+            return [
+                optimize_table(self.table(n), n, policy, older_than=older_than, retrain=retrain)
+                for n in sorted(self._table_names())
+            ]
 
     # -- videos ---------------------------------------------------------------------------------
 
@@ -282,6 +366,16 @@ class Library(VectorTables, GraphTables):
         return sorted(
             (VideoRecord.from_row(r) for r in rows), key=lambda v: (v.added_at, v.video_id)
         )
+
+    def listed_ids(self, among: Sequence[str] | None = None) -> list[str]:
+        """Ids of the listed videos (only those in ``among`` when given); reads the id column
+        alone, so it stays cheap with thousands of videos."""
+        if not self.has_table("videos") or (among is not None and not among):
+            return []
+        query = self.table("videos").search().select(["video_id"]).limit(None)
+        if among is not None:
+            query = query.where(one_of("video_id", among))
+        return query.to_arrow().column("video_id").to_pylist()  # type: ignore[no-any-return]
 
     def resolve(self, ref: str) -> str:
         """A full video id from an id, a unique id prefix, a file name or a source path."""
@@ -357,6 +451,20 @@ class Library(VectorTables, GraphTables):
     ) -> list[ClipRow]:
         rows = self._scan("clips", span_filter([video_id], t0, t1, "t0", "t1"))
         return sorted((ClipRow.from_row(r) for r in rows), key=lambda c: c.clip_index)
+
+    def clip_rows(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], ClipRow]:
+        """The clips with these ``(video_id, clip_index)`` keys, read in one query."""
+        wanted: dict[str, set[int]] = {}
+        for video_id, index in keys:
+            wanted.setdefault(video_id, set()).add(int(index))
+        if not wanted:
+            return {}
+        where = " OR ".join(
+            f"(video_id = {quote(v)} AND clip_index IN ({', '.join(map(str, sorted(ix)))}))"
+            for v, ix in wanted.items()
+        )
+        rows = (ClipRow.from_row(r) for r in self._scan("clips", where))
+        return {(c.video_id, c.clip_index): c for c in rows}
 
     def put_frames(self, video_id: str, frames: Sequence[FrameRow]) -> None:
         """Make ``frames`` the video's thumbnails. Its frame vectors belong to the old ones:
@@ -482,7 +590,7 @@ class Library(VectorTables, GraphTables):
 
     def size_bytes(self) -> int:
         """Bytes the Library occupies (local Libraries only)."""
-        if "://" in self.uri:
+        if not self._local:
             raise LibraryError("size_bytes is only available for local Libraries")
         return sum(
             os.path.getsize(os.path.join(d, f))

@@ -12,7 +12,7 @@ rows; they use the Library's lock, manifest and row helpers (:class:`_Store`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from vidagent.exceptions import EmbeddingMismatchError
 from vidagent.library.filters import quote, span_filter
+from vidagent.library.indexing import IndexPolicy, vector_query
 from vidagent.library.manifest import Manifest
 from vidagent.library.schema import (
     ClipHit,
@@ -44,6 +45,9 @@ class _Store(Protocol):
     def clips(
         self, video_id: str, t0: float | None = None, t1: float | None = None
     ) -> list[ClipRow]: ...
+    def listed_ids(self, among: Sequence[str] | None = None) -> list[str]: ...
+    def clip_rows(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], ClipRow]: ...
+    def index_policy(self) -> IndexPolicy: ...
     def _scan(self, name: str, where: str) -> list[dict[str, Any]]: ...
     def _merge(
         self,
@@ -180,27 +184,36 @@ class VectorTables:
         """The ``k`` clips nearest to ``vector`` (cosine), among videos and a time range.
 
         A clip is in the range when it overlaps ``[t_from, t_to]``. Only listed videos count.
+        Searches over few rows are exact; wide ones use the ANN index once there is one
+        (:mod:`vidagent.library.indexing`).
         """
         bound = "clip_vectors" in self.reload_manifest().embeddings
-        if not bound or not self.has_table("clip_vectors"):
+        if not bound or not self.has_table("clip_vectors") or k <= 0:
             return []
-        listed = [v.video_id for v in self.list_videos()]
-        wanted = [v for v in (video_ids or listed) if v in listed]
-        if not wanted:
+        listed = self.listed_ids(video_ids)
+        if not listed:
             return []
-        query = (
-            self.table("clip_vectors")
-            .search(np.asarray(vector, np.float32).reshape(-1))
-            .distance_type("cosine")
-            .where(span_filter(wanted, t_from, t_to, "t0", "t1"), prefilter=True)
-            .limit(k)
-        )
-        hits = query.to_list()
-        clips = {}
-        for vid in {h["video_id"] for h in hits}:
-            clips.update({(vid, c.clip_index): c for c in self.clips(vid)})
+        table = self.table("clip_vectors")
+        policy = self.index_policy()
+        rows = table.count_rows()
+        every = video_ids is None
+        if not every:  # share of the rows the videos hold, estimated from the video count
+            rows = rows * len(listed) // max(1, self.table("videos").count_rows())
+        exact = rows <= policy.exact_max_rows
+        # Across every video the filter names no ids (a 1,000-id IN list costs more than the
+        # search): a few extra hits cover rows of unlisted (half-written or half-removed) videos.
+        where = span_filter(None if every else listed, t_from, t_to, "t0", "t1")
+        hits = vector_query(table, vector, where, k + 8 if every else k, policy, exact=exact)
+        found = hits.to_list()
+        if every:
+            kept, fetched = set(listed), len(found)
+            found = [h for h in found if h["video_id"] in kept]
+            if len(found) < k and len(found) < fetched:  # many unlisted: name the videos
+                where = span_filter(listed, t_from, t_to, "t0", "t1")
+                found = vector_query(table, vector, where, k, policy, exact=exact).to_list()
+        clips = self.clip_rows((h["video_id"], h["clip_index"]) for h in found[:k])
         return [
-            ClipHit(clips[(h["video_id"], h["clip_index"])], 1.0 - float(h["_distance"]))
-            for h in hits
-            if (h["video_id"], h["clip_index"]) in clips
+            ClipHit(clips[key], 1.0 - float(h["_distance"]))
+            for h in found[:k]
+            if (key := (h["video_id"], h["clip_index"])) in clips
         ]

@@ -1,0 +1,174 @@
+"""Indexes over the Library's tables: when they are built, how searches use them, compaction.
+
+A small Library is searched exactly: a brute-force scan of the filtered rows (a few thousand
+cosine distances take well under a millisecond). Past :attr:`IndexPolicy.scalar_min_rows` rows a
+table gets BTREE indexes on its filter columns (``video_id``, and ``t0``/``t1`` where it has
+them), so per-video and time-range filters read a few pages instead of the whole column. Past
+:attr:`IndexPolicy.ann_min_rows` rows a vector table also gets LanceDB's ANN index (IVF_PQ by
+default): searches across many videos probe ``nprobes`` partitions and re-rank
+``refine_factor * k`` candidates with the stored vectors, so the scores returned are exact
+cosine similarities and results keep the brute-force path's shape. Searches confined to few
+rows (one video, a handful of videos) stay exact even then: the scalar index narrows them
+to a few hundred rows, where a scan is both exact and faster than probing partitions.
+
+Rows written after an index was built are not lost to search: LanceDB scans unindexed rows
+exactly and merges them with the index's candidates. They are folded into the index (LanceDB's
+``optimize``: compaction, incremental index update, pruning of old versions) after a write that
+leaves more than :attr:`IndexPolicy.reindex_fraction` of a table unindexed, and by
+``vidagent library compact``. Incremental updates keep the partitions trained on the first
+rows; ``compact --retrain`` rebuilds the ANN index from scratch (sensible after the Library has
+grown ten-fold).
+
+The policy is stored in the manifest (``indexing``), so every process sharing a Library builds
+the same indexes; index builds and optimizes run under the Library's write lock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+
+#: table -> columns that searches filter on (a BTREE index each once the table is big enough)
+FILTER_COLUMNS: dict[str, tuple[str, ...]] = {
+    "clip_vectors": ("video_id", "t0", "t1"),
+    "frame_vectors": ("video_id",),
+    "clips": ("video_id",),
+    "frames": ("video_id",),
+    "transcript": ("video_id",),
+}
+#: tables searched by vector across videos (the ANN index is built on their ``vector`` column)
+ANN_TABLES = ("clip_vectors",)
+VECTOR_INDEX = "vector_idx"
+
+
+@dataclass(frozen=True)
+class IndexPolicy:
+    """When indexes are built and how the ANN index is searched (manifest ``indexing``).
+
+    Defaults come from ``benchmarks/scale.py`` on a 2-core machine (README, docs/scaling.md):
+    below 100,000 clip vectors an exact search across all videos takes a few milliseconds, so an
+    ANN index (with its recall loss and build time) buys nothing there.
+    """
+
+    #: rows a vector table holds before its ANN index is built
+    ann_min_rows: int = 100_000
+    #: rows a table holds before its filter columns get scalar (BTREE) indexes
+    scalar_min_rows: int = 20_000
+    #: ``IVF_PQ`` (small, fast to build) or ``IVF_HNSW_SQ`` (higher recall, slower to build)
+    ann_type: str = "IVF_PQ"
+    #: IVF partitions probed per query
+    nprobes: int = 32
+    #: candidates re-ranked with the stored vectors, as a multiple of ``k``
+    refine_factor: int = 8
+    #: a filtered search expected to match at most this many rows is exact (index bypassed)
+    exact_max_rows: int = 50_000
+    #: fold unindexed rows into the indexes when they exceed this fraction of indexed ones
+    reindex_fraction: float = 0.1
+
+    @classmethod
+    def from_manifest(cls, indexing: dict[str, Any]) -> IndexPolicy:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in indexing.items() if k in known})
+
+
+@dataclass
+class TableReport:
+    """What :func:`optimize_table` did to one table."""
+
+    name: str
+    rows_before: int
+    rows_after: int
+    versions_before: int
+    versions_after: int
+    indexes: list[str] = field(default_factory=list)
+    built: list[str] = field(default_factory=list)
+
+
+def _index_config(policy: IndexPolicy, rows: int, dim: int) -> Any:
+    from lancedb.index import IvfHnswSq, IvfPq
+
+    # sqrt(n) partitions (LanceDB's guidance), at least 256 rows each so k-means has data.
+    partitions = max(1, min(int(math.sqrt(rows)), rows // 256))
+    if policy.ann_type == "IVF_HNSW_SQ":
+        return IvfHnswSq(distance_type="cosine", num_partitions=partitions)
+    if policy.ann_type != "IVF_PQ":
+        raise ValueError(f"unknown ann_type {policy.ann_type!r}; use IVF_PQ or IVF_HNSW_SQ")
+    # 16-byte codes: 4 dimensions per sub-vector when that divides the dimension.
+    sub = next((s for s in (dim // 4, dim // 8, dim // 2, dim) if s and dim % s == 0), 1)
+    return IvfPq(distance_type="cosine", num_partitions=partitions, num_sub_vectors=sub)
+
+
+def index_names(table: Any) -> dict[str, Any]:
+    """The table's indexes by the column each covers."""
+    return {ix.columns[0]: ix for ix in table.list_indices()}
+
+
+def ensure_indexes(
+    table: Any, name: str, policy: IndexPolicy, *, retrain: bool = False
+) -> list[str]:
+    """Build the indexes ``policy`` calls for on ``table`` and fold in unindexed rows when due.
+
+    Callers hold the Library's write lock. Returns the columns whose index was (re)built.
+    """
+    from lancedb.index import BTree
+
+    rows = table.count_rows()
+    existing = index_names(table)
+    built = []
+    if rows >= policy.scalar_min_rows:
+        for column in FILTER_COLUMNS.get(name, ()):
+            if column not in existing:
+                table.create_index(column, config=BTree(), replace=True)
+                built.append(column)
+    if name in ANN_TABLES and rows >= policy.ann_min_rows and ("vector" not in existing or retrain):
+        dim = table.schema.field("vector").type.list_size
+        table.create_index("vector", config=_index_config(policy, rows, dim), replace=True)
+        built.append("vector")
+    if existing and not built:
+        unindexed = max(ix.num_unindexed_rows or 0 for ix in existing.values())
+        indexed = min(ix.num_indexed_rows or 0 for ix in existing.values())
+        if unindexed > policy.reindex_fraction * max(indexed, 1):
+            table.optimize()  # compaction + incremental index update; keeps 7 days of versions
+    return built
+
+
+def optimize_table(
+    table: Any, name: str, policy: IndexPolicy, *, older_than: timedelta, retrain: bool = False
+) -> TableReport:
+    """Compact ``table``, build or update its indexes and prune versions older than
+    ``older_than`` (callers hold the write lock). Rows are never changed: compaction rewrites
+    files, not data."""
+    rows_before, versions_before = table.count_rows(), len(table.list_versions())
+    built = ensure_indexes(table, name, policy, retrain=retrain)
+    table.optimize(cleanup_older_than=older_than)
+    return TableReport(
+        name,
+        rows_before,
+        table.count_rows(),
+        versions_before,
+        len(table.list_versions()),
+        sorted(index_names(table)),
+        built,
+    )
+
+
+def vector_query(
+    table: Any, vector: np.ndarray, where: str | None, k: int, policy: IndexPolicy, *, exact: bool
+) -> Any:
+    """A cosine-distance query for the ``k`` rows nearest ``vector`` matching ``where``.
+
+    ``exact`` bypasses the ANN index (a scan of the prefiltered rows); otherwise the index is
+    probed, when there is one, and its candidates re-ranked with the stored vectors.
+    """
+    query = table.search(np.asarray(vector, np.float32).reshape(-1)).distance_type("cosine")
+    if where:
+        query = query.where(where, prefilter=True)
+    query = query.limit(k)
+    if exact:
+        return query.bypass_vector_index()
+    return query.nprobes(policy.nprobes).refine_factor(policy.refine_factor)

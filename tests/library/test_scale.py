@@ -1,0 +1,194 @@
+"""A Library past its index thresholds: ANN and scalar indexes built on their own, searches that
+still find what an exact search finds, rows added afterwards, and compaction that keeps rows.
+
+The thresholds are lowered through the Library's index policy so a few thousand rows cross them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from factories import video_record
+
+from vidagent.library import ClipRow, Library
+from vidagent.library.indexing import index_names
+
+DIM = 32
+SPEC = "fake:hash?dim=32"
+CLIPS = 120  # per video, 5 s each
+
+
+def clustered(rng: np.random.Generator, n: int) -> np.ndarray:
+    """(n, DIM) unit vectors around a few topics, as real caption embeddings are."""
+    topics = rng.standard_normal((6, DIM))
+    vectors = topics[rng.integers(0, 6, n)] + 0.7 * rng.standard_normal((n, DIM))
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+def add_video(lib: Library, video_id: str, vectors: np.ndarray) -> None:
+    clips = [
+        ClipRow(video_id, i, 5.0 * i, 5.0 * (i + 1), caption=f"{video_id} clip {i}")
+        for i in range(len(vectors))
+    ]
+    lib.put_clips(video_id, clips)
+    lib.put_clip_vectors(video_id, SPEC, clips, vectors)
+    lib.put_video(video_record(video_id, 5.0 * len(vectors), f"{video_id}.mp4"))
+
+
+@pytest.fixture
+def big(tmp_path: Path) -> tuple[Library, dict[str, np.ndarray]]:
+    """20 videos x 120 clips = 2,400 vectors, past an ANN threshold of 2,000 rows."""
+    lib = Library(tmp_path / "lib")
+    lib.set_index_policy(ann_min_rows=2_000, scalar_min_rows=1_000, exact_max_rows=500)
+    lib.use_embedding("clip_vectors", SPEC, DIM)
+    rng = np.random.default_rng(7)
+    stored = {}
+    for v in range(20):
+        video_id = f"video{v:02d}"
+        stored[video_id] = clustered(rng, CLIPS)
+        add_video(lib, video_id, stored[video_id])
+    return lib, stored
+
+
+def exact_top(
+    stored: dict[str, np.ndarray], query: np.ndarray, k: int, videos: list[str] | None = None
+) -> list[tuple[str, int]]:
+    keys = [(v, i) for v in sorted(videos or stored) for i in range(len(stored[v]))]
+    matrix = np.concatenate([stored[v] for v in sorted(videos or stored)])  # (N, DIM)
+    order = np.argsort(-(matrix @ query), kind="stable")[:k]
+    return [keys[i] for i in order]
+
+
+def test_indexes_are_built_once_the_table_is_large_enough(tmp_path: Path) -> None:
+    lib = Library(tmp_path / "lib")
+    lib.set_index_policy(ann_min_rows=2_000, scalar_min_rows=1_000)
+    lib.use_embedding("clip_vectors", SPEC, DIM)
+    rng = np.random.default_rng(1)
+    for v in range(8):  # 960 rows: below both thresholds, searched by brute force
+        add_video(lib, f"small{v}", clustered(rng, CLIPS))
+    assert index_names(lib.table("clip_vectors")) == {}
+    for v in range(8, 17):  # 2,040 rows
+        add_video(lib, f"small{v}", clustered(rng, CLIPS))
+    assert set(index_names(lib.table("clip_vectors"))) == {"vector", "video_id", "t0", "t1"}
+    assert set(index_names(lib.table("clips"))) == {"video_id"}
+    # A second Library object on the same directory reads the policy from the manifest.
+    assert Library(tmp_path / "lib").index_policy().ann_min_rows == 2_000
+
+
+def test_ann_search_finds_planted_clips_with_exact_scores(
+    big: tuple[Library, dict[str, np.ndarray]],
+) -> None:
+    lib, stored = big
+    assert "vector" in index_names(lib.table("clip_vectors"))
+    rng = np.random.default_rng(3)
+    recalls = []
+    for _ in range(20):
+        video_id = f"video{rng.integers(0, 20):02d}"
+        index = int(rng.integers(0, CLIPS))
+        query = stored[video_id][index]
+        hits = lib.search_clips(query, k=10)
+        assert (hits[0].clip.video_id, hits[0].clip.clip_index) == (video_id, index)
+        assert hits[0].clip.caption == f"{video_id} clip {index}"
+        for h in hits:  # re-ranked with the stored vectors: true cosine similarities
+            true = float(stored[h.clip.video_id][h.clip.clip_index] @ query)
+            assert h.score == pytest.approx(true, abs=1e-4)
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+        found = {(h.clip.video_id, h.clip.clip_index) for h in hits}
+        recalls.append(len(found & set(exact_top(stored, query, 10))) / 10)
+    assert np.mean(recalls) >= 0.9
+
+
+def test_filtered_search_by_video_and_time_is_exact(
+    big: tuple[Library, dict[str, np.ndarray]],
+) -> None:
+    lib, stored = big
+    query = stored["video05"][40]
+    per_video = lib.search_clips(query, video_ids=["video05", "video06"], k=8)
+    assert [(h.clip.video_id, h.clip.clip_index) for h in per_video] == exact_top(
+        stored, query, 8, ["video05", "video06"]
+    )
+    windowed = lib.search_clips(query, video_ids=["video05"], t_from=100.0, t_to=150.0, k=50)
+    # Clips overlapping [100, 150] s are 20 (100-105) ... 29 (145-150): clip 40 is outside.
+    assert sorted(h.clip.clip_index for h in windowed) == list(range(20, 30))
+    assert {h.clip.video_id for h in windowed} == {"video05"}
+    everywhere = lib.search_clips(query, t_from=0.0, t_to=9.0, k=60)
+    assert {h.clip.clip_index for h in everywhere} <= {0, 1}
+    assert len(everywhere) == 40  # two clips in each of 20 videos
+
+
+def test_rows_added_after_the_index_are_searched_then_folded_in(
+    big: tuple[Library, dict[str, np.ndarray]],
+) -> None:
+    lib, _ = big
+    new = clustered(np.random.default_rng(11), CLIPS)
+    add_video(lib, "late", new)  # 5% more rows: below the re-index fraction
+    stats = index_names(lib.table("clip_vectors"))["vector"]
+    assert stats.num_unindexed_rows == CLIPS
+    hits = lib.search_clips(new[17], k=5)
+    assert (hits[0].clip.video_id, hits[0].clip.clip_index) == ("late", 17)
+
+    for v in range(2):  # past 10% unindexed (360 > 240): the write folds them into the index
+        add_video(lib, f"later{v}", clustered(np.random.default_rng(20 + v), CLIPS))
+    assert index_names(lib.table("clip_vectors"))["vector"].num_unindexed_rows == 0
+    hits = lib.search_clips(new[17], k=5)
+    assert (hits[0].clip.video_id, hits[0].clip.clip_index) == ("late", 17)
+
+
+def test_compact_keeps_every_row_and_every_answer(
+    big: tuple[Library, dict[str, np.ndarray]],
+) -> None:
+    from datetime import timedelta
+
+    lib, stored = big
+    lib.remove_video("video03")
+    add_video(lib, "video03", stored["video03"])  # a re-index: deletes plus inserts
+    query = stored["video11"][5]
+    before_hits = [
+        (h.clip.video_id, h.clip.clip_index, round(h.score, 5))
+        for h in lib.search_clips(query, k=10)
+    ]
+    tables = ["clip_vectors", "clips", "videos"]
+    before = {t: lib.table(t).count_rows() for t in tables}
+    versions = len(lib.table("clips").list_versions())
+
+    reports = {r.name: r for r in lib.compact(older_than=timedelta(0), retrain=True)}
+
+    assert (
+        {t: lib.table(t).count_rows() for t in tables}
+        == before
+        == {t: reports[t].rows_after for t in tables}
+    )
+    assert before["clip_vectors"] == 20 * CLIPS
+    assert reports["clips"].versions_after < versions  # old versions pruned
+    assert "vector" in reports["clip_vectors"].built  # retrained
+    reopened = Library(lib.uri)
+    after_hits = [
+        (h.clip.video_id, h.clip.clip_index, round(h.score, 5))
+        for h in reopened.search_clips(query, k=10)
+    ]
+    assert after_hits == before_hits
+    assert [c.caption for c in reopened.clips("video03")][:2] == [
+        "video03 clip 0",
+        "video03 clip 1",
+    ]
+
+
+def test_wide_search_below_the_ann_threshold_is_brute_force(tmp_path: Path) -> None:
+    lib = Library(tmp_path / "lib")
+    lib.set_index_policy(exact_max_rows=10)  # wide searches would use an index if one existed
+    lib.use_embedding("clip_vectors", SPEC, DIM)
+    rng = np.random.default_rng(5)
+    stored = {f"v{i}": clustered(rng, 30) for i in range(3)}
+    for video_id, vectors in stored.items():
+        add_video(lib, video_id, vectors)
+    hits = lib.search_clips(stored["v1"][4], k=6)
+    assert [(h.clip.video_id, h.clip.clip_index) for h in hits] == exact_top(
+        stored, stored["v1"][4], 6
+    )
+
+
+def test_an_unknown_index_setting_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="ann_rows"):
+        Library(tmp_path / "lib").set_index_policy(ann_rows=5)
