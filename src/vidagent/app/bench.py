@@ -68,6 +68,7 @@ from vidagent.roles import ROLES
 
 if TYPE_CHECKING:
     from vidagent.agents.base import Agent, Answer, IndexPlan, ToolMode
+    from vidagent.app.executors import Executor
     from vidagent.app.session import Session
     from vidagent.bench.base import Benchmark, Scores
     from vidagent.config import Settings
@@ -216,6 +217,7 @@ def run_benchmark(
     settings: Settings | None = None,
     models: Models | None = None,
     library: Library | None = None,
+    executor: Executor | None = None,
 ) -> RunSummary:
     """Answer a benchmark's questions with a strategy, resuming the run folder ``out``.
 
@@ -227,6 +229,9 @@ def run_benchmark(
             the hash of every setting that decides the answers, so the same command resumes).
         progress: progress bars on stderr.
         on_row: called with each row as it is written.
+        executor: where questions are answered (default: threads of this process); a
+            :class:`~vidagent.app.executors.RayExecutor` asks them as Ray tasks whose rows this
+            process writes.
 
     Raises:
         UserError: a bad benchmark, split, data folder, strategy, option or model spec, or an
@@ -237,7 +242,9 @@ def run_benchmark(
 
     if session is None:
         with Session(settings, library=library, models=models) as own:
-            return run_benchmark(config, own, out=out, progress=progress, on_row=on_row)
+            return run_benchmark(
+                config, own, out=out, progress=progress, on_row=on_row, executor=executor
+            )
     if config.concurrency < 1:
         raise UserError(f"concurrency must be at least 1, not {config.concurrency}")
     if config.limit is not None and config.limit < 1:
@@ -260,7 +267,22 @@ def run_benchmark(
     )  # fmt: skip
     session.check_embedding()
     run = _Run(bench, config, session, agent, samples, loaded.missing)
+    run.executor = executor
     return run.go(out, data, loaded.split, progress, on_row)
+
+
+def question_run(config: RunConfig, session: Session, out: Path) -> _Run:
+    """A run that answers single questions into ``out`` (a worker of an executor): the
+    agent, benchmark and Library of ``session``; rows are returned, not written."""
+    from vidagent.bench import get_benchmark
+
+    agent = session.agent(
+        config.strategy, budget=config.budget, tool_mode=config.tool_mode,
+        options=dict(config.strategy_options),
+    )  # fmt: skip
+    run = _Run(get_benchmark(config.benchmark), config, session, agent, (), ())
+    run.out = out
+    return run
 
 
 class _Run:
@@ -278,6 +300,7 @@ class _Run:
         self.lacking = {m.sample_id for m in self.missing}
         self.index = VideoIndex(session, agent.index_plan())
         self._log_lock = threading.Lock()
+        self.executor: Executor | None = None
 
     def go(
         self, out: Path | None, data: Path, split: str, progress: bool,
@@ -287,6 +310,8 @@ class _Run:
         limits = endpoint_limits(self.models)
         requested = self.config.concurrency
         workers = min(requested, max(limits.values(), default=requested))
+        if self.executor is not None:  # one hub per worker: the gate limits the endpoints
+            workers = self.executor.start(requested)
         manifest = self._manifest(data, split, limits, workers)
         # Named without the prompts: a new prompt file must not start a fresh default folder;
         # an edited prompt is caught by check_resume instead.
@@ -296,11 +321,17 @@ class _Run:
         )
         done = self._open(manifest)
         todo = [s for s in self.samples if s.id not in done and s.id not in self.lacking]
-        notes = self._notes(requested, workers, limits)
+        notes = self._notes(requested, workers if self.executor is None else requested, limits)
         self._index_videos(todo, progress)
         errors, answering = 0, time.monotonic()
         with RowLog(self.out / ROWS) as self.rows:
-            for row in self._answer_all(todo, workers, progress):
+            if self.executor is None:
+                answered = self._answer_all(todo, workers, progress)
+            else:  # its workers return rows; only this process writes them
+                answered = self.executor.answer(self.config, self.session, self.out, todo, progress)
+            for row in answered:
+                if self.executor is not None:
+                    self.rows.append(row)
                 errors += row["error"] is not None
                 if on_row is not None:
                     on_row(row)
@@ -434,6 +465,12 @@ class _Run:
 
     def _answer(self, sample: Sample) -> dict[str, Any]:
         """Ask one question and write its row (in this thread, as soon as it is known)."""
+        row = self.row(sample)
+        self.rows.append(row)
+        return row
+
+    def row(self, sample: Sample) -> dict[str, Any]:
+        """Ask one question; its row (a failure recorded in it, a UserError raised)."""
         from vidagent.agents.base import Question
         from vidagent.trace import Trace
 
@@ -462,7 +499,6 @@ class _Run:
         row["latency_s"] = round(time.monotonic() - started, 3)
         row["trace"] = f"{TRACES}/{trace.name}" if trace.is_file() else None
         row["finished_at"] = _now()
-        self.rows.append(row)
         return row
 
     def _answered(self, sample: Sample, answer: Answer) -> dict[str, Any]:

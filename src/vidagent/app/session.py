@@ -41,6 +41,7 @@ from vidagent.roles import FOLLOWS, ROLES, capability
 
 if TYPE_CHECKING:
     from vidagent.agents.base import Agent, IndexPlan, ToolMode
+    from vidagent.app.executors import Executor
     from vidagent.budget import Budget
     from vidagent.ingest import IndexResult
     from vidagent.library import Library
@@ -255,10 +256,15 @@ class Session:
         *,
         stages: Sequence[str] | None = None,
         progress: bool = False,
+        executor: Executor | None = None,
     ) -> Iterator[IndexReport]:
         """Index each file through ``stages`` (default as :meth:`index_file`), yielding a report
         per file as it finishes; a file that cannot be used gets a report with its error, the
-        others go on."""
+        others go on. With an ``executor`` (:mod:`vidagent.app.executors`: a process pool or
+        Ray) the files are indexed on its workers, in the order they finish."""
+        if executor is not None:
+            yield from executor.index(self, paths, stages=stages, progress=progress)
+            return
         for path in paths:
             result = self.index_file(path, stages=stages, progress=progress)
             if result.error is not None:
@@ -496,12 +502,16 @@ class Session:
         out: Path | None = None,
         progress: bool = False,
         on_row: Callable[[dict[str, Any]], None] | None = None,
+        executor: Executor | None = None,
     ) -> Any:
         """Answer a benchmark with a strategy into a resumable run folder
-        (:func:`vidagent.app.bench.run_benchmark`); returns its ``RunSummary``."""
+        (:func:`vidagent.app.bench.run_benchmark`; questions on ``executor``'s workers when
+        given); returns its ``RunSummary``."""
         from vidagent.app.bench import run_benchmark
 
-        return run_benchmark(config, self, out=out, progress=progress, on_row=on_row)
+        return run_benchmark(
+            config, self, out=out, progress=progress, on_row=on_row, executor=executor
+        )
 
     def _judge(self, spec: str | None, template: str = "crossvid") -> Any:
         """A judge of open-ended answers over a hub for ``spec`` (default: the llm role)."""

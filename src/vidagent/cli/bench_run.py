@@ -37,12 +37,21 @@ from vidagent.cli.bench import bench
               help="a strategy option, e.g. prefill_global_browse=true")  # fmt: skip
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
+@click.option("--executor", type=click.Choice(["threads", "pool", "ray"]), default="threads",
+              show_default=True,
+              help="questions on threads of this process, a local process pool, or Ray actors "
+              "(--concurrency of them at most)")  # fmt: skip
+@click.option("--address", metavar="ADDR",
+              help="the Ray cluster: auto, HOST:6379 or ray://HOST:10001 [a local one]")  # fmt: skip
+@click.option("--rate-limit", "rate_limits", multiple=True, metavar="[ENDPOINT=]N",
+              help="at most N requests per second to a remote endpoint across all workers")  # fmt: skip
 @click.pass_context
 def run(ctx: click.Context, benchmark: str, data: Path, split: str | None, subset: str | None,
         videos: Path | None, ids: Path | None, strategy: str, limit: int | None,
         concurrency: int, out: Path | None, max_steps: int | None, max_frames: int | None,
         max_tokens: int | None, max_seconds: float | None, max_cost: float | None,
-        tool_mode: str, sets: tuple[str, ...], quiet: bool, as_json: bool) -> None:  # fmt: skip
+        tool_mode: str, sets: tuple[str, ...], quiet: bool, as_json: bool,
+        executor: str, address: str | None, rate_limits: tuple[str, ...]) -> None:  # fmt: skip
     """Answer BENCH's questions with an agent, writing one row per question to a run folder.
 
     Videos are indexed into the Library (--library) first. Running the same command again
@@ -61,7 +70,15 @@ def run(ctx: click.Context, benchmark: str, data: Path, split: str | None, subse
         budget=Budget(**{k: v for k, v in given.items() if v is not None}),
         limit=limit, concurrency=concurrency,
     )  # fmt: skip
-    summary = session_of(ctx).bench_run(config, out=out, progress=not quiet)
+    from vidagent.cli.index import executor_of
+
+    kind = None if executor == "threads" else executor
+    runner = executor_of(kind, concurrency if kind else None, address, rate_limits)
+    try:
+        summary = session_of(ctx).bench_run(config, out=out, progress=not quiet, executor=runner)
+    finally:
+        if runner is not None:
+            runner.close()
     if as_json:
         echo_json(summary.to_json())
         return

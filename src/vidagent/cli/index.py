@@ -5,9 +5,9 @@ from __future__ import annotations
 import glob
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
 
@@ -16,7 +16,10 @@ from vidagent.cli.render import shorten
 from vidagent.config import Settings
 
 if TYPE_CHECKING:
+    from vidagent.app.executors import Executor
     from vidagent.app.results import EstimateReport, IndexReport
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 VIDEO_SUFFIXES = {
     ".mp4",
@@ -66,6 +69,46 @@ def _stages(text: str | None) -> tuple[str, ...] | None:
     return tuple(s for s in known if s in chosen)  # always in pipeline order
 
 
+def executor_options(jobs_help: str) -> Callable[[F], F]:
+    """``--executor``, ``--address``, ``--jobs`` and ``--rate-limit`` (index and bench run)."""
+
+    def add(f: F) -> F:
+        f = click.option(
+            "--rate-limit", "rate_limits", multiple=True, metavar="[ENDPOINT=]N",
+            help="at most N requests per second to a remote endpoint (all of them without "
+            "ENDPOINT=) across every worker; repeatable",
+        )(f)  # fmt: skip
+        f = click.option("--jobs", "-j", "jobs", type=int, help=jobs_help)(f)
+        f = click.option(
+            "--address", metavar="ADDR",
+            help="the Ray cluster to use: auto, HOST:6379 or ray://HOST:10001 "
+            "(default: start a local one)",
+        )(f)  # fmt: skip
+        return click.option(
+            "--executor", type=click.Choice(["sequential", "pool", "ray"]), default=None,
+            help="where the work runs: this process, a local process pool (the default with "
+            "--jobs N > 1), or a Ray cluster",
+        )(f)  # fmt: skip
+
+    return add
+
+
+def executor_of(
+    kind: str | None, jobs: int | None, address: str | None, rate_limits: tuple[str, ...]
+) -> Executor | None:
+    """The executor the options name (None: in this process); bad values are usage errors."""
+    from vidagent.app.executors import make_executor
+    from vidagent.app.executors.gate import parse_rates
+
+    try:
+        rates = parse_rates(rate_limits)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+    if kind is None:
+        kind = "ray" if address else "sequential"
+    return make_executor(kind, jobs=jobs, address=address, rates=rates)  # type: ignore[arg-type]
+
+
 @cli.command()
 @click.argument("paths", nargs=-1, required=True)
 @click.option(
@@ -90,6 +133,8 @@ def _stages(text: str | None) -> tuple[str, ...] | None:
 @click.option(
     "--progress/--no-progress", default=None, help="progress bars (default: on a terminal)"
 )
+@executor_options("worker processes (a local pool without --executor ray; Ray actors with "
+                  "it, default one per CPU of the cluster)")  # fmt: skip
 @click.pass_context
 def index(
     ctx: click.Context,
@@ -101,6 +146,10 @@ def index(
     caption_style: Literal["registry", "avi"] | None,
     as_json: bool,
     progress: bool | None,
+    executor: str | None,
+    address: str | None,
+    jobs: int | None,
+    rate_limits: tuple[str, ...],
 ) -> None:
     """Index videos (files, directories, globs) into the Library.
 
@@ -109,6 +158,7 @@ def index(
     also by default with an llm other than the embedded SmolLM2. Rerunning finishes
     interrupted work without repeating it.
     A bad file gets a one-line error; the others are still indexed and the exit code is 1.
+    With --jobs N or --executor ray, videos are indexed in parallel, one per worker.
     """
     settings = settings_of(ctx)
     if clip_seconds is not None:
@@ -126,17 +176,28 @@ def index(
         failed = _dry_run(session.estimate(files, stages=chosen), settings, as_json)
     else:
         show = progress if progress is not None else sys.stderr.isatty()
-        failed = 0
-        for report in session.index(files, stages=chosen, progress=show):
-            failed += not report.ok
-            if not report.ok:
-                click.echo(f"error: {report.error}", err=True)
-            elif as_json:
-                click.echo(json.dumps(report.to_json()))
-            else:
-                _print_result(report)
+        runner = executor_of(executor, jobs, address, rate_limits)
+        try:
+            reports = session.index(files, stages=chosen, progress=show, executor=runner)
+            failed = _index(reports, as_json)
+        finally:
+            if runner is not None:
+                runner.close()
     if failed:
         ctx.exit(1)
+
+
+def _index(reports: Iterable[IndexReport], as_json: bool) -> int:
+    failed = 0
+    for report in reports:
+        failed += not report.ok
+        if not report.ok:
+            click.echo(f"error: {report.error}", err=True)
+        elif as_json:
+            click.echo(json.dumps(report.to_json()))
+        else:
+            _print_result(report)
+    return failed
 
 
 def _print_result(report: IndexReport) -> None:

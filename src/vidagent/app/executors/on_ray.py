@@ -1,0 +1,200 @@
+"""``--executor ray``: index videos and ask benchmark questions on a Ray cluster.
+
+One actor per worker (``num_cpus=1`` each; as many as the cluster has CPUs unless ``--jobs``
+says), each holding one Session, so models load once per actor. The driver keeps one task in
+flight per actor and hands the next file or question to whichever actor finishes first
+(``ray.wait``), so uneven videos balance themselves.
+
+A killed worker: actors are created with ``max_restarts`` and ``max_task_retries``, so Ray
+restarts the actor and runs its cut-off task again; the tasks are idempotent (see
+:mod:`vidagent.app.executors.workers`). A task that still fails after the retries becomes that
+video's error (or, for a question, an error row that a resume asks again) and its actor is
+replaced; the run goes on.
+
+Remote endpoints are limited across the cluster by one :class:`~vidagent.app.executors.gate.
+EndpointGate` in a named, detached actor (``vidagent-endpoint-gate`` in namespace
+``vidagent``): every driver and actor on the cluster shares it.
+
+On a multi-machine cluster the video files, the Library (a shared path or an object store URI)
+and, for benchmarks, the run folder must be reachable at the same paths from every node, and
+every node needs vidagent installed (a ``runtime_env`` may ship it).
+
+Ray is imported only here, when this executor starts.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vidagent.app.executors import Executor, library_location, progress_bar
+from vidagent.exceptions import BackendMissingError, UserError
+
+if TYPE_CHECKING:
+    from vidagent.app.bench import RunConfig
+    from vidagent.app.results import IndexReport
+    from vidagent.app.session import Session
+    from vidagent.bench.base import Sample
+
+#: Restarts of a dead actor, and retries of the task it was running.
+RETRIES = 3
+
+
+def require_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise BackendMissingError("ray (for --executor ray)", "ray") from None
+    return ray
+
+
+class RayExecutor(Executor):
+    """Workers as Ray actors.
+
+    Args:
+        address: a cluster to join (``auto``, ``ray://host:10001``, ``host:6379``); None joins
+            the one this process already started, else starts a local cluster.
+        workers: actors (default: the cluster's CPUs).
+        rates: requests per second by remote endpoint (``"*"``: every one), cluster-wide.
+        init: more keyword arguments of ``ray.init`` when this executor starts Ray (tests).
+    """
+
+    name = "ray"
+
+    def __init__(
+        self,
+        address: str | None = None,
+        workers: int | None = None,
+        rates: Mapping[str, float] | None = None,
+        init: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(workers, rates)
+        self.address = address
+        self._init = dict(init or {})
+        self._started = False
+        self._gate: Any = None
+
+    def start(self, wanted: int | None = None) -> int:
+        ray = require_ray()
+        from vidagent.app.executors.gate import GATE_NAME, NAMESPACE, EndpointGate
+
+        if not ray.is_initialized():
+            options: dict[str, Any] = {
+                "namespace": NAMESPACE, "log_to_driver": False, "logging_level": logging.ERROR,
+            }  # fmt: skip
+            if self.address is None:  # a local cluster of our own
+                options |= {"include_dashboard": False} | self._init
+            try:
+                ray.init(address=self.address, **options)
+            except ConnectionError as e:
+                raise UserError(f"cannot reach the Ray cluster at {self.address}: {e}") from None
+            self._started = True
+        if self._gate is None:
+            self._gate = ray.remote(EndpointGate).options(
+                name=GATE_NAME, namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
+                num_cpus=0, max_restarts=-1, max_task_retries=-1,
+            ).remote()  # fmt: skip
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        # An actor takes a CPU: more than the cluster has would wait forever to be placed.
+        self.workers = min(cpus, self.requested or wanted or cpus)
+        return self.workers
+
+    def index(
+        self, session: Session, paths: Sequence[str | Path], *,
+        stages: Sequence[str] | None = None, progress: bool = False,
+    ) -> Iterator[IndexReport]:  # fmt: skip
+        from vidagent.app.executors.workers import IndexWorker
+        from vidagent.app.results import IndexReport
+
+        files = [str(Path(p).expanduser().resolve()) for p in paths]
+        self.start(len(files))
+        args = (session.settings, library_location(session))
+
+        def failed(item: tuple[Any, ...], why: str) -> IndexReport:
+            return IndexReport(Path(item[0]), error=f"{item[0]}: {why}")
+
+        bar = progress_bar(len(files), "indexing", "video", progress)
+        with bar:
+            items = [(f, stages) for f in files]
+            for report in self._map(IndexWorker, args, "index", items, failed):
+                bar.update()
+                bar.set_postfix(clips=report.clips, refresh=False)
+                yield report
+
+    def answer(
+        self, config: RunConfig, session: Session, out: Path, samples: Sequence[Sample],
+        progress: bool = False,
+    ) -> Iterator[dict[str, Any]]:  # fmt: skip
+        from vidagent.app.executors.workers import QuestionWorker
+
+        self.start(len(samples))
+        args = (config, session.settings, library_location(session), str(Path(out).resolve()))
+
+        def failed(item: tuple[Any, ...], why: str) -> dict[str, Any]:
+            return {"id": item[0].id, "prediction": None, "parsed": None, "correct": None,
+                    "score": None, "error": why}  # fmt: skip
+
+        bar = progress_bar(len(samples), "questions", "q", progress)
+        with bar:
+            for row in self._map(QuestionWorker, args, "answer", [(s,) for s in samples], failed):
+                bar.update()
+                yield row
+
+    def _map(
+        self, cls: type, args: tuple[Any, ...], method: str, items: Sequence[tuple[Any, ...]],
+        failed: Callable[[tuple[Any, ...], str], Any],
+    ) -> Iterator[Any]:  # fmt: skip
+        """``worker.method(*item)`` for every item on the actors, results as they finish."""
+        ray = require_ray()
+        from ray.exceptions import RayActorError, RayTaskError
+
+        from vidagent.app.executors.gate import ray_gate_calls
+
+        actor_class = ray.remote(cls).options(
+            num_cpus=1, max_restarts=RETRIES, max_task_retries=RETRIES
+        )
+        gate = ray_gate_calls(self._gate)
+
+        def make() -> Any:
+            return actor_class.remote(*args, gate=gate, rates=self.rates)
+
+        actors = [make() for _ in range(min(self.workers, len(items)))]
+        self.pids = ray.get([a.pid.remote() for a in actors])  # they are up: models load lazily
+        queue, running = deque(items), {}
+
+        def submit(slot: int) -> None:
+            item = queue.popleft()
+            running[getattr(actors[slot], method).remote(*item)] = (slot, item)
+
+        for slot in range(len(actors)):
+            submit(slot)
+        try:
+            while running:
+                (ref,), _ = ray.wait(list(running), num_returns=1)
+                slot, item = running.pop(ref)
+                try:
+                    result = ray.get(ref)
+                except RayActorError as e:  # died more than RETRIES times: give up on this item
+                    actors[slot] = make()
+                    result = failed(item, f"worker died {RETRIES + 1} times ({type(e).__name__})")
+                except RayTaskError as e:
+                    if isinstance(e.cause, UserError):
+                        raise e.cause from None
+                    result = failed(item, f"{type(e.cause).__name__}: {e.cause}")
+                yield result
+                if queue:
+                    submit(slot)
+        finally:
+            for actor in actors:
+                ray.kill(actor, no_restart=True)
+
+    def close(self) -> None:
+        if self._started:
+            import ray
+
+            ray.shutdown()
+            self._started = False
+        self._gate = None

@@ -1,0 +1,101 @@
+"""What runs inside a worker process: one Session (so one model hub, models loaded once) for
+every task the worker is given. Plain classes: a Ray actor wraps them, a process pool keeps one
+per process.
+
+Every task is idempotent, which is what makes a retry after a killed worker safe:
+
+- indexing a video again skips what its stages already wrote (each stage's per-clip
+  fingerprints), and every write replaces the video's rows by key (``merge_insert`` under the
+  Library's write lock), so a clip written before the kill is neither lost nor written twice;
+- a question's row is returned to the driver, which alone appends it to the run folder, so a
+  question cut off by a kill has no row until its retry returns one (its trace file is rewritten
+  from the start).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vidagent.app.results import IndexReport
+
+if TYPE_CHECKING:
+    from vidagent.app.bench import RunConfig
+    from vidagent.app.session import Session
+    from vidagent.bench.base import Sample
+    from vidagent.config import Settings
+
+#: A gate reached by the worker: ``(acquire, release)`` callables, or None for the hub's own
+#: per-process limiter.
+GateCalls = tuple[Any, Any] | None
+
+
+def worker_session(
+    settings: Settings, library: str, gate: GateCalls, rates: Mapping[str, float]
+) -> Session:
+    """A Session on ``library`` whose hub asks ``gate`` before every remote request."""
+    from vidagent.app.session import Session
+
+    session = Session(settings, library=library)
+    if gate is not None:
+        from vidagent.app.executors.gate import GatedLimiter
+
+        # Before any client exists: clients take the hub's limiter when they are made.
+        session.models.limiter = GatedLimiter(settings, gate[0], gate[1], rates)
+    return session
+
+
+class IndexWorker:
+    """Indexes whole videos into one Library, one at a time, with models loaded once."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        library: str,
+        gate: GateCalls = None,
+        rates: Mapping[str, float] | None = None,
+    ) -> None:
+        self.session = worker_session(settings, library, gate, rates or {})
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def index(self, path: str, stages: Sequence[str] | None) -> IndexReport:
+        """Index ``path`` (resuming what an earlier, killed attempt left) and report it."""
+        result = self.session.index_file(path, stages=stages)
+        if result.error is not None:  # as text: MediaError does not pickle
+            return IndexReport(Path(path), error=str(result.error))
+        return self.session._index_report(Path(path), result)
+
+    def close(self) -> None:
+        self.session.close()
+
+
+class QuestionWorker:
+    """Answers a benchmark's questions into one run folder with one agent and hub."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        settings: Settings,
+        library: str,
+        out: str,
+        gate: GateCalls = None,
+        rates: Mapping[str, float] | None = None,
+    ) -> None:
+        from vidagent.app.bench import question_run
+
+        self.session = worker_session(settings, library, gate, rates or {})
+        self.run = question_run(config, self.session, Path(out))
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def answer(self, sample: Sample) -> dict[str, Any]:
+        """The question's row (its error inside); a UserError is raised."""
+        return self.run.row(sample)
+
+    def close(self) -> None:
+        self.session.close()
