@@ -70,6 +70,7 @@ import pyarrow as pa
 from vidagent.exceptions import LibraryError, VideoNotFoundError
 from vidagent.library.filters import one_of, quote, span_filter
 from vidagent.library.graph_tables import GraphTables
+from vidagent.library.hot import HotVideos
 from vidagent.library.indexing import (
     FILTER_COLUMNS,
     IndexPolicy,
@@ -173,6 +174,7 @@ class Library(VectorTables, GraphTables):
             storage_options=storage_options,
         )
         self._tables: dict[str, Any] = {}
+        self._hot = HotVideos()  # recently searched videos (hot.py)
         if manifest is not None and not outdated(manifest):
             check_supported(manifest, self.uri)
             self.manifest = manifest
@@ -372,10 +374,17 @@ class Library(VectorTables, GraphTables):
         alone, so it stays cheap with thousands of videos."""
         if not self.has_table("videos") or (among is not None and not among):
             return []
-        query = self.table("videos").search().select(["video_id"]).limit(None)
-        if among is not None:
-            query = query.where(one_of("video_id", among))
-        return query.to_arrow().column("video_id").to_pylist()  # type: ignore[no-any-return]
+        table = self.table("videos")
+
+        def load() -> list[str]:
+            column = table.search().select(["video_id"]).limit(None).to_arrow()["video_id"]
+            return column.to_pylist()  # type: ignore[no-any-return]
+
+        listed = self._hot.listed(table.version, load)
+        if among is None:
+            return listed
+        known = set(listed)
+        return [v for v in dict.fromkeys(among) if v in known]
 
     def resolve(self, ref: str) -> str:
         """A full video id from an id, a unique id prefix, a file name or a source path."""

@@ -20,7 +20,8 @@ import numpy as np
 import pyarrow as pa
 
 from vidagent.exceptions import EmbeddingMismatchError
-from vidagent.library.filters import quote, span_filter
+from vidagent.library.filters import one_of, quote, span_filter
+from vidagent.library.hot import HotVideo, HotVideos, nearest, unit_rows
 from vidagent.library.indexing import IndexPolicy, vector_query
 from vidagent.library.manifest import Manifest
 from vidagent.library.schema import (
@@ -48,6 +49,10 @@ class _Store(Protocol):
     def listed_ids(self, among: Sequence[str] | None = None) -> list[str]: ...
     def clip_rows(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], ClipRow]: ...
     def index_policy(self) -> IndexPolicy: ...
+    def _hot_load(self, video_ids: list[str]) -> dict[str, HotVideo]: ...
+
+    _hot: HotVideos
+
     def _scan(self, name: str, where: str) -> list[dict[str, Any]]: ...
     def _merge(
         self,
@@ -172,6 +177,30 @@ class VectorTables:
         bound = self.reload_manifest().embeddings.get("frame_vectors")
         return str(bound["spec"]) if bound else None
 
+    def _hot_load(self: _Store, video_ids: list[str]) -> dict[str, HotVideo]:
+        """Read the clip vectors and clip rows of ``video_ids`` for the hot cache (hot.py)."""
+        if not video_ids:
+            return {}
+        where = one_of("video_id", video_ids)
+        data = self.table("clip_vectors").search().where(where).limit(None).to_arrow()
+        dim = data.schema.field("vector").type.list_size
+        flat = data.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        vectors = unit_rows(flat.reshape(-1, dim).astype(np.float32))  # (N, D)
+        owner = np.asarray(data.column("video_id").to_pylist())  # (N,)
+        index = data.column("clip_index").to_numpy()
+        t0, t1 = data.column("t0").to_numpy(), data.column("t1").to_numpy()
+        clips: dict[str, dict[int, ClipRow]] = {v: {} for v in video_ids}
+        for row in self._scan("clips", where):
+            clips[row["video_id"]][int(row["clip_index"])] = ClipRow.from_row(row)
+        out = {}
+        for video_id in video_ids:
+            mine = np.flatnonzero(owner == video_id)
+            mine = mine[np.argsort(index[mine], kind="stable")]
+            out[video_id] = HotVideo(
+                index[mine], t0[mine], t1[mine], vectors[mine], clips[video_id]
+            )
+        return out
+
     def search_clips(
         self: _Store,
         vector: np.ndarray,
@@ -200,6 +229,10 @@ class VectorTables:
         if not every:  # share of the rows the videos hold, estimated from the video count
             rows = rows * len(listed) // max(1, self.table("videos").count_rows())
         exact = rows <= policy.exact_max_rows
+        if exact and not every:  # a few videos: exact, from memory after the first search
+            key = (table.version, self.table("clips").version)
+            videos = self._hot.videos(key, listed, self._hot_load)
+            return [ClipHit(c, s) for c, s in nearest(videos, vector, t_from, t_to, k)]
         # Across every video the filter names no ids (a 1,000-id IN list costs more than the
         # search): a few extra hits cover rows of unlisted (half-written or half-removed) videos.
         where = span_filter(None if every else listed, t_from, t_to, "t0", "t1")

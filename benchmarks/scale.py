@@ -1,0 +1,266 @@
+"""Clip search over a 1,000-hour Library: latency per video and across all, ANN recall, size.
+
+Builds a synthetic Library without models: ``--hours`` hours of video as ``--videos`` videos
+(default one hour each) cut into 5 s clips (1,000 h = 720,000 clips), each clip with 384-d
+float32 vectors clustered the way caption embeddings are (topics shared across videos, a
+per-video tint, noise), and caption / transcript / OCR / detection text of realistic lengths.
+Rows go in through the Library's bulk path (:meth:`Library.append`, one commit per table per
+batch of videos, ``videos`` rows last), with index maintenance switched off while loading, so
+the index builds are timed on their own:
+
+1. no indexes: clip search per video (filter on one video id, exact);
+2. ``compact`` with scalar indexes only: per video again, and across all videos (exact brute
+   force over every vector) -- the ground truth for recall;
+3. ``compact`` with the ANN index (the Library's default policy): per video, across all
+   videos, and recall@16 of the ANN results against step 2's exact ones.
+
+Latency is of :meth:`Library.search_clips`, the call every command and tool makes: listing
+check, vector query, and reading the hit clips' rows; the query vector is given (no embedding).
+Queries: half planted (a stored clip's vector with noise), half topic-like (a topic centre with
+noise). Load average is printed beside the figures: other processes share the CPU.
+
+    .venv/bin/python benchmarks/scale.py --hours 20          # a quick look
+    .venv/bin/python benchmarks/scale.py                     # 1,000 hours (several minutes)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+SPEC = "synthetic:scale"
+WORDS = (
+    "a person walks into the room holding red cup and sits down at table near window while "
+    "another man in blue jacket talks on phone car drives past street outside camera pans left "
+    "to show kitchen where woman is cooking dinner dog runs across lawn children play with ball "
+    "text on screen reads welcome lecture slide shows graph of results speaker points at board"
+).split()
+
+
+def texts(rng: np.random.Generator, n: int, words: tuple[int, int]) -> list[str]:
+    """``n`` strings of ``words`` (min, max) words drawn from a small vocabulary."""
+    pool = np.array(WORDS)
+    lengths = rng.integers(*words, n)
+    flat = pool[rng.integers(0, len(pool), int(lengths.sum()))]
+    ends = np.cumsum(lengths)
+    return [" ".join(flat[e - n_ : e]) for e, n_ in zip(ends, lengths)]
+
+
+def batch(
+    rng: np.random.Generator,
+    topics: np.ndarray,
+    first: int,
+    videos: int,
+    clips: int,
+    clip_s: float,
+) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """The clips, clip_vectors and videos rows of videos ``first`` .. ``first + videos - 1``."""
+    from vidagent.library.schema import CLIPS_SCHEMA, VIDEOS_SCHEMA, vectors_schema
+
+    dim = topics.shape[1]
+    n = videos * clips
+    ids = np.repeat([f"{first + v:016x}" for v in range(videos)], clips)  # (n,)
+    index = np.tile(np.arange(clips, dtype=np.int32), videos)  # (n,)
+    t0 = index * clip_s
+    # A video dwells on a few of the topics; each clip is one of them, tinted and noisy.
+    own = rng.integers(0, len(topics), (videos, 8))  # (V, 8)
+    tint = rng.standard_normal((videos, dim)).astype(np.float32) * 0.4  # (V, D)
+    picks = own[np.arange(n) // clips, rng.integers(0, 8, n)]  # (n,)
+    vec = topics[picks] + tint[np.arange(n) // clips]
+    vec += rng.standard_normal((n, dim)).astype(np.float32) * 0.6
+    vec /= np.linalg.norm(vec, axis=1, keepdims=True)  # (n, D) unit rows
+    clip_cols = {
+        "video_id": ids,
+        "clip_index": index,
+        "t0": t0,
+        "t1": t0 + clip_s,
+        "caption": texts(rng, n, (35, 70)),  # a VLM's two or three sentences
+        "caption_model": ["synthetic"] * n,
+        "subjects": ['["person_1"]'] * n,
+        "transcript": texts(rng, n, (0, 16)),  # 5 s of speech
+        "transcript_model": ["synthetic"] * n,
+        "ocr_text": texts(rng, n, (0, 4)),
+        "ocr_model": ["synthetic"] * n,
+        "detections": ['[{"label": "person", "score": 0.9, "box": [0.1, 0.2, 0.5, 0.9]}]'] * n,
+        "detect_model": ["synthetic"] * n,
+    }
+    flat = pa.array(vec.reshape(-1), pa.float32())
+    vectors = pa.table(
+        {
+            "video_id": ids,
+            "clip_index": index,
+            "t0": t0,
+            "t1": t0 + clip_s,
+            "text_hash": [""] * n,
+            "vector": pa.FixedSizeListArray.from_arrays(flat, dim),
+        },
+        schema=vectors_schema(dim),
+    )
+    now = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
+    video_rows = [
+        {"video_id": f"{first + v:016x}", "source": f"/videos/{first + v}.mp4",
+         "name": f"{first + v}.mp4", "size_bytes": 1 << 30, "duration": clips * clip_s,
+         "fps": 30.0, "width": 1280, "height": 720, "rotation": 0, "codec": "h264",
+         "has_audio": True, "added_at": now, "stages": json.dumps({"embed": {"model": SPEC}})}
+        for v in range(videos)
+    ]  # fmt: skip
+    return (
+        pa.Table.from_pydict(clip_cols, schema=CLIPS_SCHEMA),
+        vectors,
+        pa.Table.from_pylist(video_rows, schema=VIDEOS_SCHEMA),
+    )
+
+
+def build(lib: Any, args: argparse.Namespace, topics: np.ndarray) -> tuple[float, np.ndarray]:
+    """Load the Library; returns (seconds, a sample of stored vectors for planted queries)."""
+    rng = np.random.default_rng(0)
+    clips = int(round(args.hours * 3600 / args.videos / args.clip_seconds))
+    lib.set_sampling(clip_seconds=args.clip_seconds)
+    lib.use_embedding("clip_vectors", SPEC, topics.shape[1])
+    off = 10**12  # no index maintenance while loading: the builds are timed on their own
+    lib.set_index_policy(ann_min_rows=off, scalar_min_rows=off)
+    start, sample = time.perf_counter(), []
+    per = max(1, 40_000 // clips)  # videos per batch: ~40k rows, a few hundred MB at most
+    for first in range(0, args.videos, per):
+        clip_t, vec_t, video_t = batch(
+            rng, topics, first, min(per, args.videos - first), clips, args.clip_seconds
+        )
+        lib.append("clips", clip_t)
+        lib.append("clip_vectors", vec_t)
+        lib.append("videos", video_t)  # last: listed only once its rows are in
+        vectors = vec_t.column("vector").combine_chunks().flatten().to_numpy()
+        sample.append(vectors.reshape(-1, topics.shape[1])[:: max(1, len(vec_t) // 50)])
+        print(f"  loaded {first + min(per, args.videos - first)}/{args.videos} videos", end="\r")
+    print()
+    return time.perf_counter() - start, np.concatenate(sample)
+
+
+def queries(rng: np.random.Generator, topics: np.ndarray, stored: np.ndarray, n: int) -> np.ndarray:
+    """(n, D): half stored vectors with noise (planted), half topic centres with noise."""
+    planted = stored[rng.integers(0, len(stored), n // 2)]
+    planted = planted + rng.standard_normal(planted.shape).astype(np.float32) * 0.02
+    topical = topics[rng.integers(0, len(topics), n - n // 2)]
+    topical = topical + rng.standard_normal(topical.shape).astype(np.float32) * 0.5
+    out = np.concatenate([planted, topical])
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def timed(
+    lib: Any, qs: np.ndarray, k: int, per_video: list[str] | None
+) -> tuple[dict[str, float], list[list[tuple[str, int]]]]:
+    """p50/p99 ms of search_clips over ``qs`` (one video each from ``per_video`` when given)."""
+    times, results = [], []
+    lib.search_clips(qs[0], k=k)  # warm the caches
+    for i, q in enumerate(qs):
+        videos = [per_video[i % len(per_video)]] if per_video else None
+        start = time.perf_counter()
+        hits = lib.search_clips(q, video_ids=videos, k=k)
+        times.append((time.perf_counter() - start) * 1000)
+        results.append([(h.clip.video_id, h.clip.clip_index) for h in hits])
+    ms = np.array(times)
+    return {"p50_ms": float(np.percentile(ms, 50)), "p99_ms": float(np.percentile(ms, 99))}, results
+
+
+def recall(got: list[list[tuple[str, int]]], truth: list[list[tuple[str, int]]]) -> float:
+    return float(np.mean([len(set(g) & set(t)) / max(1, len(t)) for g, t in zip(got, truth)]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--hours", type=float, default=1000.0)
+    parser.add_argument("--videos", type=int, help="how many videos (default: one per hour)")
+    parser.add_argument("--clip-seconds", type=float, default=5.0)
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--k", type=int, default=16)
+    parser.add_argument("--ann-type", default="IVF_PQ", choices=["IVF_PQ", "IVF_HNSW_SQ"])
+    parser.add_argument("--dir", help="where to build (default: a temporary directory, deleted)")
+    parser.add_argument("--json", dest="json_out", help="also write the figures to this file")
+    args = parser.parse_args()
+    args.videos = args.videos or max(1, int(round(args.hours)))
+
+    from vidagent.library import Library
+    from vidagent.library.indexing import IndexPolicy
+
+    root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="vidagent-scale-"))
+    print(f"disk free at {root}: {shutil.disk_usage(root).free / 2**30:.0f} GiB")
+    figures: dict[str, Any] = {"hours": args.hours, "videos": args.videos, "dim": args.dim}
+    try:
+        lib = Library(root / "library")
+        rng = np.random.default_rng(1)
+        topics = rng.standard_normal((4096, args.dim)).astype(np.float32)
+        seconds, stored = build(lib, args, topics)
+        rows = lib.table("clip_vectors").count_rows()
+        figures |= {"clips": rows, "build_s": seconds, "rows_per_s": rows / seconds}
+        print(f"built {rows:,} clips of {args.videos} videos in {seconds:.1f} s")
+        qs = queries(rng, topics, stored, args.queries)
+        ids = lib.listed_ids()
+        one = [ids[i] for i in rng.integers(0, len(ids), args.queries)]
+        report = lambda name, t: print(
+            f"  {name:<44} p50 {t['p50_ms']:7.2f} ms   p99 {t['p99_ms']:7.2f} ms"
+        )  # noqa: E731
+
+        print("1. no indexes")
+        figures["per_video_noindex"], _ = timed(lib, qs[:50], args.k, one)
+        report("per video (exact)", figures["per_video_noindex"])
+
+        print("2. scalar indexes, no ANN index")
+        default = IndexPolicy()
+        lib.set_index_policy(scalar_min_rows=default.scalar_min_rows)
+        start = time.perf_counter()
+        lib.compact(older_than=timedelta(0))
+        figures["compact_scalar_s"] = time.perf_counter() - start
+        print(f"  compaction + scalar indexes: {figures['compact_scalar_s']:.1f} s")
+        figures["per_video_exact"], _ = timed(lib, qs, args.k, one)
+        report("per video (exact)", figures["per_video_exact"])
+        figures["all_exact"], truth = timed(lib, qs, args.k, None)
+        report(f"across all {rows:,} clips (exact)", figures["all_exact"])
+
+        print(f"3. ANN index ({args.ann_type})")
+        lib.set_index_policy(ann_min_rows=default.ann_min_rows, ann_type=args.ann_type)
+        start = time.perf_counter()
+        lib.compact(older_than=timedelta(0))
+        figures["ann_build_s"] = time.perf_counter() - start
+        print(f"  ANN index build: {figures['ann_build_s']:.1f} s")
+        figures["per_video_ann"], _ = timed(lib, qs, args.k, one)
+        report("per video (exact: few rows)", figures["per_video_ann"])
+        figures["all_ann"], got = timed(lib, qs, args.k, None)
+        report(f"across all {rows:,} clips (ANN)", figures["all_ann"])
+        half = args.queries // 2
+        figures["recall_at_k"] = recall(got, truth)
+        figures["recall_planted"] = recall(got[:half], truth[:half])
+        figures["recall_topical"] = recall(got[half:], truth[half:])
+        print(
+            f"  recall@{args.k} ANN vs exact: {figures['recall_at_k']:.3f} "
+            f"(planted {figures['recall_planted']:.3f}, topical {figures['recall_topical']:.3f})"
+        )
+        figures["size_gib"] = lib.size_bytes() / 2**30
+        figures["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+        figures["loadavg"] = os.getloadavg()
+        figures["cpus"] = os.cpu_count()
+        print(
+            f"size on disk {figures['size_gib']:.2f} GiB, peak memory "
+            f"{figures['peak_rss_gib']:.2f} GiB, load average "
+            f"{' '.join(f'{x:.1f}' for x in figures['loadavg'])} on {figures['cpus']} CPUs"
+        )
+        if args.json_out:
+            Path(args.json_out).write_text(json.dumps(figures, indent=2) + "\n")
+    finally:
+        if not args.dir:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""A per-process cache of recently searched videos: their clip vectors and clip rows.
+
+Every LanceDB query pays a few milliseconds of fixed cost (planning, a version check, reading
+pages) whatever it returns -- about 3.5 ms on a loaded 2-core machine (benchmarks/scale.py).
+A clip search confined to a few videos, the agents' most frequent call and one repeated many
+times within a question, is therefore answered from memory after its first: each video's
+vectors as an (N, D) matrix of unit rows with their times, and its clip rows, searched exactly
+with one matrix product.
+
+Entries belong to one version of the ``clip_vectors``, ``clips`` and ``videos`` tables: any
+commit, this process's or another's, changes a version and empties the cache, so an answer is
+never stale (a version check is one small file read). The cache is bounded by rows and drops the
+least recently used videos first.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from vidagent.library.schema import ClipRow
+
+
+@dataclass(frozen=True)
+class HotVideo:
+    """One video's clip vectors and rows, in clip order."""
+
+    index: np.ndarray  # (N,) int32 clip indexes
+    t0: np.ndarray  # (N,) float64
+    t1: np.ndarray  # (N,) float64
+    vectors: np.ndarray  # (N, D) float32 unit rows
+    clips: dict[int, ClipRow]
+
+
+Loader = Callable[[list[str]], dict[str, HotVideo]]
+
+
+class HotVideos:
+    """Cached :class:`HotVideo` entries for one version key; thread-safe."""
+
+    def __init__(self, max_rows: int = 100_000) -> None:
+        self.max_rows = max_rows
+        self._lock = threading.Lock()
+        self._key: tuple[int, ...] | None = None
+        self._videos: OrderedDict[str, HotVideo] = OrderedDict()
+        self._rows = 0
+        self._listed: tuple[int, list[str]] | None = None
+
+    def listed(self, version: int, load: Callable[[], list[str]]) -> list[str]:
+        """The listed video ids as of ``version`` of the videos table."""
+        with self._lock:
+            if self._listed is not None and self._listed[0] == version:
+                return self._listed[1]
+        ids = load()
+        with self._lock:
+            self._listed = (version, ids)
+        return ids
+
+    def videos(self, key: tuple[int, ...], ids: Sequence[str], load: Loader) -> list[HotVideo]:
+        """The entries of ``ids`` as of table versions ``key``, loading the missing ones."""
+        with self._lock:
+            if key != self._key:
+                self._key, self._rows = key, 0
+                self._videos.clear()
+            have = {v: self._videos[v] for v in ids if v in self._videos}
+            for v in have:
+                self._videos.move_to_end(v)
+        loaded = load([v for v in ids if v not in have])
+        with self._lock:
+            if key == self._key:
+                for video_id, entry in loaded.items():
+                    if video_id not in self._videos:
+                        self._videos[video_id] = entry
+                        self._rows += len(entry.index)
+                while self._rows > self.max_rows and len(self._videos) > 1:
+                    _, dropped = self._videos.popitem(last=False)
+                    self._rows -= len(dropped.index)
+        entries = {**have, **loaded}
+        return [entries[v] for v in ids if v in entries]
+
+
+def nearest(
+    videos: Sequence[HotVideo],
+    vector: np.ndarray,
+    t_from: float | None,
+    t_to: float | None,
+    k: int,
+) -> list[tuple[ClipRow, float]]:
+    """The ``k`` clips of ``videos`` nearest ``vector`` by cosine similarity, best first, among
+    clips overlapping ``[t_from, t_to]`` (the same overlap rule as the Lance filter)."""
+    query = np.asarray(vector, np.float32).reshape(-1)
+    query = query / max(float(np.linalg.norm(query)), 1e-12)  # (D,)
+    found: list[tuple[float, int, int, HotVideo]] = []
+    for order, video in enumerate(videos):
+        keep = np.ones(len(video.index), bool)
+        if t_from is not None:
+            keep &= video.t1 > t_from
+        if t_to is not None:
+            keep &= video.t0 < t_to
+        rows = np.flatnonzero(keep)
+        sims = video.vectors[rows] @ query  # (n,)
+        best = rows[np.argsort(-sims, kind="stable")[:k]]
+        found += [(float(video.vectors[r] @ query), order, int(r), video) for r in best]
+    found.sort(key=lambda f: (-f[0], f[1], f[2]))
+    hits = []
+    for score, _, row, video in found[:k]:
+        clip = video.clips.get(int(video.index[row]))
+        if clip is not None:  # a vector whose clip row is gone is not a hit
+            hits.append((clip, score))
+    return hits
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """(N, D) float32 rows scaled to length 1 (zero rows stay zero)."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)  # (N, 1)
+    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
