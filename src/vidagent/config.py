@@ -116,6 +116,11 @@ class Settings(BaseModel):
         description="global summary: the llm's (VideoAgent2's prompt) or an extractive digest of "
         "the index; auto: the digest for the embedded smoke-test llm, else the llm's",
     )
+    evidence_first: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="agents see what the index retrieves for the question and options before "
+        "their first step; auto: on for the embedded smoke-test llm only",
+    )
     embed_text: Literal["caption", "caption+speech+text"] = Field(
         "caption+speech+text",
         description="what a clip's vector embeds: the caption alone (DVD) or with speech and text",

@@ -17,8 +17,9 @@ As published:
   over. ``clip_merge_tool`` has no Fig. 6 line; its line is ours.
 - **One tool call per iteration**: further calls of the same turn are answered "Skipped"; a
   tool of another phase gets an error observation. A call identical to an earlier one is not
-  run again: the model is told so, and the third such repeat ends the search with a forced
-  answer (``repeated_failures``), so a model that loops cannot spend the iterations on nothing.
+  run again (the runtime's guard, :attr:`refuse_repeats` ``"all"``): the model is told so, and
+  the third such repeat ends the search with a forced answer (``repeated_failures``), so a model
+  that loops cannot spend the iterations on nothing.
 - **At most 10 iterations** (tool executions; the budget's ``steps``) and a hard cap of 25 model
   turns (B.11 #15), then the forced answer: "Iteration limit reached. …" without tools.
 - **Answers** are read after ``**Answer:**`` (B.6.4): an option letter, or ``[s, e]`` in
@@ -80,10 +81,6 @@ MERGE_LINE = (
     "• To merge adjacent or temporally close clips into one span (an event split across clips), "
     "use ‘clip_merge_tool‘ with their time ranges."
 )  # not in Fig. 6: the paper does not list clip_merge among the prompt's tools
-REPEATED = (
-    "Error: this exact call was already made (step {step}); its result is above and unchanged. "
-    "Call another tool with other arguments, or switch stage."
-)
 SKIPPED = "Skipped: protocol allows exactly ONE tool call per iteration."
 FORCED = (
     "Iteration limit reached. Based on all evidence so far, give your best final answer now, "
@@ -145,6 +142,8 @@ class AVIAgent(Agent):
 
     name = "avi"
     max_steps = 10
+    takes_evidence = True
+    refuse_repeats = "all"
     Options = AVIOptions
     options: AVIOptions
     stages = ("caption", "embed", "graph")
@@ -232,7 +231,6 @@ class AVIAgent(Agent):
             Message("user", self.user_prompt(question)),
         ]
         run.phase(phase)
-        run.state = {}  # calls made: their step, by name and arguments
         several = len(question.video_ids) > 1
         limit = self.budget.steps or self.max_steps
         executed = turns = 0
@@ -312,12 +310,8 @@ class AVIAgent(Agent):
                 "frame_analysis_tool is the last resort.", error=True,
             )  # fmt: skip
             run.record(call, obs)
-        elif (key := _call_key(call)) in run.state:
-            # A model looping on one call learns nothing new; three repeats end the search.
-            obs = Observation(REPEATED.format(step=run.state[key]), error=True)
-            run.record(call, obs)
         else:
-            run.state[key] = run.step
+            # A repeat of an earlier call is refused by the runtime (refuse_repeats = "all").
             run.act(call, toolbox)
             targeted = targeted or call.name in (
                 "object_detect_tool",
@@ -393,16 +387,6 @@ class AVIAgent(Agent):
     def force_answer(self, run: Run, reason: str, note: str = "") -> Answer:
         answered = self._final(run, reason)
         return dataclasses.replace(answered, note=note) if note else answered
-
-
-def _call_key(call: Action) -> str:
-    arguments = call.arguments
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError:
-            pass
-    return f"{call.name}:{json.dumps(arguments, sort_keys=True, default=str)}"
 
 
 def _without_video(t: Tool) -> Tool:

@@ -15,6 +15,11 @@ answer (:meth:`Agent.force_answer`) with the reason recorded; if that last call 
 answer is empty, unparsed and says why. No question ends in a traceback for a model's sake;
 a bug in our code still propagates.
 
+Runtime settings every strategy takes beside its own options (``--set`` on the CLI, a key of
+``options``): ``evidence_first`` (``auto``/``on``/``off``, default the ``evidence_first``
+setting) shows the strategies that take it (:attr:`Agent.takes_evidence`) what the index
+retrieves for the question before their first step (:meth:`Run.evidence_first`).
+
 Evidence of an answer: the spans of the last observation before it that had any (at most
 :data:`~vidagent.agents.run.EVIDENCE_SPANS`, best first), which in a ReAct run is normally the
 frame inspection that confirmed it or the best clips of the last search.
@@ -35,6 +40,7 @@ from vidagent.agents.actions import FormatFailure, RepeatedFailure, final_answer
 from vidagent.agents.answer import GROUND_QUESTION, option_letter, question_with_options
 from vidagent.agents.run import ACTIVE, Run
 from vidagent.budget import Budget, BudgetExceeded, Meter
+from vidagent.config import is_smoke_test_llm
 from vidagent.exceptions import ConfigError, ProviderError
 from vidagent.models.base import Message
 from vidagent.models.client import CallRecord, UsageLedger
@@ -49,6 +55,7 @@ if TYPE_CHECKING:
     from vidagent.models.client import Models
 
 ToolMode = Literal["auto", "native", "json"]
+EvidenceFirst = Literal["auto", "on", "off"]
 
 
 @dataclass(frozen=True)
@@ -164,6 +171,12 @@ class Agent:
     #: Sent (without tools) when a run must end without the model having answered.
     final_prompt: ClassVar[str] = "Answer the question now with the information you have."
     final_prompt_choice: ClassVar[str] = "Answer now with the option letter only."
+    #: Whether evidence first fits the strategy's conversation (its first model turn reads
+    #: ``run.messages``); see :meth:`Run.evidence_first`.
+    takes_evidence: ClassVar[bool] = False
+    #: Identical tool calls the runtime refuses to run again: those that ``"failed"`` before,
+    #: or ``"all"`` made before.
+    refuse_repeats: ClassVar[Literal["failed", "all"]] = "failed"
 
     def __init__(
         self,
@@ -178,6 +191,7 @@ class Agent:
     ) -> None:
         if more:  # options as keywords: DVDAgent(lib, models, tools=("clip_search",))
             options = {**dataclasses.asdict(self.parse_options(options)), **more}
+        options, self.evidence_first = self._evidence_setting(options)
         if tool_mode not in ("auto", "native", "json"):
             raise ConfigError(f"tool mode {tool_mode!r}: choose auto, native or json")
         self.library = library
@@ -215,6 +229,33 @@ class Agent:
                 f"{cls.name} option {where}: {problem} (got {first.get('input')!r})"
             ) from None
 
+    @classmethod
+    def _evidence_setting(cls, options: Any) -> tuple[Any, EvidenceFirst | None]:
+        """``options`` without the runtime's ``evidence_first`` key, and its value (None: the
+        ``evidence_first`` setting decides)."""
+        if not isinstance(options, Mapping) or "evidence_first" not in options:
+            return options, None
+        options = dict(options)
+        given = options.pop("evidence_first")
+        modes: dict[Any, EvidenceFirst] = {"auto": "auto", "on": "on", "off": "off", True: "on",
+                                           False: "off"}  # fmt: skip
+        value = modes.get(given) if isinstance(given, (str, bool)) else None
+        if value is None:
+            raise ConfigError(f"evidence_first: choose auto, on or off (got {given!r})")
+        if value == "on" and not cls.takes_evidence:
+            raise ConfigError(f"{cls.name} does not take evidence_first")
+        return options, value
+
+    def evidence_first_on(self) -> bool:
+        """Whether runs see the index's evidence before their first step: the strategy takes it
+        and ``evidence_first`` (the option, else the setting) is ``on``, or ``auto`` with the
+        embedded smoke-test llm."""
+        if not self.takes_evidence:
+            return False
+        settings = self.models.settings
+        mode = self.evidence_first or settings.evidence_first
+        return mode == "on" or (mode == "auto" and is_smoke_test_llm(settings.spec("llm")))
+
     def step_budget(self, budget: Budget) -> Budget:
         """The budget with the strategy's step limit where none was given."""
         return budget.with_steps(self.max_steps)
@@ -241,9 +282,11 @@ class Agent:
 
     def describe(self) -> dict[str, Any]:
         """Strategy settings recorded in the trace (options, ablations, thresholds)."""
+        runtime = {"evidence_first": self.evidence_first_on()} if self.takes_evidence else {}
         return {
             "tool_mode": self.tool_mode,
             "max_tokens": self.max_tokens,
+            **runtime,
             **dataclasses.asdict(self.options),
         }
 
@@ -330,7 +373,9 @@ class Agent:
             return self.force_answer(run, reason, note)
         except ProviderError as e:
             failed = f"the final answer call failed too ({type(e).__name__}: {e})"
-            return run.answer("", forced=True, reason=reason, note=f"{note}; {failed}" if note else failed)
+            return run.answer(
+                "", forced=True, reason=reason, note=f"{note}; {failed}" if note else failed
+            )
 
     def _started(self, question: Question) -> dict[str, Any]:
         from vidagent import __version__

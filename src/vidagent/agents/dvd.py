@@ -22,6 +22,9 @@ Decisions where the paper is silent (spec A.11):
 - ``tools`` (Table 5 ablations): which of the three search tools the agent gets.
 - The forced answer: past the step limit (after the finish prompt), a spent budget, the same
   failing call three times or a model error, one more call without tools asks for the answer.
+- Evidence first (the runtime's, :meth:`~vidagent.agents.run.Run.evidence_first`; on by
+  default for the embedded smoke-test llm only): the index's evidence for the question and each
+  option is an observation after the user prompt, before step 1.
 - Local models (small context): clip texts are cut to 120 words in search results (#22).
 - ``index``: the index the agent asks for. The paper's 74.2 on LVBench captions clips without
   transcripts and embeds and shows the caption alone (``"paper"``); its 76.0 fills the caption
@@ -101,6 +104,7 @@ class DVDAgent(Agent):
 
     name = "dvd"
     max_steps = 15
+    takes_evidence = True
     Options = DVDOptions
     options: DVDOptions
     stages = ("transcribe", "read_text", "detect", "caption", "embed")  # no global summary
@@ -129,7 +133,9 @@ class DVDAgent(Agent):
         toolbox = self.toolbox(several=len(question.video_ids) > 1)
         user = self.user_prompt(question)
         if self.options.prefill_global_browse and "global_browse" in toolbox:
-            browsed = run.act(Action("prefill", "global_browse", {"query": question.prompt}), toolbox)
+            browsed = run.act(
+                Action("prefill", "global_browse", {"query": question.prompt}), toolbox
+            )
             user += f"\n\n{browsed.text}"
         run.messages = [
             Message("system", load_prompt("dvd_agent_system").strip()),

@@ -13,9 +13,20 @@ Child runs (:meth:`Run.child`) are further conversations of the same question â€
 search branch â€” sharing the meter, trace and tool context, each with its own messages; their
 events carry their own run id and the trace records the parent.
 
-Failing the same way again: a tool call that fails with the same arguments
-:data:`REPEAT_LIMIT` times gets an observation saying so and ends the search with a forced
-answer (:class:`~vidagent.agents.actions.RepeatedFailure`).
+Failing the same way again: a tool call identical (same tool, same arguments) to one that
+failed earlier in the run is not run again; the model gets an observation saying so instead
+(a strategy whose ``refuse_repeats`` is ``"all"``, such as AVI, has every identical call
+refused). When one call has failed, or been refused, :data:`REPEAT_LIMIT` times, the last
+observation says so and the search ends with a forced answer
+(:class:`~vidagent.agents.actions.RepeatedFailure`).
+
+Evidence first (:meth:`Run.evidence_first`): where the strategy takes it and the
+``evidence_first`` setting is on (``auto``: for the embedded smoke-test llm only), what the index
+retrieves for the question and each option (:mod:`vidagent.agents.evidence`, the ``retrieval``
+baseline's own search and scoring) is added to the conversation as one ``retrieval``
+observation before the first step, and recorded as a tool call and its observation in the
+trace. The strategy's prompts are unchanged; its spans are the answer's evidence until a later
+observation has its own.
 """
 
 from __future__ import annotations
@@ -40,6 +51,8 @@ from vidagent.agents.actions import (
     parse_action,
 )
 from vidagent.agents.answer import extract_choice
+from vidagent.agents.evidence import Finder, best, render_open, render_options
+from vidagent.exceptions import LibraryError
 from vidagent.models.base import Message
 from vidagent.tools.base import Evidence, Observation, Toolbox, ToolContext
 from vidagent.trace import AgentTurn, ChildStarted, FormatError, Observed, PhaseChanged, ToolCalled
@@ -60,6 +73,24 @@ REPEATED = (
     "This exact call has now failed {n} times with the same arguments; it will not work. "
     "The search ends here: answer with what you know."
 )
+REFUSED_FAILED = (
+    "Error: this exact call already failed at step {step} and was not run again ({error}). "
+    "Change the arguments or call another tool."
+)
+REFUSED_MADE = (
+    "Error: this exact call was already made (step {step}); its result is above and unchanged. "
+    "It was not run again: change the arguments or call another tool."
+)
+
+
+def call_key(name: str, arguments: Any) -> str:
+    """What makes two tool calls identical: the tool and its (decoded) arguments."""
+    if isinstance(arguments, str):  # the raw JSON a native tool call carries
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError:
+            pass
+    return f"{name}:{json.dumps(arguments, sort_keys=True, default=str)}"
 
 
 class Run:
@@ -97,6 +128,8 @@ class Run:
         self.span = ""  # the tool call in progress: model calls made by the tool carry it
         self.state: Any = None  # the strategy's own per-question memory
         self._failures: Counter[str] = Counter()
+        self._calls: dict[str, tuple[int, str | None]] = {}  # key: (step, its error or None)
+        self._evidence_done = parent is not None  # a child conversation goes without
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -136,6 +169,8 @@ class Run:
         last = limit if limit is not None else (self.agent.budget.steps or self.agent.max_steps)
         for step in range(1, last + 1):
             self.meter.check()
+            if step == 1:
+                self.evidence_first()
             self.step = self.meter.steps = step
             yield step
 
@@ -187,7 +222,10 @@ class Run:
             FormatFailure: JSON-action mode got no valid action after every retry.
         """
         self.meter.check()
-        decision = self._decide_native(toolbox) if self.mode() == "native" else self._decide_json(toolbox)
+        self.evidence_first()
+        decision = (
+            self._decide_native(toolbox) if self.mode() == "native" else self._decide_json(toolbox)
+        )
         calls = [{"id": a.id, "name": a.name, "arguments": a.arguments} for a in decision.actions]
         self.emit(AgentTurn, thought=decision.thought, tool_calls=calls, mode=self.mode())
         return decision
@@ -235,6 +273,11 @@ class Run:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except json.JSONDecodeError:
                 pass  # the tool reports the bad JSON to the model
+        key = call_key(action.name, arguments)
+        refused = self._refusal(key)
+        if refused is not None:
+            self.record(action, refused, remember=remember)
+            return refused
         self.emit(ToolCalled, call_id=action.id, tool=action.name, arguments=arguments)
         started, self.span = time.monotonic(), action.id
         try:
@@ -242,8 +285,23 @@ class Run:
                 obs = toolbox.call(self.ctx, action.name, arguments)
         finally:
             self.span = ""
+        error = (obs.text.strip().splitlines() or ["an error"])[0][:200] if obs.error else None
+        if key not in self._calls or error is not None:  # first made, or failed now
+            self._calls[key] = (self.step, error)
         self.record(action, obs, time.monotonic() - started, remember=remember)
         return obs
+
+    def _refusal(self, key: str) -> Observation | None:
+        """The observation refusing an identical call that failed before (or, where the
+        strategy refuses every repeat, was made before); None: run it."""
+        if key not in self._calls:
+            return None
+        step, error = self._calls[key]
+        if error is not None:
+            return Observation(REFUSED_FAILED.format(step=step, error=error), error=True)
+        if self.agent.refuse_repeats == "all":
+            return Observation(REFUSED_MADE.format(step=step), error=True)
+        return None
 
     def record(
         self, action: Action, obs: Observation, seconds: float = 0.0, *, remember: bool = True
@@ -283,14 +341,46 @@ class Run:
         """How often this exact call has failed, when that reaches the limit (else 0)."""
         if not obs.error:
             return 0
-        if isinstance(arguments, str):  # the raw JSON a native tool call carries
-            try:
-                arguments = json.loads(arguments)
-            except json.JSONDecodeError:
-                pass
-        key = f"{name}:{json.dumps(arguments, sort_keys=True, default=str)}"
+        key = call_key(name, arguments)
         self._failures[key] += 1
         return self._failures[key] if self._failures[key] >= REPEAT_LIMIT else 0
+
+    # -- evidence first ---------------------------------------------------------------------------
+
+    def evidence_first(self) -> None:
+        """Add what the index retrieves for the question (and each option) to the conversation
+        as one ``retrieval`` observation, once per question and before the first step, when the
+        agent wants it (:meth:`~vidagent.agents.base.Agent.evidence_first_on`). An index that
+        cannot be searched (no clip vectors, another embedder) is a ``evidence_first`` phase
+        saying why, and the run goes on without."""
+        if self._evidence_done:
+            return
+        self._evidence_done = True
+        if not self.agent.evidence_first_on():
+            return
+        q, finder = self.question, Finder(self.agent.library, self.agent.models)
+        try:
+            finder.check()
+        except LibraryError as e:
+            self.phase("evidence_first", shown=False, reason=str(e))
+            return
+        action = Action(
+            "evidence_first", "retrieval", {"question": q.text, "options": list(q.options)}
+        )
+        self.emit(ToolCalled, call_id=action.id, tool=action.name, arguments=action.arguments)
+        started, several = time.monotonic(), len(q.video_ids) > 1
+        with self.active():
+            if q.options:
+                scores = finder.options(q.text, q.options, q.video_ids)
+                text = render_options(q.options, scores, several)
+                order = [*best(scores), *sorted(range(len(scores)), key=lambda i: -scores[i].score)]
+                spans = dict.fromkeys(e for i in order for e in scores[i].spans)
+                obs = Observation(text, evidence=tuple(spans))
+            else:
+                hits = finder.search(q.text, q.video_ids)
+                spans = dict.fromkeys(Evidence(h.clip.video_id, h.clip.t0, h.clip.t1) for h in hits)
+                obs = Observation(render_open(hits, several), evidence=tuple(spans))
+        self.record(action, obs, time.monotonic() - started)
 
     def react(
         self, toolbox: Toolbox, *, answer_tool: str = "answer", finish_prompt: str = ""

@@ -40,6 +40,9 @@ Decisions where the paper is silent (spec A.11 numbers):
 - A small context window (SmolLM2's 8k): captions are cut to fewer words until the bank takes
   at most 40% of it, tool returns to 1200 characters.
 - One video per question: the prompts cannot name another.
+- Evidence first (the runtime's; on by default for the embedded smoke-test llm only): the
+  index's evidence for the question and each option is the conversation's first message, before
+  the first prompt_Answer; the index then also gets the ``embed`` stage it searches.
 
 Table 4's ablations, each its own switch (the paper stacks them): ``tool_confidence=False``
 strips confidences from tool returns ("disabling tools from generating confidence scores");
@@ -177,6 +180,7 @@ class VideoAgent2Agent(Agent):
     Options = VideoAgent2Options
     options: VideoAgent2Options
     stages = ("transcribe", "read_text", "detect", "caption", "summarize")  # no retrieval
+    takes_evidence = True
 
     def index_plan(self) -> IndexPlan:
         """Only what ``B_1`` is made of: the index's captions and summary where the context
@@ -187,7 +191,9 @@ class VideoAgent2Agent(Agent):
                              o.segment_seconds, o.fps)  # fmt: skip
         describer = self.models.client("captioner").capabilities.describer
         facts = ("transcribe", "read_text", "detect") if describer else ()
-        return IndexPlan((*facts, "caption", "summarize") if reuse else facts)
+        searched = ("caption", "embed") if self.evidence_first_on() else ()  # what it searches
+        stages = (*facts, "caption", "summarize") if reuse else facts
+        return IndexPlan((*stages, *(s for s in searched if s not in stages)))
 
     def step_budget(self, budget: Budget) -> Budget:
         steps = self.options.max_assessments
@@ -381,7 +387,9 @@ class VideoAgent2Agent(Agent):
         commands = commands[:every] if every else commands[-1:]  # A.7.6: the last Action block
         st.queue = commands[1:]
         if not commands:
-            run.emit(FormatError, attempt=1, problem="no tool call command in the reply", reply=reply)
+            run.emit(
+                FormatError, attempt=1, problem="no tool call command in the reply", reply=reply
+            )
         run.phase("plan", action=commands[0] if commands else None, plan=text, adjusted=t > 1)
         return commands[0] if commands else {}
 
