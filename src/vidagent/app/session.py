@@ -338,6 +338,23 @@ class Session:
     def remove(self, ref: str) -> str:
         return self.existing_library().remove_video(ref)
 
+    def compact(
+        self, *, older_than_s: float = 3600.0, retrain: bool = False, **policy: Any
+    ) -> list[Any]:
+        """Compact the Library's tables, build or update their indexes and prune versions older
+        than ``older_than_s`` (``vidagent library compact``); ``policy`` records index settings
+        first (:class:`~vidagent.library.indexing.IndexPolicy` fields).
+
+        Returns:
+            One :class:`~vidagent.library.indexing.TableReport` per table.
+        """
+        from datetime import timedelta
+
+        lib = self.existing_library()
+        if policy:
+            lib.set_index_policy(**policy)
+        return lib.compact(older_than=timedelta(seconds=older_than_s), retrain=retrain)
+
     def search(
         self,
         text: str,

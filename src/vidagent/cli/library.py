@@ -1,4 +1,5 @@
-"""``vidagent list``, ``show``, ``search`` and ``remove``: reading and pruning the Library."""
+"""``vidagent list``, ``show``, ``search``, ``remove`` and ``library compact``: reading, pruning
+and looking after the Library."""
 
 from __future__ import annotations
 
@@ -25,7 +26,10 @@ def list_videos(ctx: click.Context, as_json: bool) -> None:
 @cli.command()
 @click.argument("video")
 @click.option(
-    "--graph", "graph", is_flag=True, help="show the entity graph (AVI) instead: entities, relations"
+    "--graph",
+    "graph",
+    is_flag=True,
+    help="show the entity graph (AVI) instead: entities, relations",
 )
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 @click.pass_context
@@ -72,7 +76,9 @@ def _show_graph(ctx: click.Context, video: str, as_json: bool) -> None:
         return
     entities, relations = body["entities"], body["relations"]
     supers = sum(e["kind"] == "super" for e in entities)
-    click.echo(f"{vid}  {len(entities)} entities ({supers} super-nodes), {len(relations)} relations")
+    click.echo(
+        f"{vid}  {len(entities)} entities ({supers} super-nodes), {len(relations)} relations"
+    )
     if not entities:
         click.echo("the extractor found no people in the captions")
         return
@@ -142,3 +148,53 @@ def search(
 def remove(ctx: click.Context, video: str) -> None:
     """Remove a video (id, id prefix or file name) and all its rows from the Library."""
     click.echo(f"removed {session_of(ctx).remove(video)}")
+
+
+@cli.group(name="library")
+def library_group() -> None:
+    """Look after the Library itself."""
+
+
+@library_group.command()
+@click.option(
+    "--older-than",
+    "older_than",
+    default=3600.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="prune table versions older than this (0: keep only the latest; only when no other "
+    "process is reading)",
+)
+@click.option("--retrain", is_flag=True, help="rebuild the ANN index from scratch")
+@click.option(
+    "--ann-min-rows",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="record a new ANN threshold (clip vectors) in the Library first",
+)
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+@click.pass_context
+def compact(
+    ctx: click.Context, older_than: float, retrain: bool, ann_min_rows: int | None, as_json: bool
+) -> None:
+    """Compact the Library's files, build or update its indexes and prune old versions.
+
+    Safe while other vidagent processes use the Library: it holds the write lock, and rows are
+    never changed. Run it after indexing many videos (LanceDB's advice: every ~100,000 rows or
+    ~20 writes).
+    """
+    import dataclasses
+
+    if older_than < 0:
+        raise click.BadParameter("must be 0 or more", param_hint="--older-than")
+    policy = {"ann_min_rows": ann_min_rows} if ann_min_rows else {}
+    reports = session_of(ctx).compact(older_than_s=older_than, retrain=retrain, **policy)
+    if as_json:
+        echo_json([dataclasses.asdict(r) for r in reports])
+        return
+    for r in reports:
+        built = f"  built: {', '.join(r.built)}" if r.built else ""
+        click.echo(
+            f"{r.name:<14} {r.rows_after:>10,} rows  versions {r.versions_before} -> "
+            f"{r.versions_after}  indexes: {', '.join(r.indexes) or 'none'}{built}"
+        )
