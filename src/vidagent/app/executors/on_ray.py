@@ -179,7 +179,9 @@ class RayExecutor(Executor):
                     result = ray.get(ref)
                 except RayActorError as e:  # died more than RETRIES times: give up on this item
                     actors[slot] = make()
-                    result = failed(item, f"worker died {RETRIES + 1} times ({type(e).__name__})")
+                    result = failed(
+                        item, f"its worker died {RETRIES + 1} time(s) ({type(e).__name__})"
+                    )
                 except RayTaskError as e:
                     if isinstance(e.cause, UserError):
                         raise e.cause from None

@@ -1,0 +1,185 @@
+"""Indexing and benchmark questions on a local Ray cluster started by this module, with a
+worker killed in the middle of its task: Ray restarts it and retries, and the Library and the
+run folder end with every clip and every question exactly once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bench.benchkit import RUNNABLE, make_nextqa, rows_in, settings_with
+from factories import INDEX_SPECS
+
+from vidagent.app import Session
+from vidagent.app.bench import RunConfig, run_benchmark
+from vidagent.app.executors.gate import GATE_NAME, NAMESPACE, ray_gate_calls
+from vidagent.app.executors.on_ray import RayExecutor
+from vidagent.config import load_settings
+from vidagent.library import Library
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'vidagent[ray]')")
+
+CLIPS = 3  # a 12 s video in 5 s clips
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster() -> Iterator[None]:
+    """One local two-CPU cluster for the module, shut down after it."""
+    ray.init(num_cpus=2, include_dashboard=False, namespace=NAMESPACE, log_to_driver=False,
+             object_store_memory=100 * 1024**2)  # fmt: skip
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def videos(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Three 12 s videos of different content (so three video ids)."""
+    from vidagent.media.synth import make_video
+
+    folder = tmp_path_factory.mktemp("videos")
+    paths = [folder / f"v{i}.mp4" for i in range(3)]
+    for i, path in enumerate(paths):
+        make_video(path, duration=12, size=(160, 96), fps=10, audio="tone", tone_hz=300 + 100 * i)
+    return paths
+
+
+def clip_rows(library: Library, video_id: str, table: str) -> list[int]:
+    """Every row of a video in a table, duplicates included, by clip index."""
+    rows = library.table(table).search().where(f"video_id = '{video_id}'").to_list()
+    return sorted(int(r["clip_index"]) for r in rows)
+
+
+def kill_when(ready: Callable[[], bool], executor: RayExecutor, running: threading.Thread) -> None:
+    """SIGKILL every worker of ``executor`` once ``ready()``, while its work is still running."""
+    while not (executor.pids and ready()):
+        assert running.is_alive(), "the work finished before a worker could be killed"
+        time.sleep(0.02)
+    for pid in executor.pids:
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_videos_are_indexed_once_each_on_ray_with_a_worker_killed_mid_caption(
+    videos: list[Path], tmp_path: Path
+) -> None:
+    log = tmp_path / "captions.jsonl"
+    settings = load_settings(
+        {**INDEX_SPECS, "vlm": f"fake:echo?reply=a red square moves&delay=0.4&log={log}"}
+    )
+    executor = RayExecutor()
+    reports: list[Any] = []
+    with Session(settings, library=tmp_path / "lib") as session:
+        work = threading.Thread(
+            target=lambda: reports.extend(session.index(videos, executor=executor))
+        )
+        work.start()
+        # a caption came back: the workers are inside the caption stage of their videos
+        kill_when(lambda: log.is_file() and log.stat().st_size > 0, executor, work)
+        killed_before = len(reports)
+        work.join()
+    assert killed_before < len(videos)
+    assert sorted(r.path.name for r in reports) == ["v0.mp4", "v1.mp4", "v2.mp4"]
+    assert all(r.ok and r.clips == CLIPS for r in reports), [r.error for r in reports]
+
+    library = Library(tmp_path / "lib")
+    listed = library.list_videos()
+    assert sorted(v.name for v in listed) == ["v0.mp4", "v1.mp4", "v2.mp4"]
+    for video in listed:
+        assert clip_rows(library, video.video_id, "clips") == list(range(CLIPS))  # once each
+        assert clip_rows(library, video.video_id, "clip_vectors") == list(range(CLIPS))
+        clips = library.clips(video.video_id)
+        assert all("red square" in c.caption for c in clips)
+        assert set(video.stages) == {"structure", "transcribe", "read_text", "detect", "caption",
+                                     "embed", "summarize"}  # fmt: skip
+        assert library.artifact(video.video_id, "summary", "global") is not None
+
+
+def test_ray_indexing_writes_what_sequential_indexing_writes(
+    videos: list[Path], tmp_path: Path
+) -> None:
+    settings = load_settings(INDEX_SPECS)
+
+    def contents(root: Path) -> dict[str, list[tuple[int, str, str]]]:
+        library = Library(root)
+        return {
+            v.name: [(c.clip_index, c.caption, c.transcript) for c in library.clips(v.video_id)]
+            for v in library.list_videos()
+        }
+
+    with Session(settings, library=tmp_path / "seq") as session:
+        assert all(r.ok for r in session.index(videos))
+    with Session(settings, library=tmp_path / "ray") as session, RayExecutor() as executor:
+        assert all(r.ok for r in session.index(videos, executor=executor))
+        assert executor.workers == 2
+    assert contents(tmp_path / "ray") == contents(tmp_path / "seq")
+
+
+def test_a_missing_file_is_one_videos_error_and_the_others_are_indexed(
+    videos: list[Path], tmp_path: Path
+) -> None:
+    with Session(load_settings(INDEX_SPECS), library=tmp_path / "lib") as session:
+        reports = list(session.index([tmp_path / "nope.mp4", videos[0]], executor=RayExecutor()))
+    errors = [r.error for r in reports if not r.ok]
+    assert len(errors) == 1 and "nope.mp4" in str(errors[0])
+    assert [v.name for v in Library(tmp_path / "lib").list_videos()] == ["v0.mp4"]
+
+
+def test_benchmark_questions_on_ray_survive_a_killed_worker_and_resume(tmp_path: Path) -> None:
+    data = make_nextqa(tmp_path / "nextqa")
+    settings = settings_with("fake:echo?reply=(B)&delay=1.5", home=tmp_path / "home")
+    out, library = tmp_path / "run", tmp_path / "lib"
+    config = RunConfig("nextqa", data, concurrency=2)
+    executor = RayExecutor()
+    summaries: list[Any] = []
+
+    def run() -> None:
+        found = run_benchmark(
+            config, settings=settings, library=Library(library), out=out, executor=executor
+        )
+        summaries.append(found)
+
+    def asking() -> bool:  # a question has begun (its trace) and has no row yet
+        traces = {p.stem for p in (out / "traces").glob("*.jsonl")}
+        done = {r["id"] for r in rows_in(out / "predictions.jsonl")} if (
+            out / "predictions.jsonl"
+        ).is_file() else set()  # fmt: skip
+        return bool(traces - done)
+
+    work = threading.Thread(target=run)
+    work.start()
+    kill_when(asking, executor, work)
+    work.join()
+    (summary,) = summaries
+    assert (summary.ran, summary.errors, summary.missing, summary.concurrency) == (5, 0, 1, 2)
+    rows = rows_in(out / "predictions.jsonl")
+    assert sorted(r["id"] for r in rows) == sorted(RUNNABLE)  # each exactly once
+    assert {r["id"] for r in rows if r["correct"]} == {"v1_0", "v1_1", "v2_0"}
+    assert all(r["letter"] == "B" and r["trace"] for r in rows)
+
+    again = run_benchmark(config, settings=settings, library=Library(library), out=out,
+                          executor=RayExecutor())  # fmt: skip
+    assert (again.done_before, again.ran) == (5, 0)
+    assert len(rows_in(out / "predictions.jsonl")) == 5
+
+
+def test_the_endpoint_gate_is_one_named_actor_shared_by_every_worker() -> None:
+    executor = RayExecutor()
+    executor.start()
+    gate = ray.get_actor(GATE_NAME, namespace=NAMESPACE)
+    acquire, release = ray_gate_calls(gate)
+
+    @ray.remote(num_cpus=0)
+    def ask(calls: Any) -> Any:  # another process, through its own handle
+        return calls[0]("https://api.example/v1", 1, None, None)
+
+    lease, _ = acquire("https://api.example/v1", 1, None, None)
+    assert lease is not None
+    assert ray.get(ask.remote((acquire, release)))[0] is None  # the one slot is taken
+    release("https://api.example/v1", lease)
+    time.sleep(0)  # release is fire-and-forget; the next call on the actor runs after it
+    assert ray.get(ask.remote((acquire, release)))[0] is not None
