@@ -457,10 +457,13 @@ def run_master(
     task: str | None,
     max_turns: int = CVR_MAX_TURNS,
     on_turn: Callable[[EpisodeTurn], None] | None = None,
+    on_action: Callable[[EpisodeTurn], None] | None = None,
 ) -> Episode:
     """Run the master until it answers, fails the format three times, or uses up ``max_turns``.
 
     ``chat(messages)`` is the master model; exceptions it raises (budget, provider) propagate.
+    ``on_action`` sees each turn once its action is accepted and before the environment serves
+    it; ``on_turn`` sees it when it is over (with its observation).
     An environment's :class:`CvrToolError`, :class:`ToolInputError` or :class:`MediaError` goes
     back to the master as the observation's ``error``.
     """
@@ -488,6 +491,7 @@ def run_master(
             _notify(on_turn, record)
             return episode
         messages.append({"role": "assistant", "content": strip_think(record.raw)})
+        _notify(on_action, record)
         if action.kind == "answer":
             episode.final_answer = action.final_answer
             episode.forced = record.forced

@@ -22,6 +22,7 @@ STRATEGIES: Registry[type[Agent]] = Registry(
         "eea": "vidagent.agents.eea:EEAAgent",
         "avi": "vidagent.agents.avi:AVIAgent",
         "retrieval": "vidagent.agents.retrieval:RetrievalAgent",
+        "cvr": "vidagent.agents.cvr:CVRAgent",
     },
 )
 
