@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -338,18 +338,8 @@ class Session:
     def remove(self, ref: str) -> str:
         return self.existing_library().remove_video(ref)
 
-    def compact(
-        self, *, older_than_s: float = 3600.0, retrain: bool = False, **policy: Any
-    ) -> list[Any]:
-        """Compact the Library's tables, build or update their indexes and prune versions older
-        than ``older_than_s`` (``vidagent library compact``); ``policy`` records index settings
-        first (:class:`~vidagent.library.indexing.IndexPolicy` fields).
-
-        Returns:
-            One :class:`~vidagent.library.indexing.TableReport` per table.
-        """
-        from datetime import timedelta
-
+    def compact(self, *, older_than_s: float = 3600, retrain: bool = False, **policy: Any) -> Any:
+        """``vidagent library compact``: record index ``policy`` settings, then Library.compact."""
         lib = self.existing_library()
         if policy:
             lib.set_index_policy(**policy)

@@ -71,13 +71,7 @@ from vidagent.exceptions import LibraryError, VideoNotFoundError
 from vidagent.library.filters import one_of, quote, span_filter
 from vidagent.library.graph_tables import GraphTables
 from vidagent.library.hot import HotVideos
-from vidagent.library.indexing import (
-    FILTER_COLUMNS,
-    IndexPolicy,
-    TableReport,
-    ensure_indexes,
-    optimize_table,
-)
+from vidagent.library.indexing import IndexedTables
 from vidagent.library.locking import LOCK_FILE, WriteLock, lock_for
 from vidagent.library.manifest import (
     Manifest,
@@ -134,7 +128,7 @@ def content_id(path: str | Path) -> str:
     return h.hexdigest()[:16]
 
 
-class Library(VectorTables, GraphTables):
+class Library(VectorTables, GraphTables, IndexedTables):
     """An index of videos on disk, safe to share between threads and processes (module doc).
 
     Opening creates it if needed and runs pending migrations.
@@ -302,58 +296,6 @@ class Library(VectorTables, GraphTables):
                 merge = merge.when_not_matched_by_source_delete(f"video_id = {quote(replace)}")
             merge.execute(pa.Table.from_pylist(list(rows), schema=schema))
             self._maintain(name)
-
-    def _maintain(self, name: str, *, retrain: bool = False) -> list[str]:
-        """Build the indexes the policy calls for on ``name`` now (:mod:`.indexing`)."""
-        if name not in FILTER_COLUMNS:
-            return []
-        with self.write_lock():
-            return ensure_indexes(self.table(name), name, self.index_policy(), retrain=retrain)
-
-    def append(self, name: str, data: pa.Table) -> None:
-        """The bulk path: add rows of videos not yet in the Library in one commit, unchecked.
-
-        For loaders that make many videos' rows at once (benchmarks/scale.py): no key is
-        matched, so the caller guarantees the rows are new; write the ``videos`` rows last, as
-        every write does. Indexes are maintained as after any write.
-        """
-        with self.write_lock():
-            self.table(name, data.schema).add(data)
-            self._maintain(name)
-
-    # -- indexes and compaction -------------------------------------------------------------
-
-    def index_policy(self) -> IndexPolicy:
-        """The Library's index policy (defaults, with the manifest's overrides)."""
-        return IndexPolicy.from_manifest(self.manifest.indexing)
-
-    def set_index_policy(self, **changes: Any) -> IndexPolicy:
-        """Record index policy overrides (:class:`IndexPolicy` fields) in the manifest.
-
-        Raises:
-            ValueError: an unknown field.
-        """
-        unknown = set(changes) - {f.name for f in dataclasses.fields(IndexPolicy)}
-        if unknown:
-            raise ValueError(f"unknown index settings: {', '.join(sorted(unknown))}")
-        self.update_manifest(lambda m: m.indexing.update(changes))
-        return self.index_policy()
-
-    def compact(
-        self, *, older_than: timedelta = timedelta(hours=1), retrain: bool = False
-    ) -> list[TableReport]:
-        """Compact every table, build or update its indexes and prune versions older than
-        ``older_than``, under the write lock (rows are never changed).
-
-        Readers in other processes need no lock, so versions younger than ``older_than`` are
-        kept for any read still in flight on them; 0 removes every version but the latest.
-        """
-        with self.write_lock():
-            policy = self.index_policy()
-            return [
-                optimize_table(self.table(n), n, policy, older_than=older_than, retrain=retrain)
-                for n in sorted(self._table_names())
-            ]
 
     # -- videos ---------------------------------------------------------------------------------
 
