@@ -1,0 +1,111 @@
+"""``vidagent index --jobs N``: a local process pool, one Library written once per clip, a
+killed worker's video finished by a fresh pool; and the executor options' one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from clirun import vidagent
+from factories import INDEX_SPECS
+
+from vidagent.app import Session
+from vidagent.app.executors import make_executor
+from vidagent.app.executors.pool import PoolExecutor
+from vidagent.config import load_settings
+from vidagent.exceptions import ConfigError
+from vidagent.library import Library
+
+CLIPS = 3
+
+
+@pytest.fixture(scope="module")
+def videos(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    from vidagent.media.synth import make_video
+
+    folder = tmp_path_factory.mktemp("videos")
+    paths = [folder / f"v{i}.mp4" for i in range(3)]
+    for i, path in enumerate(paths):
+        make_video(path, duration=12, size=(160, 96), fps=10, audio="tone", tone_hz=300 + 100 * i)
+    return paths
+
+
+def rows_by_clip(library: Library, video_id: str, table: str) -> list[int]:
+    rows = library.table(table).search().where(f"video_id = '{video_id}'").to_list()
+    return sorted(int(r["clip_index"]) for r in rows)
+
+
+def test_index_jobs_2_indexes_every_video_once(
+    videos: list[Path], tmp_path: Path, fake_env: dict[str, str]
+) -> None:
+    lib = tmp_path / "lib"
+    args = ("--library", str(lib), "index", *map(str, videos), "--jobs", "2", "--json")
+    done = vidagent(*args, home=tmp_path / "home", env=fake_env)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert sorted(x["name"] for x in lines) == ["v0.mp4", "v1.mp4", "v2.mp4"]
+    library = Library(lib)
+    for video in library.list_videos():
+        assert rows_by_clip(library, video.video_id, "clips") == list(range(CLIPS))
+        assert rows_by_clip(library, video.video_id, "clip_vectors") == list(range(CLIPS))
+
+    again = vidagent(*args, home=tmp_path / "home", env=fake_env)  # resumes: nothing to do
+    assert again.returncode == 0
+    assert all(s["clips"] == 0 for x in map(json.loads, again.stdout.splitlines())
+               for s in x["stages"].values())  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--jobs", "0"], "error: --jobs must be at least 1, not 0"),
+        (["--executor", "pool", "--address", "auto"], "error: --address names a Ray cluster"),
+        (["--rate-limit", "fast"], "give N or ENDPOINT=N requests per second"),
+    ],
+)
+def test_bad_executor_options_are_one_line_errors(
+    options: list[str], message: str, videos: list[Path], tmp_path: Path
+) -> None:
+    done = vidagent("index", str(videos[0]), *options, home=tmp_path / "home")
+    assert done.returncode != 0 and message in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_make_executor_picks_the_pool_for_jobs_and_nothing_for_one() -> None:
+    assert make_executor("sequential", jobs=1) is None
+    pool = make_executor("sequential", jobs=3)
+    assert isinstance(pool, PoolExecutor) and pool.workers == 3
+    with pytest.raises(ConfigError, match="--jobs must be at least 1"):
+        make_executor("pool", jobs=-1)
+
+
+def test_a_killed_pool_worker_is_replaced_and_its_video_finished_once(
+    videos: list[Path], tmp_path: Path
+) -> None:
+    log = tmp_path / "captions.jsonl"
+    settings = load_settings(
+        {**INDEX_SPECS, "vlm": f"fake:echo?reply=a red square moves&delay=0.4&log={log}"}
+    )
+    reports: list[Any] = []
+    with Session(settings, library=tmp_path / "lib") as session, PoolExecutor(2) as pool:
+        work = threading.Thread(target=lambda: reports.extend(session.index(videos, executor=pool)))
+        work.start()
+        while not (pool.pids and log.is_file() and log.stat().st_size > 0):
+            assert work.is_alive(), "indexing finished before a worker could be killed"
+            time.sleep(0.02)
+        os.kill(pool.pids[0], signal.SIGKILL)
+        killed_before = len(reports)
+        work.join()
+    assert killed_before < len(videos)
+    assert sorted(r.path.name for r in reports) == ["v0.mp4", "v1.mp4", "v2.mp4"]
+    assert all(r.ok and r.clips == CLIPS for r in reports), [r.error for r in reports]
+    library = Library(tmp_path / "lib")
+    for video in library.list_videos():
+        assert rows_by_clip(library, video.video_id, "clips") == list(range(CLIPS))
+        assert all("red square" in c.caption for c in library.clips(video.video_id))
