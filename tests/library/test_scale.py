@@ -192,3 +192,23 @@ def test_wide_search_below_the_ann_threshold_is_brute_force(tmp_path: Path) -> N
 def test_an_unknown_index_setting_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="ann_rows"):
         Library(tmp_path / "lib").set_index_policy(ann_rows=5)
+
+
+def test_repeated_video_searches_see_every_later_write(tmp_path: Path) -> None:
+    """Searches of one video are served from memory after the first (hot.py); a write by any
+    Library object on the directory must show in the very next search."""
+    searcher = Library(tmp_path / "lib")
+    searcher.use_embedding("clip_vectors", SPEC, DIM)
+    rng = np.random.default_rng(9)
+    first = clustered(rng, 10)
+    add_video(searcher, "v1", first)
+    assert searcher.search_clips(first[3], video_ids=["v1"], k=1)[0].clip.clip_index == 3
+    assert searcher.search_clips(first[3], video_ids=["v1"], k=1)[0].clip.clip_index == 3
+
+    writer = Library(tmp_path / "lib")  # as another process would
+    second = clustered(rng, 12)
+    add_video(writer, "v1", second)  # re-indexed: new vectors, two more clips
+    hit = searcher.search_clips(second[11], video_ids=["v1"], k=1)[0]
+    assert (hit.clip.clip_index, hit.score) == (11, pytest.approx(1.0, abs=1e-5))
+    writer.remove_video("v1")
+    assert searcher.search_clips(second[11], video_ids=["v1"], k=1) == []

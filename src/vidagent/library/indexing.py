@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -150,7 +151,9 @@ def optimize_table(
     files, not data."""
     rows_before, versions_before = table.count_rows(), len(table.list_versions())
     built = ensure_indexes(table, name, policy, retrain=retrain)
-    table.optimize(cleanup_older_than=older_than)
+    with warnings.catch_warnings():  # LanceDB warns about 0; the caller asked for it knowingly
+        warnings.simplefilter("ignore", UserWarning)
+        table.optimize(cleanup_older_than=older_than)
     return TableReport(
         name,
         rows_before,
