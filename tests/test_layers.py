@@ -22,7 +22,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
               "vidagent.agents", "vidagent.bench", "vidagent.app", "vidagent.cli",
               "vidagent.config"),
     "models": ("vidagent.library", "vidagent.ingest", "vidagent.tools", "vidagent.agents",
-               "vidagent.bench", "vidagent.app", "vidagent.cli"),
+               "vidagent.bench", "vidagent.app", "vidagent.cli", "vidagent.train"),
     "library": ("vidagent.models", "vidagent.config", "vidagent.ingest", "vidagent.tools",
                 "vidagent.agents", "vidagent.bench", "vidagent.app", "vidagent.cli"),
     "ingest": ("vidagent.tools", "vidagent.agents", "vidagent.bench", "vidagent.app",
@@ -35,13 +35,16 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
               "vidagent.agents.run", "vidagent.agents.dvd", "vidagent.agents.videoagent2"),
     "app": ("vidagent.cli", "vidagent.server"),
     "server": ("vidagent.cli",),
+    # RL training of the cvr master: models, agents' master protocol, no media or front ends
+    "train": ("vidagent.ingest", "vidagent.media", "vidagent.bench", "vidagent.app",
+              "vidagent.cli", "vidagent.server"),
 }  # fmt: skip
 
 #: what the CLI may import: the application layer and what it prints
 CLI_ALLOWED = (
     "vidagent.app", "vidagent.budget", "vidagent.bench.report", "vidagent.bench.base",
     "vidagent.cli", "vidagent.config", "vidagent.exceptions", "vidagent.roles",
-    "vidagent.server", "vidagent.timecode", "vidagent.trace",
+    "vidagent.server", "vidagent.timecode", "vidagent.trace", "vidagent.train",
 )  # fmt: skip
 
 

