@@ -67,7 +67,7 @@ from vidagent.exceptions import ConfigError, MediaError, ProviderError, UserErro
 from vidagent.roles import ROLES
 
 if TYPE_CHECKING:
-    from vidagent.agents.base import Agent, Answer, IndexPlan, ToolMode
+    from vidagent.agents.base import Agent, Answer, IndexPlan, Question, ToolMode
     from vidagent.app.executors import Executor
     from vidagent.app.session import Session
     from vidagent.bench.base import Benchmark, Scores
@@ -471,21 +471,13 @@ class _Run:
 
     def row(self, sample: Sample) -> dict[str, Any]:
         """Ask one question; its row (a failure recorded in it, a UserError raised)."""
-        from vidagent.agents.base import Question
         from vidagent.trace import Trace
 
         trace = self.out / TRACES / trace_name(sample.id)
         row: dict[str, Any] = {"id": sample.id}
         started = time.monotonic()
         try:
-            ids = [self.index.ensure(p) for p in sample.videos]
-            self.session.prepare(self.agent, ids)
-            choice = sample.task == "choice" and bool(sample.options)
-            ground = getattr(self.bench, "GROUNDING", False)
-            question = Question(
-                sample.question if choice or ground else self.bench.prompt(sample), tuple(ids),
-                tuple(sample.options) if choice else (), "ground" if ground else "answer",
-            )  # fmt: skip
+            question = self._question(sample)
             answer = self.agent.run(question, Trace(trace))
             row.update(self._answered(sample, answer))
             if row["error"] is not None:
@@ -500,6 +492,26 @@ class _Run:
         row["trace"] = f"{TRACES}/{trace.name}" if trace.is_file() else None
         row["finished_at"] = _now()
         return row
+
+    def _question(self, sample: Sample) -> Question:
+        """The question the agent is asked: the benchmark's own form for the strategy where it
+        has one (``strategy_question``: CrossVid's clips and frame folders for ``cvr``), else
+        the sample's videos indexed, its question and options."""
+        from vidagent.agents.base import Question
+
+        special = getattr(self.bench, "strategy_question", None)
+        if special is not None:
+            asked = special(sample, self.agent.name, self.index.ensure)
+            if asked is not None:
+                return asked  # type: ignore[no-any-return]
+        ids = [self.index.ensure(p) for p in sample.videos]
+        self.session.prepare(self.agent, ids)
+        choice = sample.task == "choice" and bool(sample.options)
+        ground = getattr(self.bench, "GROUNDING", False)
+        return Question(
+            sample.question if choice or ground else self.bench.prompt(sample), tuple(ids),
+            tuple(sample.options) if choice else (), "ground" if ground else "answer",
+        )  # fmt: skip
 
     def _answered(self, sample: Sample, answer: Answer) -> dict[str, Any]:
         parsed = parse_prediction(sample, answer)

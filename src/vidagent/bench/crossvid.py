@@ -76,6 +76,7 @@ from vidagent.bench.base import (
     unanswered,
     video_root,
 )
+from vidagent.bench.crossvid_cvr import strategy_question  # noqa: F401 - the runner asks for it
 from vidagent.bench.predictions import (
     is_runner_rows,
     read_json_rows,
@@ -187,6 +188,10 @@ def _sample(task: str, row: dict[str, Any], n: int, finder: VideoRoot, frames: V
         question = _replace(question, tags)
         options = tuple(strip_label(_replace(str(o), tags)) for o in row.get("options", []))
         extras.update(vid=vid, objects=row.get("objects"), raw_question=row.get("question"))
+        bbox = frames.root.parent / "bbox"
+        extras.update(
+            tags=tags, bbox_files=[str(bbox / str(view) / f"{vid}.json") for view in (1, 2)]
+        )
     else:
         names = _video_names(task, row)
         paths = tuple(finder.resolve(sample_id, name) for name in names)
