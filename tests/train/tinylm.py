@@ -11,9 +11,11 @@ CHATML = (
 )
 CORPUS = [
     '{"action": "answer", "thought": "Video 2 shows it.", "final_answer": "B"}',
-    '{"action": "observe", "thought": "look", "params": {"observation_targets": '
-    '[{"video_index": 1, "start_time": 0, "end_time": 10, "num_frames": 8}], '
-    '"focus_prompt": "What happens?"}}',
+    (
+        '{"action": "observe", "thought": "look", "params": {"observation_targets": '
+        '[{"video_index": 1, "start_time": 0, "end_time": 10, "num_frames": 8}], '
+        '"focus_prompt": "What happens?"}}'
+    ),
     "Which video features a scene where the detective hides the brass key?",
     "[TOOL OBS] No significant action observed. Caption for Video 1",
 ]
@@ -29,18 +31,31 @@ def build_tiny_lm(folder: Path, seed: int = 0) -> Path:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=special,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
     tok.train_from_iterator(CORPUS * 4, trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|im_start|>",
-                                   eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<|im_start|>",
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+    )
     fast.chat_template = CHATML
     torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=len(fast), hidden_size=32, intermediate_size=64,
-                      num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
-                      max_position_embeddings=32768, tie_word_embeddings=True,
-                      eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id,
-                      bos_token_id=fast.bos_token_id)
+    cfg = LlamaConfig(
+        vocab_size=len(fast),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=32768,
+        tie_word_embeddings=True,
+        eos_token_id=fast.eos_token_id,
+        pad_token_id=fast.pad_token_id,
+        bos_token_id=fast.bos_token_id,
+    )
     LlamaForCausalLM(cfg).save_pretrained(str(folder))
     fast.save_pretrained(str(folder))
     return folder
