@@ -272,3 +272,25 @@ def test_drone_view_folders_have_the_objects_boxed(tmp_path: Path) -> None:
     assert started["videos"] == []
     errors = Trace.load(tmp_path / "t.jsonl").of(FormatError)
     assert "observe is the only one" in errors[0].problem
+
+
+def test_a_constrained_master_gets_its_tasks_schema_and_answer_only_at_the_end(
+    clips: tuple[Path, Path], tmp_path: Path
+) -> None:
+    library, ids = _library(tmp_path / "lib", *clips)
+    schemas: list[dict[str, Any]] = []
+    replies = iter([SIDE_BY_SIDE, _act("answer", final_answer="A")])
+
+    def master(request: ChatRequest) -> str:
+        assert request.response_schema is not None
+        schemas.append(request.response_schema)
+        return next(replies)
+
+    models = hub(FakeAdapter.function(master), FakeAdapter.function(Visual()))
+    agent = CVRAgent(library, models, options={"constrain_json": "on", "max_turns": 2})
+    answer = agent.run(Question("q", tuple(ids), ("x", "y", "z")))
+    assert (answer.letter, answer.forced, answer.reason) == ("A", True, "max_steps")
+    first, last = (s["properties"] for s in schemas)
+    assert first["action"]["enum"] == ["observe", "get_caption", "answer"]
+    assert last["action"]["enum"] == ["answer"] and last["final_answer"]["enum"] == ["A", "B", "C"]
+    assert schemas[1]["required"] == ["action", "thought", "final_answer"]

@@ -27,6 +27,7 @@ Decisions where the paper is silent (see also :mod:`~vidagent.agents.cvr_protoco
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -37,6 +38,7 @@ from vidagent.agents.cvr_parse import LETTERS
 from vidagent.agents.cvr_protocol import (
     CVR_FORMAT_RETRIES,
     CVR_MAX_TURNS,
+    OBSERVE_ONLY,
     TASKS,
     CvrFormatError,
     EpisodeTurn,
@@ -56,16 +58,32 @@ BUDGET_NOTE = (
     '{"action": "answer", "thought": "...", "final_answer": ...}]'
 )
 INDEX_STAGES = ("transcribe", "caption", "embed", "summarize")
-ACTION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "action": {"type": "string", "enum": ["observe", "get_caption", "answer"]},
-        "thought": {"type": "string"},
-        "params": {"type": "object"},
-        "final_answer": {},
-    },
-    "required": ["action", "thought"],
-}
+LAST_TURN = "this is your last turn"  # in the note of a forced turn (the protocol's and ours)
+
+
+def action_schema(
+    task: str | None, options: Sequence[str] | None, *, last_turn: bool
+) -> dict[str, Any]:
+    """The JSON a constrained master may write: an action of the task's tools (only ``answer``
+    on a forced turn, where ``final_answer`` is required) and a final answer of the task's type
+    (an option letter where there are options)."""
+    fmt = answer_format(task, options)
+    final: dict[str, Any] = {"type": "string"}
+    if fmt == "letter" and options:
+        final = {"type": "string", "enum": list(LETTERS[: len(options)])}
+    elif fmt == "interval":
+        final = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+    tools = ["observe"] if task in OBSERVE_ONLY else ["observe", "get_caption"]
+    return {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": ["answer"] if last_turn else [*tools, "answer"]},
+            "thought": {"type": "string"},
+            "params": {"type": "object"},
+            "final_answer": final,
+        },
+        "required": ["action", "thought", "final_answer"] if last_turn else ["action", "thought"],
+    }
 
 
 @dataclass(frozen=True)
@@ -126,7 +144,11 @@ class CVRAgent(Agent):
     def _chat(self, run: Run, messages: list[dict[str, str]], *, check: bool = True) -> str:
         run.state["messages"] = messages
         sent = [Message(m["role"], m["content"]) for m in messages]  # type: ignore[arg-type]
-        schema = ACTION_SCHEMA if self._constrained() else None
+        schema = None
+        if self._constrained():
+            last = LAST_TURN in messages[-1]["content"]
+            options = list(run.question.options) or None
+            schema = action_schema(run.state.get("task"), options, last_turn=last)
         return run.chat(sent, schema, max_tokens=self._max_tokens(), check=check)
 
     def solve(self, run: Run) -> Answer:
