@@ -294,3 +294,35 @@ def test_a_constrained_master_gets_its_tasks_schema_and_answer_only_at_the_end(
     assert first["action"]["enum"] == ["observe", "get_caption", "answer"]
     assert last["action"]["enum"] == ["answer"] and last["final_answer"]["enum"] == ["A", "B", "C"]
     assert schemas[1]["required"] == ["action", "thought", "final_answer"]
+
+
+def test_ask_over_several_files_from_the_command_line(
+    clips: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from clirun import vidagent
+
+    env = {f"VIDAGENT_{k.upper()}": v for k, v in INDEX_SPECS.items()}
+    env["VIDAGENT_LLM"] = "fake:scripted?replies=" + json.dumps(
+        [SIDE_BY_SIDE, _act("answer", final_answer="B")]
+    )
+    env["VIDAGENT_VLM"] = "perception:describer?answer=0"
+    trace = tmp_path / "t.jsonl"
+    args = [
+        "ask",
+        str(clips[0]),
+        str(clips[1]),
+        "-s",
+        "cvr",
+        "Which one has a cut?",
+        "-o",
+        "a",
+        "-o",
+        "b",
+    ]
+    out = vidagent(*args, "--trace", str(trace), home=tmp_path / "home", env=env)
+    assert out.returncode == 0, out.stderr
+    replayed = vidagent("replay", str(trace), home=tmp_path / "home").stdout
+    assert "⤷ visual_agent" in replayed and "answer: (B) b" in replayed
+    bad = vidagent(*args, "--set", "task=XYZ", home=tmp_path / "home", env=env)
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    assert "cvr option task: 'XYZ' is not one of BU, NC" in bad.stderr
