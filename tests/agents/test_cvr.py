@@ -326,3 +326,26 @@ def test_ask_over_several_files_from_the_command_line(
     bad = vidagent(*args, "--set", "task=XYZ", home=tmp_path / "home", env=env)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     assert "cvr option task: 'XYZ' is not one of BU, NC" in bad.stderr
+
+
+def test_a_spent_budget_forces_the_answer_on_the_conversation_so_far(
+    clips: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from vidagent.budget import Budget
+
+    library, ids = _library(tmp_path / "lib", *clips)
+    seen: list[ChatRequest] = []
+    replies = iter([SIDE_BY_SIDE, _act("observe", params={}), _act("answer", final_answer="B")])
+
+    def master(request: ChatRequest) -> str:
+        seen.append(request)
+        return next(replies)
+
+    models = hub(FakeAdapter.function(master), FakeAdapter.function(Visual()))
+    agent = CVRAgent(library, models, budget=Budget(frames=5))
+    answer = agent.run(Question("q", tuple(ids), ("x", "y")))
+    # 7 frames spent the budget of 5: one more turn, answer only, on the history so far
+    assert (answer.letter, answer.forced, answer.reason) == ("B", True, "budget:frames")
+    last = seen[-1].messages
+    assert "The budget is spent: this is your last turn." in last[-1].text
+    assert last[-1].text.startswith("[TOOL OBS] ") and len(seen) == 3  # a non-answer is refused

@@ -191,7 +191,7 @@ class CVRAgent(Agent):
                 Observed, call_id=f"{turn.action.kind}_{turn.turn}", tool=turn.action.kind,
                 text=turn.observation if turn.observation is not None else turn.tool_error or "",
                 confidence=None, evidence=[e.to_list() for e in env.last_evidence],
-                frames=env.last_frames, model_calls=1, error=turn.tool_error is not None,
+                frames=env.last_frames, model_calls=env.last_calls, error=turn.tool_error is not None,
                 seconds=0.0, adjusted=[env.last_note] if env.last_note else [],
             )  # fmt: skip
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from vidagent.agents.cvr_inputs import CvrInput
 from vidagent.agents.cvr_protocol import CvrToolError, CvrVideo, ObserveTarget, strip_think
-from vidagent.exceptions import MediaError, NoAudioError, ToolInputError
+from vidagent.exceptions import MediaError, NoAudioError
 from vidagent.models.base import ChatRequest, ImagePart, Message
 from vidagent.prompts import load_prompt
 from vidagent.tools import cvr_audio, cvr_frames
@@ -86,6 +86,7 @@ class VideoEnvironment:
         self.sources = [self._source(i + 1, given) for i, given in enumerate(inputs)]
         self.videos: Sequence[CvrVideo] = [s.video for s in self.sources]
         self.last_frames = 0
+        self.last_calls = 0
         self.last_note = ""
         self.last_evidence: tuple[Evidence, ...] = ()
         self._audio: dict[str, Any] = {}
@@ -103,9 +104,9 @@ class VideoEnvironment:
         record = library.get_video(given.video_id)
         pieces = cvr_frames.clip_pieces(given.spans, record.duration)
         if not pieces:
-            raise ToolInputError(
-                f"{record.name}: the clip {list(given.spans)} lies outside the video "
-                f"({record.duration:.1f}s)"
+            raise MediaError(
+                record.source,
+                f"the clip {list(given.spans)} lies outside the video ({record.duration:.1f}s)",
             )
         summary = library.global_summary(record.video_id) if self.use_index else ""
         length = sum(p.length for p in pieces)
@@ -186,7 +187,7 @@ class VideoEnvironment:
         with child.active():
             reply = strip_think(client.chat(request).text)
         child.phase("reply", text=reply)
-        self.last_frames, self.last_note = frames, note
+        self.last_frames, self.last_note, self.last_calls = frames, note, 1
         self.last_evidence = tuple(s.evidence for s in shots if s.evidence is not None)
         self.run.meter.frames += frames
         return reply or "The visual agent returned nothing."
@@ -199,7 +200,7 @@ class VideoEnvironment:
         lo = 0.0 if start is None else start
         hi = (source.video.extent or 0.0) if end is None else end
         child = self.run.child("audio_agent", video_index=video_index, start=lo, end=hi)
-        self.last_frames, self.last_note, self.last_evidence = 0, "", ()
+        self.last_frames, self.last_note, self.last_evidence, self.last_calls = 0, "", (), 0
         if source.video.frames_based or not source.video.has_audio:
             child.phase("source", source="none", reason="no audio track")
             return cvr_audio.no_speech(video_index, round(lo, 2), round(hi, 2))
@@ -235,6 +236,7 @@ class VideoEnvironment:
         except MediaError as e:
             raise CvrToolError(f"could not read the audio: {e}") from None
         asr = self.run.agent.models.client("asr")
+        self.last_calls += 1
         return cvr_audio.transcribe_window(asr, audio, src_a, src_b)
 
     def _waveform(self, path: str) -> Any:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vidagent.exceptions import ToolInputError
+from vidagent.exceptions import MediaError, ToolInputError
 from vidagent.models.base import ImagePart
 
 LONG_SIDE = 360
@@ -124,14 +124,15 @@ def folder_files(folder: str | Path) -> list[Path]:
     """A frame folder's images in name order (what CrossVid indexes).
 
     Raises:
-        ToolInputError: the folder is missing or holds no image.
+        MediaError: the folder is missing or holds no image (a data problem: a benchmark run
+            records it on the question's row and goes on).
     """
     root = Path(folder)
     if not root.is_dir():
-        raise ToolInputError(f"frame folder {root} not found")
+        raise MediaError(root, "frame folder not found")
     files = sorted(p for p in root.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
     if not files:
-        raise ToolInputError(f"frame folder {root} holds no images")
+        raise MediaError(root, "the frame folder holds no images")
     return files
 
 
