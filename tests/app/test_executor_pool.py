@@ -109,3 +109,37 @@ def test_a_killed_pool_worker_is_replaced_and_its_video_finished_once(
     for video in library.list_videos():
         assert rows_by_clip(library, video.video_id, "clips") == list(range(CLIPS))
         assert all("red square" in c.caption for c in library.clips(video.video_id))
+
+
+def test_ray_is_not_imported_unless_asked_for() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from vidagent.cli import cli\n"
+        "from vidagent.app.executors import make_executor\n"
+        "CliRunner().invoke(cli, ['index', '--help'])\n"
+        "make_executor('sequential', jobs=2).start()\n"
+        "print('ray' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_benchmark_questions_on_a_process_pool_get_one_row_each(tmp_path: Path) -> None:
+    from bench.benchkit import RUNNABLE, make_nextqa, rows_in, settings_with
+
+    from vidagent.app.bench import RunConfig, run_benchmark
+
+    data = make_nextqa(tmp_path / "nextqa")
+    settings = settings_with("fake:echo?reply=(B)", home=tmp_path / "home")
+    with PoolExecutor(2) as pool:
+        summary = run_benchmark(RunConfig("nextqa", data, concurrency=2), settings=settings,
+                                library=Library(tmp_path / "lib"), out=tmp_path / "run",
+                                executor=pool)  # fmt: skip
+    assert (summary.ran, summary.errors, summary.concurrency) == (5, 0, 2)
+    rows = rows_in(tmp_path / "run" / "predictions.jsonl")
+    assert sorted(r["id"] for r in rows) == sorted(RUNNABLE)
+    assert {r["id"] for r in rows if r["correct"]} == {"v1_0", "v1_1", "v2_0"}

@@ -4,6 +4,7 @@ run folder end with every clip and every question exactly once."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -183,3 +184,40 @@ def test_the_endpoint_gate_is_one_named_actor_shared_by_every_worker() -> None:
     release("https://api.example/v1", lease)
     time.sleep(0)  # release is fire-and-forget; the next call on the actor runs after it
     assert ray.get(ask.remote((acquire, release)))[0] is not None
+
+
+def test_the_cli_joins_a_running_cluster_for_index_and_bench_run(
+    videos: list[Path], tmp_path: Path, fake_env: dict[str, str]
+) -> None:
+    from clirun import vidagent
+
+    address = ray.get_runtime_context().gcs_address
+    home, lib = tmp_path / "home", str(tmp_path / "lib")
+    indexed = vidagent("--library", lib, "index", *map(str, videos[:2]), "--executor", "ray",
+                       "--address", address, "--json", home=home, env=fake_env)  # fmt: skip
+    assert indexed.returncode == 0, indexed.stderr
+    assert sorted(json.loads(x)["name"] for x in indexed.stdout.splitlines()) == [
+        "v0.mp4",
+        "v1.mp4",
+    ]
+
+    data = make_nextqa(tmp_path / "nextqa")
+    env = {**fake_env, "VIDAGENT_LLM": "fake:echo?reply=(B)"}
+    asked = vidagent("--library", lib, "bench", "run", "nextqa", "--data", str(data),
+                     "--executor", "ray", "--address", address, "--concurrency", "2",
+                     "--out", str(tmp_path / "run"), "--json", "--quiet", home=home, env=env)  # fmt: skip
+    assert asked.returncode == 0, asked.stderr
+    summary = json.loads(asked.stdout)
+    assert (summary["ran"], summary["errors"], summary["concurrency"]) == (5, 0, 2)
+    assert sorted(r["id"] for r in rows_in(tmp_path / "run" / "predictions.jsonl")) == sorted(
+        RUNNABLE
+    )
+
+
+def test_an_unreachable_cluster_is_a_one_line_error(tmp_path: Path, videos: list[Path]) -> None:
+    from clirun import vidagent
+
+    done = vidagent("index", str(videos[0]), "--executor", "ray", "--address", "127.0.0.1:1",
+                    home=tmp_path / "home")  # fmt: skip
+    assert done.returncode == 1 and "cannot reach the Ray cluster at 127.0.0.1:1" in done.stderr
+    assert "Traceback" not in done.stderr

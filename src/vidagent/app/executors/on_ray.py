@@ -25,6 +25,7 @@ Ray is imported only here, when this executor starts.
 from __future__ import annotations
 
 import logging
+import socket
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -49,6 +50,22 @@ def require_ray() -> Any:
     except ImportError:
         raise BackendMissingError("ray (for --executor ray)", "ray") from None
     return ray
+
+
+def _check_reachable(address: str | None) -> None:
+    """Fail at once for ``HOST:PORT`` or ``ray://HOST:PORT`` that nothing answers on, where
+    ``ray.init`` would retry for minutes.
+
+    Raises:
+        OSError: no TCP connection within 5 seconds.
+    """
+    if not address or address in ("auto", "local"):
+        return
+    host, _, port = address.split("://")[-1].rstrip("/").rpartition(":")
+    if not port.isdigit():
+        return  # not host:port: let Ray read it
+    with socket.create_connection((host or "127.0.0.1", int(port)), timeout=5):
+        pass
 
 
 class RayExecutor(Executor):
@@ -88,8 +105,9 @@ class RayExecutor(Executor):
             if self.address is None:  # a local cluster of our own
                 options |= {"include_dashboard": False} | self._init
             try:
+                _check_reachable(self.address)
                 ray.init(address=self.address, **options)
-            except ConnectionError as e:
+            except OSError as e:  # ConnectionError included
                 raise UserError(f"cannot reach the Ray cluster at {self.address}: {e}") from None
             self._started = True
         if self._gate is None:

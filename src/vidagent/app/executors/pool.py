@@ -47,8 +47,14 @@ class _GateManager(BaseManager):
 _GateManager.register("Gate", EndpointGate)
 
 
-def _start_worker(cls: type, args: tuple[Any, ...], gate: Any, rates: Mapping[str, float]) -> None:
+def _start_worker(
+    cls: type, args: tuple[Any, ...], gate: Any, rates: Mapping[str, float], threads: int
+) -> None:
     global _worker
+    # As Ray does for an actor: the native libraries' thread pools (OpenMP in torch and
+    # CTranslate2) get this process's share of the cores, not all of them each, so N workers
+    # do not run N times too many threads. Set before any of them is imported (none is yet).
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
     calls = (gate.acquire, gate.release) if gate is not None else None
     _worker = cls(*args, gate=calls, rates=rates)
 
@@ -110,12 +116,13 @@ class PoolExecutor(Executor):
     ) -> Iterator[Any]:
         """Results of ``worker.method(*item)`` as they finish, across pool restarts."""
         todo = dict(enumerate(items))
+        threads = max(1, (os.cpu_count() or 1) // self.workers)
         for _ in range(RESTARTS + 1):
             if not todo:
                 return
             pool = ProcessPoolExecutor(
                 max_workers=min(self.workers, len(todo)), mp_context=self._context,
-                initializer=_start_worker, initargs=(cls, args, self._gate, self.rates),
+                initializer=_start_worker, initargs=(cls, args, self._gate, self.rates, threads),
             )  # fmt: skip
             try:
                 self.pids = list(dict.fromkeys(pool.map(_pid_after_start, range(self.workers))))
