@@ -135,11 +135,13 @@ class RayExecutor(Executor):
             return IndexReport(Path(item[0]), error=f"{item[0]}: {why}")
 
         bar = progress_bar(len(files), "indexing", "video", progress)
+        clips = 0
         with bar:
             items = [(f, stages) for f in files]
             for report in self._map(IndexWorker, args, "index", items, failed):
+                clips += report.clips
                 bar.update()
-                bar.set_postfix(clips=report.clips, refresh=False)
+                bar.set_postfix(clips=clips, workers=self.workers, refresh=False)
                 yield report
 
     def answer(

@@ -91,10 +91,12 @@ class PoolExecutor(Executor):
         args = (session.settings, library_location(session))
         items = [str(Path(p).expanduser().resolve()) for p in paths]
         bar = progress_bar(len(items), "indexing", "video", progress)
+        clips = 0
         with bar:
             for report in self._map(IndexWorker, args, "index", [(p, stages) for p in items]):
+                clips += report.clips
                 bar.update()
-                bar.set_postfix(clips=report.clips, refresh=False)
+                bar.set_postfix(clips=clips, workers=self.workers, refresh=False)
                 yield report
 
     def answer(
