@@ -349,3 +349,36 @@ def test_a_spent_budget_forces_the_answer_on_the_conversation_so_far(
     last = seen[-1].messages
     assert "The budget is spent: this is your last turn." in last[-1].text
     assert last[-1].text.startswith("[TOOL OBS] ") and len(seen) == 3  # a non-answer is refused
+
+
+@pytest.mark.parametrize("index", ["auto", "off"])
+def test_the_index_is_read_only_when_allowed(
+    clips: tuple[Path, Path], tmp_path: Path, index: str
+) -> None:
+    from vidagent.agents.cvr import INDEX_STAGES
+
+    library, ids = _library(tmp_path / "lib", clips[0], stages=INDEX_STAGES)
+    assert library.global_summary(ids[0])
+    users: list[str] = []
+    replies = iter(
+        [_act("get_caption", params={"video_index": 1}), _act("answer", final_answer="hello there")]
+    )
+
+    def master(request: ChatRequest) -> str:
+        users.append(request.messages[1].text)
+        return next(replies)
+
+    agent = CVRAgent(library, hub(FakeAdapter.function(master), FakeAdapter.function(Visual())),
+                     options={"index": index})  # fmt: skip
+    answer = agent.run(Question("What is said?", (ids[0],)), Trace(tmp_path / "t.jsonl"))
+    assert answer.text == "hello there"
+    shown = json.loads(users[0])["videos"][0]
+    trace = Trace.load(tmp_path / "t.jsonl")
+    video = trace.of(PhaseChanged)[0].data["videos"][0]
+    source = [e.data["source"] for e in trace.of(PhaseChanged) if e.phase == "source"]
+    if index == "auto":
+        assert shown["summary"] == library.global_summary(ids[0])
+        assert (video["summary_shown"], video["indexed_speech"], source) == (True, True, ["index"])
+    else:
+        assert "summary" not in shown
+        assert (video["summary_shown"], video["indexed_speech"], source) == (False, False, ["asr"])
