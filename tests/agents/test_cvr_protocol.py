@@ -425,3 +425,18 @@ def test_no_answer_on_the_forced_turn_ends_empty() -> None:
     chat = Script([_observe((1, 0, 10, 4))] * (2 + CVR_FORMAT_RETRIES))
     ep = run_master(chat, TextEnv(TWO), query="q", options=None, task=None, max_turns=3)
     assert (ep.final_answer, ep.reason, ep.forced, len(ep.turns)) == (None, "no_answer", True, 3)
+
+
+def test_on_action_sees_each_action_before_it_is_served() -> None:
+    chat = Script([_observe((1, 0, 10, 4)), _act("answer", final_answer="A")])
+    env = TextEnv(TWO)
+    log: list[str] = []
+    run_master(
+        chat, env, query="q", options=["a", "b"], task=None,
+        on_action=lambda t: log.append(f"action {t.turn} after {len(env.calls)} calls"),
+        on_turn=lambda t: log.append(f"turn {t.turn} after {len(env.calls)} calls"),
+    )  # fmt: skip
+    assert log == [
+        "action 1 after 0 calls", "turn 1 after 1 calls", "action 2 after 1 calls",
+        "turn 2 after 1 calls",
+    ]  # fmt: skip
