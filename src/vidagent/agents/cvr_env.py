@@ -141,8 +141,11 @@ class VideoEnvironment:
             labels = [f"Frame {first + n} (Video {v}, frame {i})" for n, i in enumerate(indices)]
             return Shot(line, labels, images)
         times = cvr_frames.source_times(source.pieces, target.start, target.end, count)
-        indices = cvr_frames.frame_indices(times, source.fps, source.frame_count)
-        at = [i / source.fps for i in indices]
+        if source.fps > 0:
+            indices = cvr_frames.frame_indices(times, source.fps, source.frame_count)
+            at = [i / source.fps for i in indices]
+        else:  # no frame rate known: the decoder's nearest frames to the times
+            at = list(dict.fromkeys(times))
         images = cvr_frames.video_images(source.path, at, long_side=self.long_side)
         line = cvr_frames.mapping_line(first, first + len(images) - 1, v, target.start, target.end)
         labels = [
