@@ -31,10 +31,16 @@ def build_tiny_lm(folder: Path, seed: int = 0) -> Path:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
+    from vidagent.agents.cvr_protocol import TASKS, master_prompt
+
+    # Trained on the master prompts so that a prompt is ~1k tokens, not ~4k bytes.
+    corpus = CORPUS * 4 + [master_prompt(t) for t in TASKS]
     trainer = trainers.BpeTrainer(
-        vocab_size=400, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        vocab_size=4000,
+        special_tokens=special,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
-    tok.train_from_iterator(CORPUS * 4, trainer)
+    tok.train_from_iterator(corpus, trainer)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         bos_token="<|im_start|>",

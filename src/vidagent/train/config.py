@@ -67,8 +67,8 @@ class RolloutSection(_Section):
     top_p: float = 1.0
     max_new_tokens: int = 1024  # per assistant turn
     max_prompt_tokens: int = 8192  # model max length: a longer episode ends, unanswered
-    max_turns: int = 20  # T_max
-    tolerance_turns: int = 10  # T_tol
+    #: T_max; the tolerance zone T_tol = 10 is the master protocol's (CVR_TOLERANCE_TURNS)
+    max_turns: int = 20
 
 
 class OptimSection(_Section):
@@ -94,6 +94,9 @@ class RunSection(_Section):
     seed: int = 0
     save_every: int = 5
     keep_checkpoints: int = 2
+    #: torch CPU threads (0: torch's default). On a small shared CPU, 1 is often several times
+    #: faster: small matrices spend more time in OpenMP spin-waits than in arithmetic.
+    threads: int = 0
 
 
 class TrainConfig(_Section):

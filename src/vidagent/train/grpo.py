@@ -102,6 +102,8 @@ class Trainer:
         from accelerate import Accelerator
 
         self.cfg, self.log = cfg, log
+        if cfg.run.threads:
+            torch.set_num_threads(cfg.run.threads)
         self.out = Path(cfg.run.output_dir)
         self.acc = Accelerator(cpu=not torch.cuda.is_available())
         self.train_set, self.heldout = split_scripts(cfg)

@@ -1,0 +1,180 @@
+"""GRPO on a tiny random chat model: the loss, the masking, a training run, resume after SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("trl")
+
+from tinylm import build_tiny_lm
+
+from vidagent.exceptions import ConfigError
+from vidagent.train import checkpoint
+from vidagent.train.config import load_config
+from vidagent.train.grpo import batch_for, grpo_token_loss, train
+from vidagent.train.metrics import read_rows
+from vidagent.train.policy import (
+    Generator,
+    Sample,
+    load_causal_lm,
+    load_tokenizer,
+    token_logps,
+)
+
+TINY = """
+[data]
+tasks = ["NC", "PSS"]
+template_per_task = 4
+heldout = 2
+[rollout]
+group_size = 2
+max_new_tokens = 8
+max_turns = 2
+[grpo]
+batch_size = 2
+mini_batch_size = 1
+micro_batch_size = 4
+max_steps = {steps}
+[optim]
+lr = 0.01
+[run]
+save_every = 1
+keep_checkpoints = {keep}
+threads = 1
+"""
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_lm(tmp_path_factory.mktemp("tinylm"))
+
+
+def config_file(tmp_path: Path, model: Path, steps: int = 2, keep: int = 2) -> Path:
+    out = tmp_path / "run"
+    path = tmp_path / "tiny.toml"
+    body = TINY.format(steps=steps, keep=keep).replace(
+        "[data]", f'[model]\nname = "{model}"\n[data]'
+    )
+    path.write_text(body + f'output_dir = "{out}"\n', encoding="utf-8")
+    return path
+
+
+def test_the_clipped_objective_and_the_k3_kl() -> None:
+    logps = torch.log(torch.tensor([[0.5, 0.5]]))
+    old = torch.log(torch.tensor([[0.25, 0.5]]))  # ratio 2 then 1
+    loss, kl, clipped = grpo_token_loss(logps, old, logps.clone(), torch.tensor([[1.0]]), 0.2, 0.1)
+    assert loss[0].tolist() == pytest.approx([-1.2, -1.0])  # positive advantage: ratio capped
+    assert kl[0].tolist() == pytest.approx([0.0, 0.0]) and clipped.tolist() == [[True, False]]
+    loss, _, _ = grpo_token_loss(logps, old, None, torch.tensor([[-1.0]]), 0.2, 0.1)
+    assert loss[0].tolist() == pytest.approx([2.0, 1.0])  # negative advantage: no cap below
+    ref = torch.log(torch.tensor([[0.25, 0.5]]))
+    _, kl, _ = grpo_token_loss(logps, logps, ref, torch.tensor([[0.0]]), 0.2, 0.1)
+    assert kl[0, 0].item() == pytest.approx(0.5 - torch.log(torch.tensor(0.5)).item() - 1)
+
+
+def test_only_the_master_s_tokens_are_scored(tiny: Path) -> None:
+    model, tok = load_causal_lm(str(tiny)), load_tokenizer(str(tiny))
+    gen = Generator(model, tok, temperature=1.0, max_new_tokens=6)
+    torch.manual_seed(0)
+    gen(
+        [
+            {"role": "system", "content": "Act."},
+            {"role": "user", "content": "[TOOL OBS] long " * 20},
+        ]
+    )
+    sample = gen.samples[0]
+    short = Sample(sample.prompt_ids[-5:], sample.completion_ids[:3])
+    logps, mask, ent = token_logps(model, [sample, short], tok.pad_token_id, 1.0, entropy=True)
+    n = len(sample.completion_ids)
+    assert logps.shape == mask.shape == ent.shape == (2, n)
+    assert mask[0].tolist() == [1.0] * n and mask[1].tolist() == [0.0] * (n - 3) + [1.0] * 3
+    # Left padding keeps every completion's log-probabilities what they are alone.
+    alone, _, _ = token_logps(model, [sample], tok.pad_token_id, 1.0)
+    assert torch.allclose(alone[0], logps[0], atol=1e-5)
+
+
+def test_a_positive_advantage_makes_the_sampled_reply_likelier(tiny: Path) -> None:
+    model, tok = load_causal_lm(str(tiny)), load_tokenizer(str(tiny))
+    sample = Sample(tok("<|im_start|>user\nWhich video?")["input_ids"], tok(' "B"}')["input_ids"])
+    before, mask, _ = token_logps(model, [sample], tok.pad_token_id, 1.0)
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    loss, _, _ = grpo_token_loss(before, before.detach(), None, torch.tensor([[1.0]]), 0.2, 0.0)
+    ((loss * mask).sum() / mask.sum()).backward()
+    opt.step()
+    after, _, _ = token_logps(model, [sample], tok.pad_token_id, 1.0)
+    assert after.sum().item() > before.sum().item()
+
+
+def test_batches_walk_a_shuffle_per_epoch() -> None:
+    data = [{"id": i} for i in range(5)]
+    epoch = [d["id"] for s in (1, 2, 3) for d in batch_for(s, data, 2, seed=0)]
+    assert sorted(epoch[:5]) == [0, 1, 2, 3, 4]  # steps 1-3 cover the set (the last wraps)
+    assert batch_for(2, data, 2, 0) == batch_for(2, data, 2, 0)
+
+
+def test_a_short_run_logs_every_metric_checkpoints_and_plots(tiny: Path, tmp_path: Path) -> None:
+    cfg = load_config(config_file(tmp_path, tiny, steps=2, keep=1))
+    lines: list[str] = []
+    report = train(cfg, log=lines.append)
+    rows = read_rows(report.output_dir / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [1, 2]
+    for key in ("reward", "reward_format", "reward_answer", "kl", "entropy", "response_length"):
+        assert isinstance(rows[0][key], float), key
+    assert rows[0]["trajectories"] == 4 and rows[0]["response_length"] > 0
+    assert rows[0]["entropy"] > 0 and rows[1]["kl"] >= 0
+    assert [p.name for p in checkpoint.checkpoints(report.output_dir)] == ["step-000002"]
+    assert report.plot is not None and report.plot.read_bytes()[:4] == b"\x89PNG"
+    assert lines[0].startswith("step 1/2  reward ")
+    # The checkpoint is a from_pretrained folder that differs from the start (it trained).
+    trained = load_causal_lm(str(report.checkpoint))
+    start = load_causal_lm(str(tiny))
+    diff = [(a - b).abs().max().item() for a, b in zip(trained.parameters(), start.parameters())]
+    assert max(diff) > 0
+
+
+def test_bad_configs_are_one_line_errors(tiny: Path, tmp_path: Path) -> None:
+    path = config_file(tmp_path, tiny)
+    with pytest.raises(ConfigError, match=r"rollout.group_siz: Extra inputs"):
+        load_config(path, {"rollout.group_siz": 4})
+    with pytest.raises(ConfigError, match="at least 2"):
+        load_config(path, {"rollout.group_size": 1})
+    with pytest.raises(ConfigError, match="no training config at"):
+        load_config(tmp_path / "none.toml")
+
+
+def test_a_killed_run_resumes_from_its_last_checkpoint_without_duplicate_rows(
+    tiny: Path, tmp_path: Path
+) -> None:
+    path = config_file(tmp_path, tiny, steps=4, keep=5)
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "vidagent", "train", "cvr", "--config", str(path)]
+    env = {**os.environ, "VIDAGENT_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(6000):  # until step 2's checkpoint exists, then SIGKILL
+            if (out / "checkpoints" / "step-000002" / "trainer_state.json").is_file():
+                break
+            if proc.poll() is not None:
+                pytest.fail("training ended before it could be killed")
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    killed_at = [int(p.name[5:]) for p in checkpoint.checkpoints(out)][-1]
+    assert 2 <= killed_at < 4
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert f"(step {killed_at})" in done.stdout and "resumed from" in done.stdout
+    assert [r["step"] for r in read_rows(out / "metrics.jsonl")] == [1, 2, 3, 4]
+    assert [p.name for p in checkpoint.checkpoints(out)][-1] == "step-000004"
+    assert not list((out / "checkpoints").glob(".tmp-*"))
