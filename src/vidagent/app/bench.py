@@ -433,6 +433,11 @@ class _Run:
 
         paths = list(dict.fromkeys(p for s in todo for p in s.videos))
         single = {p for s in todo if len(s.videos) == 1 for p in s.videos}
+        if self.executor is not None and paths:  # in parallel; what follows finds them done
+            plan = self.index.plan
+            for _ in self.executor.index(self.session, paths, stages=plan.stages,
+                                         progress=progress, overrides=plan.settings):  # fmt: skip
+                pass  # a failure is found again below
         for path in tqdm(paths, desc="indexing", unit="video", disable=not progress):
             # A failure is kept: the questions on that video ask again and record it.
             with contextlib.suppress(MediaError, ProviderError):

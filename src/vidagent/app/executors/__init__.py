@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from vidagent.app.results import IndexReport
     from vidagent.app.session import Session
     from vidagent.bench.base import Sample
+    from vidagent.config import Settings
 
 ExecutorKind = Literal["sequential", "pool", "ray"]
 
@@ -70,8 +71,10 @@ class Executor:
     def index(
         self, session: Session, paths: Sequence[str | Path], *,
         stages: Sequence[str] | None = None, progress: bool = False,
+        overrides: Mapping[str, Any] | None = None,
     ) -> Iterator[IndexReport]:  # fmt: skip
-        """Index each file on the workers, yielding a report per file as it finishes."""
+        """Index each file on the workers, yielding a report per file as it finishes
+        (``overrides``: index settings in place of the session's, a strategy's index plan)."""
         raise NotImplementedError
 
     def answer(
@@ -89,6 +92,12 @@ class Executor:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def worker_settings(session: Session, overrides: Mapping[str, Any] | None) -> Settings:
+    """The settings workers index with: the session's, with a plan's ``overrides``."""
+    settings = session.settings
+    return settings.model_copy(update=dict(overrides)) if overrides else settings
 
 
 def library_location(session: Session) -> str:
@@ -136,4 +145,7 @@ def make_executor(
     return None
 
 
-__all__ = ["Executor", "ExecutorKind", "library_location", "make_executor", "progress_bar"]
+__all__ = [
+    "Executor", "ExecutorKind", "library_location", "make_executor", "progress_bar",
+    "worker_settings",
+]  # fmt: skip

@@ -31,7 +31,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vidagent.app.executors import Executor, library_location, progress_bar
+from vidagent.app.executors import (
+    Executor,
+    library_location,
+    progress_bar,
+    worker_settings,
+)
 from vidagent.exceptions import BackendMissingError, UserError
 
 if TYPE_CHECKING:
@@ -123,13 +128,14 @@ class RayExecutor(Executor):
     def index(
         self, session: Session, paths: Sequence[str | Path], *,
         stages: Sequence[str] | None = None, progress: bool = False,
+        overrides: Mapping[str, Any] | None = None,
     ) -> Iterator[IndexReport]:  # fmt: skip
         from vidagent.app.executors.workers import IndexWorker
         from vidagent.app.results import IndexReport
 
         files = [str(Path(p).expanduser().resolve()) for p in paths]
         self.start(len(files))
-        args = (session.settings, library_location(session))
+        args = (worker_settings(session, overrides), library_location(session))
 
         def failed(item: tuple[Any, ...], why: str) -> IndexReport:
             return IndexReport(Path(item[0]), error=f"{item[0]}: {why}")
@@ -154,8 +160,10 @@ class RayExecutor(Executor):
         args = (config, session.settings, library_location(session), str(Path(out).resolve()))
 
         def failed(item: tuple[Any, ...], why: str) -> dict[str, Any]:
-            return {"id": item[0].id, "prediction": None, "parsed": None, "correct": None,
-                    "score": None, "error": why}  # fmt: skip
+            sample = item[0]  # as a failed question's row in the thread pool: asked on resume
+            return {"id": sample.id, "prediction": None, "parsed": None, "score": None,
+                    "correct": False if sample.answer is not None else None, "error": why,
+                    "latency_s": None, "trace": None, "finished_at": None}  # fmt: skip
 
         bar = progress_bar(len(samples), "questions", "q", progress)
         with bar:

@@ -21,7 +21,12 @@ from multiprocessing.managers import BaseManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from vidagent.app.executors import Executor, library_location, progress_bar
+from vidagent.app.executors import (
+    Executor,
+    library_location,
+    progress_bar,
+    worker_settings,
+)
 from vidagent.app.executors.gate import EndpointGate
 from vidagent.exceptions import ConfigError
 
@@ -84,11 +89,12 @@ class PoolExecutor(Executor):
     def index(
         self, session: Session, paths: Sequence[str | Path], *,
         stages: Sequence[str] | None = None, progress: bool = False,
+        overrides: Mapping[str, Any] | None = None,
     ) -> Iterator[IndexReport]:  # fmt: skip
         from vidagent.app.executors.workers import IndexWorker
 
         self.start()
-        args = (session.settings, library_location(session))
+        args = (worker_settings(session, overrides), library_location(session))
         items = [str(Path(p).expanduser().resolve()) for p in paths]
         bar = progress_bar(len(items), "indexing", "video", progress)
         clips = 0
