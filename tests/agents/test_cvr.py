@@ -382,3 +382,28 @@ def test_the_index_is_read_only_when_allowed(
     else:
         assert "summary" not in shown
         assert (video["summary_shown"], video["indexed_speech"], source) == (False, False, ["asr"])
+
+
+def test_on_demand_speech_asks_whisper_for_the_papers_decoding() -> None:
+    """The audio agent's request carries beam 5, temperature 0, thresholds -1 / 0.6, no
+    conditioning and no VAD; faster-whisper receives exactly those, audio cut to the window."""
+    from vidagent.models.base import TranscribeRequest
+    from vidagent.models.whisper import FasterWhisperAdapter
+    from vidagent.tools import cvr_audio
+
+    asr = FakeAdapter("echo", {"text": "hello there"})
+    models = Models.from_adapters({"asr": asr}, load_settings(INDEX_SPECS))
+    audio = np.zeros(16000 * 10, np.float32)
+    speech = cvr_audio.transcribe_window(models.client("asr"), audio, 2.0, 5.0)
+    assert [(s.t0, s.t1, s.text) for s in speech] == [(2.0, 5.0, "hello there")]
+    (request,) = asr.requests
+    assert len(request.audio) == 3 * 16000 and request.decoding == cvr_audio.PAPER_DECODING
+
+    whisper = FasterWhisperAdapter("tiny.en")
+    assert whisper.decoding(request) == {
+        "beam_size": 5, "temperature": 0.0, "log_prob_threshold": -1.0,
+        "no_speech_threshold": 0.6, "condition_on_previous_text": False, "vad_filter": False,
+    }  # fmt: skip
+    # an ingest request (no settings) keeps the adapter's options and faster-whisper's defaults
+    plain = FasterWhisperAdapter("tiny.en", {"beam_size": "2", "vad": "0"})
+    assert plain.decoding(TranscribeRequest(audio)) == {"beam_size": 2, "vad_filter": False}

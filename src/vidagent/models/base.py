@@ -200,9 +200,26 @@ class Transcript:
 
 
 @dataclass(frozen=True)
+class Decoding:
+    """Decoding settings a caller asks of a speech recogniser (None: the backend's own).
+
+    Whisper's names and meanings; a backend applies those it supports. ``temperature`` is one
+    value (0.0 turns off the fallback to higher temperatures); ``vad`` skips silence first.
+    """
+
+    beam_size: int | None = None
+    temperature: float | None = None
+    log_prob_threshold: float | None = None
+    no_speech_threshold: float | None = None
+    condition_on_previous_text: bool | None = None
+    vad: bool | None = None
+
+
+@dataclass(frozen=True)
 class TranscribeRequest:
     audio: np.ndarray  # (S,) float32 mono at 16 kHz
     language: str | None = None
+    decoding: Decoding = Decoding()
 
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in pixels of the input image

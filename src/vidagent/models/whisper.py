@@ -4,7 +4,8 @@
 Any other faster-whisper model name (downloaded by faster-whisper, so it needs a network) or a
 local CTranslate2 model directory works too. Options: ``compute_type`` (default ``int8``),
 ``beam_size`` (default 5, Whisper's own default), ``vad`` (default 1: skip silence with the
-Silero VAD that faster-whisper bundles).
+Silero VAD that faster-whisper bundles). A request's :class:`~vidagent.models.base.Decoding`
+overrides them and sets temperature, thresholds and conditioning on previous text.
 """
 
 from __future__ import annotations
@@ -82,12 +83,9 @@ class FasterWhisperAdapter(Adapter):
     def transcribe(self, request: TranscribeRequest) -> Transcript:
         with self._lock:
             segments, info = self._load().transcribe(
-                request.audio,
-                language=request.language,
-                beam_size=int(self.options.get("beam_size", 5)),
-                word_timestamps=True,
-                vad_filter=self.options.get("vad", "1") not in ("0", "false"),
-            )
+                request.audio, language=request.language, word_timestamps=True,
+                **self.decoding(request),
+            )  # fmt: skip
             out = tuple(
                 Segment(
                     t0=float(s.start),
@@ -101,3 +99,18 @@ class FasterWhisperAdapter(Adapter):
                 for s in segments  # a generator: decoding happens while iterating
             )
         return Transcript(language=info.language, segments=out)
+
+    def decoding(self, request: TranscribeRequest) -> dict[str, Any]:
+        """faster-whisper's keyword arguments: the request's settings over the spec options."""
+        d = request.decoding
+        vad = self.options.get("vad", "1") not in ("0", "false") if d.vad is None else d.vad
+        kwargs: dict[str, Any] = {
+            "beam_size": d.beam_size or int(self.options.get("beam_size", 5)),
+            "vad_filter": vad,
+        }
+        if d.temperature is not None:
+            kwargs["temperature"] = d.temperature
+        for name in ("log_prob_threshold", "no_speech_threshold", "condition_on_previous_text"):
+            if getattr(d, name) is not None:
+                kwargs[name] = getattr(d, name)
+        return kwargs

@@ -6,12 +6,11 @@ interval, times in the clip's own timeline; no speech is the published sentence.
 comes from the Library's transcript when the video's ``transcribe`` stage covered it (the whole
 video), else from the ``asr`` role on the interval's audio, cut from the file on demand.
 
-Whisper's decoding settings: the paper's are beam 5, temperature 0, log-probability threshold
--1, no conditioning on previous text, no-speech threshold 0.6. The ``asr`` role's request
-carries only the audio and a language; the faster-whisper adapter decodes with beam 5 (its
-``beam_size`` option) and faster-whisper's own defaults, which are the paper's log-probability
-(-1) and no-speech (0.6) thresholds but fall back to higher temperatures and condition on
-previous text, with a VAD filter on (the adapter's ``vad`` option, ``vad=0`` turns it off).
+Whisper's decoding settings are the paper's (App. C.1), sent with each request as
+:data:`PAPER_DECODING`: beam 5, temperature 0 (no fallback), log-probability threshold -1, no
+conditioning on previous text, no-speech threshold 0.6, and no VAD pass (the paper's Whisper has
+none). The faster-whisper adapter applies all of them; another ``asr`` backend applies those it
+supports.
 """
 
 from __future__ import annotations
@@ -23,10 +22,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from vidagent.models.base import TranscribeRequest
+from vidagent.models.base import Decoding, TranscribeRequest
 
 if TYPE_CHECKING:
     from vidagent.models.client import Client
+
+PAPER_DECODING = Decoding(
+    beam_size=5, temperature=0.0, log_prob_threshold=-1.0, no_speech_threshold=0.6,
+    condition_on_previous_text=False, vad=False,
+)  # fmt: skip
 
 SAMPLE_RATE = 16000
 
@@ -77,7 +81,9 @@ def transcribe_window(
     if hi - lo < SAMPLE_RATE // 10:  # under 0.1 s: nothing to hear
         return []
     window = np.ascontiguousarray(audio[lo:hi])
-    transcript = asr.transcribe(TranscribeRequest(window, language=language))
+    transcript = asr.transcribe(
+        TranscribeRequest(window, language=language, decoding=PAPER_DECODING)
+    )
     offset = lo / SAMPLE_RATE
     return [Speech(s.t0 + offset, s.t1 + offset, s.text) for s in transcript.segments]
 
