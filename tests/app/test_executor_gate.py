@@ -142,3 +142,21 @@ def test_rate_options_are_read_or_refused_in_one_line() -> None:
     for bad in ("0", "fast", f"{API}=", "=3"):
         with pytest.raises(ValueError, match="give N or ENDPOINT=N"):
             parse_rates([bad])
+
+
+def test_a_workers_hub_sends_every_remote_request_through_the_gate(tmp_path: Any) -> None:
+    from vidagent.app.executors.workers import worker_session
+
+    gate, asked = EndpointGate(), []
+
+    def acquire(*args: Any) -> tuple[int | None, float]:
+        asked.append(args)
+        return gate.acquire(*args)
+
+    settings = load_settings({"default_concurrency": 3})
+    session = worker_session(settings, str(tmp_path / "lib"), (acquire, gate.release), {"*": 9.0})
+    client = session.models.client("llm")
+    assert client.limiter is session.models.limiter
+    with client.limiter.slot(Remote()):
+        assert gate.in_flight(API) == 1
+    assert asked == [(API, 3, 9.0, None)] and gate.in_flight(API) == 0

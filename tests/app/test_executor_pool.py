@@ -78,11 +78,13 @@ def test_bad_executor_options_are_one_line_errors(
 
 
 def test_make_executor_picks_the_pool_for_jobs_and_nothing_for_one() -> None:
-    assert make_executor("sequential", jobs=1) is None
-    pool = make_executor("sequential", jobs=3)
+    assert make_executor(jobs=1) is None and make_executor("sequential") is None
+    pool = make_executor(jobs=3)
     assert isinstance(pool, PoolExecutor) and pool.workers == 3
     with pytest.raises(ConfigError, match="--jobs must be at least 1"):
         make_executor("pool", jobs=-1)
+    with pytest.raises(ConfigError, match="cannot be --executor sequential"):
+        make_executor("sequential", jobs=2)
 
 
 def test_a_killed_pool_worker_is_replaced_and_its_video_finished_once(
@@ -121,7 +123,7 @@ def test_ray_is_not_imported_unless_asked_for() -> None:
         "from vidagent.cli import cli\n"
         "from vidagent.app.executors import make_executor\n"
         "CliRunner().invoke(cli, ['index', '--help'])\n"
-        "make_executor('sequential', jobs=2).start()\n"
+        "make_executor(jobs=2).start()\n"
         "print('ray' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

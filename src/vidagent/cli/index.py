@@ -104,8 +104,6 @@ def executor_of(
         rates = parse_rates(rate_limits)
     except ValueError as e:
         raise click.BadParameter(str(e)) from None
-    if kind is None:
-        kind = "ray" if address else "sequential"
     return make_executor(kind, jobs=jobs, address=address, rates=rates)  # type: ignore[arg-type]
 
 

@@ -116,32 +116,38 @@ def progress_bar(total: int, desc: str, unit: str, enabled: bool) -> tqdm:
 
 
 def make_executor(
-    kind: ExecutorKind = "sequential",
+    kind: ExecutorKind | None = None,
     *,
     jobs: int | None = None,
     address: str | None = None,
     rates: Mapping[str, float] | None = None,
 ) -> Executor | None:
-    """The executor the CLI options name, or None for the sequential default.
+    """The executor the CLI options name, or None to work in this process.
 
-    ``--jobs N`` alone means a local pool of N processes (``--jobs 1``: sequential); with
-    ``--executor ray`` it is the number of actors.
+    Without a ``kind``: Ray when an ``address`` is given, a local pool of ``jobs`` processes
+    when jobs > 1, else this process. With ``ray``, ``jobs`` is the number of actors.
 
     Raises:
-        ConfigError: ``--address`` without ``--executor ray``, or jobs < 1.
+        ConfigError: jobs < 1, ``address`` without Ray, or jobs > 1 with ``sequential``.
     """
     if jobs is not None and jobs < 1:
         raise ConfigError(f"--jobs must be at least 1, not {jobs}")
+    if kind is None:
+        kind = "ray" if address else "pool" if (jobs or 1) > 1 else "sequential"
     if address and kind != "ray":
         raise ConfigError("--address names a Ray cluster; add --executor ray")
     if kind == "ray":
         from vidagent.app.executors.on_ray import RayExecutor
 
         return RayExecutor(address=address, workers=jobs, rates=rates)
-    if kind == "pool" or (jobs or 1) > 1:
+    if kind == "pool":
         from vidagent.app.executors.pool import PoolExecutor
 
         return PoolExecutor(workers=jobs or 2, rates=rates)
+    if (jobs or 1) > 1:
+        raise ConfigError(
+            f"--jobs {jobs} runs worker processes; it cannot be --executor sequential"
+        )
     return None
 
 
