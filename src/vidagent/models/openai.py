@@ -78,6 +78,8 @@ from vidagent.models.base import (
     ImagePart,
     Message,
     ToolCall,
+    TranscribeRequest,
+    Transcript,
     Usage,
 )
 
@@ -86,7 +88,7 @@ if TYPE_CHECKING:
 
 OPENAI_HOST = "api.openai.com"
 DEFAULT_MAX_IMAGES = 50  # the DVD paper's layout: 50 images a request (Azure's limit)
-_ROLES = frozenset({"llm", "vlm", "embed"})
+_ROLES = frozenset({"llm", "vlm", "embed", "asr"})
 _KNOWN_OPTIONS = (
     "base_url", "api_key_env", "timeout", "tools", "images", "json_schema", "schema_style",
     "max_images", "reasoning", "reasoning_effort", "max_output_tokens", "context_tokens",
@@ -389,7 +391,7 @@ def _embed_response(body: dict[str, Any], n: int) -> EmbedResponse:
 
 
 class OpenAIAdapter(Adapter):
-    """Chat and text embeddings against one OpenAI-compatible server.
+    """Chat, text embeddings and speech to text against one OpenAI-compatible server.
 
     One ``httpx.Client`` is shared by all threads (it is thread-safe and pools connections).
     """
@@ -539,11 +541,30 @@ class OpenAIAdapter(Adapter):
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
             raise self._malformed("embeddings", e) from None
 
+    def transcribe(self, request: TranscribeRequest) -> Transcript:
+        """Speech to text at ``/audio/transcriptions`` (:mod:`vidagent.models.openai_audio`)."""
+        from vidagent.models import openai_audio as audio
+
+        files = {"file": ("audio.wav", audio.wav_bytes(request.audio), "audio/wav")}
+        body = self._post(
+            "/audio/transcriptions", audio.transcription_form(self.model, request), files
+        )
+        try:
+            return audio.parse_transcription(body)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise self._malformed("transcription", e) from None
+
     # -- transport --------------------------------------------------------------------------
 
-    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    def _post(
+        self, path: str, body: dict[str, Any], files: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """POST ``body`` as JSON, or as multipart form fields beside ``files``."""
         try:
-            response = self._http.post(path, json=body)
+            if files is None:
+                response = self._http.post(path, json=body)
+            else:
+                response = self._http.post(path, data=body, files=files)
         except httpx.TimeoutException as e:
             raise ProviderTimeout(
                 f"no answer within the timeout ({type(e).__name__})", endpoint=self.endpoint
