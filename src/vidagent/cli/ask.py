@@ -35,7 +35,7 @@ def _live(renderer: Callable[[Any], str | None], *, quiet: bool, stream: TextIO)
     type=click.Path(dir_okay=False),
     help="trace JSONL file [default: $VIDAGENT_HOME/traces/…]",
 )
-@click.option("--max-steps", type=int, help="reasoning steps or search rounds [strategy's own: dvd 15, videoagent2 5, eea 10, avi 10, retrieval 1]")
+@click.option("--max-steps", type=int, help="reasoning steps or search rounds [strategy's own: dvd 15, videoagent2 5, eea 10, avi 10, cvr 20 turns, retrieval 1]")
 @click.option("--max-frames", type=int, help="frames looked at [2000]")
 @click.option("--max-tokens", type=int, help="tokens over all model calls [1000000]")
 @click.option("--max-seconds", type=float, help="wall-clock seconds [3600]")

@@ -26,7 +26,7 @@ from vidagent.cli.bench import bench
               help="questions at once (capped by the endpoints' limits in the settings)")  # fmt: skip
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="run folder [$VIDAGENT_HOME/runs/<bench>-<split>-<strategy>-<hash>]")  # fmt: skip
-@click.option("--max-steps", type=int, help="reasoning steps or search rounds [strategy's own: dvd 15, videoagent2 5, eea 10, avi 10, retrieval 1]")
+@click.option("--max-steps", type=int, help="reasoning steps or search rounds [strategy's own: dvd 15, videoagent2 5, eea 10, avi 10, cvr 20 turns, retrieval 1]")
 @click.option("--max-frames", type=int, help="frames looked at per question [2000]")
 @click.option("--max-tokens", type=int, help="tokens per question [1000000]")
 @click.option("--max-seconds", type=float, help="wall-clock seconds per question [3600]")
