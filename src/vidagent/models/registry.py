@@ -55,7 +55,9 @@ PROVIDERS: Registry[type[Adapter]] = Registry(
 )
 #: (provider, role) -> the adapter class serving that role under that provider's name, where it
 #: differs from the class in PROVIDERS.
-ROLE_PROVIDERS = {("transformers", "llm"): "vidagent.models.transformers_llm:TransformersChat"}
+ROLE_PROVIDERS: dict[tuple[str, str | None], str] = {
+    ("transformers", "llm"): "vidagent.models.transformers_llm:TransformersChat"
+}
 #: Other spellings of the built-in providers' names.
 ALIASES = {
     "llama-cpp": "llamacpp",
@@ -176,7 +178,7 @@ def provider_roles(spec: str | Spec, settings: Settings) -> frozenset[str]:
     parsed = _parsed(spec)
     if parsed.disabled:
         return frozenset()
-    extra = frozenset(r for p, r in ROLE_PROVIDERS if p == parsed.provider)
+    extra = frozenset(r for p, r in ROLE_PROVIDERS if p == parsed.provider and r is not None)
     cls = adapter_class(parsed.provider)
     if cls.capabilities.roles:
         return cls.capabilities.roles | extra

@@ -190,8 +190,8 @@ def validate(raw: Any, task: str) -> dict[str, Any]:
     meta = dict(raw.get("meta") or {})
     if raw.get("reasoning"):
         meta["reasoning"] = str(raw["reasoning"])
-    script = {"task": code, "question": question, "options": options, "answer": answer}
-    script["videos"] = videos
+    script: dict[str, Any] = {"task": code, "question": question, "options": options}
+    script.update(answer=answer, videos=videos)
     script["id"] = content_id(script)
     script["meta"] = meta
     return script
