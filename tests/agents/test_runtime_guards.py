@@ -12,6 +12,7 @@ from vidagent.agents.base import Question
 from vidagent.agents.dvd import DVDAgent
 from vidagent.agents.eea import EEAAgent
 from vidagent.app import Session
+from vidagent.budget import Budget
 from vidagent.cli.render import render
 from vidagent.config import Settings, load_settings
 from vidagent.exceptions import ConfigError
@@ -149,18 +150,44 @@ def test_an_identical_failing_call_runs_once_then_refusals_then_the_forced_answe
     assert len(llm.requests) == 4  # three turns, then the answer without tools
 
 
-def test_an_identical_call_that_worked_runs_again_and_a_changed_one_is_not_refused(
+def test_an_identical_call_that_worked_runs_again_except_with_the_smoke_test_llm(
     indexed: Indexed,
 ) -> None:
     library, vid, settings = indexed
     search = call("clip_search", event_description="text", top_k=2)
     late = call("frame_inspect", question="what?", time_ranges_hhmmss=[["00:05:00", "00:06:00"]])
     fixed = call("frame_inspect", question="what?", time_ranges_hhmmss=[["00:00:05", "00:00:08"]])
-    llm = FakeAdapter.scripted([search, search, late, fixed, call("answer", answer="B")])
-    answer = DVDAgent(library, hub(settings, llm)).run(Question("What text?", (vid,), OPTIONS))
+    script = [search, search, late, fixed, call("answer", answer="B")]
+    question = Question("What text?", (vid,), OPTIONS)
+    answer = DVDAgent(library, hub(settings, FakeAdapter.scripted(script))).run(question)
     assert answer.letter == "B" and not answer.forced
     assert answer.trace is not None
     assert [c.tool for c in answer.trace.of(ToolCalled)] == [
         "clip_search", "clip_search", "frame_inspect", "frame_inspect", "answer",
     ]  # fmt: skip
     assert [o.error for o in answer.trace.of(Observed)] == [False, False, True, False, False]
+    # The embedded SmolLM2 loops on one call: its repeats are refused even when they worked.
+    models = hub(smoke(settings), FakeAdapter.scripted(script))
+    looped = DVDAgent(library, models, evidence_first="off").run(question)
+    assert looped.letter == "B" and looped.trace is not None
+    assert [c.tool for c in looped.trace.of(ToolCalled)] == [
+        "clip_search", "frame_inspect", "frame_inspect", "answer",
+    ]  # fmt: skip
+    seen = looped.trace.of(Observed)
+    assert "already made (step 1); its result is above and unchanged" in seen[1].text
+
+
+def test_a_forced_multiple_choice_answer_is_constrained_to_the_option_letters(
+    indexed: Indexed,
+) -> None:
+    library, vid, settings = indexed
+    llm = FakeAdapter.scripted(
+        [action("clip_search", event_description="text")] * 2 + ['{"answer": "B"}'],
+        capabilities=JSON_ONLY,
+    )
+    agent = DVDAgent(library, hub(settings, llm), budget=Budget(steps=2))
+    answer = agent.run(Question("What text?", (vid,), OPTIONS))
+    assert (answer.letter, answer.forced, answer.reason) == ("B", True, "max_steps")
+    final = llm.requests[-1]
+    assert final.response_schema is not None
+    assert final.response_schema["properties"]["answer"]["enum"] == ["A", "B"]

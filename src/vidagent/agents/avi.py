@@ -143,7 +143,7 @@ class AVIAgent(Agent):
     name = "avi"
     max_steps = 10
     takes_evidence = True
-    refuse_repeats = "all"
+    refuse_repeats = "all"  # a repeat is never run again, whatever it returned
     Options = AVIOptions
     options: AVIOptions
     stages = ("caption", "embed", "graph")

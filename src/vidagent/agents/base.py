@@ -174,8 +174,9 @@ class Agent:
     #: Whether evidence first fits the strategy's conversation (its first model turn reads
     #: ``run.messages``); see :meth:`Run.evidence_first`.
     takes_evidence: ClassVar[bool] = False
-    #: Identical tool calls the runtime refuses to run again: those that ``"failed"`` before,
-    #: or ``"all"`` made before.
+    #: Identical tool calls the runtime refuses to run again: those that ``"failed"`` before
+    #: (default), or ``"all"`` made before. With the embedded smoke-test llm every repeat is
+    #: refused (:meth:`repeats_refused`).
     refuse_repeats: ClassVar[Literal["failed", "all"]] = "failed"
 
     def __init__(
@@ -256,6 +257,14 @@ class Agent:
         mode = self.evidence_first or settings.evidence_first
         return mode == "on" or (mode == "auto" and is_smoke_test_llm(settings.spec("llm")))
 
+    def repeats_refused(self) -> Literal["failed", "all"]:
+        """Which identical calls a run refuses: the strategy's ``refuse_repeats``, or ``"all"``
+        with the embedded smoke-test llm, which loops on one successful call (the same
+        clip_search four times in a row on the demo clip) and can only get its result again."""
+        if is_smoke_test_llm(self.models.settings.spec("llm")):
+            return "all"
+        return self.refuse_repeats
+
     def step_budget(self, budget: Budget) -> Budget:
         """The budget with the strategy's step limit where none was given."""
         return budget.with_steps(self.max_steps)
@@ -295,6 +304,10 @@ class Agent:
         prompt = self.final_prompt_choice if run.question.options else self.final_prompt
         messages = [*run.request_messages(), Message("user", prompt)]
         schema = final_answer_schema() if self.mode() == "json" else None
+        if schema is not None and run.question.options and run.question.task == "answer":
+            # The grammar allows exactly what the prompt asks for: one option's letter.
+            letters = [option_letter(i) for i in range(len(run.question.options))]
+            schema["properties"]["answer"] = {"type": "string", "enum": letters}
         text = run.chat(messages, schema, check=False)
         if schema is not None:
             try:

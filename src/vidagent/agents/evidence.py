@@ -151,6 +151,7 @@ HEAD_OPTIONS = (
     "Evidence the video index retrieved for the question and each option (the option's words "
     "found in the video, and the clips that hold them):"
 )
+ANSWER_HINT = "If this evidence answers the question, give the answer now."
 HEAD_OPEN = "Evidence the video index retrieved for the question (the clips nearest to it):"
 
 
@@ -180,6 +181,7 @@ def render_options(options: Sequence[str], scores: Sequence[OptionScore], severa
     if len(top) == 1:
         i = top[0]
         lines.append(f"Best supported by the evidence: ({option_letter(i)}) {options[i]}.")
+        lines.append(ANSWER_HINT)
     return "\n".join(lines)
 
 

@@ -13,10 +13,11 @@ Child runs (:meth:`Run.child`) are further conversations of the same question â€
 search branch â€” sharing the meter, trace and tool context, each with its own messages; their
 events carry their own run id and the trace records the parent.
 
-Failing the same way again: a tool call identical (same tool, same arguments) to one that
-failed earlier in the run is not run again; the model gets an observation saying so instead
-(a strategy whose ``refuse_repeats`` is ``"all"``, such as AVI, has every identical call
-refused). When one call has failed, or been refused, :data:`REPEAT_LIMIT` times, the last
+Failing the same way again: a tool call identical (same tool, same arguments) to one made
+earlier in the run may not be run again; the model gets an observation saying so instead: that it
+failed, and why, or that its result is above and unchanged (only repeats of failed calls,
+unless the strategy's ``refuse_repeats`` is ``"all"``, as AVI's, or the llm is the embedded
+smoke-test model, which loops on one call). When one call has failed, or been refused, :data:`REPEAT_LIMIT` times, the last
 observation says so and the search ends with a forced answer
 (:class:`~vidagent.agents.actions.RepeatedFailure`).
 
@@ -299,7 +300,7 @@ class Run:
         step, error = self._calls[key]
         if error is not None:
             return Observation(REFUSED_FAILED.format(step=step, error=error), error=True)
-        if self.agent.refuse_repeats == "all":
+        if self.agent.repeats_refused() == "all":
             return Observation(REFUSED_MADE.format(step=step), error=True)
         return None
 
