@@ -4,7 +4,7 @@ A small Library is searched exactly: a brute-force scan of the filtered rows (a 
 cosine distances take well under a millisecond). Past :attr:`IndexPolicy.scalar_min_rows` rows a
 table gets BTREE indexes on its filter columns (``video_id``, and ``t0``/``t1`` where it has
 them), so per-video and time-range filters read a few pages instead of the whole column. Past
-:attr:`IndexPolicy.ann_min_rows` rows a vector table also gets LanceDB's ANN index (IVF_PQ by
+:attr:`IndexPolicy.ann_min_rows` rows a vector table also gets LanceDB's ANN index (IVF_RQ by
 default): searches across many videos probe ``nprobes`` partitions and re-rank
 ``refine_factor * k`` candidates with the stored vectors, so the scores returned are exact
 cosine similarities and results keep the brute-force path's shape. Searches confined to few
@@ -26,7 +26,6 @@ the same indexes; index builds and optimizes run under the Library's write lock.
 from __future__ import annotations
 
 import dataclasses
-import math
 import warnings
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -49,7 +48,8 @@ FILTER_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 #: tables searched by vector across videos (the ANN index is built on their ``vector`` column)
 ANN_TABLES = ("clip_vectors",)
-VECTOR_INDEX = "vector_idx"
+#: rows per IVF partition the ANN index is built with
+PARTITION_ROWS = 4096
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,10 @@ class IndexPolicy:
     ann_min_rows: int = 100_000
     #: rows a table holds before its filter columns get scalar (BTREE) indexes
     scalar_min_rows: int = 20_000
-    #: ``IVF_PQ`` (small, fast to build) or ``IVF_HNSW_SQ`` (higher recall, slower to build)
-    ann_type: str = "IVF_PQ"
+    #: ``IVF_RQ`` (RaBitQ 1-bit codes: no codebook to train, built in seconds), ``IVF_SQ``,
+    #: ``IVF_PQ`` (its codebook training took over 10 minutes at 100,000 rows on 2 busy
+    #: cores) or ``IVF_HNSW_SQ``
+    ann_type: str = "IVF_RQ"
     #: IVF partitions probed per query
     nprobes: int = 32
     #: candidates re-ranked with the stored vectors, as a multiple of ``k``
@@ -96,17 +98,15 @@ class TableReport:
 
 
 def _index_config(policy: IndexPolicy, rows: int, dim: int) -> Any:
-    from lancedb.index import IvfHnswSq, IvfPq
+    from lancedb.index import IvfHnswSq, IvfPq, IvfRq, IvfSq
 
-    # sqrt(n) partitions (LanceDB's guidance), at least 256 rows each so k-means has data.
-    partitions = max(1, min(int(math.sqrt(rows)), rows // 256))
-    if policy.ann_type == "IVF_HNSW_SQ":
-        return IvfHnswSq(distance_type="cosine", num_partitions=partitions)
-    if policy.ann_type != "IVF_PQ":
-        raise ValueError(f"unknown ann_type {policy.ann_type!r}; use IVF_PQ or IVF_HNSW_SQ")
-    # 16-byte codes: 4 dimensions per sub-vector when that divides the dimension.
-    sub = next((s for s in (dim // 4, dim // 8, dim // 2, dim) if s and dim % s == 0), 1)
-    return IvfPq(distance_type="cosine", num_partitions=partitions, num_sub_vectors=sub)
+    # About 4,096 rows a partition: k-means training grows with the square of the partition
+    # count, and probing 32 partitions of 4,096 rows each stays a few milliseconds.
+    partitions = max(1, rows // PARTITION_ROWS)
+    kinds = {"IVF_RQ": IvfRq, "IVF_SQ": IvfSq, "IVF_HNSW_SQ": IvfHnswSq, "IVF_PQ": IvfPq}
+    if policy.ann_type not in kinds:
+        raise ValueError(f"unknown ann_type {policy.ann_type!r}; use one of {', '.join(kinds)}")
+    return kinds[policy.ann_type](distance_type="cosine", num_partitions=partitions)
 
 
 def index_names(table: Any) -> dict[str, Any]:
