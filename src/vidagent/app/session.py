@@ -233,12 +233,13 @@ class Session:
         stages: Sequence[str] | None = None,
         progress: bool = False,
         plan: IndexPlan | None = None,
+        on_stage: Callable[[Any], None] | None = None,
     ) -> IndexResult:
         """Index one file through ``stages`` (default
         :func:`~vidagent.ingest.pipeline.default_stages`: all but the optional ``embed_frames``,
         and ``graph`` only when the llm role is not the embedded smoke-test model), or a
         strategy's ``plan`` (its stages under its index settings); a media error is in the
-        result."""
+        result. ``on_stage`` is called with each stage's ``StageRun`` as it ends."""
         from vidagent.ingest import index_path
         from vidagent.ingest.pipeline import default_stages
 
@@ -248,6 +249,7 @@ class Session:
         return index_path(
             path, library=self.library, settings=settings, models=self.models,
             stages=default_stages(settings) if stages is None else stages, progress=progress,
+            on_stage=on_stage,
         )  # fmt: skip
 
     def index(

@@ -41,6 +41,10 @@ if TYPE_CHECKING:
     from vidagent.config import Settings
 
 ExecutorKind = Literal["sequential", "pool", "ray"]
+#: What a worker loop yields when nothing finished for a while: time to refresh the progress.
+TICK: Any = object()
+#: Seconds between refreshes of the progress bar while workers are busy.
+TICK_S = 0.5
 
 
 class Executor:
@@ -152,6 +156,8 @@ def make_executor(
 
 
 __all__ = [
+    "TICK",
+    "TICK_S",
     "Executor", "ExecutorKind", "library_location", "make_executor", "progress_bar",
     "worker_settings",
 ]  # fmt: skip

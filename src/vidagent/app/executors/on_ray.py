@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vidagent.app.executors import (
+    TICK,
+    TICK_S,
     Executor,
     library_location,
     progress_bar,
@@ -130,7 +132,8 @@ class RayExecutor(Executor):
         stages: Sequence[str] | None = None, progress: bool = False,
         overrides: Mapping[str, Any] | None = None,
     ) -> Iterator[IndexReport]:  # fmt: skip
-        from vidagent.app.executors.workers import IndexWorker
+        ray = require_ray()
+        from vidagent.app.executors.workers import IndexWorker, Tally
         from vidagent.app.results import IndexReport
 
         files = [str(Path(p).expanduser().resolve()) for p in paths]
@@ -140,15 +143,21 @@ class RayExecutor(Executor):
         def failed(item: tuple[Any, ...], why: str) -> IndexReport:
             return IndexReport(Path(item[0]), error=f"{item[0]}: {why}")
 
+        tally = ray.remote(Tally).options(num_cpus=0).remote()
+
+        def add(clips: int) -> None:  # in the worker; nothing waits on it
+            tally.add.remote(clips)
+
         bar = progress_bar(len(files), "indexing", "video", progress)
-        clips = 0
         with bar:
             items = [(f, stages) for f in files]
-            for report in self._map(IndexWorker, args, "index", items, failed):
-                clips += report.clips
-                bar.update()
-                bar.set_postfix(clips=clips, workers=self.workers, refresh=False)
-                yield report
+            for report in self._map(IndexWorker, args, "index", items, failed, {"tally": add}):
+                stages_done, clips = ray.get(tally.read.remote())
+                bar.set_postfix(stages=stages_done, clip_stages=clips, workers=self.workers)
+                if report is not TICK:
+                    bar.update()
+                    yield report
+        ray.kill(tally)
 
     def answer(
         self, config: RunConfig, session: Session, out: Path, samples: Sequence[Sample],
@@ -168,14 +177,16 @@ class RayExecutor(Executor):
         bar = progress_bar(len(samples), "questions", "q", progress)
         with bar:
             for row in self._map(QuestionWorker, args, "answer", [(s,) for s in samples], failed):
-                bar.update()
-                yield row
+                if row is not TICK:
+                    bar.update()
+                    yield row
 
     def _map(
         self, cls: type, args: tuple[Any, ...], method: str, items: Sequence[tuple[Any, ...]],
-        failed: Callable[[tuple[Any, ...], str], Any],
+        failed: Callable[[tuple[Any, ...], str], Any], more: Mapping[str, Any] | None = None,
     ) -> Iterator[Any]:  # fmt: skip
-        """``worker.method(*item)`` for every item on the actors, results as they finish."""
+        """``worker.method(*item)`` for every item on the actors, results as they finish, and
+        :data:`TICK` every :data:`TICK_S` seconds without one."""
         ray = require_ray()
         from ray.exceptions import RayActorError, RayTaskError
 
@@ -187,7 +198,7 @@ class RayExecutor(Executor):
         gate = ray_gate_calls(self._gate)
 
         def make() -> Any:
-            return actor_class.remote(*args, gate=gate, rates=self.rates)
+            return actor_class.remote(*args, gate=gate, rates=self.rates, **(more or {}))
 
         actors = [make() for _ in range(min(self.workers, len(items)))]
         self.pids = ray.get([a.pid.remote() for a in actors])  # they are up: models load lazily
@@ -201,8 +212,12 @@ class RayExecutor(Executor):
             submit(slot)
         try:
             while running:
-                (ref,), _ = ray.wait(list(running), num_returns=1)
-                slot, item = running.pop(ref)
+                ready, _ = ray.wait(list(running), num_returns=1, timeout=TICK_S)
+                if not ready:
+                    yield TICK
+                    continue
+                slot, item = running.pop(ready[0])
+                ref = ready[0]
                 try:
                     result = ray.get(ref)
                 except RayActorError as e:  # died more than RETRIES times: give up on this item

@@ -22,12 +22,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from vidagent.app.executors import (
+    TICK,
+    TICK_S,
     Executor,
     library_location,
     progress_bar,
     worker_settings,
 )
 from vidagent.app.executors.gate import EndpointGate
+from vidagent.app.executors.workers import Tally
 from vidagent.exceptions import ConfigError
 
 if TYPE_CHECKING:
@@ -50,18 +53,21 @@ class _GateManager(BaseManager):
 
 
 _GateManager.register("Gate", EndpointGate)
+_GateManager.register("Tally", Tally)
 
 
 def _start_worker(
-    cls: type, args: tuple[Any, ...], gate: Any, rates: Mapping[str, float], threads: int
-) -> None:
+    cls: type, args: tuple[Any, ...], gate: Any, rates: Mapping[str, float], threads: int,
+    tally: Any,
+) -> None:  # fmt: skip
     global _worker
     # As Ray does for an actor: the native libraries' thread pools (OpenMP in torch and
     # CTranslate2) get this process's share of the cores, not all of them each, so N workers
     # do not run N times too many threads. Set before any of them is imported (none is yet).
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))
     calls = (gate.acquire, gate.release) if gate is not None else None
-    _worker = cls(*args, gate=calls, rates=rates)
+    more = {"tally": tally.add} if tally is not None else {}
+    _worker = cls(*args, gate=calls, rates=rates, **more)
 
 
 def _call(method: str, *args: Any) -> Any:
@@ -96,14 +102,18 @@ class PoolExecutor(Executor):
         self.start()
         args = (worker_settings(session, overrides), library_location(session))
         items = [str(Path(p).expanduser().resolve()) for p in paths]
+        assert self._manager is not None
+        tally = self._manager.Tally()  # type: ignore[attr-defined]
         bar = progress_bar(len(items), "indexing", "video", progress)
-        clips = 0
         with bar:
-            for report in self._map(IndexWorker, args, "index", [(p, stages) for p in items]):
-                clips += report.clips
-                bar.update()
-                bar.set_postfix(clips=clips, workers=self.workers, refresh=False)
-                yield report
+            for report in self._map(
+                IndexWorker, args, "index", [(p, stages) for p in items], tally
+            ):
+                stages_done, clips = tally.read()
+                bar.set_postfix(stages=stages_done, clip_stages=clips, workers=self.workers)
+                if report is not TICK:
+                    bar.update()
+                    yield report
 
     def answer(
         self, config: RunConfig, session: Session, out: Path, samples: Sequence[Sample],
@@ -116,13 +126,16 @@ class PoolExecutor(Executor):
         bar = progress_bar(len(samples), "questions", "q", progress)
         with bar:
             for row in self._map(QuestionWorker, args, "answer", [(s,) for s in samples]):
-                bar.update()
-                yield row
+                if row is not TICK:
+                    bar.update()
+                    yield row
 
     def _map(
-        self, cls: type, args: tuple[Any, ...], method: str, items: Sequence[tuple[Any, ...]]
-    ) -> Iterator[Any]:
-        """Results of ``worker.method(*item)`` as they finish, across pool restarts."""
+        self, cls: type, args: tuple[Any, ...], method: str, items: Sequence[tuple[Any, ...]],
+        tally: Any = None,
+    ) -> Iterator[Any]:  # fmt: skip
+        """Results of ``worker.method(*item)`` as they finish, across pool restarts, and
+        :data:`TICK` every :data:`TICK_S` seconds without one."""
         todo = dict(enumerate(items))
         threads = max(1, (os.cpu_count() or 1) // self.workers)
         for _ in range(RESTARTS + 1):
@@ -130,7 +143,7 @@ class PoolExecutor(Executor):
                 return
             pool = ProcessPoolExecutor(
                 max_workers=min(self.workers, len(todo)), mp_context=self._context,
-                initializer=_start_worker, initargs=(cls, args, self._gate, self.rates, threads),
+                initializer=_start_worker, initargs=(cls, args, self._gate, self.rates, threads, tally),
             )  # fmt: skip
             try:
                 self.pids = list(dict.fromkeys(pool.map(_pid_after_start, range(self.workers))))
@@ -162,7 +175,9 @@ def _drain(
         pool.submit(_call, method, *item): key for key, item in todo.items()
     }
     while pending:
-        finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+        finished, _ = wait(pending, timeout=TICK_S, return_when=FIRST_COMPLETED)
+        if not finished:
+            yield TICK
         for future in finished:
             key = pending.pop(future)
             result = future.result()  # BrokenProcessPool when a worker died

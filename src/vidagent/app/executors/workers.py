@@ -15,7 +15,7 @@ Every task is idempotent, which is what makes a retry after a killed worker safe
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +47,23 @@ def worker_session(
     return session
 
 
+class Tally:
+    """Stages and clips finished so far by every worker: one instance in a Ray actor or a
+    manager process, which workers add to and the driver's progress bar reads."""
+
+    def __init__(self) -> None:
+        self._stages = self._clips = 0
+
+    def add(self, clips: int) -> None:
+        """One stage ended, having processed ``clips`` clips."""
+        self._stages += 1
+        self._clips += clips
+
+    def read(self) -> tuple[int, int]:
+        """``(stages, clips)`` so far."""
+        return self._stages, self._clips
+
+
 class IndexWorker:
     """Indexes whole videos into one Library, one at a time, with models loaded once."""
 
@@ -56,15 +73,20 @@ class IndexWorker:
         library: str,
         gate: GateCalls = None,
         rates: Mapping[str, float] | None = None,
+        tally: Callable[[int], Any] | None = None,
     ) -> None:
         self.session = worker_session(settings, library, gate, rates or {})
+        self._tally = tally
 
     def pid(self) -> int:
         return os.getpid()
 
     def index(self, path: str, stages: Sequence[str] | None) -> IndexReport:
-        """Index ``path`` (resuming what an earlier, killed attempt left) and report it."""
-        result = self.session.index_file(path, stages=stages)
+        """Index ``path`` (resuming what an earlier, killed attempt left) and report it; each
+        stage's clips go to the tally as the stage ends."""
+        tally = self._tally
+        on_stage = (lambda run: tally(run.clips)) if tally is not None else None
+        result = self.session.index_file(path, stages=stages, on_stage=on_stage)
         if result.error is not None:  # as text: MediaError does not pickle
             return IndexReport(Path(path), error=str(result.error))
         return self.session._index_report(Path(path), result)
