@@ -44,11 +44,18 @@ Readers take no lock: commits are atomic, and the connection uses
 version, other processes' commits included. Opening an up-to-date Library takes no lock, so a
 read-only copy stays readable.
 
-Object-store Libraries (``s3://``, ``gs://``) have no file lock: the in-process lock still
+A ``file:///dir`` URI is the local Library at ``/dir``, file lock included (a shared
+filesystem such as NFS too). Object-store Libraries (``s3://``, ``gs://``; credentials from the
+environment or ``storage_options``) have no file lock: the in-process lock still
 serialises one process's writes, and across processes Lance's commits are optimistic (a commit
 that finds a newer version is re-applied on it, with retries), which keeps each table
 consistent; only a read-modify-write (``set_stage``) from two machines at once may lose one of
 its two updates there.
+
+**Indexes** (scalar on video id and time, ANN on clip vectors) are built by the write that
+takes a table past a threshold of the Library's index policy, and searches of a few videos are
+served from a per-process cache after their first: see :mod:`vidagent.library.indexing` and
+:mod:`vidagent.library.hot`; :meth:`Library.compact` compacts, re-indexes and prunes versions.
 
 A video's id is derived from its bytes (:func:`content_id`), not its name: renaming or copying a
 file keeps its id, and two different files never share one.
