@@ -22,9 +22,11 @@ $vidagent index "$clip"
 step "Answer with the retrieval baseline: options scored by what the index finds, no LLM"
 $vidagent ask "$clip" "$question" "${options[@]}" --strategy retrieval
 
-step "Answer with Deep Video Discovery, SmolLM2-135M seeing the index's evidence first"
+# One step: SmolLM2-135M cannot plan a search (given more steps it repeats one clip_search), so
+# it reads the evidence and answers on DVD's last-step prompt.
+step "Answer with Deep Video Discovery, SmolLM2-135M seeing the index's evidence first (1 step)"
 $vidagent ask "$clip" "$question" "${options[@]}" --strategy dvd --set evidence_first=on \
-  --max-steps 4
+  --max-steps 1
 
 step "Search: the clips nearest in meaning to a phrase"
 $vidagent search "$name" "people working together to build a richer culture" --top 3
