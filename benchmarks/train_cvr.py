@@ -73,7 +73,8 @@ def main() -> None:
         r = cfg.rollout
         for label, name in (("untrained", cfg.model.name), ("trained", str(report.checkpoint))):
             s = score_model(label, name, held, tokenizer_from=cfg.model.name, max_turns=r.max_turns,
-                            max_new_tokens=r.max_new_tokens, max_prompt_tokens=r.max_prompt_tokens)  # fmt: skip
+                            max_new_tokens=r.max_new_tokens, max_prompt_tokens=r.max_prompt_tokens,
+                            generic=cfg.data.prompt == "generic")  # fmt: skip
             print(f"{label:>9} on {len(held)} held-out: reward {s.reward:.3f}, well-formed "
                   f"{s.format_rate:.1%}, accuracy {s.accuracy:.1%}")  # fmt: skip
     sys.stdout.flush()

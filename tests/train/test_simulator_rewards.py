@@ -148,3 +148,20 @@ def test_group_advantages_are_zero_for_identical_rewards_and_standardised_otherw
     adv = group_advantages([1.1, 0.1, 0.1, 0.0])
     assert adv[0] > 0 > adv[3] and adv[1] == adv[2] and sum(adv) == pytest.approx(0.0)
     assert adv[0] == pytest.approx((1.1 - 0.325) / 0.5188, rel=1e-3)
+
+
+def test_the_generic_prompt_option_trains_the_prompt_ask_uses_for_untasked_questions() -> None:
+    from vidagent.agents.cvr_protocol import master_prompt
+    from vidagent.train.rollout import play
+
+    systems: list[str] = []
+
+    def chat(messages: list[dict[str, str]]) -> str:
+        systems.append(messages[0]["content"])
+        return act("answer", final="B")
+
+    s = script()
+    episode, _ = play(s, chat, max_turns=2, generic=True)
+    assert episode is not None and episode_reward(episode, s).total == 1.1
+    play(s, chat, max_turns=2)
+    assert systems == [master_prompt(None), master_prompt("PI")]

@@ -109,7 +109,8 @@ def eval_cmd(
     r = cfg.rollout
     scores = [
         score_model(label, name, held, tokenizer_from=cfg.model.name, max_turns=r.max_turns,
-                    max_new_tokens=r.max_new_tokens, max_prompt_tokens=r.max_prompt_tokens)
+                    max_new_tokens=r.max_new_tokens, max_prompt_tokens=r.max_prompt_tokens,
+                    generic=cfg.data.prompt == "generic")
         for label, name in (("untrained", cfg.model.name), ("trained", str(trained)))
     ]  # fmt: skip
     if as_json:

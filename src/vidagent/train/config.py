@@ -52,6 +52,9 @@ class DataSection(_Section):
     template_per_task: int = 64
     #: scripts held out of training for ``vidagent train eval`` (the last ones after shuffling)
     heldout: int = 16
+    #: the master's system prompt: ``task`` (the paper's per-task H.3 prompt) or ``generic`` (the
+    #: one ``--strategy cvr`` uses for questions of no CrossVid task; ~30% shorter)
+    prompt: Literal["task", "generic"] = "task"
 
 
 class SimulatorSection(_Section):

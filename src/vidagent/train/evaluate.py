@@ -41,11 +41,12 @@ def score_chat(
     *,
     max_turns: int,
     visual: Chat | None = None,
+    generic: bool = False,
 ) -> Score:
     """Run ``chat`` as the master on every script; its :class:`Score`."""
     rewards = []
     for script in scripts:
-        episode, _ = play(script, chat, max_turns=max_turns, visual=visual)
+        episode, _ = play(script, chat, max_turns=max_turns, visual=visual, generic=generic)
         rewards.append((script["task"], episode_reward(episode, script)))
     tasks = sorted({t for t, _ in rewards})
     return Score(
@@ -69,8 +70,10 @@ def score_model(
     max_new_tokens: int,
     max_prompt_tokens: int,
     visual: Chat | None = None,
+    generic: bool = False,
 ) -> Score:
     """Load ``model`` (a name :func:`~vidagent.train.policy.load_causal_lm` takes) and score it."""
     tokenizer = load_tokenizer(tokenizer_from)
     gen = Generator(load_causal_lm(model), tokenizer, 0.0, 1.0, max_new_tokens, max_prompt_tokens)
-    return score_chat(label, model, gen, scripts, max_turns=max_turns, visual=visual)
+    return score_chat(label, model, gen, scripts, max_turns=max_turns, visual=visual,
+                      generic=generic)  # fmt: skip

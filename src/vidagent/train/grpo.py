@@ -178,7 +178,8 @@ class Trainer:
         gen.model.eval()
         trajs: list[Trajectory] = []
         for script in mine:
-            group = [rollout(script, gen, max_turns=r.max_turns, visual=self.visual)
+            group = [rollout(script, gen, max_turns=r.max_turns, visual=self.visual,
+                             generic=cfg.data.prompt == "generic")
                      for _ in range(r.group_size)]  # fmt: skip
             advs = group_advantages([t.reward.total for t in group])
             for t, a in zip(group, advs, strict=True):

@@ -42,24 +42,30 @@ def play(
     *,
     max_turns: int,
     visual: Chat | None = None,
+    generic: bool = False,
 ) -> tuple[Episode | None, str]:
     """Run the master on ``script``; ``(episode, reason)``, episode None when the context
     filled up (:class:`~vidagent.train.policy.ContextFull`: it ends unanswered, reward 0)."""
     env = ScriptEnvironment(script, visual)
     try:
         episode = run_master(chat, env, query=script["question"], options=script["options"] or None,
-                             task=script["task"], max_turns=max_turns)  # fmt: skip
+                             task=None if generic else script["task"], max_turns=max_turns)  # fmt: skip
     except ContextFull:
         return None, "context_full"
     return episode, episode.reason
 
 
 def rollout(
-    script: dict[str, Any], generator: Generator, *, max_turns: int, visual: Chat | None = None
+    script: dict[str, Any],
+    generator: Generator,
+    *,
+    max_turns: int,
+    visual: Chat | None = None,
+    generic: bool = False,
 ) -> Trajectory:
     """One trajectory of ``generator``'s policy on ``script``, its samples and reward."""
     generator.samples = []
-    episode, reason = play(script, generator, max_turns=max_turns, visual=visual)
+    episode, reason = play(script, generator, max_turns=max_turns, visual=visual, generic=generic)
     traj = Trajectory(script, list(generator.samples), episode, episode_reward(episode, script))
     traj.reason = reason
     return traj
