@@ -71,6 +71,14 @@ def test_every_command_works_on_a_file_uri_library(
     after = {r["name"]: r["rows_after"] for r in json.loads(run("library", "compact", "--json"))}
     assert before == after and before["clips"] == 3  # 12 s in 5 s clips
 
+    indexed_now = json.loads(run("library", "compact", "--ann-min-rows", "2", "--json"))
+    vectors = next(r for r in indexed_now if r["name"] == "clip_vectors")
+    assert "vector" in vectors["built"] and vectors["rows_after"] == 3
+    assert json.loads((root / "manifest.json").read_text())["indexing"] == {"ann_min_rows": 2}
+    assert json.loads(run("search", "all", "hello there", "--json"))  # with the index in place
+    bad = vidagent(*lib, "library", "compact", "--older-than", "-1", home=_isolated_home)
+    assert bad.returncode == 2 and "must be 0 or more" in bad.stderr
+
     by_path = vidagent("--library", str(root), "list", "--json", home=_isolated_home)
     assert [v["video_id"] for v in json.loads(by_path.stdout)] == [video_id]
 
