@@ -199,6 +199,14 @@ def main() -> None:
     parser.add_argument(
         "--ann-type", default="IVF_RQ", choices=["IVF_RQ", "IVF_SQ", "IVF_PQ", "IVF_HNSW_SQ"]
     )
+    parser.add_argument(
+        "--more",
+        type=lambda v: tuple(int(x) for x in v.split(",")),
+        nargs="*",
+        default=[(64, 8), (32, 32), (64, 64)],
+        metavar="NPROBES,REFINE",
+        help="also time the ANN search with these settings",
+    )
     parser.add_argument("--dir", help="where to build (default: a temporary directory, deleted)")
     parser.add_argument("--json", dest="json_out", help="also write the figures to this file")
     args = parser.parse_args()
@@ -251,7 +259,7 @@ def main() -> None:
         print(f"  ANN index build: {figures['ann_build_s']:.1f} s")
         videos("per_video_ann")
         figures["all_ann"], got = timed(lib, qs, args.k)
-        report(f"across all {rows:,} clips (ANN)", figures["all_ann"])
+        report(f"across all {rows:,} clips (ANN, nprobes {default.nprobes})", figures["all_ann"])
         half = args.queries // 2
         figures["recall_at_k"] = recall(got, truth)
         figures["recall_planted"] = recall(got[:half], truth[:half])
@@ -260,6 +268,13 @@ def main() -> None:
             f"  recall@{args.k} ANN vs exact: {figures['recall_at_k']:.3f} "
             f"(planted {figures['recall_planted']:.3f}, topical {figures['recall_topical']:.3f})"
         )
+        for nprobes, refine in args.more:  # the latency / recall trade-off of the policy
+            lib.set_index_policy(nprobes=nprobes, refine_factor=refine)
+            t, more = timed(lib, qs, args.k)
+            figures[f"all_ann_{nprobes}_{refine}"] = t | {"recall_at_k": recall(more, truth)}
+            name = f"nprobes {nprobes}, refine {refine} (recall {recall(more, truth):.3f})"
+            report(f"across all, {name}", t)
+        lib.set_index_policy(nprobes=default.nprobes, refine_factor=default.refine_factor)
         figures["size_gib"] = lib.size_bytes() / 2**30
         figures["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
         figures["loadavg"] = os.getloadavg()
