@@ -8,8 +8,9 @@ them), so per-video and time-range filters read a few pages instead of the whole
 default): searches across many videos probe ``nprobes`` partitions and re-rank
 ``refine_factor * k`` candidates with the stored vectors, so the scores returned are exact
 cosine similarities and results keep the brute-force path's shape. Searches confined to few
-rows (one video, a handful of videos) stay exact even then: the scalar index narrows them
-to a few hundred rows, where a scan is both exact and faster than probing partitions.
+rows (one video, a handful of videos, up to :attr:`IndexPolicy.exact_max_rows`) stay exact
+even then: they are a matrix product over those videos' vectors, read through the scalar index
+on first use and cached in the process after (:mod:`vidagent.library.hot`).
 
 Rows written after an index was built are not lost to search: LanceDB scans unindexed rows
 exactly and merges them with the index's candidates. They are folded into the index (LanceDB's
