@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import sys
 import time
@@ -32,23 +31,28 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "runs/bench-cvr")
     parser.add_argument("--plot", type=Path, default=ROOT / "docs/train_cvr.png")
     parser.add_argument("--eval", action="store_true", help="score both masters on held-out")
+    parser.add_argument("--report", action="store_true",
+                        help="no training: print the figures of the run in --out as it stands")  # fmt: skip
     args = parser.parse_args()
 
     from vidagent.train.config import load_config
     from vidagent.train.grpo import split_scripts, train
-    from vidagent.train.metrics import read_rows
+    from vidagent.train.metrics import plot, read_rows
 
     overrides: dict[str, object] = {"run.output_dir": str(args.out)}
     if args.steps:
         overrides["grpo.max_steps"] = args.steps
     cfg = load_config(args.config, overrides)
     t0 = time.monotonic()
-    report = train(cfg, log=lambda line: print(line, flush=True))
+    checkpoint = None
+    if not args.report:
+        checkpoint = train(cfg, log=lambda line: print(line, flush=True)).checkpoint
     wall = time.monotonic() - t0
-    rows = read_rows(report.output_dir / "metrics.jsonl")
-    if report.plot is not None:
-        args.plot.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(report.plot, args.plot)
+    rows = read_rows(args.out / "metrics.jsonl")
+    if not rows:
+        sys.exit(f"no metrics in {args.out}")
+    args.plot.parent.mkdir(parents=True, exist_ok=True)
+    plot(rows, args.plot, title="SmolLM2-135M master, GRPO in the text simulator (CPU config)")
     w = min(args.window, max(1, len(rows) // 2))
     first, last = rows[:w], rows[-w:]
 
@@ -66,12 +70,12 @@ def main() -> None:
         print(f"{label:24}{mean(first, key):>12.3f}{mean(last, key):>14.3f}")
     print(f"time: {statistics.fmean(r['seconds'] for r in rows):.0f} s/step "
           f"(this run {wall / 60:.1f} min incl. loading); plot: {args.plot}")  # fmt: skip
-    if args.eval:
+    if args.eval and checkpoint is not None:
         from vidagent.train.evaluate import score_model
 
         _, held = split_scripts(cfg)
         r = cfg.rollout
-        for label, name in (("untrained", cfg.model.name), ("trained", str(report.checkpoint))):
+        for label, name in (("untrained", cfg.model.name), ("trained", str(checkpoint))):
             s = score_model(label, name, held, tokenizer_from=cfg.model.name, max_turns=r.max_turns,
                             max_new_tokens=r.max_new_tokens, max_prompt_tokens=r.max_prompt_tokens,
                             generic=cfg.data.prompt == "generic")  # fmt: skip
