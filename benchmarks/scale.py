@@ -30,6 +30,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -215,6 +216,8 @@ def main() -> None:
     from vidagent.library import Library
     from vidagent.library.indexing import IndexPolicy
 
+    # A stopped run (SIGTERM) still deletes its temporary Library: exit through the finally.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="vidagent-scale-"))
     print(f"disk free at {root}: {shutil.disk_usage(root).free / 2**30:.0f} GiB")
     figures: dict[str, Any] = {"hours": args.hours, "videos": args.videos, "dim": args.dim}
@@ -287,8 +290,13 @@ def main() -> None:
         if args.json_out:
             Path(args.json_out).write_text(json.dumps(figures, indent=2) + "\n")
     finally:
-        if not args.dir:
+        # A LanceDB write still in flight in its own threads (a stopped run) may add files
+        # back after the first removal: wait for it and remove again.
+        for _ in range(5 if not args.dir else 0):
             shutil.rmtree(root, ignore_errors=True)
+            time.sleep(1)
+            if not root.exists():
+                break
 
 
 if __name__ == "__main__":
