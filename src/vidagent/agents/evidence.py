@@ -176,10 +176,9 @@ def render_options(options: Sequence[str], scores: Sequence[OptionScore], severa
     for i, (option, s) in enumerate(zip(options, scores)):
         found = ", ".join(f'"{w}"' for w in s.matches) if s.matches else "none of its words"
         lines.append(f"({option_letter(i)}) {option}: found {found}.")
-        # Only clips holding the option's words: nearest clips under an option none of whose
-        # words were found show another option's words there (SmolLM2 then picks it).
-        shown = s.hits[:CLIPS_SHOWN] if s.matches else ()
-        lines += [f"  {clip_line(h, several=several)}" for h in shown]
+        # An option none of whose words were found still shows its nearest clips: hiding them
+        # was tried and SmolLM2 then answered the demo question wrong (see the commit log).
+        lines += [f"  {clip_line(h, several=several)}" for h in s.hits[:CLIPS_SHOWN]]
     top = best(scores)
     if len(top) == 1:
         i = top[0]
