@@ -19,6 +19,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +34,9 @@ class HotVideo:
     t0: np.ndarray  # (N,) float64
     t1: np.ndarray  # (N,) float64
     vectors: np.ndarray  # (N, D) float32 unit rows
-    clips: dict[int, ClipRow]
+    #: clip index -> the clip's stored row, made a ClipRow only when it is a hit (making all
+    #: of a video's 720 took longer than the search)
+    clips: dict[int, dict[str, Any]]
 
 
 Loader = Callable[[list[str]], dict[str, HotVideo]]
@@ -108,9 +111,9 @@ def nearest(
     found.sort(key=lambda f: (-f[0], f[1], f[2]))
     hits = []
     for score, _, row, video in found[:k]:
-        clip = video.clips.get(int(video.index[row]))
-        if clip is not None:  # a vector whose clip row is gone is not a hit
-            hits.append((clip, score))
+        stored = video.clips.get(int(video.index[row]))
+        if stored is not None:  # a vector whose clip row is gone is not a hit
+            hits.append((ClipRow.from_row(stored), score))
     return hits
 
 

@@ -189,9 +189,9 @@ class VectorTables:
         owner = np.asarray(data.column("video_id").to_pylist())  # (N,)
         index = data.column("clip_index").to_numpy()
         t0, t1 = data.column("t0").to_numpy(), data.column("t1").to_numpy()
-        clips: dict[str, dict[int, ClipRow]] = {v: {} for v in video_ids}
+        clips: dict[str, dict[int, dict[str, Any]]] = {v: {} for v in video_ids}
         for row in self._scan("clips", where):
-            clips[row["video_id"]][int(row["clip_index"])] = ClipRow.from_row(row)
+            clips[row["video_id"]][int(row["clip_index"])] = row
         out = {}
         for video_id in video_ids:
             mine = np.flatnonzero(owner == video_id)
