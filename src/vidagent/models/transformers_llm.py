@@ -97,6 +97,13 @@ def load_causal_lm(name: str, dtype: str = "float32") -> Any:
         base = load_causal_lm((path / BASE_FILE).read_text(encoding="utf-8").strip(), dtype)
         return PeftModel.from_pretrained(base, str(path)).eval()
     model = AutoModelForCausalLM.from_pretrained(str(path), gguf_file=gguf, dtype=torch_dtype)
+    if gguf is not None:
+        # The GGUF weights are de-quantised to ``dtype`` on load: a plain model remains, but it
+        # keeps a GGUF "quantizer" that makes save_pretrained refuse to write a checkpoint.
+        model.hf_quantizer = None
+        model.is_quantized = False
+        if getattr(model.config, "quantization_config", None) is not None:
+            del model.config.quantization_config
     return model.eval()
 
 
