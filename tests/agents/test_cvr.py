@@ -296,6 +296,28 @@ def test_a_constrained_master_gets_its_tasks_schema_and_answer_only_at_the_end(
     assert schemas[1]["required"] == ["action", "thought", "final_answer"]
 
 
+def test_auto_constrains_only_a_local_master_that_takes_a_schema(
+    clips: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """llama.cpp takes a grammar; a local transformers checkpoint does not, and the trace must
+    not claim its replies were held to the action JSON."""
+    import dataclasses
+
+    library, _ = _library(tmp_path / "lib", *clips)
+    grammar = FakeAdapter.scripted([])
+    no_grammar = FakeAdapter.scripted([])
+    no_grammar.capabilities = dataclasses.replace(
+        no_grammar.capabilities, supports_json_schema=False
+    )
+    remote = FakeAdapter.scripted([])
+    remote.capabilities = dataclasses.replace(remote.capabilities, local=False)
+    constrained = [
+        CVRAgent(library, hub(llm, FakeAdapter.function(Visual()))).describe()["constrained"]
+        for llm in (grammar, no_grammar, remote)
+    ]
+    assert constrained == [True, False, False]
+
+
 def test_ask_over_several_files_from_the_command_line(
     clips: tuple[Path, Path], tmp_path: Path
 ) -> None:

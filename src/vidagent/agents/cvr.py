@@ -18,9 +18,10 @@ Decisions where the paper is silent (see also :mod:`~vidagent.agents.cvr_protoco
   has (a ``transcribe`` stage's transcript for ``get_caption``, the global summary in the user
   turn), ``on`` indexes transcripts and summaries first, ``off`` never reads them. The trace's
   ``cvr_videos`` phase records, per video, which it used.
-- ``constrain_json`` (``auto``: local models only): the master's reply is held to a JSON object
-  with ``action``/``thought``/``params``/``final_answer`` by the model's grammar (llama.cpp), so a
-  small offline model's reply parses; remote models are prompt-driven as in the paper.
+- ``constrain_json`` (``auto``: local models that take a schema): the master's reply is held to
+  a JSON object with ``action``/``thought``/``params``/``final_answer`` by the model's grammar
+  (llama.cpp), so a small offline model's reply parses; remote models, and local ones without a
+  grammar (a ``transformers:`` checkpoint, as trained), are prompt-driven as in the paper.
 - ``task``: the CrossVid task whose prompt and answer format a plain ``ask`` uses (default the
   generic prompt); a CrossVid benchmark question brings its own.
 """
@@ -96,7 +97,7 @@ class CVROptions:
         index: ``auto`` reads indexed transcripts and summaries where the Library has them,
             ``on`` builds them first, ``off`` reads raw videos only (the paper).
         constrain_json: hold the master's reply to the action JSON by grammar: ``auto`` for
-            models in this process, ``on``, ``off``.
+            models in this process that take a schema, ``on``, ``off``.
         long_side: frames' long side in pixels (360).
         visual_max_tokens: the visual agent's reply cap (``None``: the model's own).
     """
@@ -134,7 +135,8 @@ class CVRAgent(Agent):
         mode = self.options.constrain_json
         if mode != "auto":
             return mode == "on"
-        return self.models.client("llm").capabilities.local
+        caps = self.models.client("llm").capabilities
+        return caps.local and caps.supports_json_schema
 
     def _max_tokens(self) -> int | None:
         if self.max_tokens is not None:
