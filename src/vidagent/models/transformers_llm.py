@@ -100,8 +100,8 @@ def load_causal_lm(name: str, dtype: str = "float32") -> Any:
     if gguf is not None:
         # The GGUF weights are de-quantised to ``dtype`` on load: a plain model remains, but it
         # keeps a GGUF "quantizer" that makes save_pretrained refuse to write a checkpoint.
-        model.hf_quantizer = None
-        model.is_quantized = False
+        model.hf_quantizer = None  # type: ignore[assignment]
+        model.is_quantized = False  # type: ignore[assignment]
         if getattr(model.config, "quantization_config", None) is not None:
             del model.config.quantization_config
     return model.eval()
