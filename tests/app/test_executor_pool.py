@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from clirun import vidagent
+from executorkit import CLIPS, clip_rows, make_videos
 from factories import INDEX_SPECS
 
 from vidagent.app import Session
@@ -22,23 +23,10 @@ from vidagent.config import load_settings
 from vidagent.exceptions import ConfigError
 from vidagent.library import Library
 
-CLIPS = 3
-
 
 @pytest.fixture(scope="module")
 def videos(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    from vidagent.media.synth import make_video
-
-    folder = tmp_path_factory.mktemp("videos")
-    paths = [folder / f"v{i}.mp4" for i in range(3)]
-    for i, path in enumerate(paths):
-        make_video(path, duration=12, size=(160, 96), fps=10, audio="tone", tone_hz=300 + 100 * i)
-    return paths
-
-
-def rows_by_clip(library: Library, video_id: str, table: str) -> list[int]:
-    rows = library.table(table).search().where(f"video_id = '{video_id}'").to_list()
-    return sorted(int(r["clip_index"]) for r in rows)
+    return make_videos(tmp_path_factory)
 
 
 def test_index_jobs_2_indexes_every_video_once(
@@ -52,8 +40,8 @@ def test_index_jobs_2_indexes_every_video_once(
     assert sorted(x["name"] for x in lines) == ["v0.mp4", "v1.mp4", "v2.mp4"]
     library = Library(lib)
     for video in library.list_videos():
-        assert rows_by_clip(library, video.video_id, "clips") == list(range(CLIPS))
-        assert rows_by_clip(library, video.video_id, "clip_vectors") == list(range(CLIPS))
+        assert clip_rows(library, video.video_id, "clips") == list(range(CLIPS))
+        assert clip_rows(library, video.video_id, "clip_vectors") == list(range(CLIPS))
 
     again = vidagent(*args, home=tmp_path / "home", env=fake_env)  # resumes: nothing to do
     assert again.returncode == 0
@@ -109,7 +97,7 @@ def test_a_killed_pool_worker_is_replaced_and_its_video_finished_once(
     assert all(r.ok and r.clips == CLIPS for r in reports), [r.error for r in reports]
     library = Library(tmp_path / "lib")
     for video in library.list_videos():
-        assert rows_by_clip(library, video.video_id, "clips") == list(range(CLIPS))
+        assert clip_rows(library, video.video_id, "clips") == list(range(CLIPS))
         assert all("red square" in c.caption for c in library.clips(video.video_id))
 
 

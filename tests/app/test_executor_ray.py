@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from bench.benchkit import RUNNABLE, make_nextqa, rows_in, settings_with
+from executorkit import CLIPS, clip_rows, make_videos
 from factories import INDEX_SPECS
 
 from vidagent.app import Session
@@ -26,7 +27,6 @@ from vidagent.library import Library
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'vidagent[ray]')")
 
-CLIPS = 3  # a 12 s video in 5 s clips
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -40,20 +40,7 @@ def cluster() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def videos(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    """Three 12 s videos of different content (so three video ids)."""
-    from vidagent.media.synth import make_video
-
-    folder = tmp_path_factory.mktemp("videos")
-    paths = [folder / f"v{i}.mp4" for i in range(3)]
-    for i, path in enumerate(paths):
-        make_video(path, duration=12, size=(160, 96), fps=10, audio="tone", tone_hz=300 + 100 * i)
-    return paths
-
-
-def clip_rows(library: Library, video_id: str, table: str) -> list[int]:
-    """Every row of a video in a table, duplicates included, by clip index."""
-    rows = library.table(table).search().where(f"video_id = '{video_id}'").to_list()
-    return sorted(int(r["clip_index"]) for r in rows)
+    return make_videos(tmp_path_factory)
 
 
 def kill_when(ready: Callable[[], bool], executor: RayExecutor, running: threading.Thread) -> None:

@@ -538,7 +538,7 @@ def test_models_hub_shares_state_and_creates_clients_once(
     server: FaultServer, tmp_path: Path
 ) -> None:
     spec = f"openai:fault-model?base_url={server.base_url}"
-    settings = Settings(home=tmp_path, cache="on", llm=spec, vlm=spec, asr=spec)
+    settings = Settings(home=tmp_path, cache="on", llm=spec, vlm=spec, ocr=spec)
     with Models(settings) as models:
         llm = models.client("llm")
         assert models.client("llm") is llm
@@ -548,8 +548,8 @@ def test_models_hub_shares_state_and_creates_clients_once(
         models.client("vlm").chat(ask())  # same request, same spec: a cache hit
         assert [r.role for r in models.ledger.records()] == ["llm", "vlm"]
         assert [r.cached for r in models.ledger.records()] == [False, True]
-        with pytest.raises(ConfigError, match="cannot fill role 'asr'"):
-            models.client("asr")
+        with pytest.raises(ConfigError, match="cannot fill role 'ocr'"):
+            models.client("ocr")
     assert (tmp_path / "cache" / "responses.sqlite").is_file()
 
 

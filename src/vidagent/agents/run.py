@@ -14,12 +14,12 @@ search branch — sharing the meter, trace and tool context, each with its own m
 events carry their own run id and the trace records the parent.
 
 Failing the same way again: a tool call identical (same tool, same arguments) to one made
-earlier in the run may not be run again; the model gets an observation saying so instead: that it
-failed, and why, or that its result is above and unchanged (only repeats of failed calls,
+earlier in the run may not be run again; the model gets an observation saying so instead: that
+it failed, and why, or that its result is above and unchanged (only repeats of failed calls,
 unless the strategy's ``refuse_repeats`` is ``"all"``, as AVI's, or the llm is the embedded
-smoke-test model, which loops on one call). When one call has failed, or been refused, :data:`REPEAT_LIMIT` times, the last
-observation says so and the search ends with a forced answer
-(:class:`~vidagent.agents.actions.RepeatedFailure`).
+smoke-test model, which loops on one call). When one call has failed, or been refused,
+:data:`REPEAT_LIMIT` times, the last observation says so and the search ends with a forced
+answer (:class:`~vidagent.agents.actions.RepeatedFailure`).
 
 Evidence first (:meth:`Run.evidence_first`): where the strategy takes it and the
 ``evidence_first`` setting is on (``auto``: for the embedded smoke-test llm only), what the index
