@@ -290,10 +290,13 @@ def test_a_constrained_master_gets_its_tasks_schema_and_answer_only_at_the_end(
     agent = CVRAgent(library, models, options={"constrain_json": "on", "max_turns": 2})
     answer = agent.run(Question("q", tuple(ids), ("x", "y", "z")))
     assert (answer.letter, answer.forced, answer.reason) == ("A", True, "max_steps")
-    first, last = (s["properties"] for s in schemas)
-    assert first["action"]["enum"] == ["observe", "get_caption", "answer"]
+    call, answer = schemas[0]["anyOf"]
+    assert call["properties"]["action"]["enum"] == ["observe", "get_caption"]
+    assert call["required"] == ["action", "thought", "params"]
+    assert answer["required"] == ["action", "thought", "final_answer"]  # never an empty answer
+    assert schemas[1] == answer  # the forced turn: the answer alone
+    last = schemas[1]["properties"]
     assert last["action"]["enum"] == ["answer"] and last["final_answer"]["enum"] == ["A", "B", "C"]
-    assert schemas[1]["required"] == ["action", "thought", "final_answer"]
 
 
 def test_auto_constrains_only_a_local_master_that_takes_a_schema(

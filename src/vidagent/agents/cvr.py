@@ -65,9 +65,9 @@ LAST_TURN = "this is your last turn"  # in the note of a forced turn (the protoc
 def action_schema(
     task: str | None, options: Sequence[str] | None, *, last_turn: bool
 ) -> dict[str, Any]:
-    """The JSON a constrained master may write: an action of the task's tools (only ``answer``
-    on a forced turn, where ``final_answer`` is required) and a final answer of the task's type
-    (an option letter where there are options)."""
+    """The JSON a constrained master may write: a call of the task's tools with its ``params``,
+    or an ``answer`` with a ``final_answer`` of the task's type (an option letter where there are
+    options); on a forced turn only the answer."""
     fmt = answer_format(task, options)
     final: dict[str, Any] = {"type": "string"}
     if fmt == "letter" and options:
@@ -75,16 +75,27 @@ def action_schema(
     elif fmt == "interval":
         final = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
     tools = ["observe"] if task in OBSERVE_ONLY else ["observe", "get_caption"]
-    return {
+    answer = {
         "type": "object",
         "properties": {
-            "action": {"type": "string", "enum": ["answer"] if last_turn else [*tools, "answer"]},
+            "action": {"type": "string", "enum": ["answer"]},
             "thought": {"type": "string"},
-            "params": {"type": "object"},
             "final_answer": final,
         },
-        "required": ["action", "thought", "final_answer"] if last_turn else ["action", "thought"],
+        "required": ["action", "thought", "final_answer"],
     }
+    if last_turn:
+        return answer
+    call = {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": tools},
+            "thought": {"type": "string"},
+            "params": {"type": "object"},
+        },
+        "required": ["action", "thought", "params"],
+    }
+    return {"anyOf": [call, answer]}  # an answer always carries its final_answer
 
 
 @dataclass(frozen=True)
