@@ -30,6 +30,7 @@ def test_one_real_step_writes_a_checkpoint_that_reloads(tmp_path: Path) -> None:
     cfg = load_config(CONFIG, {
         "run.output_dir": str(tmp_path / "run"), "grpo.max_steps": 1, "rollout.group_size": 2,
         "rollout.max_new_tokens": 8, "data.template_per_task": 4, "data.heldout": 1,
+        "warmup.enabled": False,
     })  # fmt: skip
     report = train(cfg, log=lambda _line: None)
     rows = read_rows(tmp_path / "run" / "metrics.jsonl")

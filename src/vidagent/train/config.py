@@ -92,6 +92,20 @@ class GrpoSection(_Section):
     max_steps: int = 0  # 0: epochs × ceil(train scripts / batch_size)
 
 
+class WarmupSection(_Section):
+    """A supervised format warm-up before GRPO (:mod:`vidagent.train.warmup`). **Not in the
+    paper** (its 8B master already writes valid actions): off by default and in paper-gpu.toml;
+    on in cpu.toml, where SmolLM2-135M writes none and GRPO would have no signal."""
+
+    enabled: bool = False
+    max_steps: int = 60  # supervised steps, one first-turn prompt each
+    lr: float = 1e-5
+    check_every: int = 5  # steps between valid-rate probes
+    probe: int = 8  # first replies sampled at the rollout temperature per probe
+    #: stop once this share of the probe is valid: well below 1, so GRPO's groups still differ
+    stop_at: float = 0.25
+
+
 class RunSection(_Section):
     output_dir: str = "runs/cvr-grpo"
     seed: int = 0
@@ -110,6 +124,7 @@ class TrainConfig(_Section):
     rollout: RolloutSection = Field(default_factory=RolloutSection)
     optim: OptimSection = Field(default_factory=OptimSection)
     grpo: GrpoSection = Field(default_factory=GrpoSection)
+    warmup: WarmupSection = Field(default_factory=WarmupSection)
     run: RunSection = Field(default_factory=RunSection)
 
 

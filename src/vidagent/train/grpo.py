@@ -110,10 +110,12 @@ class Trainer:
         self.tokenizer = load_tokenizer(cfg.model.name)
         checkpoint.clean_partial(self.out)
         self.resume = checkpoint.latest(self.out)
+        #: GRPO's initial policy and KL reference: the config's model, or its format warm-up
+        self.base = self._warm_up() if cfg.warmup.enabled else cfg.model.name
         self.model = self._policy()
         self.ref = None
         if cfg.grpo.beta > 0 and not cfg.lora.enabled:  # LoRA: the reference is the adapter off
-            self.ref = load_causal_lm(cfg.model.name, cfg.model.dtype).to(self.acc.device)
+            self.ref = load_causal_lm(self.base, cfg.model.dtype).to(self.acc.device)
             self.ref.requires_grad_(False)
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, betas=cfg.optim.betas,
@@ -130,13 +132,32 @@ class Trainer:
             self.visual = llm_chat(cfg.simulator.visual, load_settings({}),
                                    temperature=cfg.simulator.temperature)  # fmt: skip
 
+    def _warm_up(self) -> str:
+        """The format warm-up's folder, trained now unless a previous run left it complete."""
+        from vidagent.train import warmup
+
+        folder = self.out / "warmup"
+        if not (folder / warmup.REPORT).is_file():
+            import torch
+
+            if self.acc.is_main_process:
+                torch.manual_seed(self.cfg.run.seed)
+                model = load_causal_lm(self.cfg.model.name, self.cfg.model.dtype)
+                report = warmup.warm_up(self.cfg, model, self.tokenizer, self.train_set,
+                                        log=self.log)  # fmt: skip
+                self.out.mkdir(parents=True, exist_ok=True)
+                warmup.save(folder, model, self.tokenizer, report)
+                del model
+            self.acc.wait_for_everyone()
+        return str(folder.resolve())
+
     def _policy(self) -> Any:
         cfg = self.cfg
-        name = str(self.resume) if self.resume is not None else cfg.model.name
+        name = str(self.resume) if self.resume is not None else self.base
         if cfg.lora.enabled:
             from peft import LoraConfig, PeftModel, get_peft_model
 
-            base = load_causal_lm(cfg.model.name, cfg.model.dtype)
+            base = load_causal_lm(self.base, cfg.model.dtype)
             if self.resume is not None:
                 model = PeftModel.from_pretrained(base, name, is_trainable=True)
             else:
@@ -291,7 +312,7 @@ class Trainer:
             return None
         return checkpoint.save(
             self.out, step, model=self.acc.unwrap_model(self.model), tokenizer=self.tokenizer,
-            optimizer=self.optimizer, base_model=self.cfg.model.name,
+            optimizer=self.optimizer, base_model=self.base,
             state={"epoch": (step - 1) // max(1, math.ceil(len(self.train_set) / self.cfg.grpo.batch_size)),
                    "config": self.cfg.model_dump()},
             keep=self.cfg.run.keep_checkpoints,
