@@ -324,7 +324,7 @@ class Trainer:
 
         local = [[t.reward.total, t.reward.format, t.reward.answer, t.master_tokens,
                   len(t.episode.turns) if t.episode else 0,
-                  1.0 if t.reason == "answered" else 0.0] for t in trajs]  # fmt: skip
+                  1.0 if t.reason in ("answered", "forced_answer") else 0.0] for t in trajs]  # fmt: skip
         stacked = self.acc.gather(torch.tensor(local, dtype=torch.float64, device=self.acc.device))
         mean = stacked.mean(0).tolist()
         return {"step": step, "reward": mean[0], "reward_format": mean[1],
