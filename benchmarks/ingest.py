@@ -11,10 +11,9 @@ running ``vidagent index`` once. Realtime factor = video duration / wall seconds
 faster). Target from the issue: at least 10x overall on 2 cores.
 
 Each clip is indexed twice in one run, on the same machine: *before* is the pipeline without the
-speed levers (no text-presence gate before OCR, stages one after another, models loaded when
-first called, the summary written by the llm), *after* the default (the gate on, ``transcribe``
-in a thread beside ``read_text`` and ``detect``, the embedder loaded in the background while the
-video is decoded, the extractive digest as the summary of the embedded llm). Per stage the
+speed levers (no text-presence gate before OCR, stages one after another, the summary written by
+the llm), *after* the default (the gate on, ``transcribe`` in a thread beside ``read_text`` and
+``detect``, the extractive digest as the summary of the embedded llm). Per stage the
 table prints both and the ratio before/after; with the overlap, transcribe's seconds run beside
 read_text's and detect's, so only the overall row is wall time. The load average is printed, as
 the machine may be shared.
@@ -63,7 +62,6 @@ def real_clip() -> Path | None:
 BEFORE: dict[str, Any] = {
     "options": {"read_text": {"gate": False}},
     "overlap": False,
-    "warm": False,
     "settings": {"summary": "model"},
 }
 AFTER: dict[str, Any] = {}

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -127,35 +126,6 @@ def test_a_bad_file_raises_and_writes_nothing(tmp_path: Path) -> None:
     with pytest.raises(NotAVideoError):
         index_video(bad, library=lib, settings=settings, models=fake_models(settings))
     assert lib.list_videos() == []
-
-
-class WarmEmbed(FakeAdapter):
-    """A fake embedder that records where its weights were loaded."""
-
-    def __init__(self, dim: str) -> None:
-        super().__init__("hash", {"dim": dim})
-        self.warmed: list[str] = []
-
-    def warm(self) -> None:
-        self.warmed.append(threading.current_thread().name)
-
-
-def test_the_embedder_loads_in_the_background_and_not_for_a_bad_file(
-    small_video: Path, tmp_path: Path
-) -> None:
-    settings = load_settings({**FAKES, "cache": "off"})
-    lib = Library(tmp_path / "lib")
-    bad = tmp_path / "bad.mp4"
-    bad.write_text("not a video")
-    models = fake_models(settings)
-    embed = WarmEmbed(settings.embed.split("dim=")[1])
-    models._adapters["embed"] = embed  # type: ignore[index]
-    with pytest.raises(NotAVideoError):
-        index_video(bad, library=lib, settings=settings, models=models)
-    assert embed.warmed == []
-    index_video(small_video, library=lib, settings=settings, models=models)
-    assert embed.warmed == ["warm"]  # once, in the ingest's background thread
-    assert len(lib.clip_vector_hashes(lib.list_videos()[0].video_id)) == 3
 
 
 def _count_lines(path: Path) -> int:

@@ -75,10 +75,6 @@ class Stage:
         hashes = [prompt_hash(p) for p in self.prompts]
         return "|".join([spec, *hashes])
 
-    def roles(self, settings: Settings) -> tuple[str, ...]:
-        """The model roles :meth:`run` calls (their weights are loaded ahead of it)."""
-        return (self.role,) if self.role else ()
-
     def pending(self, ctx: IngestContext) -> list[ClipRow]:
         fp = self.fingerprint(ctx.settings)
         return [

@@ -171,9 +171,6 @@ class Graph(Stage):
     token_budget: ClassVar[int | None] = None
     output_tokens: ClassVar[int] = 1500  # expected per window, for the estimate
 
-    def roles(self, settings: Settings) -> tuple[str, ...]:
-        return ("llm", "embed")
-
     def __init__(self) -> None:
         self.note = ""
         self.calls = 0  # llm calls of the last run

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -38,7 +37,6 @@ from vidagent.config import SMOKE_TEST_LLM
 from vidagent.exceptions import ConfigError, MediaError
 from vidagent.ingest.base import IngestContext, Stage, StageEstimate
 from vidagent.ingest.structure import StructureReport, index_structure
-from vidagent.media import probe
 from vidagent.plugins import Registry
 
 if TYPE_CHECKING:
@@ -178,7 +176,6 @@ def index_path(
     on_stage: Callable[[StageRun], None] | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     overlap: bool = True,
-    warm: bool = True,
 ) -> IndexResult:
     """Index one file through ``stages``; media errors are returned, not raised.
 
@@ -187,22 +184,16 @@ def index_path(
         overlap: run ``transcribe`` in a thread beside the :data:`OVERLAPS_TRANSCRIBE` stages
             that follow it; the stage after them waits for it. Its :class:`StageRun` comes
             when it is joined, and its seconds overlap theirs.
-        warm: load the stages' models in a background thread while the video is decoded
-            (:func:`_warm`).
     """
     path = Path(path).expanduser()
     result = IndexResult(path)
-    options = options or {}
-    made = [make_stage(name, **options.get(name, {})) for name in stages]
     try:
-        probe(path)  # a file that cannot be indexed loads no weights
-        if warm:
-            _warm(models, [role for stage in made for role in stage.roles(settings)])
         result.structure = index_structure(library, path, settings)
     except MediaError as e:
         result.error = e
         return result
     ctx = IngestContext(library, models, settings, result.structure.video, path)
+    options = options or {}
 
     def record(run: StageRun, at: int | None = None) -> None:
         result.stages.insert(len(result.stages) if at is None else at, run)
@@ -211,7 +202,8 @@ def index_path(
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="transcribe") as pool:
         behind: tuple[int, Future[StageRun]] | None = None  # (its place in the runs, its run)
-        for i, (name, stage) in enumerate(zip(stages, made, strict=True)):
+        for i, name in enumerate(stages):
+            stage = make_stage(name, **options.get(name, {}))
             if behind is not None and name not in OVERLAPS_TRANSCRIBE:
                 record(behind[1].result(), behind[0])
                 behind = None
@@ -229,16 +221,6 @@ def index_path(
     return result
 
 
-def _warm(models: Models, roles: list[str]) -> None:
-    """Load the stages' local models in a background thread, in stage order, while the video
-    is decoded: the embedder's torch alone takes about 5 s to import on 2 cores, and is not
-    needed before the embed stage. The thread is not joined: a stage that gets to its model
-    first waits on the adapter's lock."""
-    ordered = list(dict.fromkeys(roles))
-    if ordered:
-        threading.Thread(target=models.warm, args=(ordered,), name="warm", daemon=True).start()
-
-
 @dataclass
 class IndexEstimate:
     """What indexing one file would spend, stage by stage."""
@@ -253,7 +235,7 @@ def estimate_path(
     path: str | Path, settings: Settings, stages: Sequence[str] = STAGES
 ) -> IndexEstimate:
     """What indexing ``path`` would spend, from a probe alone: nothing is decoded or called."""
-    from vidagent.media import uniform_clips
+    from vidagent.media import probe, uniform_clips
 
     info = probe(path)
     clips = len(uniform_clips(info.duration, settings.clip_seconds))

@@ -182,9 +182,6 @@ class Summarize(Stage):
             return f"extractive|{settings.spec('embed')}|{DIGEST_VERSION}"
         return super().fingerprint(settings)
 
-    def roles(self, settings: Settings) -> tuple[str, ...]:
-        return ("embed",) if summary_method(settings) == "extractive" else ("llm",)
-
     def run(self, ctx: IngestContext, clips: list[ClipRow], bar: tqdm) -> None:
         vid = ctx.video.video_id
         clips = ctx.library.clips(vid)

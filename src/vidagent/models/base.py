@@ -318,13 +318,6 @@ class Adapter:
         """
         raise NotImplementedError(f"{self.spec} does not detect")
 
-    def warm(self) -> None:
-        """Load the weights now, so a later call does not wait for them (ingest calls this in
-        a background thread while the video is decoded). The default does nothing: remote and
-        light adapters, and CTranslate2 (faster-whisper), whose model loaded in another thread
-        than the one transcribing ran 20x slower beside OCR (measured on 2 cores).
-        """
-
     def close(self) -> None:
         """Release sockets or weights."""
 

@@ -77,9 +77,6 @@ class SentenceTransformerAdapter(Adapter):
                 self._st = SentenceTransformer(_location(self.model), device="cpu")
         return self._st
 
-    def warm(self) -> None:
-        self._load()
-
     @property
     def dimension(self) -> int:
         return int(self._load().get_sentence_embedding_dimension())
