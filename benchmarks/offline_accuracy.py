@@ -17,7 +17,7 @@ seconds per question (indexing excluded: each video is indexed before the first 
 machine may be shared; seconds are wall time.
 
     .venv/bin/python benchmarks/offline_accuracy.py [--strategy NAME ...] [--max-steps N]
-        [--only ID,ID...] [--home DIR] [--verbose]
+        [--only ID,ID...] [--home DIR] [--llm SPEC] [--verbose]
 """
 
 from __future__ import annotations
@@ -73,12 +73,12 @@ def samples() -> list[Any]:
 
 
 def run(strategy: str, questions: list[Any], home: Path, max_steps: int | None,
-        verbose: bool) -> Tally:  # fmt: skip
+        verbose: bool, llm: str | None = None) -> Tally:  # fmt: skip
     from vidagent.app import Session
     from vidagent.budget import Budget
     from vidagent.config import load_settings
 
-    settings = load_settings({"home": home, "cache": "off"}, env={})
+    settings = load_settings({"home": home, "cache": "off", **({"llm": llm} if llm else {})}, env={})
     tally = Tally()
     with Session(settings) as session:
         for sample in questions:
@@ -112,6 +112,10 @@ def main() -> None:
     parser.add_argument("--home", type=Path, help="a vidagent home to reuse (default: a temp one)")
     parser.add_argument("--only", help="comma-separated question ids (default: all 13)")
     parser.add_argument("--verbose", action="store_true", help="print each answer")
+    parser.add_argument(
+        "--llm", help="llm spec (default the embedded one; on a busy machine "
+        "llamacpp:smollm2-135m?n_threads=1 avoids llama.cpp's threads waiting on each other)"
+    )
     args = parser.parse_args()
     questions = samples()
     if args.only:
@@ -126,7 +130,7 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory() as tmp:
         home = args.home or Path(tmp)
-        results = {s: run(s, questions, home, args.max_steps, args.verbose) for s in chosen}
+        results = {s: run(s, questions, home, args.max_steps, args.verbose, args.llm) for s in chosen}
     print("| strategy    | accuracy        | answered | mean steps | mean seconds |")
     print("|-------------|-----------------|----------|------------|--------------|")
     for name, tally in results.items():
