@@ -95,7 +95,7 @@ class GrpoSection(_Section):
 class WarmupSection(_Section):
     """A supervised format warm-up before GRPO (:mod:`vidagent.train.warmup`). **Not in the
     paper** (its 8B master already writes valid actions): off by default and in paper-gpu.toml;
-    on in cpu.toml, where SmolLM2-135M writes none and GRPO would have no signal."""
+    on in cpu.toml, where SmolLM2-135M rarely writes one and GRPO would have almost no signal."""
 
     enabled: bool = False
     max_steps: int = 60  # supervised steps, one first-turn prompt each
