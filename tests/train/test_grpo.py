@@ -148,6 +148,11 @@ def test_bad_configs_are_one_line_errors(tiny: Path, tmp_path: Path) -> None:
         load_config(path, {"rollout.group_size": 1})
     with pytest.raises(ConfigError, match="no training config at"):
         load_config(tmp_path / "none.toml")
+    # counts a loop divides by or steps through, and shares, are checked before any work
+    for key, value in [("warmup.check_every", 0), ("warmup.stop_at", 1.5),
+                       ("grpo.mini_batch_size", 0), ("rollout.max_turns", 0)]:  # fmt: skip
+        with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+            load_config(path, {key: value})
 
 
 def test_a_killed_run_resumes_from_its_last_checkpoint_without_duplicate_rows(

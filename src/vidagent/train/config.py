@@ -12,7 +12,14 @@ import sys
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    ValidationError,
+)
 
 from vidagent.exceptions import ConfigError
 
@@ -64,14 +71,14 @@ class SimulatorSection(_Section):
 
 
 class RolloutSection(_Section):
-    group_size: int = 8  # G
+    group_size: PositiveInt = 8  # G
     #: the paper says 0.0, which makes a group identical (zero advantage); spec §9 #2
     temperature: float = 1.0
-    top_p: float = 1.0
-    max_new_tokens: int = 1024  # per assistant turn
-    max_prompt_tokens: int = 8192  # model max length: a longer episode ends, unanswered
+    top_p: float = Field(1.0, gt=0, le=1)
+    max_new_tokens: PositiveInt = 1024  # per assistant turn
+    max_prompt_tokens: PositiveInt = 8192  # model max length: a longer episode ends, unanswered
     #: T_max; the tolerance zone T_tol = 10 is the master protocol's (CVR_TOLERANCE_TURNS)
-    max_turns: int = 20
+    max_turns: PositiveInt = 20
 
 
 class OptimSection(_Section):
@@ -82,14 +89,14 @@ class OptimSection(_Section):
 
 
 class GrpoSection(_Section):
-    batch_size: int = 32  # prompts per step
-    mini_batch_size: int = 16  # prompts per optimiser update
-    micro_batch_size: int = 1  # sequences per forward pass
-    ppo_epochs: int = 1
+    batch_size: PositiveInt = 32  # prompts per step
+    mini_batch_size: PositiveInt = 16  # prompts per optimiser update
+    micro_batch_size: PositiveInt = 1  # sequences per forward pass
+    ppo_epochs: PositiveInt = 1
     clip_eps: float = 0.2
     beta: float = 0.005  # KL to the frozen reference (k3 estimator)
-    epochs: int = 3
-    max_steps: int = 0  # 0: epochs × ceil(train scripts / batch_size)
+    epochs: PositiveInt = 3
+    max_steps: NonNegativeInt = 0  # 0: epochs × ceil(train scripts / batch_size)
 
 
 class WarmupSection(_Section):
@@ -98,12 +105,12 @@ class WarmupSection(_Section):
     on in cpu.toml, where SmolLM2-135M rarely writes one and GRPO would have almost no signal."""
 
     enabled: bool = False
-    max_steps: int = 60  # supervised steps, one first-turn prompt each
+    max_steps: PositiveInt = 60  # supervised steps, one first-turn prompt each
     lr: float = 1e-5
-    check_every: int = 5  # steps between valid-rate probes
-    probe: int = 8  # first replies sampled at the rollout temperature per probe
+    check_every: PositiveInt = 5  # steps between valid-rate probes
+    probe: PositiveInt = 8  # first replies sampled at the rollout temperature per probe
     #: stop once this share of the probe is valid: well below 1, so GRPO's groups still differ
-    stop_at: float = 0.25
+    stop_at: float = Field(0.25, ge=0, le=1)
 
 
 class RunSection(_Section):
