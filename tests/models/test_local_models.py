@@ -87,6 +87,24 @@ def test_rapidocr_reads_burned_in_text(models: Models) -> None:
     assert 100 < box[0] < 250 and 100 < box[1] < 200  # where it was drawn
 
 
+@needs["ocr"]
+def test_rapidocr_engines_reading_at_once_keep_each_frames_lines_in_order() -> None:
+    from vidagent.models.rapidocr import RapidOCRAdapter
+
+    frames = []
+    for i, word in enumerate(["EXIT 12B", "GATE 72", "", "PLATFORM 9", "LOBBY 31"]):
+        frame = np.full((360, 640, 3), 20 * i, np.uint8)
+        cv2.putText(frame, word, (120, 200), cv2.FONT_HERSHEY_SIMPLEX, 2.2, (255, 255, 0), 6)
+        frames.append(frame)
+    read = {}
+    for workers in (1, 3):
+        adapter = RapidOCRAdapter("pp-ocr", {"workers": str(workers)})
+        read[workers] = [[line.text for line in lines] for lines in adapter.read_text(frames)]
+        adapter.close()
+    assert read[3] == read[1]
+    assert read[3] == [["EXIT 12B"], ["GATE 72"], [], ["PLATFORM 9"], ["LOBBY 31"]]
+
+
 def test_opencv_detector_is_silent_on_a_blank_frame(models: Models) -> None:
     detector = models.client("detector")
     assert detector.detect([np.full((360, 640, 3), 128, np.uint8)]) == [[]]

@@ -318,6 +318,11 @@ class Adapter:
         """
         raise NotImplementedError(f"{self.spec} does not detect")
 
+    def warm(self) -> None:
+        """Load the weights now, so that a later call does not wait for them (ingest calls
+        this from a lane whose stages are done while the other lane still works). The default
+        does nothing: remote and light adapters have nothing worth loading early."""
+
     def close(self) -> None:
         """Release sockets or weights."""
 

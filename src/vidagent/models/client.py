@@ -19,6 +19,7 @@ role. State comes in through it, never through module globals.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import random
 import threading
 import time
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from vidagent.config import Settings
 
 T = TypeVar("T")
+_log = logging.getLogger(__name__)
 SleepFn = Callable[[float], None]
 
 #: Texts per embedding request; longer lists are split (each chunk cached and counted alone).
@@ -528,6 +530,18 @@ class Models:
                 )  # fmt: skip
                 self._clients[role] = client
             return client
+
+    def warm(self, roles: Sequence[str]) -> None:
+        """Load the weights of ``roles`` now, in order (see :meth:`Adapter.warm`).
+
+        Best effort: a role that cannot be served, or weights that fail to load, are skipped
+        here; the call that needs them raises the same error where it is handled.
+        """
+        for role in dict.fromkeys(roles):
+            try:
+                self.client(role).adapter.warm()
+            except Exception as e:  # noqa: BLE001 - surfaces, typed, at the first real call
+                _log.debug("warming %s failed: %s", role, e)
 
     def serving(self, role: str) -> str:
         """The spec serving ``role``: the adapter's for the roles agents call (a hub given

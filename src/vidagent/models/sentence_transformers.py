@@ -77,6 +77,9 @@ class SentenceTransformerAdapter(Adapter):
                 self._st = SentenceTransformer(_location(self.model), device="cpu")
         return self._st
 
+    def warm(self) -> None:
+        self._load()  # importing sentence-transformers (and torch) is most of it: ~4.4 s
+
     @property
     def dimension(self) -> int:
         return int(self._load().get_sentence_embedding_dimension())
