@@ -10,7 +10,7 @@ from vidagent.exceptions import ConfigError
 from vidagent.models import load_model
 from vidagent.models.base import ChatRequest, Message
 from vidagent.models.fake import FakeAdapter
-from vidagent.models.registry import backend_status, create_adapter, parse_spec
+from vidagent.models.registry import backend_status, cpu_share, create_adapter, parse_spec
 
 
 def test_spec_strings_parse_with_options_and_aliases() -> None:
@@ -60,3 +60,16 @@ def test_load_model_takes_a_role_or_a_spec() -> None:
     assert load_model("detector").spec == "opencv:hog+haar"  # the configured default
     with pytest.raises(ConfigError, match="unknown model provider"):
         load_model("nope:model")
+
+
+def test_local_thread_pools_take_the_share_a_pool_or_ray_worker_was_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import os
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert cpu_share() == 3
+    monkeypatch.setenv("OMP_NUM_THREADS", "many")
+    assert cpu_share() == (os.cpu_count() or 1)
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert cpu_share() == (os.cpu_count() or 1)

@@ -2,7 +2,8 @@
 
 ``rapidocr:pp-ocr`` is the only model name. Options: ``min_score`` (default 0.5) drops low
 confidence lines; ``max_side`` (default 960) is the longest side text detection works at;
-``workers`` (default: one per CPU core) how many frames are read at once, each by its own
+``workers`` (default: one per core this process may use, see
+:func:`~vidagent.models.registry.cpu_share`) how many frames are read at once, each by its own
 engine; ``threads`` (default 1; 0 leaves onnxruntime's choice, one per core) the threads of
 each engine. A video frame is too small for onnxruntime's threads to share well: on 2 idle
 cores, 91 frames of the narrated 480x352 clip took 21.0 s with one engine of one thread,
@@ -15,7 +16,6 @@ lone dots and single glyphs out of noise far more often than it finds one-charac
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -25,7 +25,7 @@ import numpy as np
 
 from vidagent.exceptions import BackendMissingError
 from vidagent.models.base import Adapter, BackendStatus, Capabilities, TextLine
-from vidagent.models.registry import module_available
+from vidagent.models.registry import cpu_share, module_available
 
 if TYPE_CHECKING:
     from vidagent.config import Settings
@@ -73,7 +73,7 @@ class RapidOCRAdapter(Adapter):
                         self.options.get("threads", 1)
                     ),
                 }
-                workers = int(self.options.get("workers", os.cpu_count() or 1))
+                workers = int(self.options.get("workers", cpu_share()))
                 engines: queue.SimpleQueue[Any] = queue.SimpleQueue()
                 for _ in range(max(1, workers)):
                     engines.put(RapidOCR(params=params))

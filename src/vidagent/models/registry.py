@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -219,6 +220,15 @@ def backend_status(spec: str, settings: Settings, role: str) -> BackendStatus:
         origin = "built in" if module.__name__.startswith("vidagent.") else module.__name__
         return BackendStatus(str(parsed), True, origin)
     return status(parsed.model, parsed.options, settings)  # type: ignore[no-any-return]
+
+
+def cpu_share() -> int:
+    """The cores this process may use: ``OMP_NUM_THREADS`` where a process pool or Ray set its
+    share, else every core. Local adapters size their thread pools from it."""
+    try:
+        return max(1, int(os.environ["OMP_NUM_THREADS"]))
+    except (KeyError, ValueError):
+        return os.cpu_count() or 1
 
 
 def module_available(name: str) -> bool:

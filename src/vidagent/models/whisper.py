@@ -4,16 +4,16 @@
 Any other faster-whisper model name (downloaded by faster-whisper, so it needs a network) or a
 local CTranslate2 model directory works too. Options: ``compute_type`` (default ``int8``),
 ``beam_size`` (default 5, Whisper's own default), ``vad`` (default 1: skip silence with the
-Silero VAD that faster-whisper bundles), ``threads`` (default: half the CPU cores, at least one;
-ingest runs ``transcribe`` beside OCR and detection, and CTranslate2's own default of 4 threads
-oversubscribes a small machine: tiny.en took 11.9 s for the 3-minute narrated clip with it and
-7.4 s with one thread on 2 idle cores). A request's :class:`~vidagent.models.base.Decoding`
+Silero VAD that faster-whisper bundles), ``threads`` (default: half the cores this process may
+use, at least one, see :func:`~vidagent.models.registry.cpu_share`; ingest runs ``transcribe``
+beside OCR and detection, and CTranslate2's own default of 4 threads oversubscribes a small
+machine: tiny.en took 11.9 s for the 3-minute narrated clip with it and 7.4 s with one thread
+on 2 idle cores). A request's :class:`~vidagent.models.base.Decoding`
 overrides them and sets temperature, thresholds and conditioning on previous text.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +28,7 @@ from vidagent.models.base import (
     Transcript,
     Word,
 )
-from vidagent.models.registry import module_available, package_path
+from vidagent.models.registry import cpu_share, module_available, package_path
 
 if TYPE_CHECKING:
     from vidagent.config import Settings
@@ -81,7 +81,7 @@ class FasterWhisperAdapter(Adapter):
                 _location(self.model),
                 device="cpu",
                 compute_type=self.options.get("compute_type", "int8"),
-                cpu_threads=int(self.options.get("threads", max(1, (os.cpu_count() or 2) // 2))),
+                cpu_threads=int(self.options.get("threads", max(1, cpu_share() // 2))),
             )
         return self._model
 
