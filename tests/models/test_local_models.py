@@ -103,6 +103,8 @@ def test_rapidocr_engines_reading_at_once_keep_each_frames_lines_in_order() -> N
         adapter.close()
     assert read[3] == read[1]
     assert read[3] == [["EXIT 12B"], ["GATE 72"], [], ["PLATFORM 9"], ["LOBBY 31"]]
+    assert [line.text for line in adapter.read_text(frames[:1])[0]] == ["EXIT 12B"]  # reloads
+    adapter.close()
 
 
 def test_opencv_detector_is_silent_on_a_blank_frame(models: Models) -> None:

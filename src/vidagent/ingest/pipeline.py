@@ -93,9 +93,9 @@ def stage_names() -> tuple[str, ...]:
 #: Stages that read neither the transcript nor each other's output. With ``overlap=True`` a run
 #: of two or more of them in a row runs at once, each in its own thread, while a further thread
 #: loads the weights of the stages after them (the embedder's imports take ~4.4 s on 2 cores).
-#: Whisper (CTranslate2), PP-OCR (onnxruntime) and OpenCV leave the GIL while they compute; on
-#: the narrated 3-minute clip and 2 cores the stages take ~41 CPU seconds together, and running
-#: them at once cut their wall time from 33 s (one after another) to 25 s.
+#: Whisper (CTranslate2), PP-OCR (onnxruntime) and OpenCV leave the GIL while they compute, so
+#: the threads share the cores: on the narrated 3-minute clip and 2 cores the three stages and
+#: the embedder's loading are ~41 CPU seconds and take ~25 s at once.
 INDEPENDENT: frozenset[str] = frozenset({"transcribe", "read_text", "detect"})
 
 

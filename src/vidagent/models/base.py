@@ -320,8 +320,8 @@ class Adapter:
 
     def warm(self) -> None:
         """Load the weights now, so that a later call does not wait for them (ingest calls
-        this from a lane whose stages are done while the other lane still works). The default
-        does nothing: remote and light adapters have nothing worth loading early."""
+        this in a thread beside the stages that run before the one that needs them). The
+        default does nothing: remote and light adapters have nothing worth loading early."""
 
     def close(self) -> None:
         """Release sockets or weights."""

@@ -55,9 +55,9 @@ class RapidOCRAdapter(Adapter):
     ) -> RapidOCRAdapter:
         return cls(model, options)
 
-    def _load(self) -> queue.SimpleQueue[Any]:
+    def _load(self) -> tuple[queue.SimpleQueue[Any], ThreadPoolExecutor]:
         with self._lock:
-            if self._engines is None:
+            if self._engines is None or self._pool is None:
                 try:
                     from rapidocr import RapidOCR
                 except ImportError:
@@ -79,10 +79,10 @@ class RapidOCRAdapter(Adapter):
                     engines.put(RapidOCR(params=params))
                 self._pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="ocr")
                 self._engines = engines
-        return self._engines
+            return self._engines, self._pool
 
     def _read(self, bgr: np.ndarray) -> list[TextLine]:
-        engines = self._load()
+        engines, _ = self._load()
         engine = engines.get()  # a free engine: each reads one frame at a time
         try:
             result = engine(bgr)
@@ -105,11 +105,13 @@ class RapidOCRAdapter(Adapter):
 
     def read_text(self, images: list[np.ndarray]) -> list[list[TextLine]]:
         """Lines per image (each (H, W, 3) uint8 RGB), in order; frames are read in parallel."""
-        self._load()
-        assert self._pool is not None
-        # RapidOCR expects BGR.
-        return list(self._pool.map(self._read, [np.ascontiguousarray(x[:, :, ::-1]) for x in images]))
+        _, pool = self._load()
+        bgr = [np.ascontiguousarray(rgb[:, :, ::-1]) for rgb in images]  # RapidOCR expects BGR
+        return list(pool.map(self._read, bgr))
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
+        """Stop the reading threads and drop the engines (a later call loads them again)."""
+        with self._lock:
+            pool, self._pool, self._engines = self._pool, None, None
+        if pool is not None:
+            pool.shutdown(wait=True)
