@@ -58,7 +58,7 @@ def test_a_query_through_the_default_adapter_does_not_import_torch() -> None:
         "print(vectors.shape)\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "(1, 384)" in out.stdout
 
