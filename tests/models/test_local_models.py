@@ -107,6 +107,24 @@ def test_rapidocr_engines_reading_at_once_keep_each_frames_lines_in_order() -> N
     adapter.close()
 
 
+@pytest.mark.realmedia
+def test_opencv_detector_searching_frames_at_once_finds_what_one_at_a_time_finds() -> None:
+    from realmedia import get_clip
+
+    from vidagent.media import frames_at, probe
+    from vidagent.models.opencv import OpenCVDetector
+
+    info = probe(get_clip("vtest.avi"))  # pedestrians
+    frames = frames_at(info, [1.0, 3.0, 5.0, 7.0, 9.0], size=800)
+    found = {}
+    for workers in (1, 3):
+        detector = OpenCVDetector("hog+haar", {"workers": str(workers)})
+        found[workers] = [[(d.label, d.box) for d in f] for f in detector.detect(frames)]
+        detector.close()
+    assert found[3] == found[1]
+    assert sum(label == "person" for f in found[3] for label, _ in f) >= 5
+
+
 def test_opencv_detector_is_silent_on_a_blank_frame(models: Models) -> None:
     detector = models.client("detector")
     assert detector.detect([np.full((360, 640, 3), 128, np.uint8)]) == [[]]
