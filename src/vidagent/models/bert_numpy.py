@@ -49,6 +49,12 @@ def supported(path: Path) -> bool:
     )
 
 
+def _linear(name: str, value: np.ndarray) -> bool:
+    """Whether a weight is a linear layer's matrix (the embedding tables are not)."""
+    linear = name.endswith((".query.weight", ".key.weight", ".value.weight", ".dense.weight"))
+    return linear and value.ndim == 2
+
+
 def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
     mean = x.mean(axis=-1, keepdims=True)
     var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
@@ -73,12 +79,11 @@ class NumpyBert:
         self.layers = int(config["num_hidden_layers"])
         self.eps = float(config.get("layer_norm_eps", 1e-12))
         self.dimension = int(config["hidden_size"])
-        weights = load_file(path / "model.safetensors")
-        # Dense weights transposed once, contiguous, so each product is one BLAS call.
+        # Linear layers' weights (out, in) transposed once, contiguous: each product is one BLAS
+        # call on (B * L, in) rows.
         self.w = {
-            k.removeprefix("bert."): np.ascontiguousarray(v.T) if v.ndim == 2 and ".dense." in k
-            or k.endswith(("query.weight", "key.weight", "value.weight")) else v
-            for k, v in weights.items()
+            k.removeprefix("bert."): np.ascontiguousarray(v.T) if _linear(k, v) else v
+            for k, v in load_file(path / "model.safetensors").items()
         }
         self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length=self.max_seq_length)
