@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -15,9 +16,10 @@ import pytest
 from vidagent.config import load_settings
 from vidagent.exceptions import NotAVideoError
 from vidagent.ingest import STAGES, index_video
+from vidagent.ingest.pipeline import index_path
 from vidagent.library import Library
 from vidagent.media.synth import make_video
-from vidagent.models.base import Detection, Segment, TextLine, Transcript
+from vidagent.models.base import Detection, Segment, TextLine, TranscribeRequest, Transcript
 from vidagent.models.client import Models
 from vidagent.models.fake import FakeAdapter
 
@@ -126,6 +128,73 @@ def test_a_bad_file_raises_and_writes_nothing(tmp_path: Path) -> None:
     with pytest.raises(NotAVideoError):
         index_video(bad, library=lib, settings=settings, models=fake_models(settings))
     assert lib.list_videos() == []
+
+
+class WaitingASR(FakeAdapter):
+    """Transcribes only once OCR has started: indexing deadlocks (and this times out) unless
+    transcribe and read_text run at the same time."""
+
+    def __init__(self, ocr_started: threading.Event) -> None:
+        # its own model name: one endpoint, one slot, so it must not share OCR's "fake:echo"
+        super().__init__("asr", transcript=Transcript("en", (Segment(0.0, 2.0, "hello there"),)))
+        self.ocr_started = ocr_started
+
+    def transcribe(self, request: TranscribeRequest) -> Transcript:
+        assert self.ocr_started.wait(timeout=30), "read_text did not run beside transcribe"
+        return super().transcribe(request)
+
+
+class WarmEmbed(FakeAdapter):
+    """A fake embedder that records where its weights were loaded."""
+
+    def __init__(self, dim: str) -> None:
+        super().__init__("hash", {"dim": dim})
+        self.warmed: list[str] = []
+
+    def warm(self) -> None:
+        self.warmed.append(threading.current_thread().name)
+
+
+def test_independent_stages_run_at_once_while_the_embedder_loads(
+    small_video: Path, tmp_path: Path
+) -> None:
+    settings = load_settings({**FAKES, "cache": "off"})
+    lib = Library(tmp_path / "lib")
+    models = fake_models(settings)
+    started = threading.Event()
+    ocr = models._adapters["ocr"]  # type: ignore[index]
+    read = ocr.read_text
+    ocr.read_text = lambda images: (started.set(), read(images))[1]  # type: ignore[method-assign]
+    models._adapters["asr"] = WaitingASR(started)  # type: ignore[index]
+    embed = WarmEmbed(settings.embed.split("dim=")[1])
+    models._adapters["embed"] = embed  # type: ignore[index]
+    bad = tmp_path / "bad.mp4"
+    bad.write_text("not a video")
+    with pytest.raises(NotAVideoError):
+        index_video(bad, library=lib, settings=settings, models=models)
+    assert embed.warmed == []  # a file that cannot be indexed loads no weights
+    result = index_video(small_video, library=lib, settings=settings, models=models)
+    assert [r.stage for r in result.stages] == list(STAGES)  # reported in stage order
+    assert len(embed.warmed) == 1 and embed.warmed[0].startswith("ingest")
+    vid = lib.list_videos()[0].video_id
+    assert runs(result) == dict.fromkeys(STAGES, 3)
+    assert set(lib.get_video(vid).stages) == {"structure", *STAGES}  # every lane's entry kept
+    assert all(c.ocr_text == "HELLO" for c in lib.clips(vid))
+    assert len(lib.clip_vector_hashes(vid)) == 3
+
+
+def test_without_overlap_the_stages_run_one_after_another(small_video: Path, tmp_path: Path) -> None:
+    settings = load_settings({**FAKES, "cache": "off"})
+    lib = Library(tmp_path / "lib")
+    models = fake_models(settings)
+    order: list[str] = []
+    for role, method in (("asr", "transcribe"), ("ocr", "read_text"), ("detector", "detect")):
+        adapter = models._adapters[role]  # type: ignore[index]
+        call = getattr(adapter, method)
+        setattr(adapter, method, lambda *a, _c=call, _r=role: (order.append(_r), _c(*a))[1])
+    result = index_path(small_video, library=lib, settings=settings, models=models, overlap=False)
+    assert result.error is None
+    assert order == sorted(order, key=["asr", "ocr", "detector"].index)  # never interleaved
 
 
 def _count_lines(path: Path) -> int:
