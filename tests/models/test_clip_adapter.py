@@ -118,7 +118,7 @@ def test_spec_errors_say_what_to_fix(tmp_path: Path, tiny_clip: Path) -> None:
         create_adapter(f"clip:{tmp_path / 'bert'}", settings, "image_embed")
     with pytest.raises(ConfigError, match="cannot fill role 'embed'"):
         create_adapter(f"clip:{tiny_clip}", settings, "embed")
-    with pytest.raises(ConfigError, match="bad option"):
+    with pytest.raises(ConfigError, match="option batch_size must be a whole number"):
         embedder(tiny_clip, batch_size="many")
 
 

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from vidagent.exceptions import ConfigError
 from vidagent.roles import Role  # noqa: F401  - declared there; importable from here too
 
 # ---------------------------------------------------------------------------------------------
@@ -277,6 +278,25 @@ class Adapter:
     def __init__(self, model: str, options: dict[str, str] | None = None) -> None:
         self.model = model
         self.options = dict(options or {})
+
+    def number(self, name: str, default: float, *, minimum: float = 0, whole: bool = True) -> Any:
+        """The spec option ``name`` as a number (an int when ``whole``), at least ``minimum``.
+
+        Raises:
+            ConfigError: the option is not such a number (one line, naming the spec).
+        """
+        raw = self.options.get(name)
+        if raw is None:
+            return default
+        try:
+            value = int(raw) if whole else float(raw)
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            kind = "a whole number" if whole else "a number"
+            raise ConfigError(f"{self.spec}: option {name} must be {kind} >= {minimum:g}, "
+                              f"not {raw!r}")  # fmt: skip
+        return value
 
     @property
     def spec(self) -> str:

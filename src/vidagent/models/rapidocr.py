@@ -45,6 +45,10 @@ class RapidOCRAdapter(Adapter):
 
     def __init__(self, model: str, options: dict[str, str] | None = None) -> None:
         super().__init__(model, options)
+        self.max_side = self.number("max_side", 960, minimum=32)
+        self.min_score = self.number("min_score", 0.5, whole=False)
+        self.workers = self.number("workers", cpu_share(), minimum=1)
+        self.threads = self.number("threads", 1)
         self._engines: queue.SimpleQueue[Any] | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -68,16 +72,13 @@ class RapidOCRAdapter(Adapter):
                 params = {
                     "Global.log_level": "error",
                     "Det.limit_type": "max",
-                    "Det.limit_side_len": int(self.options.get("max_side", 960)),
-                    "EngineConfig.onnxruntime.intra_op_num_threads": int(
-                        self.options.get("threads", 1)
-                    ),
+                    "Det.limit_side_len": self.max_side,
+                    "EngineConfig.onnxruntime.intra_op_num_threads": self.threads,
                 }
-                workers = int(self.options.get("workers", cpu_share()))
                 engines: queue.SimpleQueue[Any] = queue.SimpleQueue()
-                for _ in range(max(1, workers)):
+                for _ in range(self.workers):
                     engines.put(RapidOCR(params=params))
-                self._pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="ocr")
+                self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="ocr")
                 self._engines = engines
             return self._engines, self._pool
 
@@ -88,12 +89,11 @@ class RapidOCRAdapter(Adapter):
             result = engine(bgr)
         finally:
             engines.put(engine)
-        min_score = float(self.options.get("min_score", 0.5))
         lines = []
         for box, text, score in zip(
             result.boxes if result.boxes is not None else [], result.txts or (), result.scores or ()
         ):
-            if score < min_score or sum(ch.isalnum() for ch in text) < 2:
+            if score < self.min_score or sum(ch.isalnum() for ch in text) < 2:
                 continue
             pts = np.asarray(box, dtype=np.float32)  # (4, 2) corners
             x0, y0 = pts.min(axis=0)

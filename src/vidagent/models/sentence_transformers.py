@@ -114,6 +114,7 @@ class SentenceTransformerAdapter(Adapter):
         if self.runtime not in RUNTIMES:
             raise ConfigError(f"{self.spec}: runtime must be auto, numpy or torch, not "
                               f"{self.runtime!r}")  # fmt: skip
+        self.batch_size = self.number("batch_size", 64, minimum=1)
         self._numpy: Encoder | None = None
         self._torch: Encoder | None = None
         self._numpy_ok: bool | None = None  # whether NumPy computes this model (found once)
@@ -163,7 +164,7 @@ class SentenceTransformerAdapter(Adapter):
         encoder = self._encoder(len(texts))
         if not texts:
             return EmbedResponse(vectors=np.zeros((0, encoder.dimension), np.float32))
-        vectors = encoder.encode(texts, int(self.options.get("batch_size", 64)))  # (N, D)
+        vectors = encoder.encode(texts, self.batch_size)  # (N, D)
         # What the model saw: inputs are cut at max_seq_length.
         tokens = sum(len(row) for row in encoder.tokenize(texts))
         return EmbedResponse(vectors=vectors, usage=Usage(input_tokens=tokens))

@@ -129,13 +129,10 @@ class TransformersDetector(Adapter):
         self.path, self.family = model_family(model)
         given = [name.strip() for name in self.options.get("labels", "").split(",")]
         self.labels = [name for name in given if name] or list(COCO)
-        try:
-            self.threshold = float(self.options.get("threshold", 0.1))
-            self.nms = float(self.options.get("nms", 0.5))
-            self.max_detections = int(self.options.get("max_detections", 50))
-            self.batch = max(1, int(self.options.get("batch_size", 4)))
-        except ValueError as e:
-            raise ConfigError(f"transformers detector {model!r}: bad option ({e})") from None
+        self.threshold = self.number("threshold", 0.1, whole=False)
+        self.nms = self.number("nms", 0.5, whole=False)
+        self.max_detections = self.number("max_detections", 50, minimum=1)
+        self.batch = self.number("batch_size", 4, minimum=1)
         self.device = self.options.get("device", "cpu")
         self._loaded: tuple[Any, Any] | None = None
         self._lock = threading.Lock()

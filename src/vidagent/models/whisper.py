@@ -62,6 +62,8 @@ class FasterWhisperAdapter(Adapter):
 
     def __init__(self, model: str, options: dict[str, str] | None = None) -> None:
         super().__init__(model, options)
+        self.threads = self.number("threads", max(1, cpu_share() // 2))
+        self.beam_size = self.number("beam_size", 5, minimum=1)
         self._model: Any = None
         self._lock = threading.Lock()
 
@@ -81,7 +83,7 @@ class FasterWhisperAdapter(Adapter):
                 _location(self.model),
                 device="cpu",
                 compute_type=self.options.get("compute_type", "int8"),
-                cpu_threads=int(self.options.get("threads", max(1, cpu_share() // 2))),
+                cpu_threads=self.threads,
             )
         return self._model
 
@@ -110,7 +112,7 @@ class FasterWhisperAdapter(Adapter):
         d = request.decoding
         vad = self.options.get("vad", "1") not in ("0", "false") if d.vad is None else d.vad
         kwargs: dict[str, Any] = {
-            "beam_size": d.beam_size or int(self.options.get("beam_size", 5)),
+            "beam_size": d.beam_size or self.beam_size,
             "vad_filter": vad,
         }
         if d.temperature is not None:
