@@ -13,7 +13,7 @@ faster). Target from the issue: at least 10x overall on 2 cores.
 Each clip is indexed twice in one run, on the same machine: *before* is the pipeline without the
 speed levers (no text-presence gate before OCR, one OCR engine with onnxruntime's threads,
 CTranslate2's default threads for Whisper, stages one after another, the summary written by the
-llm), *after* the default (the gate on, two single-thread OCR engines, Whisper on half the
+llm), *after* the default (the gate on, two single-thread OCR engines on OpenVINO, Whisper on half the
 cores, ``transcribe``, ``read_text`` and ``detect`` at once while the embedder loads, the
 extractive digest as the summary of the embedded llm). Per stage the table prints both and the
 ratio before/after; with the overlap, those three stages' seconds run side by side, so only the
@@ -67,7 +67,7 @@ BEFORE: dict[str, Any] = {
     "overlap": False,
     "settings": {
         "summary": "model",
-        "ocr": "rapidocr:pp-ocr?workers=1&threads=0",
+        "ocr": "rapidocr:pp-ocr?workers=1&threads=0&runtime=onnxruntime",
         "asr": "faster-whisper:tiny.en?threads=0",
     },
 }

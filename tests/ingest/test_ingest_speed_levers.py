@@ -1,6 +1,6 @@
-"""The ingest speed levers (OCR's text-presence gate, two OCR engines reading frames at once,
-transcribe, read_text and detect running at the same time while the embedder loads) lose
-nothing a user would see: the same on-screen lines, the spoken words, the detections, the
+"""The ingest speed levers (OCR's text-presence gate, two OCR engines on OpenVINO reading frames
+at once, transcribe, read_text and detect running at the same time while the embedder loads)
+lose nothing a user would see: the same on-screen lines, the spoken words, the detections, the
 search hits, on the real narrated clip and on a generated one. The end-to-end checks of each
 stage alone are in test_end_to_end.py and test_perception_stages.py; these run them with the
 levers on, as ``vidagent index`` does."""
@@ -87,13 +87,13 @@ def test_real_clip_keeps_every_stage_output_with_the_levers_on(
 @OFFLINE
 @pytest.mark.models
 @pytest.mark.realmedia
-def test_real_clip_reads_the_same_lines_without_the_gate_with_one_ocr_engine(
+def test_real_clip_reads_the_same_lines_without_the_gate_with_one_onnxruntime_engine(
     real: tuple[Library, IndexResult, Path], tmp_path: Path
 ) -> None:
     lib, result, _ = real
     gated = {c.clip_index: c.ocr_text for c in lib.clips(result.structure.video.video_id)}  # type: ignore[union-attr]
-    # The pipeline before the levers: every frame to OCR, one engine with onnxruntime's threads.
-    ocr = "rapidocr:pp-ocr?workers=1&threads=0"
+    # The pipeline before the levers: every frame to OCR, one onnxruntime engine with its threads.
+    ocr = "rapidocr:pp-ocr?workers=1&threads=0&runtime=onnxruntime"
     settings = load_settings({"home": tmp_path, "cache": "off", "ocr": ocr})
     plain_lib = Library(settings.library_uri)
     with Models(settings) as models:

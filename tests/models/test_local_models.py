@@ -107,6 +107,31 @@ def test_rapidocr_engines_reading_at_once_keep_each_frames_lines_in_order() -> N
     adapter.close()
 
 
+@needs["ocr"]
+@pytest.mark.realmedia
+@pytest.mark.skipif(not module_available("openvino"), reason="openvino (vidagent[ocr]) missing")
+def test_rapidocr_on_openvino_reads_what_onnxruntime_reads_on_real_frames() -> None:
+    from realmedia import get_clip
+
+    from vidagent.media import frames_at, probe
+    from vidagent.models.rapidocr import RapidOCRAdapter
+
+    # Frames of the narrated clip where OpenVINO's bfloat16 default read other lines ("CC" for
+    # "cC", a lost line, other guesses at blurred text).
+    frames = frames_at(probe(get_clip("wannaworktogether.mp4")), [2.0, 10.0, 12.0, 26.0, 30.0])
+    read = {}
+    for runtime in ("onnxruntime", "openvino"):
+        adapter = RapidOCRAdapter("pp-ocr", {"runtime": runtime})
+        read[runtime] = adapter.read_text(list(frames))
+        adapter.close()
+    texts = {r: [[line.text for line in f] for f in lines] for r, lines in read.items()}
+    assert texts["openvino"] == texts["onnxruntime"]
+    assert sum(len(f) for f in texts["openvino"]) >= 6
+    for ours, theirs in zip(read["openvino"], read["onnxruntime"]):
+        for a, b in zip(ours, theirs):
+            assert np.allclose(a.box, b.box, atol=1.0)
+
+
 @pytest.mark.realmedia
 def test_opencv_detector_searching_frames_at_once_finds_what_one_at_a_time_finds() -> None:
     from realmedia import get_clip

@@ -79,13 +79,14 @@ def test_local_thread_pools_take_the_share_a_pool_or_ray_worker_was_given(
     ("spec", "role", "message"),
     [
         ("rapidocr:pp-ocr?workers=abc", "ocr", "option workers must be a whole number >= 1"),
+        ("rapidocr:pp-ocr?runtime=gpu", "ocr", "runtime must be one of auto, openvino, onnx"),
         ("opencv:hog+haar?workers=0", "detector", "option workers must be a whole number >= 1"),
         ("opencv:hog+haar?min_score=high", "detector", "option min_score must be a number"),
         ("faster-whisper:tiny.en?threads=two", "asr", "option threads must be a whole number"),
         ("sentence-transformers:all-minilm-l6-v2?batch_size=-4", "embed", "option batch_size"),
     ],
 )
-def test_a_bad_numeric_option_is_a_one_line_error_naming_the_spec(
+def test_a_bad_option_is_a_one_line_error_naming_the_spec(
     spec: str, role: str, message: str
 ) -> None:
     with pytest.raises(ConfigError, match=message) as caught:
