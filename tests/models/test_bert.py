@@ -1,5 +1,6 @@
-"""The NumPy runtime of the embedded MiniLM gives sentence-transformers' vectors, and a query
-embedded through the default adapter does not import torch."""
+"""The NumPy and plain-torch runtimes of the embedded MiniLM give sentence-transformers'
+vectors; a query embedded through the default adapter does not import torch, and a bulk
+request (ingest) does not import sentence-transformers."""
 
 from __future__ import annotations
 
@@ -38,29 +39,32 @@ def embed(runtime: str, texts: list[str]) -> tuple[np.ndarray, int]:
     return reply.vectors, reply.usage.input_tokens
 
 
-def test_numpy_vectors_and_token_counts_equal_sentence_transformers() -> None:
-    numpy_vectors, numpy_tokens = embed("numpy", TEXTS)
-    torch_vectors, torch_tokens = embed("torch", TEXTS)
-    assert numpy_vectors.shape == torch_vectors.shape == (len(TEXTS), 384)
-    assert numpy_vectors.dtype == np.float32
-    assert np.abs(numpy_vectors - torch_vectors).max() < 1e-5
-    assert numpy_tokens == torch_tokens
-    assert np.allclose(np.linalg.norm(numpy_vectors, axis=1), 1.0, atol=1e-5)
+@pytest.mark.parametrize("runtime", ["numpy", "torch"])
+def test_vectors_and_token_counts_equal_sentence_transformers(runtime: str) -> None:
+    vectors, tokens = embed(runtime, TEXTS)
+    reference, reference_tokens = embed("sentence-transformers", TEXTS)
+    assert vectors.shape == reference.shape == (len(TEXTS), 384)
+    assert vectors.dtype == np.float32
+    assert np.abs(vectors - reference).max() < 1e-5
+    assert tokens == reference_tokens
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
 
-def test_a_query_through_the_default_adapter_does_not_import_torch() -> None:
+def test_the_default_adapter_imports_torch_only_for_bulk_and_never_sentence_transformers() -> None:
     code = (
         "import sys\n"
         "from vidagent.config import load_settings\n"
         "from vidagent.models.client import Models\n"
         "with Models(load_settings({'cache': 'off'})) as models:\n"
-        "    vectors = models.client('embed').embed(['a teacher and an artist']).vectors\n"
-        "print(vectors.shape)\n"
-        "assert 'torch' not in sys.modules, 'torch imported'\n"
+        "    embed = models.client('embed')\n"
+        "    vectors = embed.embed(['a teacher and an artist']).vectors\n"
+        "    print(vectors.shape, 'torch' in sys.modules)\n"
+        "    vectors = embed.embed([f'clip {i}' for i in range(40)]).vectors\n"
+        "    print(vectors.shape, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "(1, 384)" in out.stdout
+    assert out.stdout.split("\n")[:2] == ["(1, 384) False", "(40, 384) True False"]
 
 
 def test_a_model_numpy_does_not_compute_is_refused_by_runtime_numpy(tmp_path: Path) -> None:
@@ -74,8 +78,14 @@ def test_a_model_numpy_does_not_compute_is_refused_by_runtime_numpy(tmp_path: Pa
     pooling.write_text(json.dumps(config))
     with pytest.raises(ConfigError, match="runtime=torch"):
         SentenceTransformerAdapter(str(model), {"runtime": "numpy"}).embed(EmbedRequest(("x",)))
-    # auto leaves it to sentence-transformers, which pools the [CLS] token
-    vectors = SentenceTransformerAdapter(str(model)).embed(EmbedRequest(("x",))).vectors
-    assert vectors.shape == (1, 384)
+    # auto and torch leave it to sentence-transformers, which pools the [CLS] token: their
+    # vectors are its, not the bundled mean-pooled model's
+    texts = tuple(TEXTS[:20])
+    cls = SentenceTransformerAdapter(str(model), {"runtime": "sentence-transformers"})
+    reference = cls.embed(EmbedRequest(texts)).vectors
+    assert np.abs(reference - embed("sentence-transformers", list(texts))[0]).max() > 0.05
+    for options in ({}, {"runtime": "torch"}):
+        vectors = SentenceTransformerAdapter(str(model), options).embed(EmbedRequest(texts)).vectors
+        assert np.abs(vectors - reference).max() < 1e-5
     with pytest.raises(ConfigError, match="runtime must be"):
         SentenceTransformerAdapter("all-minilm-l6-v2", {"runtime": "onnx"})
