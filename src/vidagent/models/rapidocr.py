@@ -92,16 +92,23 @@ class RapidOCRAdapter(Adapter):
                 }
                 if self._openvino():
                     _openvino_in_float32()
-                    engine = EngineType.OPENVINO
                     params["EngineConfig.openvino.inference_num_threads"] = self.threads or -1
                     # OpenVINO pins its threads to cores by default: engines reading at once
                     # would all run on the first core.
                     params["EngineConfig.openvino.enable_cpu_pinning"] = False
                     for part in ("Det", "Cls", "Rec"):
-                        params[f"{part}.engine_type"] = engine
+                        params[f"{part}.engine_type"] = EngineType.OPENVINO
                 engines: queue.SimpleQueue[Any] = queue.SimpleQueue()
+                sample = _sample_line()
                 for _ in range(self.workers):
-                    engines.put(RapidOCR(params=params))
+                    engine = RapidOCR(params=params)
+                    # Each engine loads its models and reads once here, one at a time, before
+                    # frames are read in parallel: OpenVINO's Python binding initialises a
+                    # static on its first read of a tensor, and two threads doing that at once
+                    # under the GIL deadlock (a hung ingest; 1 of 6 fresh processes reading with
+                    # four engines beside a busy Python thread hung without this, 0 of 6 with).
+                    engine(sample)
+                    engines.put(engine)
                 self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="ocr")
                 self._engines = engines
             return self._engines, self._pool
@@ -148,6 +155,15 @@ class RapidOCRAdapter(Adapter):
             pool, self._pool, self._engines = self._pool, None, None
         if pool is not None:
             pool.shutdown(wait=True)
+
+
+def _sample_line() -> np.ndarray:
+    """A small BGR image of one printed line, for the engines' first read."""
+    import cv2
+
+    image = np.full((64, 256, 3), 255, np.uint8)  # (H, W, 3) BGR
+    cv2.putText(image, "OCR 42", (20, 45), cv2.FONT_HERSHEY_SIMPLEX, 1.2, (0, 0, 0), 2)
+    return image
 
 
 def _float32_seam() -> Any:
