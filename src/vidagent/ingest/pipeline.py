@@ -92,10 +92,10 @@ def stage_names() -> tuple[str, ...]:
 
 #: Stages that read neither the transcript nor each other's output. With ``overlap=True`` a run
 #: of two or more of them in a row runs at once, each in its own thread, while a further thread
-#: loads the weights of the stages after them (the embedder's imports take ~4.4 s on 2 cores).
-#: Whisper (CTranslate2), PP-OCR (onnxruntime) and OpenCV leave the GIL while they compute, so
-#: the threads share the cores: on the narrated 3-minute clip and 2 cores the three stages and
-#: the embedder's loading are ~41 CPU seconds and take ~25 s at once.
+#: loads the weights of the stages after them (importing torch for the embedder, ~1.5 s).
+#: Whisper (CTranslate2), PP-OCR (OpenVINO or onnxruntime) and OpenCV leave the GIL while they
+#: compute, so the threads share the cores: on the narrated 3-minute clip and 2 cores the three
+#: stages take 17-21 s at once.
 INDEPENDENT: frozenset[str] = frozenset({"transcribe", "read_text", "detect"})
 
 
