@@ -141,6 +141,7 @@ class WaitingASR(FakeAdapter):
 
     def transcribe(self, request: TranscribeRequest) -> Transcript:
         assert self.ocr_started.wait(timeout=30), "read_text did not run beside transcribe"
+        time.sleep(0.3)  # while OCR reads
         return super().transcribe(request)
 
 
@@ -164,7 +165,7 @@ def test_independent_stages_run_at_once_while_the_embedder_loads(
     started = threading.Event()
     ocr = models._adapters["ocr"]  # type: ignore[index]
     read = ocr.read_text
-    ocr.read_text = lambda images: (started.set(), read(images))[1]  # type: ignore[method-assign]
+    ocr.read_text = lambda images: (started.set(), time.sleep(0.3), read(images))[2]  # type: ignore[method-assign]
     models._adapters["asr"] = WaitingASR(started)  # type: ignore[index]
     embed = WarmEmbed(settings.embed.split("dim=")[1])
     models._adapters["embed"] = embed  # type: ignore[index]
@@ -181,6 +182,11 @@ def test_independent_stages_run_at_once_while_the_embedder_loads(
     assert set(lib.get_video(vid).stages) == {"structure", *STAGES}  # every lane's entry kept
     assert all(c.ocr_text == "HELLO" for c in lib.clips(vid))
     assert len(lib.clip_vector_hashes(vid)) == 3
+    # "indexed in N s" is wall time: the overlapping stages' seconds (0.3 s or more of each
+    # together) are not added up
+    assert result.structure is not None
+    added = result.structure.seconds + sum(r.seconds for r in result.stages)
+    assert result.seconds < added - 0.2
 
 
 def test_without_overlap_the_stages_run_one_after_another(small_video: Path, tmp_path: Path) -> None:

@@ -129,9 +129,14 @@ class IndexResult:
     structure: StructureReport | None = None
     stages: list[StageRun] = field(default_factory=list)
     error: MediaError | None = None
+    #: Wall seconds of the whole run, where :func:`index_path` measured it.
+    wall: float | None = None
 
     @property
     def seconds(self) -> float:
+        """Wall seconds: stages that overlapped count once (their own seconds overlap)."""
+        if self.wall is not None:
+            return self.wall
         base = self.structure.seconds if self.structure else 0.0
         return base + sum(s.seconds for s in self.stages)
 
@@ -188,12 +193,14 @@ def index_path(
             stage after them waits for all. Their :class:`StageRun` come in stage order, and
             their seconds overlap.
     """
+    started = time.perf_counter()
     path = Path(path).expanduser()
     result = IndexResult(path)
     try:
         result.structure = index_structure(library, path, settings)
     except MediaError as e:
         result.error = e
+        result.wall = time.perf_counter() - started
         return result
     ctx = IngestContext(library, models, settings, result.structure.video, path)
     options = options or {}
@@ -226,6 +233,7 @@ def index_path(
         ctx.video = library.get_video(ctx.video.video_id)  # with their stage entries
         i = j
     result.video = library.get_video(ctx.video.video_id)
+    result.wall = time.perf_counter() - started
     return result
 
 
