@@ -82,6 +82,7 @@ def test_local_thread_pools_take_the_share_a_pool_or_ray_worker_was_given(
         ("rapidocr:pp-ocr?runtime=gpu", "ocr", "runtime must be one of auto, openvino, onnx"),
         ("opencv:hog+haar?workers=0", "detector", "option workers must be a whole number >= 1"),
         ("opencv:hog+haar?min_score=high", "detector", "option min_score must be a number"),
+        ("opencv:hog+haar?min_score=nan", "detector", "option min_score must be a number"),
         ("faster-whisper:tiny.en?threads=two", "asr", "option threads must be a whole number"),
         ("sentence-transformers:all-minilm-l6-v2?batch_size=-4", "embed", "option batch_size"),
     ],

@@ -134,7 +134,8 @@ class IndexResult:
 
     @property
     def seconds(self) -> float:
-        """Wall seconds: stages that overlapped count once (their own seconds overlap)."""
+        """Wall seconds where :func:`index_path` measured them (overlapping stages count once);
+        otherwise, for a result assembled from stage-by-stage runs, their sum."""
         if self.wall is not None:
             return self.wall
         base = self.structure.seconds if self.structure else 0.0

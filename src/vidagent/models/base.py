@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Literal
@@ -292,7 +293,7 @@ class Adapter:
             value = int(raw) if whole else float(raw)
         except ValueError:
             value = None
-        if value is None or value < minimum:
+        if value is None or math.isnan(value) or value < minimum:
             kind = "a whole number" if whole else "a number"
             raise ConfigError(f"{self.spec}: option {name} must be {kind} >= {minimum:g}, "
                               f"not {raw!r}")  # fmt: skip
