@@ -160,3 +160,26 @@ def test_unconfigured_optional_role_says_so(models: Models) -> None:
 
     with pytest.raises(ConfigError, match="disabled"):
         models.client("image_embed")
+
+
+@needs["ocr"]
+@pytest.mark.skipif(not module_available("openvino"), reason="openvino (vidagent[ocr]) missing")
+def test_an_ocr_runtime_that_cannot_load_is_a_one_line_error_naming_the_remedy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rapidocr.inference_engine.openvino import main
+
+    from vidagent.exceptions import ProviderError
+    from vidagent.models.rapidocr import RapidOCRAdapter
+
+    class Broken(main.CPUConfig):  # type: ignore[name-defined,misc]
+        float32 = True  # taken for the adapter's own options, which are then not added
+
+        def get_config(self) -> dict[str, str]:
+            return {"INFERENCE_PRECISION_HINT": "f99"}  # OpenVINO's CPU plugin refuses this
+
+    monkeypatch.setattr(main, "CPUConfig", Broken)
+    adapter = RapidOCRAdapter("pp-ocr", {"runtime": "openvino", "workers": "1"})
+    with pytest.raises(ProviderError, match="runtime=onnxruntime") as caught:
+        adapter.read_text([np.zeros((64, 64, 3), np.uint8)])
+    assert "\n" not in str(caught.value) and "rapidocr:pp-ocr" in str(caught.value)

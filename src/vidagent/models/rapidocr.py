@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vidagent.exceptions import BackendMissingError, ConfigError
+from vidagent.exceptions import BackendMissingError, ConfigError, ProviderError
 from vidagent.models.base import Adapter, BackendStatus, Capabilities, TextLine
 from vidagent.models.registry import cpu_share, module_available
 
@@ -90,7 +90,8 @@ class RapidOCRAdapter(Adapter):
                     "Det.limit_side_len": self.max_side,
                     "EngineConfig.onnxruntime.intra_op_num_threads": self.threads,
                 }
-                if self._openvino():
+                openvino = self._openvino()
+                if openvino:
                     _openvino_in_float32()
                     params["EngineConfig.openvino.inference_num_threads"] = self.threads or -1
                     # OpenVINO pins its threads to cores by default: engines reading at once
@@ -107,7 +108,14 @@ class RapidOCRAdapter(Adapter):
                     # static on its first read of a tensor, and two threads doing that at once
                     # under the GIL deadlock (a hung ingest; 1 of 6 fresh processes reading with
                     # four engines beside a busy Python thread hung without this, 0 of 6 with).
-                    engine(sample)
+                    try:
+                        engine(sample)
+                    except RuntimeError as e:  # a runtime that cannot run on this machine
+                        first = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
+                        other = "onnxruntime" if openvino else "openvino"
+                        raise ProviderError(f"the OCR engine failed to load ({first}); "
+                                            f"try runtime={other}",
+                                            endpoint=self.spec) from None  # fmt: skip
                     engines.put(engine)
                 self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="ocr")
                 self._engines = engines
