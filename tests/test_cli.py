@@ -268,3 +268,44 @@ def test_index_caption_style_avi_prices_fig_7(small_video: Path, _isolated_home:
     assert avi["input_tokens"] != registry["input_tokens"]  # Fig. 7, no registry or transcript
     bad = vidagent(*args, "--caption-style", "dvd", home=_isolated_home, env=env)
     assert bad.returncode != 0 and "registry" in bad.stderr
+
+
+CRASHING_STAGE = '''
+from vidagent.ingest.base import Stage
+
+
+class CrashStage(Stage):
+    name = "crashplug"
+    role = None
+
+    def pending(self, ctx):
+        return ctx.library.clips(ctx.video.video_id)
+
+    def run(self, ctx, clips, bar):
+        return 1 / 0  # a plugin's bug
+'''
+
+
+def test_a_bug_is_one_line_naming_a_file_with_its_traceback(
+    small_video: Path, _isolated_home: Path, fake_env: dict[str, str], tmp_path: Path
+) -> None:
+    from test_plugins import write_distribution
+
+    site = tmp_path / "site"
+    write_distribution(
+        site, "vidagent-crashplug", {"vidagent.stages": {"crashplug": "crashplug:CrashStage"}},
+        {"crashplug/__init__.py": CRASHING_STAGE},
+    )  # fmt: skip
+    env = {**fake_env, "PYTHONPATH": str(site), "TMPDIR": str(tmp_path)}
+    out = vidagent("index", str(small_video), "--stages", "crashplug", home=_isolated_home, env=env)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    [line] = out.stderr.strip().splitlines()
+    assert line.startswith("error: unexpected ZeroDivisionError: division by zero (a bug;")
+    [log] = tmp_path.glob("vidagent-crash-*.log")
+    assert str(log) in line and "1 / 0" in log.read_text()  # the traceback, for a report
+    # What was stored before the bug is kept: the video's structure is listed.
+    listed = vidagent("list", "--json", home=_isolated_home)
+    assert [v["name"] for v in json.loads(listed.stdout)] == [small_video.name]
+    shown = vidagent("index", str(small_video), "--stages", "crashplug", home=_isolated_home,
+                     env={**env, "VIDAGENT_DEBUG": "1"})  # fmt: skip
+    assert shown.returncode == 1 and "Traceback" in shown.stderr and "1 / 0" in shown.stderr

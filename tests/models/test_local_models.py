@@ -183,3 +183,26 @@ def test_an_ocr_runtime_that_cannot_load_is_a_one_line_error_naming_the_remedy(
     with pytest.raises(ProviderError, match="runtime=onnxruntime") as caught:
         adapter.read_text([np.zeros((64, 64, 3), np.uint8)])
     assert "\n" not in str(caught.value) and "rapidocr:pp-ocr" in str(caught.value)
+
+
+@needs["ocr"]
+@pytest.mark.skipif(not module_available("openvino"), reason="openvino (vidagent[ocr]) missing")
+def test_ocr_on_openvino_sends_no_telemetry_and_forks_nothing() -> None:
+    # Importing OpenVINO sends a usage event from a forked process unless told not to; an
+    # offline tool must not, and LanceDB warns when its process forks. A fresh interpreter
+    # records every fork, reads a frame on OpenVINO and exits (OpenVINO's sender is joined at
+    # exit, so a fork it made would be on record).
+    import subprocess
+    import sys
+
+    code = (
+        "import os, sys, numpy as np\n"
+        "os.register_at_fork(before=lambda: print('FORK', flush=True))\n"
+        "from vidagent.models.rapidocr import RapidOCRAdapter\n"
+        "a = RapidOCRAdapter('pp-ocr', {'runtime': 'openvino', 'workers': '1'})\n"
+        "a.read_text([np.zeros((64, 64, 3), np.uint8)]); a.close()\n"
+        "print('telemetry' if sys.modules.get('openvino_telemetry') else 'none')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["none"], out.stdout + out.stderr[-2000:]

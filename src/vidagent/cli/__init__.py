@@ -3,7 +3,9 @@
 Each command asks a :class:`~vidagent.app.session.Session` for a typed result and prints it,
 as text or as the result's own JSON (``--json``): no command reads the Library for display or
 builds a JSON shape of its own. Errors print as one line on stderr with a non-zero exit.
-Heavy modules are imported inside the commands that need them so ``--help`` and ``info`` stay
+An exception that is not a vidagent error is a bug (in vidagent, a plugin or a library): it
+too prints one line, naming the exception and a file with its traceback for a report
+(``VIDAGENT_DEBUG=1`` shows the traceback instead). Heavy modules are imported inside the commands that need them so ``--help`` and ``info`` stay
 fast and never import torch. One module per family of commands:
 
 - :mod:`.info`: ``info``, ``probe``
@@ -20,7 +22,10 @@ fast and never import torch. One module per family of commands:
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
+import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -102,7 +107,7 @@ def cli(ctx: click.Context, config_file: str | None, **flags: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the CLI and turn vidagent errors into one line and exit code 1."""
+    """Entry point: run the CLI and turn any error into one line and exit code 1."""
     try:
         # Without standalone mode click returns ctx.exit()'s code instead of exiting.
         code = cli.main(args=argv, prog_name="vidagent", standalone_mode=False)
@@ -115,7 +120,28 @@ def main(argv: list[str] | None = None) -> None:
     except VidagentError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)
+    except Exception as e:  # a bug: one line here, the traceback in a file
+        if os.environ.get("VIDAGENT_DEBUG"):
+            raise
+        click.echo(f"error: unexpected {_one_line(e)} (a bug; its traceback is in "
+                   f"{_crash_log(e)}, VIDAGENT_DEBUG=1 shows it here)", err=True)  # fmt: skip
+        sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _one_line(e: BaseException) -> str:
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {first}" if first else type(e).__name__
+
+
+def _crash_log(e: BaseException) -> str:
+    """Write the traceback of ``e`` to a new file in the temporary directory; its path."""
+    text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+    with tempfile.NamedTemporaryFile(
+        "w", prefix="vidagent-crash-", suffix=".log", delete=False
+    ) as f:
+        f.write(f"vidagent {__version__}: {' '.join(sys.argv)}\n{text}")
+    return f.name
 
 
 __all__ = ["cli", "echo_json", "hms", "main", "parse_sets", "parse_time", "session_of", "settings_of"]

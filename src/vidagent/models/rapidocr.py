@@ -16,6 +16,10 @@ runs the same bundled ONNX models with OpenVINO where it is installed (it is par
 bfloat16 units it otherwise computes in bfloat16 and reads different lines (it lost a "Yes"
 on the narrated clip). In float32 it read exactly onnxruntime's lines from all 91 frames in
 11.5 CPU seconds against 23.7 (one engine of one thread each).
+OpenVINO's Python package sends a usage event to Google Analytics from a forked process each
+time it is imported, unless a consent file says no; the adapter makes its telemetry module
+unimportable first, so that OpenVINO falls back to its own no-op stub: an offline tool sends
+nothing, and no process is forked beside LanceDB's runtime (which warned about the fork).
 Lines with fewer than two letters or digits are dropped: on textured video frames PP-OCR reads
 lone dots and single glyphs out of noise far more often than it finds one-character signs.
 """
@@ -23,6 +27,7 @@ lone dots and single glyphs out of noise far more often than it finds one-charac
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -124,6 +129,7 @@ class RapidOCRAdapter(Adapter):
     def _openvino(self) -> bool:
         if self.runtime == "onnxruntime":
             return False
+        _without_telemetry()
         if module_available("openvino") and _float32_seam() is not None:
             return True
         if self.runtime == "openvino":
@@ -172,6 +178,14 @@ def _sample_line() -> np.ndarray:
     image = np.full((64, 256, 3), 255, np.uint8)  # (H, W, 3) BGR
     cv2.putText(image, "OCR 42", (20, 45), cv2.FONT_HERSHEY_SIMPLEX, 1.2, (0, 0, 0), 2)
     return image
+
+
+def _without_telemetry() -> None:
+    """Keep OpenVINO from sending usage telemetry: with ``openvino_telemetry`` unimportable
+    (None in ``sys.modules``), OpenVINO's import takes its bundled no-op stub. Only before
+    OpenVINO is first imported; a process that imported it already keeps its choice."""
+    if "openvino" not in sys.modules:
+        sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
 
 
 def _float32_seam() -> Any:
