@@ -167,10 +167,11 @@ def test_unconfigured_optional_role_says_so(models: Models) -> None:
 def test_an_ocr_runtime_that_cannot_load_is_a_one_line_error_naming_the_remedy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from rapidocr.inference_engine.openvino import main
-
     from vidagent.exceptions import ProviderError
-    from vidagent.models.rapidocr import RapidOCRAdapter
+    from vidagent.models.rapidocr import RapidOCRAdapter, _without_telemetry
+
+    _without_telemetry()  # before OpenVINO's first import in this process, as the adapter does
+    from rapidocr.inference_engine.openvino import main
 
     class Broken(main.CPUConfig):  # type: ignore[name-defined,misc]
         float32 = True  # taken for the adapter's own options, which are then not added
