@@ -5,8 +5,9 @@ as text or as the result's own JSON (``--json``): no command reads the Library f
 builds a JSON shape of its own. Errors print as one line on stderr with a non-zero exit.
 An exception that is not a vidagent error is a bug (in vidagent, a plugin or a library): it
 too prints one line, naming the exception and a file with its traceback for a report
-(``VIDAGENT_DEBUG=1`` shows the traceback instead). Heavy modules are imported inside the commands that need them so ``--help`` and ``info`` stay
-fast and never import torch. One module per family of commands:
+(``VIDAGENT_DEBUG=1`` shows the traceback instead). Heavy modules are imported inside the
+commands that need them so ``--help`` and ``info`` stay fast and never import torch. One
+module per family of commands:
 
 - :mod:`.info`: ``info``, ``probe``
 - :mod:`.index`: ``index`` (with ``--dry-run``)
@@ -137,10 +138,13 @@ def _one_line(e: BaseException) -> str:
 def _crash_log(e: BaseException) -> str:
     """Write the traceback of ``e`` to a new file in the temporary directory; its path."""
     text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
-    with tempfile.NamedTemporaryFile(
-        "w", prefix="vidagent-crash-", suffix=".log", delete=False
-    ) as f:
-        f.write(f"vidagent {__version__}: {' '.join(sys.argv)}\n{text}")
+    try:
+        with tempfile.NamedTemporaryFile(
+            "w", prefix="vidagent-crash-", suffix=".log", delete=False
+        ) as f:
+            f.write(f"vidagent {__version__}: {' '.join(sys.argv)}\n{text}")
+    except OSError as why:  # no writable temporary directory
+        return f"no file ({why.strerror or why})"
     return f.name
 
 
