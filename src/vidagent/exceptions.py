@@ -28,7 +28,8 @@ Every error says whose fault it is, so callers can react by type, never by messa
         │   └── ContextOverflowError the request does not fit the model's context window
         └── CacheMissError           replay mode asked for a response that was never recorded
 
-Our own bugs are not wrapped: they propagate as ordinary Python exceptions.
+Our own bugs are not wrapped: they propagate as ordinary Python exceptions (the CLI prints
+them as one line, :func:`describe`, and writes the traceback to a file).
 
 Inside an agent run, a :class:`ToolInputError`, :class:`LibraryError` or :class:`MediaError`
 raised by a tool, and a :class:`ProviderError` from a model a tool called, come back to the
@@ -165,3 +166,11 @@ class ContextOverflowError(RequestRejectedError):
 
 class CacheMissError(ProviderError):
     """Replay mode asked for a response that was never recorded."""
+
+
+def describe(error: BaseException, limit: int = 300) -> str:
+    """An error as one line: its type and the first line of its message (at most ``limit``
+    characters), as traces, the CLI and wrapped runtime errors show it."""
+    text = str(error).strip()
+    first = text.splitlines()[0][:limit] if text else ""
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__

@@ -192,7 +192,9 @@ def test_ocr_on_openvino_sends_no_telemetry_and_forks_nothing() -> None:
     # Importing OpenVINO sends a usage event from a forked process unless told not to; an
     # offline tool must not, and LanceDB warns when its process forks. A fresh interpreter
     # records every fork, reads a frame on OpenVINO and exits (OpenVINO's sender is joined at
-    # exit, so a fork it made would be on record).
+    # exit, so a fork it made would be on record). OpenVINO stays quiet by itself on CI
+    # machines, so the variables by which it knows one are left out.
+    import os
     import subprocess
     import sys
 
@@ -204,6 +206,9 @@ def test_ocr_on_openvino_sends_no_telemetry_and_forks_nothing() -> None:
         "a.read_text([np.zeros((64, 64, 3), np.uint8)]); a.close()\n"
         "print('telemetry' if sys.modules.get('openvino_telemetry') else 'none')\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    env = {k: v for k, v in os.environ.items() if k not in {"CI", "TF_BUILD", "JENKINS_URL"}}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, env=env
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["none"], out.stdout + out.stderr[-2000:]

@@ -34,7 +34,7 @@ import click
 
 from vidagent import __version__, timecode
 from vidagent.config import Settings, load_settings
-from vidagent.exceptions import VidagentError
+from vidagent.exceptions import VidagentError, describe
 from vidagent.roles import ROLES
 from vidagent.timecode import hms
 
@@ -124,15 +124,10 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as e:  # a bug: one line here, the traceback in a file
         if os.environ.get("VIDAGENT_DEBUG"):
             raise
-        click.echo(f"error: unexpected {_one_line(e)} (a bug; its traceback is in "
+        click.echo(f"error: unexpected {describe(e)} (a bug; its traceback is in "
                    f"{_crash_log(e)}, VIDAGENT_DEBUG=1 shows it here)", err=True)  # fmt: skip
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
-
-
-def _one_line(e: BaseException) -> str:
-    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    return f"{type(e).__name__}: {first}" if first else type(e).__name__
 
 
 def _crash_log(e: BaseException) -> str:

@@ -31,7 +31,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from vidagent.exceptions import ConfigError, ContextOverflowError, ProviderError, RetryableError
+from vidagent.exceptions import (
+    ConfigError,
+    ContextOverflowError,
+    ProviderError,
+    RetryableError,
+    describe,
+)
 from vidagent.models.base import (
     Adapter,
     Capabilities,
@@ -417,12 +423,12 @@ class Client:
                     attempt += 1
                     continue
                 self._record(
-                    operation, Usage(), started, retries=attempt, error=_describe(e), fitted=fitted
+                    operation, Usage(), started, retries=attempt, error=describe(e), fitted=fitted
                 )
                 raise
             except ProviderError as e:
                 self._record(
-                    operation, Usage(), started, retries=attempt, error=_describe(e), fitted=fitted
+                    operation, Usage(), started, retries=attempt, error=describe(e), fitted=fitted
                 )
                 raise
 
@@ -469,12 +475,6 @@ class Client:
 
     def close(self) -> None:
         self.adapter.close()
-
-
-def _describe(error: ProviderError) -> str:
-    """The error's type and first line, as the trace shows it."""
-    first = str(error).strip().splitlines()[0][:300] if str(error).strip() else ""
-    return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
 # ---------------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vidagent.exceptions import BackendMissingError, ConfigError, ProviderError
+from vidagent.exceptions import BackendMissingError, ConfigError, ProviderError, describe
 from vidagent.models.base import Adapter, BackendStatus, Capabilities, TextLine
 from vidagent.models.registry import cpu_share, module_available
 
@@ -116,9 +116,8 @@ class RapidOCRAdapter(Adapter):
                     try:
                         engine(sample)
                     except RuntimeError as e:  # a runtime that cannot run on this machine
-                        first = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
                         other = "onnxruntime" if openvino else "openvino"
-                        raise ProviderError(f"the OCR engine failed to load ({first}); "
+                        raise ProviderError(f"the OCR engine failed to load ({describe(e)}); "
                                             f"try runtime={other}",
                                             endpoint=self.spec) from None  # fmt: skip
                     engines.put(engine)
