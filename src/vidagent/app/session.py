@@ -36,7 +36,13 @@ from vidagent.app.results import (
     VideoDetail,
 )
 from vidagent.config import Settings, load_settings
-from vidagent.exceptions import ConfigError, LibraryError, MediaError, VideoNotFoundError
+from vidagent.exceptions import (
+    ConfigError,
+    LibraryError,
+    MediaError,
+    UserError,
+    VideoNotFoundError,
+)
 from vidagent.roles import FOLLOWS, ROLES, capability
 
 if TYPE_CHECKING:
@@ -360,6 +366,10 @@ class Session:
         made the Library's vectors (whatever the session's embed role says)."""
         from vidagent.library.search import bound_embedding
 
+        if not text.strip():
+            raise UserError("nothing to search for: the search text is empty")
+        if top < 1:
+            raise UserError(f"top must be at least 1, not {top}")
         lib = self.existing_library()
         bound = bound_embedding(lib)
         if bound is None:
