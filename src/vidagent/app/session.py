@@ -36,13 +36,7 @@ from vidagent.app.results import (
     VideoDetail,
 )
 from vidagent.config import Settings, load_settings
-from vidagent.exceptions import (
-    ConfigError,
-    LibraryError,
-    MediaError,
-    UserError,
-    VideoNotFoundError,
-)
+from vidagent.exceptions import ConfigError, LibraryError, MediaError, VideoNotFoundError
 from vidagent.roles import FOLLOWS, ROLES, capability
 
 if TYPE_CHECKING:
@@ -130,9 +124,8 @@ class Session:
             try:
                 self._library = Library(self._uri, create=False)
             except LibraryError:
-                raise LibraryError(
-                    f"no Library at {self._uri}; index a video first (vidagent index PATH)"
-                ) from None
+                missing = f"no Library at {self._uri}; index a video first (vidagent index PATH)"
+                raise LibraryError(missing) from None
         return self._library
 
     def library_exists(self) -> bool:
@@ -367,9 +360,7 @@ class Session:
         from vidagent.library.search import bound_embedding
 
         if not text.strip():
-            raise UserError("nothing to search for: the search text is empty")
-        if top < 1:
-            raise UserError(f"top must be at least 1, not {top}")
+            raise ConfigError("nothing to search for: the search text is empty")
         lib = self.existing_library()
         bound = bound_embedding(lib)
         if bound is None:
@@ -431,9 +422,8 @@ class Session:
             try:
                 ids.append(self.library.resolve(str(ref)))
             except VideoNotFoundError:
-                raise VideoNotFoundError(
-                    f"{ref}: not a video file and not a video in {self.library.uri}"
-                ) from None
+                unknown = f"{ref}: not a video file and not a video in {self.library.uri}"
+                raise VideoNotFoundError(unknown) from None
         ids = list(dict.fromkeys(ids))
         self.prepare(agent, ids)
         return ids

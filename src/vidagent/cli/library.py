@@ -112,7 +112,9 @@ def _show_graph(ctx: click.Context, video: str, as_json: bool) -> None:
     "--from", "t_from", metavar="T", help="only clips overlapping from this time (s or HH:MM:SS)"
 )
 @click.option("--to", "t_to", metavar="T", help="only clips overlapping up to this time")
-@click.option("--top", default=5, show_default=True, help="how many clips")
+@click.option(
+    "--top", default=5, show_default=True, type=click.IntRange(min=1), help="how many clips"
+)
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 @click.pass_context
 def search(
