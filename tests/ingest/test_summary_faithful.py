@@ -16,6 +16,7 @@ from tqdm import tqdm
 from vidagent.config import is_smoke_test_llm, load_settings
 from vidagent.ingest.base import IngestContext
 from vidagent.ingest.digest import HEADER, REDUNDANT, budget, select
+from vidagent.ingest.embed import Embed, clip_text
 from vidagent.ingest.structure import index_structure
 from vidagent.ingest.summarize import Summarize
 from vidagent.library import Library
@@ -208,6 +209,28 @@ def test_extractive_is_forced_for_any_llm_and_new_speech_redoes_it(
     assert run(ctx) == 3
     stored = ctx.library.artifact(vid, "summary", "global")
     assert stored is not None and stored.data["method"] == "extractive"
+
+
+def test_the_digest_reuses_the_embed_stages_vectors(tmp_path: Path, small_video: Path) -> None:
+    """After the embed stage, the clips' texts are not embedded again; the digest is the one
+    made without the stored vectors (the centroid is the same mean)."""
+    alone = make_ctx(Library(tmp_path / "alone"), small_video)
+    indexed(alone)
+    run(alone)
+    ctx = make_ctx(Library(tmp_path / "lib"), small_video)
+    indexed(ctx)
+    embed = Embed()
+    with tqdm(disable=True) as bar:
+        embed.run(ctx, embed.pending(ctx), bar)
+    adapter = ctx.models.client("embed").adapter
+    assert isinstance(adapter, FakeAdapter)
+    adapter.requests.clear()
+    run(ctx)
+    sent = [t for r in adapter.requests for t in r.texts]
+    clip_texts = [clip_text(c) for c in ctx.library.clips(ctx.video.video_id)]
+    assert sent and not set(sent) & set(clip_texts)
+    made = [alone, ctx]
+    assert len({c.library.global_summary(c.video.video_id) for c in made}) == 1
 
 
 def test_mmr_never_picks_a_near_duplicate() -> None:

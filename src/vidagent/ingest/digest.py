@@ -20,7 +20,8 @@ Identical texts are kept once, at their first span; a text with fewer than
 
 **Selection** (Maximal Marginal Relevance, Carbonell & Goldstein 1998) over the ``embed`` role's
 L2-normalised vectors: the centroid ``c`` is the mean vector of the clips' texts (what the embed
-stage embeds), and the next sentence is the one maximising
+stage embeds; its stored vectors are reused, which on the narrated 3-minute clip is 5,179 of the
+8,095 tokens the digest would otherwise embed, 1.3 of 2.1 s), and the next sentence is the one maximising
 ``LAMBDA * cos(s, c) - (1 - LAMBDA) * max cos(s, chosen)``, among those whose cosine to every
 chosen sentence is below :data:`REDUNDANT` (0.9). Selection stops at :func:`budget` sentences or
 words; a sentence that would overrun the word budget is skipped (the first is always taken).
@@ -38,11 +39,13 @@ sentences were shot reports and OCR lines, one of them OCR noise, and 1 was spee
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from vidagent.ingest.base import text_hash
 from vidagent.ingest.embed import clip_text
 from vidagent.models.perception import LABEL
 
@@ -176,19 +179,27 @@ def stamp(t: float) -> str:
 
 
 def digest(
-    client: Client, clips: list[ClipRow], segments: list[TranscriptSegment], duration: float
+    client: Client,
+    clips: list[ClipRow],
+    segments: list[TranscriptSegment],
+    duration: float,
+    *,
+    embed_text: str = "caption+speech+text",
+    known: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The digest's text and data (``method``, the chosen ``sentences``, the ``candidates``
-    count); ``""`` when the index holds no text at all."""
+    count); ``""`` when the index holds no text at all.
+
+    The clips' texts are made by ``embed_text`` (the setting the embed stage follows);
+    ``known`` maps a text's :func:`~vidagent.ingest.base.text_hash` to the ``client``'s vector
+    of it (the embed stage's stored vectors), so those texts are not embedded twice."""
     pool = candidates(clips, segments)
     data: dict[str, Any] = {"method": "extractive", "sentences": [], "candidates": len(pool)}
     if not pool:
         return "", data
-    texts = [clip_text(c) for c in clips if clip_text(c).strip()]
-    embedded = client.embed([c.text for c in pool] + texts).vectors  # (N + K, D)
-    vectors, centroid = embedded[: len(pool)], embedded[len(pool) :].mean(axis=0)
-    if not texts:
-        centroid = vectors.mean(axis=0)
+    texts = [t for t in (clip_text(c, embed_text) for c in clips) if t.strip()]
+    vectors, clip_vectors = _embed(client, [c.text for c in pool], texts, known or {})
+    centroid = (clip_vectors if texts else vectors).mean(axis=0)
     limits = budget(duration or max(c.t1 for c in clips))
     # The pool is in time order (speech sentences of one segment in spoken order).
     capped = [np.array([c.source == s for c in pool]) for s in ("shot", "text")]  # (N,) bool
@@ -196,3 +207,17 @@ def digest(
     chosen = [pool[i] for i in picked]
     data["sentences"] = [asdict(c) for c in chosen]
     return "\n".join([HEADER, *(f"{stamp(c.t0)} {c.text}" for c in chosen)]), data
+
+
+def _embed(
+    client: Client, pool: list[str], texts: list[str], known: Mapping[str, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Vectors of the ``pool`` sentences (N, D) and of the clips' ``texts`` (K, D), in one call
+    for all but the texts ``known`` holds."""
+    hashes = [text_hash(t) for t in texts]
+    missing = [t for t, h in zip(texts, hashes) if h not in known]
+    embedded = client.embed(pool + missing).vectors  # (N + M, D)
+    fresh = dict(zip(missing, embedded[len(pool) :]))
+    clip_vectors = [known[h] if h in known else fresh[t] for t, h in zip(texts, hashes)]
+    dim = embedded.shape[1]
+    return embedded[: len(pool)], np.array(clip_vectors, np.float32).reshape(-1, dim)

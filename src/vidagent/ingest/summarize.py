@@ -35,8 +35,8 @@ stage's note, so a truncated summary is never passed off as whole.
 
 The summary is redone only when its fingerprint (llm spec + prompt hash) or the captions change:
 ``inputs_hash`` hashes the caption lines it was made from. The digest's fingerprint is
-``extractive|{embed spec}|{DIGEST_VERSION}``; its ``inputs_hash`` covers the clips' captions,
-transcripts and on-screen text and the transcript segments.
+``extractive|{embed spec}|{embed_text}|{DIGEST_VERSION}``; its ``inputs_hash`` covers the clips'
+captions, transcripts and on-screen text and the transcript segments.
 
 **Subject registry.** The caption stage leaves the registry ``S_N`` as the ``"registry"`` artefact.
 This stage adds each subject's ``temporal_spans`` (A.11 #2): the clips whose ``subjects`` name
@@ -179,7 +179,7 @@ class Summarize(Stage):
 
     def fingerprint(self, settings: Settings) -> str:
         if summary_method(settings) == "extractive":
-            return f"extractive|{settings.spec('embed')}|{DIGEST_VERSION}"
+            return f"extractive|{settings.spec('embed')}|{settings.embed_text}|{DIGEST_VERSION}"
         return super().fingerprint(settings)
 
     def run(self, ctx: IngestContext, clips: list[ClipRow], bar: tqdm) -> None:
@@ -210,7 +210,11 @@ class Summarize(Stage):
     def _build(self, ctx: IngestContext, clips: list[ClipRow]) -> tuple[str, dict[str, Any]]:
         if summary_method(ctx.settings) == "extractive":
             segments = ctx.library.transcript(ctx.video.video_id)
-            text, data = digest(ctx.models.client("embed"), clips, segments, ctx.video.duration)
+            rule, spec = ctx.settings.embed_text, ctx.settings.spec("embed")
+            text, data = digest(
+                ctx.models.client("embed"), clips, segments, ctx.video.duration, embed_text=rule,
+                known=ctx.library.clip_vectors_by_text(ctx.video.video_id, spec),
+            )  # fmt: skip
             chosen, pool = len(data["sentences"]), data["candidates"]
             self.note = f"extractive digest: {chosen} of {pool} indexed sentences"
             return text, data

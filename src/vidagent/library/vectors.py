@@ -122,6 +122,15 @@ class VectorTables:
         rows = self._scan("clip_vectors", f"video_id = {quote(video_id)}")
         return {int(r["clip_index"]): str(r["text_hash"]) for r in rows}
 
+    def clip_vectors_by_text(self: _Store, video_id: str, spec: str) -> dict[str, np.ndarray]:
+        """``text_hash -> vector`` (D,) of a video's stored clip vectors, when the table is bound
+        to the model ``spec`` (else empty): what the embed stage embedded, reused as it is."""
+        bound = self.reload_manifest().embeddings.get("clip_vectors")
+        if bound is None or bound["spec"] != spec:
+            return {}
+        rows = self._scan("clip_vectors", f"video_id = {quote(video_id)}")
+        return {str(r["text_hash"]): np.asarray(r["vector"], np.float32) for r in rows}
+
     def put_frame_vectors(
         self: _Store,
         video_id: str,
