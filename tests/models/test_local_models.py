@@ -108,6 +108,34 @@ def test_rapidocr_engines_reading_at_once_keep_each_frames_lines_in_order() -> N
 
 
 @needs["ocr"]
+@pytest.mark.skipif(not module_available("openvino"), reason="openvino (vidagent[ocr]) missing")
+def test_openvino_engines_compile_once_and_each_has_its_own_requests() -> None:
+    """The engines after the first run on its compiled models (compiling them again cost 1.35
+    CPU seconds per engine), each with infer requests of its own, so frames read at once do not
+    overwrite each other's tensors."""
+    from vidagent.models.rapidocr import RapidOCRAdapter
+
+    adapter = RapidOCRAdapter("pp-ocr", {"runtime": "openvino", "workers": "3"})
+    engines, _ = adapter._load()
+    found = [engines.get() for _ in range(3)]
+    for part in ("text_det", "text_cls", "text_rec"):
+        requests = [getattr(e, part).session.session for e in found]
+        assert len({id(r) for r in requests}) == 3
+        assert len({id(r.get_compiled_model()) for r in requests}) == 1
+    for engine in found:
+        engines.put(engine)
+    frames = []
+    for i in range(12):
+        frame = np.full((360, 640, 3), 40 + 10 * (i % 3), np.uint8)
+        cv2.putText(frame, f"ROOM {100 + 7 * i}", (60, 200), cv2.FONT_HERSHEY_SIMPLEX, 2.4,
+                    (255, 255, 255), 6)  # fmt: skip
+        frames.append(frame)
+    read = [[line.text for line in lines] for lines in adapter.read_text(frames)]
+    assert read == [[f"ROOM {100 + 7 * i}"] for i in range(12)]
+    adapter.close()
+
+
+@needs["ocr"]
 @pytest.mark.realmedia
 @pytest.mark.skipif(not module_available("openvino"), reason="openvino (vidagent[ocr]) missing")
 def test_rapidocr_on_openvino_reads_what_onnxruntime_reads_on_real_frames() -> None:
