@@ -66,12 +66,13 @@ def colour_name(rgb: np.ndarray) -> str:
 def dominant_colours(rgb: np.ndarray, k: int = 3) -> list[tuple[str, float]]:
     """The ``k`` most frequent named colours of an (H, W, 3) uint8 image with their shares."""
     small = rgb[:: max(1, rgb.shape[0] // 48), :: max(1, rgb.shape[1] // 64)].reshape(-1, 3)
-    quant = (small // 32) * 32 + 16  # (P, 3): 8 levels per channel
-    values, counts = np.unique(quant, axis=0, return_counts=True)
+    level = (small // 32).astype(np.intp)  # (P, 3): 8 levels per channel
+    codes = np.bincount(level[:, 0] * 64 + level[:, 1] * 8 + level[:, 2], minlength=512)  # (512,)
     shares: dict[str, float] = {}
-    for value, count in zip(values, counts):
+    for code in np.flatnonzero(codes):  # in (r, g, b) order, as np.unique(axis=0) sorts them
+        value = np.array([code // 64, code // 8 % 8, code % 8]) * 32 + 16
         name = colour_name(value)
-        shares[name] = shares.get(name, 0.0) + count / len(quant)
+        shares[name] = shares.get(name, 0.0) + codes[code] / len(level)
     return sorted(shares.items(), key=lambda kv: -kv[1])[:k]
 
 
