@@ -20,8 +20,8 @@ Identical texts are kept once, at their first span; a text with fewer than
 
 **Selection** (Maximal Marginal Relevance, Carbonell & Goldstein 1998) over the ``embed`` role's
 L2-normalised vectors: the centroid ``c`` is the mean vector of the clips' texts (what the embed
-stage embeds; its stored vectors are reused, which on the narrated 3-minute clip is 5,179 of the
-8,095 tokens the digest would otherwise embed, 1.3 of 2.1 s), and the next sentence is the one maximising
+stage embeds; its stored vectors are reused, which on the narrated 3-minute clip spares 5,179 of
+the 8,095 tokens the digest would embed, 1.3 of 2.1 s), and the next sentence is the one maximising
 ``LAMBDA * cos(s, c) - (1 - LAMBDA) * max cos(s, chosen)``, among those whose cosine to every
 chosen sentence is below :data:`REDUNDANT` (0.9). Selection stops at :func:`budget` sentences or
 words; a sentence that would overrun the word budget is skipped (the first is always taken).

@@ -125,7 +125,8 @@ class RapidOCRAdapter(Adapter):
                                             f"try runtime={other}",
                                             endpoint=self.spec) from None  # fmt: skip
                     engines.put(engine)
-                    first = first or (engine if openvino else None)
+                    if openvino and first is None:
+                        first = engine
                 self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="ocr")
                 self._engines = engines
             return self._engines, self._pool
