@@ -95,7 +95,7 @@ def stage_names() -> tuple[str, ...]:
 #: loads the weights of the stages after them (importing torch for the embedder, ~1.5 s).
 #: Whisper (CTranslate2), PP-OCR (OpenVINO or onnxruntime) and OpenCV leave the GIL while they
 #: compute, so the threads share the cores: on the narrated 3-minute clip and 2 cores the three
-#: stages take 16-21 s at once.
+#: stages take 16-18 s at once.
 INDEPENDENT: frozenset[str] = frozenset({"transcribe", "read_text", "detect"})
 
 
