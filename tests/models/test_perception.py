@@ -26,6 +26,28 @@ def test_colours_have_plain_names() -> None:
     assert dominant_colours(blue)[0][0] == "blue"
 
 
+def test_colour_shares_count_every_sampled_pixel_once() -> None:
+    """Shares are the fraction of sampled pixels per named colour, ties kept in (r, g, b) order:
+    checked against a count over the unique quantised pixels on noise and on a two-tone frame."""
+    from vidagent.models.perception import colour_name
+
+    def reference(rgb: np.ndarray) -> list[tuple[str, float]]:
+        small = rgb[:: max(1, rgb.shape[0] // 48), :: max(1, rgb.shape[1] // 64)].reshape(-1, 3)
+        values, counts = np.unique((small // 32) * 32 + 16, axis=0, return_counts=True)
+        shares: dict[str, float] = {}
+        for value, count in zip(values, counts):
+            shares[colour_name(value)] = shares.get(colour_name(value), 0.0) + count / len(small)
+        return sorted(shares.items(), key=lambda kv: -kv[1])[:3]
+
+    rng = np.random.default_rng(7)
+    two_tone = np.zeros((360, 640, 3), np.uint8)
+    two_tone[:, 320:] = (250, 250, 250)  # half black, half white: a tie
+    frames = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for h, w in ((90, 160), (360, 640))]
+    for rgb in [*frames, two_tone]:
+        assert dominant_colours(rgb) == reference(rgb)
+    assert dominant_colours(two_tone) == [("black", 0.5), ("white", 0.5)]
+
+
 def test_report_states_measured_facts_and_is_labelled() -> None:
     detector = FakeAdapter(detect_fn=lambda img: [Detection("person", (0, 0, 40, 100), 0.9)])
     ocr = FakeAdapter(read_text_fn=lambda img: [TextLine("EXIT", (0, 0, 10, 10), 0.99)])
