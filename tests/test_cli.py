@@ -275,6 +275,26 @@ def test_index_caption_style_avi_prices_fig_7(small_video: Path, _isolated_home:
     assert bad.returncode != 0 and "registry" in bad.stderr
 
 
+def test_a_bug_stays_one_line_where_no_temporary_file_can_be_written(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import tempfile
+
+    import vidagent.cli as cli_module
+
+    def crash(**_: object) -> None:
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(cli_module.cli, "main", crash)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))  # no such directory
+    with pytest.raises(SystemExit) as exit_:
+        cli_module.main(["list"])
+    assert exit_.value.code == 1
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: unexpected ZeroDivisionError: division by zero (a bug; its "
+                           "traceback could not be written to a file: ")  # fmt: skip
+
+
 CRASHING_STAGE = '''
 from vidagent.ingest.base import Stage
 

@@ -124,14 +124,14 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as e:  # a bug: one line here, the traceback in a file
         if os.environ.get("VIDAGENT_DEBUG"):
             raise
-        click.echo(f"error: unexpected {describe(e)} (a bug; its traceback is in "
-                   f"{_crash_log(e)}, VIDAGENT_DEBUG=1 shows it here)", err=True)  # fmt: skip
+        click.echo(f"error: unexpected {describe(e)} (a bug; {_crash_log(e)}, "
+                   "VIDAGENT_DEBUG=1 shows it here)", err=True)  # fmt: skip
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
 
 
 def _crash_log(e: BaseException) -> str:
-    """Write the traceback of ``e`` to a new file in the temporary directory; its path."""
+    """Write the traceback of ``e`` to a new file in the temporary directory; where it is."""
     text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
     try:
         with tempfile.NamedTemporaryFile(
@@ -139,8 +139,8 @@ def _crash_log(e: BaseException) -> str:
         ) as f:
             f.write(f"vidagent {__version__}: {' '.join(sys.argv)}\n{text}")
     except OSError as why:  # no writable temporary directory
-        return f"no file ({why.strerror or why})"
-    return f.name
+        return f"its traceback could not be written to a file: {why.strerror or why}"
+    return f"its traceback is in {f.name}"
 
 
 __all__ = ["cli", "echo_json", "hms", "main", "parse_sets", "parse_time", "session_of", "settings_of"]
