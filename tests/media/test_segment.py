@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 
+import numpy as np
 import pytest
 
 from vidagent.media import ShotDetector, TimeSpan, detect_shots, iter_frames, probe, uniform_clips
@@ -88,3 +89,15 @@ def test_shot_detector_rejects_bad_settings():
         ShotDetector(window=0)
     with pytest.raises(ValueError):
         ShotDetector("histogram")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("grey, cut", [(80, False), (81, True)])
+def test_content_score_is_the_mean_hsv_difference_against_27(grey: int, cut: bool) -> None:
+    """PySceneDetect's content score: the mean absolute HSV difference over the three channels.
+    Black to a grey of value v differs only in V, so the score is v / 3: 81 reaches the
+    threshold of 27 and cuts, 80 does not."""
+    detector = ShotDetector("content")
+    for i in range(30):
+        detector.push(i * 0.1, np.full((36, 64, 3), 0 if i < 15 else grey, np.uint8))
+    shots = detector.finish(3.0)
+    assert [s.t0 for s in shots[1:]] == ([pytest.approx(1.5)] if cut else [])
