@@ -191,3 +191,17 @@ def test_a_forced_multiple_choice_answer_is_constrained_to_the_option_letters(
     final = llm.requests[-1]
     assert final.response_schema is not None
     assert final.response_schema["properties"]["answer"]["enum"] == ["A", "B"]
+
+
+def test_a_span_a_call_names_twice_is_the_answers_evidence_once(indexed: Indexed) -> None:
+    """SmolLM2 asked frame_inspect for ``[["3", "3"], ["3", "3"], ["3", "3"]]`` on the
+    generated 10-minute clip, and the answer listed that span three times."""
+    library, vid, settings = indexed
+    span = ["00:00:05", "00:00:08"]
+    inspect = call("frame_inspect", question="what?", time_ranges_hhmmss=[span, span, span])
+    script = [inspect, call("answer", answer="B")]
+    question = Question("What text?", (vid,), OPTIONS)
+    answer = DVDAgent(library, hub(settings, FakeAdapter.scripted(script))).run(question)
+    assert answer.letter == "B" and answer.trace is not None
+    assert len(answer.trace.of(Observed)[0].evidence) == 3  # the tool reports each range
+    assert [e.to_list() for e in answer.evidence] == [[vid, 5.0, 8.0]]

@@ -317,8 +317,8 @@ class Run:
         if repeated:
             obs = dataclasses.replace(obs, text=f"{obs.text}\n{REPEATED.format(n=repeated)}")
         self.meter.frames += obs.frames
-        if obs.evidence and not obs.error:
-            self.evidence = obs.evidence[:EVIDENCE_SPANS]
+        if obs.evidence and not obs.error:  # a span the call named twice is evidence once
+            self.evidence = tuple(dict.fromkeys(obs.evidence))[:EVIDENCE_SPANS]
         self.emit(
             Observed, call_id=action.id, tool=action.name, text=obs.text,
             confidence=obs.confidence, evidence=[e.to_list() for e in obs.evidence],
