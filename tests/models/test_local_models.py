@@ -196,9 +196,10 @@ def test_an_ocr_runtime_that_cannot_load_is_a_one_line_error_naming_the_remedy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from vidagent.exceptions import ProviderError
-    from vidagent.models.rapidocr import RapidOCRAdapter, _without_telemetry
+    from vidagent.models.rapidocr import RapidOCRAdapter
+    from vidagent.models.registry import without_openvino_telemetry
 
-    _without_telemetry()  # before OpenVINO's first import in this process, as the adapter does
+    without_openvino_telemetry()  # before OpenVINO's first import in this process, as the adapter does
     from rapidocr.inference_engine.openvino import main
 
     class Broken(main.CPUConfig):  # type: ignore[name-defined,misc]

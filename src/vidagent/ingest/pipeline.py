@@ -92,7 +92,7 @@ def stage_names() -> tuple[str, ...]:
 
 #: Stages that read neither the transcript nor each other's output. With ``overlap=True`` a run
 #: of two or more of them in a row runs at once, each in its own thread, while a further thread
-#: loads the weights of the stages after them (importing torch for the embedder, ~1.5 s).
+#: loads the weights of the stages after them (the embedder builds its OpenVINO graph, ~0.4 s).
 #: Whisper (CTranslate2), PP-OCR (OpenVINO or onnxruntime) and OpenCV leave the GIL while they
 #: compute, so the threads share the cores: on the narrated 3-minute clip and 2 cores the three
 #: stages take 16-18 s at once.

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import copy
 import queue
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -39,7 +38,7 @@ import numpy as np
 
 from vidagent.exceptions import BackendMissingError, ConfigError, ProviderError, describe
 from vidagent.models.base import Adapter, BackendStatus, Capabilities, TextLine
-from vidagent.models.registry import cpu_share, module_available
+from vidagent.models.registry import cpu_share, module_available, without_openvino_telemetry
 
 if TYPE_CHECKING:
     from vidagent.config import Settings
@@ -134,7 +133,7 @@ class RapidOCRAdapter(Adapter):
     def _openvino(self) -> bool:
         if self.runtime == "onnxruntime":
             return False
-        _without_telemetry()
+        without_openvino_telemetry()
         if module_available("openvino") and _float32_seam() is not None:
             return True
         if self.runtime == "openvino":
@@ -203,14 +202,6 @@ def _sample_line() -> np.ndarray:
     image = np.full((64, 256, 3), 255, np.uint8)  # (H, W, 3) BGR
     cv2.putText(image, "OCR 42", (20, 45), cv2.FONT_HERSHEY_SIMPLEX, 1.2, (0, 0, 0), 2)
     return image
-
-
-def _without_telemetry() -> None:
-    """Keep OpenVINO from sending usage telemetry: with ``openvino_telemetry`` unimportable
-    (None in ``sys.modules``), OpenVINO's import takes its bundled no-op stub. Only before
-    OpenVINO is first imported; a process that imported it already keeps its choice."""
-    if "openvino" not in sys.modules:
-        sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
 
 
 def _float32_seam() -> Any:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -229,6 +230,15 @@ def cpu_share() -> int:
         return max(1, int(os.environ["OMP_NUM_THREADS"]))
     except (KeyError, ValueError):
         return os.cpu_count() or 1
+
+
+def without_openvino_telemetry() -> None:
+    """Keep OpenVINO from sending usage telemetry: with ``openvino_telemetry`` unimportable
+    (None in ``sys.modules``), OpenVINO's import takes its bundled no-op stub (its Python
+    package otherwise sends a usage event to Google Analytics from a forked process). Call it
+    before importing OpenVINO; a process that imported it already keeps its choice."""
+    if "openvino" not in sys.modules:
+        sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
 
 
 def module_available(name: str) -> bool:
