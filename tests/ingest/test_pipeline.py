@@ -203,6 +203,43 @@ def test_without_overlap_the_stages_run_one_after_another(small_video: Path, tmp
     assert order == sorted(order, key=["asr", "ocr", "detector"].index)  # never interleaved
 
 
+def test_overlapped_ocr_and_detection_decode_their_frames_once(
+    small_video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vidagent.ingest import sampling
+
+    passes: list[int] = []
+    original = sampling._sample_run
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        passes.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(sampling, "_sample_run", counted)
+    settings = load_settings({**FAKES, "cache": "off"})
+    seen: dict[bool, list[int]] = {}
+    for overlap in (True, False):
+        lib = Library(tmp_path / f"lib-{overlap}")
+        models = fake_models(settings)
+        sizes: list[int] = []
+        for role, method in (("ocr", "read_text"), ("detector", "detect")):
+            adapter = models._adapters[role]  # type: ignore[index]
+            call = getattr(adapter, method)
+            setattr(adapter, method, lambda images, *a, _c=call, _s=sizes: (
+                _s.extend(i.size for i in images), _c(images, *a))[1])  # fmt: skip
+        passes.clear()
+        result = index_path(
+            small_video, library=lib, settings=settings, models=models,
+            stages=("read_text", "detect"), overlap=overlap,
+        )  # fmt: skip
+        assert runs(result) == {"read_text": 3, "detect": 3}
+        vid = result.video.video_id  # type: ignore[union-attr]
+        assert all(c.ocr_text == "HELLO" and "person" in c.detections for c in lib.clips(vid))
+        seen[overlap] = sorted(sizes)
+        assert len(passes) == (1 if overlap else 2)  # one decode of the runs of pending clips
+    assert seen[True] == seen[False]  # each stage got every frame
+
+
 def _count_lines(path: Path) -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
 

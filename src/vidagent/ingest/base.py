@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from tqdm import tqdm
 
     from vidagent.config import Settings
+    from vidagent.ingest.sampling import FrameTicket
     from vidagent.library import ClipRow, Library, VideoRecord
     from vidagent.media import VideoInfo
     from vidagent.models.client import Models
@@ -39,6 +40,9 @@ class IngestContext:
     settings: Settings
     video: VideoRecord
     path: Path
+    #: The stage's ticket to share frame decodes with stages running at the same time (set by
+    #: the pipeline's overlap for stages that sample frames).
+    frames: FrameTicket | None = None
 
 
 @dataclass
@@ -69,6 +73,8 @@ class Stage:
     prompts: ClassVar[tuple[str, ...]] = ()  # prompt files whose text shapes the output
     #: seconds between checkpoints for cheap local work (expensive calls flush every clip)
     flush_every: ClassVar[float] = 2.0
+    #: whether the stage samples frames through ``ctx.frames`` (read_text, detect)
+    samples_frames: ClassVar[bool] = False
 
     def fingerprint(self, settings: Settings) -> str:
         spec = settings.spec(self.role) if self.role else self.name

@@ -57,6 +57,7 @@ class Detect(Stage):
     name: ClassVar[str] = "detect"
     role: ClassVar[str | None] = "detector"
     column: ClassVar[str | None] = "detect_model"
+    samples_frames: ClassVar[bool] = True
 
     def __init__(self, fps: float = 0.5, size: int = 800, batch: int = 8) -> None:
         self.fps = fps
@@ -70,7 +71,7 @@ class Detect(Stage):
         batch = max(self.batch, client.capabilities.batch_size)
         self._frames = self._found = 0
         waiting: list[tuple[ClipRow, ClipFrames]] = []
-        for clip, frames in sample_clips(probe(ctx.path), clips, self.fps, self.size):
+        for clip, frames in sample_clips(probe(ctx.path), clips, self.fps, self.size, ctx.frames):
             waiting.append((clip, frames))
             if sum(len(f) for _, f in waiting) >= batch:
                 self._detect(ctx, client, batch, waiting, fp, bar)

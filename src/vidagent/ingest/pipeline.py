@@ -36,6 +36,7 @@ from tqdm import tqdm
 from vidagent.config import SMOKE_TEST_LLM
 from vidagent.exceptions import ConfigError, MediaError
 from vidagent.ingest.base import IngestContext, Stage, StageEstimate
+from vidagent.ingest.sampling import FrameShare, FrameTicket
 from vidagent.ingest.structure import StructureReport, index_structure
 from vidagent.plugins import Registry
 
@@ -110,6 +111,11 @@ def make_stage(name: str, **options: Any) -> Stage:
     if not isinstance(stage, Stage):
         raise ConfigError(f"stage {name!r} made a {type(stage).__name__}, not an ingest Stage")
     return stage
+
+
+def ticket(name: str, share: FrameShare) -> FrameTicket | None:
+    """A ticket to ``share`` for a stage that samples frames (read_text, detect), else None."""
+    return share.ticket() if getattr(STAGE_REGISTRY.load(name), "samples_frames", False) else None
 
 
 @dataclass
@@ -212,7 +218,11 @@ def index_path(
             on_stage(run)
 
     def run(name: str, own: IngestContext) -> StageRun:
-        return run_stage(make_stage(name, **options.get(name, {})), own, progress=progress)
+        try:
+            return run_stage(make_stage(name, **options.get(name, {})), own, progress=progress)
+        finally:
+            if own.frames is not None:
+                own.frames.close()
 
     i = 0
     while i < len(stages):
@@ -224,9 +234,11 @@ def index_path(
             i += 1
             continue
         later = [r for n in stages[j:] if (r := make_stage(n, **options.get(n, {})).role)]
+        share = FrameShare()  # read_text and detect decode their frames once
         with ThreadPoolExecutor(j - i + 1, thread_name_prefix="ingest") as pool:
             # Each stage has its own context: run_stage rebinds ctx.video after each stage.
-            runs = [pool.submit(run, name, dataclasses.replace(ctx)) for name in stages[i:j]]
+            runs = [pool.submit(run, name, dataclasses.replace(ctx, frames=ticket(name, share)))
+                    for name in stages[i:j]]  # fmt: skip
             warm = pool.submit(models.warm, later)
             for future in runs:
                 record(future.result())

@@ -180,6 +180,7 @@ class ReadText(Stage):
     name: ClassVar[str] = "read_text"
     role: ClassVar[str | None] = "ocr"
     column: ClassVar[str | None] = "ocr_model"
+    samples_frames: ClassVar[bool] = True
 
     def __init__(
         self, fps: float = 0.5, size: int = 960, batch: int = 8, gate: bool = True
@@ -198,7 +199,7 @@ class ReadText(Stage):
         gate = self.gate and client.spec.startswith(GATED_OCR)
         reader = _FrameReader(client, max(self.batch, client.capabilities.batch_size), gate)
         waiting: list[tuple[ClipRow, list[int]]] = []
-        for clip, frames in sample_clips(probe(ctx.path), clips, self.fps, self.size):
+        for clip, frames in sample_clips(probe(ctx.path), clips, self.fps, self.size, ctx.frames):
             waiting.append((clip, [reader.add(rgb) for _, rgb in frames]))
             if len(reader.queue) >= reader.batch or len(waiting) >= _MAX_WAITING:
                 self._finish(ctx, reader, waiting, fp, bar)

@@ -1,0 +1,177 @@
+"""Stages running at once that sample the same frames share one decode (FrameShare): each gets
+every item, in order, however their starts are spread; memory stays bounded when one outpaces
+the other; a stage that samples other frames or none, stops early or meets an error neither
+loses items nor hangs the other."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from vidagent.ingest.sampling import FrameShare, FrameTicket, sample_clips
+from vidagent.library.schema import ClipRow
+from vidagent.media import probe
+
+
+class Source:
+    """Counts the passes made over it and the items each produced."""
+
+    def __init__(self, n: int, fail_at: int | None = None) -> None:
+        self.n = n
+        self.fail_at = fail_at
+        self.passes = 0
+        self.made = 0
+        self.closed = 0
+
+    def __call__(self) -> Iterator[int]:
+        self.passes += 1
+        try:
+            for i in range(self.n):
+                if i == self.fail_at:
+                    raise OSError("disk went away")
+                self.made += 1
+                yield i
+        except GeneratorExit:
+            self.closed += 1
+            raise
+
+
+def in_thread(
+    ticket: FrameTicket, source: Source, key: str = "k"
+) -> tuple[threading.Thread, list[int]]:
+    out: list[int] = []
+
+    def consume() -> None:
+        try:
+            out.extend(ticket.iterate(key, source))
+        finally:
+            ticket.close()  # as the pipeline does when a stage ends
+
+    thread = threading.Thread(target=consume)
+    thread.start()
+    return thread, out
+
+
+def test_two_stages_get_every_item_from_one_pass() -> None:
+    share, source = FrameShare(), Source(200)
+    a, b = share.ticket(), share.ticket()
+    (ta, got_a), (tb, got_b) = in_thread(a, source), in_thread(b, source)
+    ta.join(30), tb.join(30)
+    assert got_a == got_b == list(range(200))
+    assert (source.passes, source.made) == (1, 200)
+
+
+def test_a_stage_that_asks_late_still_shares_the_pass() -> None:
+    share, source = FrameShare(hold=4), Source(50)
+    early, late = share.ticket(), share.ticket()
+    thread, got = in_thread(early, source)
+    thread.join(0.5)
+    assert thread.is_alive() and source.made == 4  # the first items kept for the late one
+    assert list(late.iterate("k", source)) == list(range(50))
+    thread.join(30)
+    assert got == list(range(50))
+    assert source.passes == 1
+
+
+def test_a_fast_stage_waits_for_a_slow_one_within_the_hold() -> None:
+    share, source = FrameShare(hold=4), Source(50)
+    slow_ticket, fast_ticket = share.ticket(), share.ticket()
+    slow = slow_ticket.iterate("k", source)
+    assert next(slow) == 0
+    thread, got = in_thread(fast_ticket, source)
+    thread.join(0.5)
+    assert thread.is_alive()  # blocked: four items ahead of the slow stage
+    assert source.made == 1 + 4
+    assert list(slow) == list(range(1, 50))
+    thread.join(30)
+    assert got == list(range(50))
+    assert source.passes == 1
+
+
+def test_a_stage_that_samples_nothing_holds_nobody_up() -> None:
+    share, source = FrameShare(hold=2), Source(30)
+    sampler, idle = share.ticket(), share.ticket()
+    thread, got = in_thread(sampler, source)
+    thread.join(0.3)
+    assert thread.is_alive()  # waiting for the other stage, which might sample the same
+    idle.close()  # it ended without sampling
+    thread.join(30)
+    assert got == list(range(30))
+
+
+def test_other_keys_are_other_passes() -> None:
+    share, source = FrameShare(hold=2), Source(20)
+    a, b = share.ticket(), share.ticket()
+    (ta, got_a), (tb, got_b) = in_thread(a, source, "a"), in_thread(b, source, "b")
+    ta.join(30), tb.join(30)
+    assert got_a == got_b == list(range(20))
+    assert source.passes == 2
+
+
+def test_a_stage_joining_after_items_were_dropped_makes_its_own_pass() -> None:
+    share, source = FrameShare(hold=3), Source(10)
+    first = share.ticket()
+    assert list(first.iterate("k", source)) == list(range(10))  # alone: nobody else expected
+    assert list(first.iterate("k", source)) == list(range(10))
+    assert source.passes == 2
+
+
+def test_a_stage_that_stops_early_does_not_hold_back_the_other() -> None:
+    share, source = FrameShare(hold=2), Source(30)
+    quitter = share.ticket().iterate("k", source)
+    stayer = share.ticket().iterate("k", source)
+    assert next(quitter) == 0
+    assert next(stayer) == 0
+    quitter.close()
+    assert list(stayer) == list(range(1, 30))
+    assert source.passes == 1
+
+
+def test_every_stage_stopping_early_stops_the_source() -> None:
+    share, source = FrameShare(), Source(30)
+    a, b = share.ticket().iterate("k", source), share.ticket().iterate("k", source)
+    next(a), next(b)
+    a.close()
+    b.close()
+    assert source.closed == 1
+
+
+def test_an_error_reaches_every_stage_of_the_pass() -> None:
+    share, source = FrameShare(), Source(10, fail_at=4)
+    a, b = share.ticket().iterate("k", source), share.ticket().iterate("k", source)
+    assert next(a) == 0 and next(b) == 0
+    with pytest.raises(OSError, match="disk went away"):
+        list(a)
+    with pytest.raises(OSError, match="disk went away"):
+        list(b)
+    assert source.passes == 1
+
+
+def test_sample_clips_through_a_share_gives_the_frames_of_its_own_decode(
+    small_video: Path,
+) -> None:
+    info = probe(small_video)
+    clips = [
+        ClipRow(video_id="v", clip_index=i, t0=float(t0), t1=min(t0 + 4.0, info.duration))
+        for i, t0 in enumerate(range(0, int(info.duration), 4))
+    ]
+    alone = list(sample_clips(info, clips, 0.5, 320))
+    share = FrameShare()
+    tickets = [share.ticket(), share.ticket()]
+    outs: list[list[tuple[ClipRow, list[tuple[float, object]]]]] = [[], []]
+    threads = [
+        threading.Thread(target=lambda o=o, t=t: o.extend(sample_clips(info, clips, 0.5, 320, t)))
+        for o, t in zip(outs, tickets, strict=True)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    for out in outs:
+        assert [c.clip_index for c, _ in out] == [c.clip_index for c, _ in alone]
+        for (_, frames), (_, reference) in zip(out, alone, strict=True):
+            assert [t for t, _ in frames] == [t for t, _ in reference]
+            assert all((a == b).all() for (_, a), (_, b) in zip(frames, reference, strict=True))
