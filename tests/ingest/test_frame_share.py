@@ -1,7 +1,8 @@
 """Stages running at once that sample the same frames share one decode (FrameShare): each gets
 every item, in order, however their starts are spread; memory stays bounded when one outpaces
 the other; a stage that samples other frames or none, stops early or meets an error neither
-loses items nor hangs the other."""
+loses items nor hangs the other. Frames kept from the structure pass (KeptFrames) are the very
+frames a decode would give, and only where they cover the request."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from vidagent.ingest.sampling import FrameShare, FrameTicket, sample_clips
+from vidagent.ingest.sampling import FrameShare, FrameTicket, KeptFrames, sample_clips
 from vidagent.library.schema import ClipRow
 from vidagent.media import probe
 
@@ -175,3 +176,26 @@ def test_sample_clips_through_a_share_gives_the_frames_of_its_own_decode(
         for (_, frames), (_, reference) in zip(out, alone, strict=True):
             assert [t for t, _ in frames] == [t for t, _ in reference]
             assert all((a == b).all() for (_, a), (_, b) in zip(frames, reference, strict=True))
+
+
+def test_kept_frames_are_the_decoded_ones_and_only_where_they_cover_the_request(
+    small_video: Path,
+) -> None:
+    from vidagent.media import iter_sampled_frames
+
+    info = probe(small_video)
+    kept = KeptFrames(0.5, 320)
+    assert kept.fits(1.0) and kept.fits(2.0) and not kept.fits(0.75) and not kept.fits(0.25)
+    thumbs = list(iter_sampled_frames(info, 1.0, 64, keep=(0.5, 320), on_keep=kept.add))
+    assert len(thumbs) == 12 and sorted(kept.frames) == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+    decoded = list(iter_sampled_frames(info, 0.5, 320, start=4.0, end=10.0))
+    taken = kept.take(info, 0.5, 320, 4.0, 10.0)
+    assert taken is not None and [t for t, _ in taken] == [t for t, _ in decoded] == [4.0, 6.0, 8.0]
+    assert all((a == b).all() for (_, a), (_, b) in zip(taken, decoded, strict=True))
+    assert kept.take(info, 0.5, 200, 4.0, 10.0) is None  # another size
+    assert kept.take(info, 1.0, 320, 4.0, 10.0) is None  # another grid
+    assert kept.take(info, 0.5, 320, 3.0, 10.0) is None  # times it does not hold
+    small = KeptFrames(0.5, 320, budget=3 * 320 * 180 * 3)  # room for three frames of six
+    list(iter_sampled_frames(info, 1.0, 64, keep=(0.5, 320), on_keep=small.add))
+    assert small.over and not small.frames  # all or nothing
+    assert small.take(info, 0.5, 320, 0.0, 4.0) is None

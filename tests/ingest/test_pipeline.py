@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -203,31 +204,38 @@ def test_without_overlap_the_stages_run_one_after_another(small_video: Path, tmp
     assert order == sorted(order, key=["asr", "ocr", "detector"].index)  # never interleaved
 
 
-def test_overlapped_ocr_and_detection_decode_their_frames_once(
+def test_ocr_and_detection_take_their_frames_from_the_structure_pass_or_one_decode(
     small_video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from vidagent.ingest import sampling
 
-    passes: list[int] = []
-    original = sampling._sample_run
+    decodes: list[int] = []
+    original = sampling.iter_sampled_frames
 
     def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
-        passes.append(1)
+        decodes.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(sampling, "_sample_run", counted)
-    settings = load_settings({**FAKES, "cache": "off"})
-    seen: dict[bool, list[int]] = {}
-    for overlap in (True, False):
-        lib = Library(tmp_path / f"lib-{overlap}")
+    monkeypatch.setattr(sampling, "iter_sampled_frames", counted)
+    seen: dict[str, list[tuple[int, int]]] = {}
+    # (run, library, OCR and detector model, overlap, decodes OCR and detection make)
+    plan = (
+        ("kept", "a", "a", True, 0),  # the structure pass kept their frames
+        ("shared", "a", "b", True, 1),  # structure already done: one decode for both
+        ("apart", "c", "a", False, 2),  # one after another: each decodes
+    )
+    for name, library, model, overlap, expected in plan:
+        models_set = {"ocr": f"fake:{model}", "detector": f"fake:{model}"}
+        settings = load_settings({**FAKES, **models_set, "cache": "off"})
+        lib = Library(tmp_path / library)
         models = fake_models(settings)
-        sizes: list[int] = []
+        frames: list[tuple[int, int]] = []
         for role, method in (("ocr", "read_text"), ("detector", "detect")):
             adapter = models._adapters[role]  # type: ignore[index]
             call = getattr(adapter, method)
-            setattr(adapter, method, lambda images, *a, _c=call, _s=sizes: (
-                _s.extend(i.size for i in images), _c(images, *a))[1])  # fmt: skip
-        passes.clear()
+            setattr(adapter, method, lambda images, *a, _c=call, _s=frames: (
+                _s.extend((i.size, int(i.sum())) for i in images), _c(images, *a))[1])  # fmt: skip
+        decodes.clear()
         result = index_path(
             small_video, library=lib, settings=settings, models=models,
             stages=("read_text", "detect"), overlap=overlap,
@@ -235,9 +243,45 @@ def test_overlapped_ocr_and_detection_decode_their_frames_once(
         assert runs(result) == {"read_text": 3, "detect": 3}
         vid = result.video.video_id  # type: ignore[union-attr]
         assert all(c.ocr_text == "HELLO" and "person" in c.detections for c in lib.clips(vid))
-        seen[overlap] = sorted(sizes)
-        assert len(passes) == (1 if overlap else 2)  # one decode of the runs of pending clips
-    assert seen[True] == seen[False]  # each stage got every frame
+        seen[name] = sorted(frames)
+        assert len(decodes) == expected, name
+    assert seen["kept"] == seen["shared"] == seen["apart"]  # each stage got the same frames
+
+
+def test_ocr_reads_run_ahead_of_the_clips_they_store_and_store_the_same(
+    small_video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vidagent.ingest import read_text
+
+    settings = load_settings({**FAKES, "cache": "off"})
+    stored: dict[int, dict[int, str]] = {}
+    for ahead in (0, 1):
+        monkeypatch.setattr(read_text, "_READS_AHEAD", ahead)
+        models = fake_models(settings)
+        busy, most, lock = [0], [0], threading.Lock()
+
+        def read(images, _busy=busy, _most=most, _lock=lock):  # type: ignore[no-untyped-def]
+            with _lock:
+                _busy[0] += 1
+                _most[0] = max(_most[0], _busy[0])
+            time.sleep(0.05)
+            with _lock:
+                _busy[0] -= 1
+            return [[TextLine(f"mean {int(i.mean())}", (0, 0, 9, 9), 0.9)] for i in images]
+
+        ocr = models._adapters["ocr"]  # type: ignore[index]
+        ocr.read_text = read  # type: ignore[method-assign]
+        # a read a frame, and two reads at once, as RapidOCR serves them
+        ocr.capabilities = dataclasses.replace(ocr.capabilities, batch_size=1, concurrency=2)
+        lib = Library(tmp_path / f"lib-{ahead}")
+        result = index_path(
+            small_video, library=lib, settings=settings, models=models,
+            stages=("read_text",), options={"read_text": {"batch": 1, "fps": 2.0}},
+        )  # fmt: skip
+        vid = result.video.video_id  # type: ignore[union-attr]
+        stored[ahead] = {c.clip_index: c.ocr_text for c in lib.clips(vid)}
+        assert most[0] == ahead + 1  # reads at once
+    assert stored[1] == stored[0] and all(stored[1].values())
 
 
 def _count_lines(path: Path) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import cv2
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from vidagent.media import (
     iter_frames,
     iter_sampled_frames,
     probe,
+    to_hsv,
 )
 from vidagent.media.synth import read_counter
 
@@ -120,6 +123,27 @@ def test_parallel_chunks_match_a_single_pass(counter_video, monkeypatch):
     assert parallel == single
     assert len(parallel_taps) == 300  # every frame once, in order, across chunk edges
     assert parallel_taps == sorted(parallel_taps) == pytest.approx(single_taps)
+
+
+def test_tapped_frames_are_prepared_on_the_decode_workers(shots_video, monkeypatch):
+    monkeypatch.setattr(decode, "_CHUNK_MIN_SECONDS", 2.0)
+    monkeypatch.setattr(decode, "_CHUNK_MIN_KEYFRAME_INTERVALS", 0.5)
+    plain, prepared = ShotDetector(min_shot_seconds=15 / 25), ShotDetector(min_shot_seconds=15 / 25)
+    preparers: set[str] = set()
+
+    def to_hsv_noting(frame):
+        preparers.add(threading.current_thread().name)
+        return to_hsv(frame)
+
+    list(iter_sampled_frames(shots_video.path, fps=1.0, size=64, on_frame=plain.push))
+    list(
+        iter_sampled_frames(
+            shots_video.path, fps=1.0, size=64, workers=2,
+            on_frame=prepared.push_hsv, on_frame_prepare=to_hsv_noting,
+        )
+    )  # fmt: skip
+    assert prepared.finish(16.0) == plain.finish(16.0)  # the same cuts from prepared frames
+    assert preparers and all(name.startswith("vidagent-decode") for name in preparers)
 
 
 def test_shots_in_the_sampling_pass(shots_video):

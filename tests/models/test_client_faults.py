@@ -308,6 +308,17 @@ def test_local_adapter_gets_one_slot(tmp_path: Path) -> None:
     assert client.limiter.limit(adapter.endpoint) == 1
 
 
+def test_a_local_adapter_serving_two_calls_at_once_gets_two_slots(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path, cache="off", default_concurrency=8)
+    adapter = _LocalCounter()
+    adapter.capabilities = dataclasses.replace(adapter.capabilities, concurrency=2)
+    client = Client(adapter, settings=settings)
+    answers = _parallel_chats(client, 4)
+    assert [a.text for a in answers] == ["q0", "q1", "q2", "q3"]
+    assert adapter.most == 2
+    assert client.limiter.limit(adapter.endpoint) == 2
+
+
 # ---------------------------------------------------------------------------------------------
 # Accounting
 

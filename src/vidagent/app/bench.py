@@ -197,8 +197,9 @@ def endpoint_limits(models: Models, roles: Sequence[str] = AGENT_ROLES) -> dict[
             adapter = models.client(role).adapter
         except ConfigError:
             continue  # a role the hub cannot serve is not one the agent will wait on
+        caps = adapter.capabilities
         limits[adapter.endpoint] = models.limiter.limit_for(
-            adapter.endpoint, adapter.capabilities.local
+            adapter.endpoint, caps.local, caps.concurrency
         )
     return limits
 

@@ -73,8 +73,11 @@ class Stage:
     prompts: ClassVar[tuple[str, ...]] = ()  # prompt files whose text shapes the output
     #: seconds between checkpoints for cheap local work (expensive calls flush every clip)
     flush_every: ClassVar[float] = 2.0
-    #: whether the stage samples frames through ``ctx.frames`` (read_text, detect)
-    samples_frames: ClassVar[bool] = False
+
+    def frame_grid(self) -> tuple[float, int] | None:
+        """``(fps, size)`` of the frames the stage samples through ``ctx.frames`` (read_text,
+        detect), or None: what the pipeline keeps from the structure pass and shares."""
+        return None
 
     def fingerprint(self, settings: Settings) -> str:
         spec = settings.spec(self.role) if self.role else self.name

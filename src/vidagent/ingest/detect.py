@@ -57,7 +57,6 @@ class Detect(Stage):
     name: ClassVar[str] = "detect"
     role: ClassVar[str | None] = "detector"
     column: ClassVar[str | None] = "detect_model"
-    samples_frames: ClassVar[bool] = True
 
     def __init__(self, fps: float = 0.5, size: int = 800, batch: int = 8) -> None:
         self.fps = fps
@@ -108,6 +107,9 @@ class Detect(Stage):
                 "detect_model": fp,
             }
             self.finished(ctx, update, bar)
+
+    def frame_grid(self) -> tuple[float, int]:
+        return self.fps, self.size
 
     def estimate(self, info: VideoInfo, clips: int, settings: Settings) -> StageEstimate:
         spec = settings.spec(str(self.role))

@@ -36,7 +36,7 @@ from tqdm import tqdm
 from vidagent.config import SMOKE_TEST_LLM
 from vidagent.exceptions import ConfigError, MediaError
 from vidagent.ingest.base import IngestContext, Stage, StageEstimate
-from vidagent.ingest.sampling import FrameShare, FrameTicket
+from vidagent.ingest.sampling import FrameShare, KeptFrames
 from vidagent.ingest.structure import StructureReport, index_structure
 from vidagent.plugins import Registry
 
@@ -113,9 +113,6 @@ def make_stage(name: str, **options: Any) -> Stage:
     return stage
 
 
-def ticket(name: str, share: FrameShare) -> FrameTicket | None:
-    """A ticket to ``share`` for a stage that samples frames (read_text, detect), else None."""
-    return share.ticket() if getattr(STAGE_REGISTRY.load(name), "samples_frames", False) else None
 
 
 @dataclass
@@ -198,28 +195,35 @@ def index_path(
         options: constructor arguments by stage name (``{"read_text": {"gate": False}}``).
         overlap: run consecutive :data:`INDEPENDENT` stages at once, each in a thread; the
             stage after them waits for all. Their :class:`StageRun` come in stage order, and
-            their seconds overlap.
+            their seconds overlap. The structure pass then also keeps the frames that OCR and
+            detection sample (:class:`~vidagent.ingest.sampling.KeptFrames`), so they decode
+            nothing; where it could not, stages running at once share one decode
+            (:class:`~vidagent.ingest.sampling.FrameShare`).
     """
     started = time.perf_counter()
     path = Path(path).expanduser()
     result = IndexResult(path)
+    options = options or {}
+    staged = [make_stage(name, **options.get(name, {})) for name in stages]
+    grids = [grid for stage in staged if (grid := stage.frame_grid())]
+    # The structure pass keeps the frames OCR and detection will sample, where they overlap.
+    keep = KeptFrames(*grids[0]) if overlap and grids else None
     try:
-        result.structure = index_structure(library, path, settings)
+        result.structure = index_structure(library, path, settings, keep)
     except MediaError as e:
         result.error = e
         result.wall = time.perf_counter() - started
         return result
     ctx = IngestContext(library, models, settings, result.structure.video, path)
-    options = options or {}
 
     def record(run: StageRun, at: int | None = None) -> None:
         result.stages.insert(len(result.stages) if at is None else at, run)
         if on_stage:
             on_stage(run)
 
-    def run(name: str, own: IngestContext) -> StageRun:
+    def run(stage: Stage, own: IngestContext) -> StageRun:
         try:
-            return run_stage(make_stage(name, **options.get(name, {})), own, progress=progress)
+            return run_stage(stage, own, progress=progress)
         finally:
             if own.frames is not None:
                 own.frames.close()
@@ -229,22 +233,33 @@ def index_path(
         j = i
         while overlap and j < len(stages) and stages[j] in INDEPENDENT:
             j += 1
+        # Stages that sample frames take them through a share: from the structure pass where
+        # it kept them, else from one decode for all the stages running at once.
+        share = FrameShare(kept=keep)
         if j - i < 2:
-            record(run(stages[i], ctx))
+            alone = ctx
+            if staged[i].frame_grid():
+                alone = dataclasses.replace(ctx, frames=share.ticket())
+            record(run(staged[i], alone))
+            ctx.video = alone.video
             i += 1
             continue
-        later = [r for n in stages[j:] if (r := make_stage(n, **options.get(n, {})).role)]
-        share = FrameShare()  # read_text and detect decode their frames once
+        later = [r for stage in staged[j:] if (r := stage.role)]
         with ThreadPoolExecutor(j - i + 1, thread_name_prefix="ingest") as pool:
             # Each stage has its own context: run_stage rebinds ctx.video after each stage.
-            runs = [pool.submit(run, name, dataclasses.replace(ctx, frames=ticket(name, share)))
-                    for name in stages[i:j]]  # fmt: skip
+            own = [
+                dataclasses.replace(ctx, frames=share.ticket() if stage.frame_grid() else None)
+                for stage in staged[i:j]
+            ]
+            runs = [pool.submit(run, st, c) for st, c in zip(staged[i:j], own, strict=True)]
             warm = pool.submit(models.warm, later)
             for future in runs:
                 record(future.result())
             warm.result()
         ctx.video = library.get_video(ctx.video.video_id)  # with their stage entries
         i = j
+    if keep is not None:
+        keep.clear()
     result.video = library.get_video(ctx.video.video_id)
     result.wall = time.perf_counter() - started
     return result

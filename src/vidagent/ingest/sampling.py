@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vidagent.media import Size, frames_at, iter_sampled_frames
-from vidagent.media.decode import output_size
+from vidagent.media import Size, frames_at, iter_sampled_frames, output_size, sample_grid
 
 if TYPE_CHECKING:
     from vidagent.library import ClipRow
@@ -35,6 +34,7 @@ def sample_clips(
     fps: float,
     size: Size,
     share: FrameTicket | None = None,
+    kept: KeptFrames | None = None,
 ) -> Iterator[tuple[ClipRow, ClipFrames]]:
     """Yield each clip, in time order, with its frames on a grid of ``fps`` from its run's start.
 
@@ -50,11 +50,14 @@ def sample_clips(
         share: this stage's ticket to a :class:`FrameShare`, where another stage running at the
             same time may sample the same frames (same video, clips, grid and output size):
             then one decode serves both.
+        kept: frames of this grid kept from an earlier decode: a run they cover is not
+            decoded again.
     """
     if share is not None:
         spans = tuple((c.clip_index, c.t0, c.t1) for c in clips)
         key = (str(info.path), spans, fps, output_size(info, size))
-        yield from share.iterate(key, lambda: sample_clips(info, clips, fps, size))
+        kept = share.share.kept
+        yield from share.iterate(key, lambda: sample_clips(info, clips, fps, size, kept=kept))
         return
     ordered = sorted(clips, key=lambda c: c.t0)
     gap = max(MERGE_GAP_SECONDS, 2.0 * info.keyframe_interval)
@@ -65,15 +68,20 @@ def sample_clips(
         else:
             runs.append([clip])
     for run in runs:
-        yield from _sample_run(info, run, fps, size)
+        yield from _sample_run(info, run, fps, size, kept)
 
 
 def _sample_run(
-    info: VideoInfo, run: list[ClipRow], fps: float, size: Size
+    info: VideoInfo, run: list[ClipRow], fps: float, size: Size, kept: KeptFrames | None
 ) -> Iterator[tuple[ClipRow, ClipFrames]]:
     k = 0  # the clip of the run being filled
     got: ClipFrames = []
-    for t, rgb in iter_sampled_frames(info, fps, size, start=run[0].t0, end=run[-1].t1):
+    start, end = run[0].t0, run[-1].t1
+    held = kept.take(info, fps, size, start, end) if kept is not None else None
+    frames: Iterable[tuple[float, np.ndarray]] = held or []
+    if held is None:
+        frames = iter_sampled_frames(info, fps, size, start=start, end=end)
+    for t, rgb in frames:
         while k < len(run) and t >= run[k].t1 - _EPS:
             yield run[k], got or _middle(info, run[k], size)
             k, got = k + 1, []
@@ -87,6 +95,59 @@ def _sample_run(
 def _middle(info: VideoInfo, clip: ClipRow, size: Size) -> ClipFrames:
     t = (clip.t0 + clip.t1) / 2
     return [(t, frames_at(info, [t], size=size)[0])]
+
+
+#: Bytes of frames :class:`KeptFrames` holds at most (the 3-minute 480x352 clip's 91 frames
+#: are 46 MB; a 10-minute 640x360 clip's 300 are 207 MB): past it, none are kept.
+KEEP_BUDGET_BYTES = 512 * 2**20
+
+
+class KeptFrames:
+    """The frames of one sampling grid (``fps`` from 0, at ``size``), kept from the structure
+    pass for the stages that sample that grid (read_text and detect): its decode reaches every
+    frame anyway, and decoding the grid again cost about 1 CPU second on the 3-minute clip.
+
+    All or nothing: past ``budget`` bytes it drops what it holds, and the stages decode.
+    """
+
+    def __init__(self, fps: float, size: Size, budget: int = KEEP_BUDGET_BYTES) -> None:
+        self.fps = fps
+        self.size = size
+        self.budget = budget
+        self.frames: dict[float, np.ndarray] = {}  # round(t, 6) -> (H, W, 3) uint8 RGB
+        self.held = 0
+        self.over = False
+
+    def fits(self, sample_fps: float) -> bool:
+        """Whether every time of this grid is one of ``sample_fps``'s (both from 0)."""
+        ratio = sample_fps / self.fps
+        return ratio >= 1 - 1e-9 and abs(ratio - round(ratio)) < 1e-9
+
+    def add(self, t: float, rgb: np.ndarray) -> None:
+        if self.over:
+            return
+        self.held += rgb.nbytes
+        if self.held > self.budget:
+            self.over = True
+            self.frames.clear()
+            return
+        self.frames[round(t, 6)] = rgb
+
+    def take(
+        self, info: VideoInfo, fps: float, size: Size, start: float, end: float
+    ) -> list[tuple[float, np.ndarray]] | None:
+        """What ``iter_sampled_frames(info, fps, size, start=start, end=end)`` would yield, or
+        None where some of it is not kept."""
+        if fps != self.fps or output_size(info, size) != output_size(info, self.size):
+            return None
+        grid = sample_grid(info, fps, start, end)
+        found = [self.frames.get(round(t, 6)) for t in grid]
+        if not grid or any(f is None for f in found):
+            return None
+        return [(t, f) for t, f in zip(grid, found, strict=True) if f is not None]
+
+    def clear(self) -> None:
+        self.frames.clear()
 
 
 #: Items (a clip and its frames) a consumer of a :class:`FrameShare` may run ahead of the
@@ -110,8 +171,9 @@ class FrameShare:
     consumer of the pass.
     """
 
-    def __init__(self, hold: int = HOLD_ITEMS) -> None:
+    def __init__(self, hold: int = HOLD_ITEMS, kept: KeptFrames | None = None) -> None:
         self.hold = hold
+        self.kept = kept  # frames a pass takes instead of decoding, where they cover it
         self._cond = threading.Condition()
         self._passes: dict[Hashable, _Pass] = {}
         self._out = 0  # tickets that have neither sampled nor closed

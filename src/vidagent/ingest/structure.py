@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vidagent.config import Settings
 from vidagent.library import ClipRow, FrameRow, Library, ShotRow, VideoRecord, content_id
@@ -21,8 +21,12 @@ from vidagent.media import (
     encode_jpeg,
     iter_sampled_frames,
     probe,
+    to_hsv,
     uniform_clips,
 )
+
+if TYPE_CHECKING:
+    from vidagent.ingest.sampling import KeptFrames
 
 STAGE = "structure"
 
@@ -40,10 +44,16 @@ class StructureReport:
     reused: bool
 
 
-def index_structure(library: Library, path: str | Path, settings: Settings) -> StructureReport:
+def index_structure(
+    library: Library, path: str | Path, settings: Settings, keep: KeptFrames | None = None
+) -> StructureReport:
     """Probe, sample, cut into shots and clips, and store one video; idempotent.
 
     A video already indexed with the same sampling settings is not decoded again.
+
+    Args:
+        keep: where the decode also keeps the frames of a later stage's sampling grid, when
+            that grid lies on this one (:meth:`KeptFrames.fits`).
     """
     started = time.perf_counter()
     path = Path(path).expanduser()
@@ -71,8 +81,11 @@ def index_structure(library: Library, path: str | Path, settings: Settings) -> S
             info,
             fps=settings.sample_fps,
             size=settings.thumb_size,
-            on_frame=detector.push,
+            on_frame=detector.push_hsv,
             on_frame_size=shot_side,
+            on_frame_prepare=to_hsv,  # on the decode workers, not this thread
+            keep=(keep.fps, keep.size) if keep and keep.fits(settings.sample_fps) else None,
+            on_keep=keep.add if keep else None,
         )
     ]
     shots = detector.finish(info.duration)

@@ -8,9 +8,17 @@ the typed ``MediaError`` subclasses of :mod:`vidagent.exceptions` for files it c
 from __future__ import annotations
 
 from vidagent.media.audio import extract_audio
-from vidagent.media.decode import Size, encode_jpeg, frames_at, iter_frames, iter_sampled_frames
+from vidagent.media.decode import (
+    Size,
+    encode_jpeg,
+    frames_at,
+    iter_frames,
+    iter_sampled_frames,
+    output_size,
+    sample_grid,
+)
 from vidagent.media.probe import AudioStreamInfo, VideoInfo, probe
-from vidagent.media.segment import ShotDetector, TimeSpan, detect_shots, uniform_clips
+from vidagent.media.segment import ShotDetector, TimeSpan, detect_shots, to_hsv, uniform_clips
 
 __all__ = [
     "AudioStreamInfo",
@@ -24,6 +32,9 @@ __all__ = [
     "frames_at",
     "iter_frames",
     "iter_sampled_frames",
+    "output_size",
     "probe",
+    "sample_grid",
+    "to_hsv",
     "uniform_clips",
 ]

@@ -125,6 +125,9 @@ def iter_sampled_frames(
     skip_nonref: bool | None = None,
     on_frame: FrameCallback | None = None,
     on_frame_size: Size = 128,
+    on_frame_prepare: Callable[[np.ndarray], np.ndarray] | None = None,
+    keep: tuple[float, Size] | None = None,
+    on_keep: FrameCallback | None = None,
     workers: int | None = None,
 ) -> Iterator[tuple[float, np.ndarray]]:
     """Yield frames on a uniform time grid, decoding the video once.
@@ -151,6 +154,15 @@ def iter_sampled_frames(
             frame's own time. Pass ``ShotDetector.push`` to find shots in the same pass. Calls
             may run up to one chunk ahead of the yielded samples.
         on_frame_size: Size of the frames given to ``on_frame``.
+        on_frame_prepare: Applied to each frame for ``on_frame`` in the thread that decoded it,
+            which ``on_frame`` then gets instead: per-frame work that runs beside the decoding
+            (with ``workers > 1``, on every worker) rather than on the calling thread.
+        keep: ``(fps, size)`` of a coarser grid from 0 whose every time is also one of this
+            grid (``fps`` a whole fraction of this one): its frames, the very ones sampled
+            here, are also converted at ``size`` and given to ``on_keep(t, frame)`` on the
+            calling thread in time order, so that one decode serves a later sampling of that
+            grid (ingest keeps OCR's and detection's frames from the structure pass).
+        on_keep: See ``keep``.
         workers: Concurrent chunks; ``None`` for one per CPU core (at most 8), ``1`` for a
             single pass.
 
@@ -165,7 +177,7 @@ def iter_sampled_frames(
     info = source if isinstance(source, VideoInfo) else probe(source)
     first = max(start, 0.0)
     stop = info.duration if end is None else min(end, info.duration)
-    targets = [first + i / fps for i in range(max(0, math.ceil((stop - first) * fps - 1e-9)))]
+    targets = sample_grid(info, fps, start, end)
     if not targets:
         return
     job = _SampleJob(
@@ -173,15 +185,34 @@ def iter_sampled_frames(
         out_size=output_size(info, size),
         skip_nonref=on_frame is None if skip_nonref is None else skip_nonref,
         tap_size=output_size(info, on_frame_size) if on_frame is not None else None,
+        tap_prepare=on_frame_prepare,
+        keep=(keep[0], output_size(info, keep[1])) if keep and on_keep else None,
     )
-    for is_tap, t, frame in _events(job, targets, first, stop, workers):
-        if not is_tap:
+    for kind, t, frame in _events(job, targets, first, stop, workers):
+        if kind == _SAMPLE:
             yield t, frame
-        elif on_frame is not None:
+        elif kind == _TAP and on_frame is not None:
             on_frame(t, frame)
+        elif kind == _KEEP and on_keep is not None:
+            on_keep(t, frame)
 
 
-_Event = tuple[bool, float, np.ndarray]  # (is_tap, t, frame)
+def sample_grid(
+    info: VideoInfo, fps: float, start: float = 0, end: float | None = None
+) -> list[float]:
+    """Times :func:`iter_sampled_frames` samples: ``start, start + 1/fps, ...`` below ``end``."""
+    first = max(start, 0.0)
+    stop = info.duration if end is None else min(end, info.duration)
+    return [first + i / fps for i in range(max(0, math.ceil((stop - first) * fps - 1e-9)))]
+
+
+def _on_grid(t: float, fps: float) -> bool:
+    """Whether ``t`` is a time of the grid ``0, 1/fps, 2/fps, ...``."""
+    return abs(t * fps - round(t * fps)) < 1e-6
+
+
+_SAMPLE, _TAP, _KEEP = 0, 1, 2  # the kinds of events
+_Event = tuple[int, float, np.ndarray]  # (kind, t, frame)
 _Chunk = tuple[list[float], float, float]  # (targets, tap_from, tap_until)
 
 
@@ -246,12 +277,16 @@ class _SampleJob:
         skip_nonref: bool,
         tap_size: tuple[int, int] | None,
         tap_every: int = 1,
+        tap_prepare: Callable[[np.ndarray], np.ndarray] | None = None,
+        keep: tuple[float, tuple[int, int]] | None = None,
     ) -> None:
         self.info = info
         self.out_size = out_size
         self.skip_nonref = skip_nonref
         self.tap_size = tap_size
         self.tap_every = tap_every
+        self.tap_prepare = tap_prepare
+        self.keep = keep  # (fps, size) of a coarser grid whose frames are converted at size too
 
     def collect(self, targets: list[float], tap_from: float, tap_until: float) -> list[_Event]:
         # One decoder thread per chunk: the chunks themselves are the parallelism.
@@ -270,8 +305,13 @@ class _SampleJob:
                 thread_type=thread_type,
             )
             if self.tap_size is not None:
+                prepare = self.tap_prepare
+
+                def tapped(t: float, small: np.ndarray) -> None:
+                    events.append((_TAP, t, prepare(small) if prepare else small))
+
                 reader.tap(
-                    lambda t, small: events.append((True, t, small)),
+                    tapped,
                     self.tap_size,
                     tap_from,
                     tap_until,
@@ -282,7 +322,11 @@ class _SampleJob:
                 rgb = reader.to_rgb(frame)
                 while events:
                     yield events.popleft()
-                yield False, targets[k], rgb
+                if self.keep is not None and _on_grid(targets[k], self.keep[0]):
+                    size = self.keep[1]
+                    kept = rgb if size == self.out_size else reader.to_rgb(frame, size=size)
+                    yield _KEEP, targets[k], kept
+                yield _SAMPLE, targets[k], rgb
             while events:
                 yield events.popleft()
 
@@ -318,8 +362,8 @@ def iter_frames(
     job = _SampleJob(info, out_size, skip_nonref=False, tap_size=out_size, tap_every=every)
     # The tap is the output here; a one-per-second grid only gives the chunks their anchors.
     grid = [float(i) for i in range(max(1, math.ceil(info.duration)))]
-    for is_tap, t, frame in _events(job, grid, 0.0, info.duration, workers):
-        if is_tap:
+    for kind, t, frame in _events(job, grid, 0.0, info.duration, workers):
+        if kind == _TAP:
             yield t, frame
 
 
@@ -401,6 +445,7 @@ class _Reader:
         self.reformatter = VideoReformatter()  # keeps one swscale context across frames
         self.tap_fn: FrameCallback | None = None
         self.tap_reformatter = VideoReformatter()
+        self.other_reformatters: dict[tuple[int, int], VideoReformatter] = {}
         self.tap_size = out_size
         self.tap_window = (0.0, math.inf)
         self.tap_every = self.tap_count = 1
@@ -423,12 +468,19 @@ class _Reader:
         self.tap_fn, self.tap_size, self.tap_window = fn, size, (lo, hi)
         self.tap_every, self.tap_count = max(1, every), 0
 
-    def to_rgb(self, frame: av.VideoFrame, small: bool = False) -> np.ndarray:
-        """Convert one decoded frame: scale and colour-convert in swscale, then rotate."""
-        width, height = self.tap_size if small else self.out_size
+    def to_rgb(
+        self, frame: av.VideoFrame, small: bool = False, size: tuple[int, int] | None = None
+    ) -> np.ndarray:
+        """Convert one decoded frame: scale and colour-convert in swscale, then rotate. To the
+        tap's size when ``small``, to ``size`` when given, else to the output size."""
+        if size is not None:
+            reformatter = self.other_reformatters.setdefault(size, VideoReformatter())
+        else:
+            size = self.tap_size if small else self.out_size
+            reformatter = self.tap_reformatter if small else self.reformatter
+        width, height = size
         rotation = self.info.rotation
         coded = (height, width) if rotation in (90, 270) else (width, height)
-        reformatter = self.tap_reformatter if small else self.reformatter
         rgb: np.ndarray = reformatter.reformat(
             frame,
             width=coded[0],

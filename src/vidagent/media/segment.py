@@ -80,6 +80,11 @@ def uniform_clips(duration: float, clip_seconds: float = 5.0) -> list[TimeSpan]:
     return [TimeSpan(a, b) for a, b in pairwise(bounds)]
 
 
+def to_hsv(frame: np.ndarray) -> np.ndarray:
+    """The colour space the detector compares frames in.  # (h, w, 3) uint8 RGB -> HSV"""
+    return cv2.cvtColor(frame, cv2.COLOR_RGB2HSV)
+
+
 class ShotDetector:
     """Streaming shot-cut detector: PySceneDetect's ``AdaptiveDetector`` or ``ContentDetector``.
 
@@ -146,7 +151,11 @@ class ShotDetector:
             t: Frame time in seconds.
             frame: The frame, small.  # (h, w, 3) uint8 RGB
         """
-        hsv = cv2.cvtColor(frame, cv2.COLOR_RGB2HSV)  # (h, w, 3) uint8
+        self.push_hsv(t, to_hsv(frame))
+
+    def push_hsv(self, t: float, hsv: np.ndarray) -> None:
+        """:meth:`push` for a frame already in :func:`to_hsv` (which a decoder's worker threads
+        can run: ``on_frame_prepare=to_hsv``).  # hsv: (h, w, 3) uint8"""
         if self._previous is None or self._previous.shape != hsv.shape:
             score = 0.0  # the first frame has nothing to differ from, as in PySceneDetect
         else:

@@ -256,6 +256,9 @@ class Capabilities:
     max_images: int = 0
     batch_size: int = 1
     local: bool = True  # runs in this process: no network, concurrency 1 per loaded model
+    #: Calls a local adapter serves at once; more than 1 only where it shares its own workers
+    #: out between calls (remote endpoints take the settings' limits instead).
+    concurrency: int = 1
     context_tokens: int | None = None  # prompt + output limit, where known and small
     #: A stand-in for a VLM that reports measured facts (detections, OCR, colours) instead of
     #: seeing pixels: callers hand it the index rows of a span, not images to look at.

@@ -234,6 +234,11 @@ class OpenVinoBert(NumpyBert):
     the reference's. One request serves one call at a time.
     """
 
+    #: Texts per inference. A call costs OpenVINO little, and texts sorted by length pad less
+    #: in small batches: 36 clip texts 1.41 CPU seconds in batches of 8 against 1.73 in one of
+    #: 36, 159 digest sentences 1.18 against 1.43 (1 or 2 a batch cost more again).
+    BATCH = 8
+
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         import threading
@@ -297,6 +302,10 @@ class OpenVinoBert(NumpyBert):
         compiled = ov.Core().compile_model(ov.Model([vectors], [tokens, mask]), "CPU", config)
         self._request = compiled.create_infer_request()
         self._lock = threading.Lock()
+
+    def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
+        """Unit vectors of ``texts``, in batches of at most :attr:`BATCH`.  # -> (N, D) float32"""
+        return super().encode(texts, min(batch_size, self.BATCH))
 
     def _forward(self, tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """(B, L) ids and mask -> (B, D) unit vectors."""

@@ -79,7 +79,8 @@ class Limiter:
     A remote endpoint gets ``settings.concurrency[endpoint]`` slots, else
     ``settings.default_concurrency``. A local adapter (``capabilities.local``) gets one slot per
     loaded model, whatever the settings say: local backends are not safe to call from two
-    threads at once, and one call already uses every core.
+    threads at once, and one call already uses every core; an adapter that shares its own
+    workers out between calls says how many it serves at once (``capabilities.concurrency``).
     """
 
     def __init__(self, settings: Settings) -> None:
@@ -88,9 +89,9 @@ class Limiter:
         self._slots: dict[str, threading.BoundedSemaphore] = {}
         self._limits: dict[str, int] = {}
 
-    def limit_for(self, endpoint: str, local: bool) -> int:
+    def limit_for(self, endpoint: str, local: bool, local_limit: int = 1) -> int:
         if local:
-            return 1
+            return local_limit
         return self._settings.concurrency.get(endpoint) or self._settings.default_concurrency
 
     def limit(self, endpoint: str) -> int | None:
@@ -101,15 +102,17 @@ class Limiter:
     @contextmanager
     def slot(self, adapter: Adapter) -> Iterator[None]:
         """Hold one slot of ``adapter``'s endpoint for the duration of the block."""
-        semaphore = self._semaphore(adapter.endpoint, adapter.capabilities.local)
-        with semaphore:
+        caps = adapter.capabilities
+        with self._semaphore(adapter.endpoint, caps.local, caps.concurrency):
             yield
 
-    def _semaphore(self, endpoint: str, local: bool) -> threading.BoundedSemaphore:
+    def _semaphore(
+        self, endpoint: str, local: bool, local_limit: int
+    ) -> threading.BoundedSemaphore:
         with self._lock:
             semaphore = self._slots.get(endpoint)
             if semaphore is None:
-                limit = self.limit_for(endpoint, local)
+                limit = self.limit_for(endpoint, local, local_limit)
                 semaphore = self._slots[endpoint] = threading.BoundedSemaphore(limit)
                 self._limits[endpoint] = limit
             return semaphore

@@ -59,7 +59,9 @@ class RapidOCRAdapter(Adapter):
     """Text lines with boxes from RGB frames."""
 
     provider = "rapidocr"
-    capabilities = Capabilities(roles=frozenset({"ocr"}), local=True)
+    #: Two reads at once share the engines: the frames of one start while the last of the
+    #: other is still being read (read_text keeps a read ahead of the clips it stores).
+    capabilities = Capabilities(roles=frozenset({"ocr"}), local=True, concurrency=2)
 
     def __init__(self, model: str, options: dict[str, str] | None = None) -> None:
         super().__init__(model, options)
