@@ -241,3 +241,31 @@ def test_ocr_on_openvino_sends_no_telemetry_and_forks_nothing() -> None:
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["none"], out.stdout + out.stderr[-2000:]
+
+
+@needs["ocr"]
+def test_rapidocr_imports_with_its_model_table_once_and_whole_for_the_engines_it_runs() -> None:
+    # A fresh interpreter: the import is process-wide. The table RapidOCR reads at import is
+    # parsed once (both modules hold the same tree), holds every key of the file for the
+    # engines the adapter runs, and OmegaConf's loader is put back as it was.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from omegaconf import OmegaConf\n"
+        "from vidagent.models.rapidocr import RapidOCRAdapter\n"
+        "before = OmegaConf.__dict__['load']\n"
+        "RapidOCRAdapter('pp-ocr', {'runtime': 'onnxruntime', 'workers': '1'}).close()\n"
+        "a = RapidOCRAdapter('pp-ocr', {'runtime': 'onnxruntime', 'workers': '1'})\n"
+        "a._load(); a.close()\n"
+        "import rapidocr.inference_engine.base as base, rapidocr.utils.model_resolver as res\n"
+        "lean = base.InferSession.model_info\n"
+        "full = OmegaConf.load(base.MODEL_URL_PATH)\n"
+        "kept = [k for k in full if k not in ('mnn', 'paddle', 'torch')]\n"
+        "print(lean is res._MODEL_CONFIG, OmegaConf.__dict__['load'] is before,\n"
+        "      sorted(lean) == sorted(kept), all(lean[k] == full[k] for k in kept))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True"] * 4, out.stdout + out.stderr[-2000:]
