@@ -13,14 +13,15 @@ faster). Target from the issue: at least 10x overall on 2 cores.
 Each clip is indexed twice in one run, on the same machine: *before* is the pipeline without the
 speed levers (no text-presence gate before OCR, one OCR engine with onnxruntime's threads,
 CTranslate2's default threads for Whisper, the embedder in sentence-transformers, stages one
-after another, the summary written by the llm), *after* the default (the gate on, two
-single-thread OCR engines on OpenVINO sharing one compilation of the models, Whisper on half
-the cores, the embedder's forward pass on plain torch, ``transcribe``, ``read_text`` and
-``detect`` at once while the embedder loads, the extractive digest as the summary of the
-embedded llm, its centroid from the embed stage's stored vectors). Per stage the table prints both and the
-ratio before/after; with the overlap, those three stages' seconds run side by side, so only the
-overall row is wall time. The load average is printed, as
-the machine may be shared.
+after another, each decoding its own frames, the summary written by the llm), *after* the
+default (the gate on, two single-thread OCR engines on OpenVINO sharing one compilation of the
+models and reading two batches at once, Whisper on half the cores, the embedder's forward pass
+as an OpenVINO graph, ``transcribe``, ``read_text`` and ``detect`` at once while the embedder
+loads, OCR and detection taking their frames from the structure pass, the extractive digest as
+the summary of the embedded llm, its centroid from the embed stage's stored vectors). Per stage
+the table prints both and the ratio before/after; with the overlap, those three stages' seconds
+run side by side, so only the overall row is wall time. The load average is printed, as the
+machine may be shared.
 
     .venv/bin/python benchmarks/ingest.py [--only real|generated] [--skip STAGE ...]
 """

@@ -1,5 +1,6 @@
 """The ingest speed levers (OCR's text-presence gate, two OCR engines on OpenVINO reading frames
-at once, transcribe, read_text and detect running at the same time while the embedder loads)
+at once, transcribe, read_text and detect running at the same time while the embedder loads,
+OCR and detection taking their frames from the structure pass, the embedder on OpenVINO)
 lose nothing a user would see: the same on-screen lines, the spoken words, the detections, the
 search hits, on the real narrated clip and on a generated one. The end-to-end checks of each
 stage alone are in test_end_to_end.py and test_perception_stages.py; these run them with the

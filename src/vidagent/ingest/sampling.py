@@ -1,15 +1,17 @@
 """Frames of many clips in few decodes, for the stages that look at pixels (OCR, detection).
 
-Stages that run side by side (the pipeline's overlap) and sample the same frames share one
-decode through a :class:`FrameShare`: on the narrated 480x352 clip ``read_text`` and ``detect``
-both take the 0.5 fps grid at its own size, and decoding it costs about 1 CPU second each time.
+On the narrated 480x352 clip ``read_text`` and ``detect`` both take the 0.5 fps grid at its own
+size, and decoding it costs about 1 CPU second each time. The structure pass, which decodes
+every frame anyway, keeps that grid's frames for them (:class:`KeptFrames`); where it could not
+(a video indexed before, a budget passed), stages that run side by side and sample the same
+frames share one decode (:class:`FrameShare`).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -56,7 +58,7 @@ def sample_clips(
     if share is not None:
         spans = tuple((c.clip_index, c.t0, c.t1) for c in clips)
         key = (str(info.path), spans, fps, output_size(info, size))
-        kept = share.share.kept
+        kept = share.kept
         yield from share.iterate(key, lambda: sample_clips(info, clips, fps, size, kept=kept))
         return
     ordered = sorted(clips, key=lambda c: c.t0)
@@ -78,9 +80,7 @@ def _sample_run(
     got: ClipFrames = []
     start, end = run[0].t0, run[-1].t1
     held = kept.take(info, fps, size, start, end) if kept is not None else None
-    frames: Iterable[tuple[float, np.ndarray]] = held or []
-    if held is None:
-        frames = iter_sampled_frames(info, fps, size, start=start, end=end)
+    frames = iter_sampled_frames(info, fps, size, start=start, end=end) if held is None else held
     for t, rgb in frames:
         while k < len(run) and t >= run[k].t1 - _EPS:
             yield run[k], got or _middle(info, run[k], size)
@@ -261,6 +261,11 @@ class FrameTicket:
     def __init__(self, share: FrameShare) -> None:
         self.share = share
         self.settled = False  # sampled or closed
+
+    @property
+    def kept(self) -> KeptFrames | None:
+        """Frames the structure pass kept for the stages of this share."""
+        return self.share.kept
 
     def iterate(self, key: Hashable, source: Callable[[], Iterator[Any]]) -> Iterator[Any]:
         """The items of ``source()``, from the pass of ``key`` where one is open."""
