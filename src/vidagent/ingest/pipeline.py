@@ -96,7 +96,7 @@ def stage_names() -> tuple[str, ...]:
 #: loads the weights of the stages after them (the embedder builds its OpenVINO graph, ~0.4 s).
 #: Whisper (CTranslate2), PP-OCR (OpenVINO or onnxruntime) and OpenCV leave the GIL while they
 #: compute, so the threads share the cores: on the narrated 3-minute clip and 2 cores the three
-#: stages take 16-18 s at once.
+#: stages take 13-14 s at once.
 INDEPENDENT: frozenset[str] = frozenset({"transcribe", "read_text", "detect"})
 
 
@@ -111,8 +111,6 @@ def make_stage(name: str, **options: Any) -> Stage:
     if not isinstance(stage, Stage):
         raise ConfigError(f"stage {name!r} made a {type(stage).__name__}, not an ingest Stage")
     return stage
-
-
 
 
 @dataclass

