@@ -7,6 +7,7 @@ frames a decode would give, and only where they cover the request."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,6 +41,16 @@ class Source:
             raise
 
 
+def settles_at(source: Source, made: int) -> None:
+    """Wait (on a loaded machine, as long as it takes) until ``made`` items were made, then
+    check that no more come."""
+    deadline = time.monotonic() + 30
+    while source.made < made and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.3)
+    assert source.made == made
+
+
 def in_thread(
     ticket: FrameTicket, source: Source, key: str = "k"
 ) -> tuple[threading.Thread, list[int]]:
@@ -69,8 +80,8 @@ def test_a_stage_that_asks_late_still_shares_the_pass() -> None:
     share, source = FrameShare(hold=4), Source(50)
     early, late = share.ticket(), share.ticket()
     thread, got = in_thread(early, source)
-    thread.join(0.5)
-    assert thread.is_alive() and source.made == 4  # the first items kept for the late one
+    settles_at(source, 4)  # the first items kept for the late one, and no more
+    assert thread.is_alive()
     assert list(late.iterate("k", source)) == list(range(50))
     thread.join(30)
     assert got == list(range(50))
@@ -83,9 +94,8 @@ def test_a_fast_stage_waits_for_a_slow_one_within_the_hold() -> None:
     slow = slow_ticket.iterate("k", source)
     assert next(slow) == 0
     thread, got = in_thread(fast_ticket, source)
-    thread.join(0.5)
-    assert thread.is_alive()  # blocked: four items ahead of the slow stage
-    assert source.made == 1 + 4
+    settles_at(source, 1 + 4)  # four items ahead of the slow stage, and no more
+    assert thread.is_alive()
     assert list(slow) == list(range(1, 50))
     thread.join(30)
     assert got == list(range(50))

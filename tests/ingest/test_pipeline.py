@@ -264,7 +264,7 @@ def test_ocr_reads_run_ahead_of_the_clips_they_store_and_store_the_same(
             with _lock:
                 _busy[0] += 1
                 _most[0] = max(_most[0], _busy[0])
-            time.sleep(0.05)
+            time.sleep(0.1)  # a read of a clip's frames outlasts decoding the next clip's
             with _lock:
                 _busy[0] -= 1
             return [[TextLine(f"mean {int(i.mean())}", (0, 0, 9, 9), 0.9)] for i in images]
