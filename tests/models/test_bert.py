@@ -94,3 +94,20 @@ def test_a_model_numpy_does_not_compute_is_refused_by_runtime_numpy_and_openvino
         assert np.abs(vectors - reference).max() < 1e-5
     with pytest.raises(ConfigError, match="runtime must be"):
         SentenceTransformerAdapter("all-minilm-l6-v2", {"runtime": "onnx"})
+
+
+def test_where_openvino_cannot_build_the_model_auto_embeds_all_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from vidagent.exceptions import ProviderError
+    from vidagent.models import bert
+
+    def broken(self: object, path: Path) -> None:
+        raise RuntimeError("Exception from src/inference/src/cpp/core.cpp: no CPU plugin")
+
+    monkeypatch.setattr(bert.OpenVinoBert, "__init__", broken)
+    texts = [f"clip {i}: people working together" for i in range(40)]  # a bulk request
+    vectors, _ = embed("auto", texts)
+    assert np.abs(vectors - embed("numpy", texts)[0]).max() < 1e-5
+    with pytest.raises(ProviderError, match="OpenVINO could not build the model .*try runtime=torch"):
+        embed("openvino", texts)

@@ -247,7 +247,7 @@ class OpenVinoBert(NumpyBert):
         super().__init__(path)
         import threading
 
-        from vidagent.models.registry import without_openvino_telemetry
+        from vidagent.models.registry import cpu_share, without_openvino_telemetry
 
         without_openvino_telemetry()
         import openvino as ov
@@ -302,7 +302,11 @@ class OpenVinoBert(NumpyBert):
         total = op.reduce_sum(op.multiply(x, keep), i64(1), False)  # (B, D)
         count = op.maximum(op.reduce_sum(keep, i64(1), False), f32(1e-9))  # (B, 1)
         vectors = op.normalize_l2(op.divide(total, count), i64(1), 1e-12, "max")
-        config = {"INFERENCE_PRECISION_HINT": "f32", "ENABLE_CPU_PINNING": False}
+        config = {
+            "INFERENCE_PRECISION_HINT": "f32",
+            "INFERENCE_NUM_THREADS": cpu_share(),  # a process pool's or Ray worker's share
+            "ENABLE_CPU_PINNING": False,
+        }
         compiled = ov.Core().compile_model(ov.Model([vectors], [tokens, mask]), "CPU", config)
         self._request = compiled.create_infer_request()
         self._lock = threading.Lock()

