@@ -248,6 +248,40 @@ def test_ocr_and_detection_take_their_frames_from_the_structure_pass_or_one_deco
     assert seen["kept"] == seen["shared"] == seen["apart"]  # each stage got the same frames
 
 
+def test_kept_frames_are_let_go_once_no_stage_left_samples_frames(
+    small_video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vidagent.ingest import pipeline
+
+    kept: list[pipeline.KeptFrames] = []
+    original = pipeline.KeptFrames
+
+    def noted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        kept.append(original(*args, **kwargs))
+        return kept[-1]
+
+    monkeypatch.setattr(pipeline, "KeptFrames", noted)
+    settings = load_settings({**FAKES, "cache": "off"})
+    models = fake_models(settings)
+    held_at_caption: list[int] = []
+    vlm = models._adapters["vlm"]  # type: ignore[index]
+    chat = vlm.chat
+    vlm.chat = lambda request: (  # type: ignore[method-assign]
+        held_at_caption.append(len(kept[0].frames)), chat(request))[1]  # fmt: skip
+    detected: list[int] = []
+    detector = models._adapters["detector"]  # type: ignore[index]
+    detect = detector.detect
+    detector.detect = lambda images, *a: (  # type: ignore[method-assign]
+        detected.append(len(kept[0].frames)), detect(images, *a))[1]  # fmt: skip
+    result = index_path(
+        small_video, library=Library(tmp_path / "lib"), settings=settings, models=models,
+        stages=("read_text", "detect", "caption"),
+    )  # fmt: skip
+    assert runs(result) == {"read_text": 3, "detect": 3, "caption": 3}
+    assert detected and min(detected) == 6  # held while OCR and detection read them
+    assert held_at_caption and max(held_at_caption) == 0
+
+
 def test_ocr_reads_run_ahead_of_the_clips_they_store_and_store_the_same(
     small_video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -226,8 +226,11 @@ def index_path(
             if own.frames is not None:
                 own.frames.close()
 
+    last_sampling = max((k for k, stage in enumerate(staged) if stage.frame_grid()), default=-1)
     i = 0
     while i < len(stages):
+        if keep is not None and i > last_sampling:
+            keep.clear()  # no stage left samples frames: not held through caption to summarize
         j = i
         while overlap and j < len(stages) and stages[j] in INDEPENDENT:
             j += 1
@@ -256,8 +259,6 @@ def index_path(
             warm.result()
         ctx.video = library.get_video(ctx.video.video_id)  # with their stage entries
         i = j
-    if keep is not None:
-        keep.clear()
     result.video = library.get_video(ctx.video.video_id)
     result.wall = time.perf_counter() - started
     return result
