@@ -75,7 +75,7 @@ def scripted_llm(latency: float, duration: float) -> Any:
 
 def loop_overhead(library: Any, video_id: str, settings: Any, latency: float) -> dict[str, float]:
     from vidagent.agents.base import Question
-    from vidagent.agents.dvd import DVDAgent
+    from vidagent.agents.dvd.agent import DVDAgent
     from vidagent.models.client import Models
     from vidagent.models.fake import FakeAdapter
     from vidagent.trace import ModelCall, Observed, Trace

@@ -29,7 +29,8 @@ from realmedia import get_clip
 from vidagent.config import load_settings
 from vidagent.media import probe
 from vidagent.models.client import Models
-from vidagent.tools import cvr_audio, cvr_frames
+from vidagent.tools.cvr import audio as cvr_audio
+from vidagent.tools.cvr import frames as cvr_frames
 
 
 def median_seconds(fn: Callable[[], object], repeat: int) -> float:

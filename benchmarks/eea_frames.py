@@ -53,8 +53,8 @@ from typing import Any
 
 from vidagent.agents.answer import option_letter
 from vidagent.agents.base import Agent, Question
-from vidagent.agents.dvd import DVDAgent
-from vidagent.agents.eea import EEAAgent
+from vidagent.agents.dvd.agent import DVDAgent
+from vidagent.agents.eea.agent import EEAAgent
 from vidagent.config import Settings, load_settings
 from vidagent.ingest import index_video
 from vidagent.library import Library

@@ -62,7 +62,7 @@ def samples() -> list[Any]:
     """The questions, their clips fetched (and cached) where missing."""
     from realmedia import fetch_clip
 
-    from vidagent.bench import lvbench
+    from vidagent.bench.tasks import lvbench
 
     for name in ("wannaworktogether.mp4", "vtest.avi", "Megamind.avi"):
         fetch_clip(name)

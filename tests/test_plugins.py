@@ -305,7 +305,7 @@ def test_listing_and_resolving_import_no_built_in() -> None:
         "from vidagent.models.registry import PROVIDERS, parse_spec\n"
         "from vidagent.bench import BENCHMARKS\n"
         "parse_spec('llamacpp:smollm2-135m'); print(PROVIDERS.names(), list(BENCHMARKS))\n"
-        "loaded = [m for m in ('vidagent.models.llamacpp', 'vidagent.bench.nextqa', 'torch',\n"
+        "loaded = [m for m in ('vidagent.models.llamacpp', 'vidagent.bench.tasks.nextqa', 'torch',\n"
         "          'llama_cpp', 'lancedb') if m in sys.modules]\n"
         "assert not loaded, loaded\n"
     )

@@ -10,7 +10,7 @@ import pytest
 from agentkit import JSON_ONLY, action, build_library, call, hub
 
 from vidagent.agents.base import Question
-from vidagent.agents.dvd import FINISH_PROMPT, DVDAgent
+from vidagent.agents.dvd.agent import FINISH_PROMPT, DVDAgent
 from vidagent.budget import Budget
 from vidagent.library.schema import ClipHit, ClipRow
 from vidagent.models.base import Message

@@ -14,7 +14,7 @@ from faultserver import Behaviour, FaultServer, completion
 
 import vidagent as va
 from vidagent.agents.base import Question
-from vidagent.agents.dvd import DVDAgent
+from vidagent.agents.dvd.agent import DVDAgent
 from vidagent.cli.render import render
 from vidagent.config import load_settings
 from vidagent.models.client import Models

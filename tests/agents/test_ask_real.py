@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from realmedia import get_clip
 
-from vidagent.agents.dvd import SEARCH_TOOLS
+from vidagent.agents.dvd.agent import SEARCH_TOOLS
 from vidagent.app import ask
 from vidagent.budget import Budget
 from vidagent.cli.render import render

@@ -14,7 +14,7 @@ import pytest
 from agentkit import JSON_ONLY, action, build_library, call
 from clirun import vidagent
 
-from vidagent.agents.avi import FORCED, AVIAgent, tool_descriptions
+from vidagent.agents.avi.agent import FORCED, AVIAgent, tool_descriptions
 from vidagent.agents.base import Question
 from vidagent.agents.strategies import strategy_class
 from vidagent.exceptions import ConfigError
@@ -25,8 +25,8 @@ from vidagent.models.client import Models
 from vidagent.models.fake import FakeAdapter
 from vidagent.models.rapidocr import RapidOCRAdapter
 from vidagent.prompts import load_prompt
-from vidagent.tools.avi_perceive import object_detect_tool
-from vidagent.tools.avi_retrieve import global_explore_tool, merge_clips
+from vidagent.tools.avi.perceive import object_detect_tool
+from vidagent.tools.avi.retrieve import global_explore_tool, merge_clips
 from vidagent.tools.base import ToolContext
 from vidagent.trace import Observed, PhaseChanged, RunStarted
 

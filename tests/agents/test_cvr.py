@@ -12,8 +12,8 @@ import pytest
 from agentkit import INDEX_SPECS
 
 from vidagent.agents.base import Question
-from vidagent.agents.cvr import CVRAgent
-from vidagent.agents.cvr_inputs import CvrInput, CvrQuestion
+from vidagent.agents.cvr.agent import CVRAgent
+from vidagent.agents.cvr.inputs import CvrInput, CvrQuestion
 from vidagent.cli.render import render
 from vidagent.config import load_settings
 from vidagent.ingest import index_video
@@ -21,7 +21,7 @@ from vidagent.library import Library
 from vidagent.models.base import ChatRequest
 from vidagent.models.client import Models
 from vidagent.models.fake import FakeAdapter
-from vidagent.tools import cvr_frames
+from vidagent.tools.cvr import frames as cvr_frames
 from vidagent.trace import AgentTurn, ChildStarted, FormatError, ModelCall, PhaseChanged, Trace
 
 
@@ -380,7 +380,7 @@ def test_a_spent_budget_forces_the_answer_on_the_conversation_so_far(
 def test_the_index_is_read_only_when_allowed(
     clips: tuple[Path, Path], tmp_path: Path, index: str
 ) -> None:
-    from vidagent.agents.cvr import INDEX_STAGES
+    from vidagent.agents.cvr.agent import INDEX_STAGES
 
     library, ids = _library(tmp_path / "lib", clips[0], stages=INDEX_STAGES)
     assert library.global_summary(ids[0])
@@ -414,7 +414,7 @@ def test_on_demand_speech_asks_whisper_for_the_papers_decoding() -> None:
     conditioning and no VAD; faster-whisper receives exactly those, audio cut to the window."""
     from vidagent.models.base import TranscribeRequest
     from vidagent.models.whisper import FasterWhisperAdapter
-    from vidagent.tools import cvr_audio
+    from vidagent.tools.cvr import audio as cvr_audio
 
     asr = FakeAdapter("echo", {"text": "hello there"})
     models = Models.from_adapters({"asr": asr}, load_settings(INDEX_SPECS))

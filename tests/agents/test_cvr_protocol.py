@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from vidagent.agents.cvr_protocol import (
+from vidagent.agents.cvr.protocol import (
     CVR_FORMAT_RETRIES,
     CVR_MAX_FRAMES,
     CVR_MAX_TURNS,

@@ -10,7 +10,7 @@ import pytest
 from agentkit import build_library, call, hub
 
 from vidagent.agents.base import Question
-from vidagent.agents.dvd import DVDAgent
+from vidagent.agents.dvd.agent import DVDAgent
 from vidagent.exceptions import ConfigError
 from vidagent.media.synth import make_video
 from vidagent.models.fake import FakeAdapter
@@ -50,7 +50,7 @@ def test_prompts_hold_the_papers_wording() -> None:
 
 class _Agent(DVDAgent):
     def __init__(self, **options: Any) -> None:  # only what the prompt builders read
-        from vidagent.agents.dvd import DVDOptions
+        from vidagent.agents.dvd.agent import DVDOptions
 
         self.options = DVDOptions(**options)
 

@@ -18,8 +18,8 @@ from agentkit import INDEX_SPECS, build_library
 from clirun import vidagent
 
 from vidagent.agents.base import Answer, Question
-from vidagent.agents.eea import EEAAgent
-from vidagent.agents.eea_tree import (
+from vidagent.agents.eea.agent import EEAAgent
+from vidagent.agents.eea.tree import (
     MemoryFrame,
     Node,
     RetrievedClip,

@@ -11,7 +11,7 @@ import pytest
 from realmedia import get_clip
 
 from vidagent.app import Session
-from vidagent.bench import lvbench
+from vidagent.bench.tasks import lvbench
 from vidagent.config import load_settings
 
 pytestmark = [pytest.mark.models, pytest.mark.realmedia]

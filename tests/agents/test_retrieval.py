@@ -10,7 +10,7 @@ from agentkit import INDEX_SPECS
 from clirun import vidagent
 
 from vidagent.agents.base import Question
-from vidagent.agents.retrieval import RetrievalAgent, words
+from vidagent.agents.retrieval.agent import RetrievalAgent, words
 from vidagent.agents.strategies import strategy_class
 from vidagent.app.bench import RunConfig, run_benchmark
 from vidagent.bench.rundir import read_rows

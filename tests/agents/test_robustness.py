@@ -13,8 +13,8 @@ from agentkit import INDEX_SPECS, JSON_ONLY, action, build_library, call, hub
 from faultserver import Behaviour, FaultServer, completion, rejected
 
 from vidagent.agents.base import Answer, Question
-from vidagent.agents.dvd import DVDAgent
-from vidagent.agents.videoagent2 import VideoAgent2Agent
+from vidagent.agents.dvd.agent import DVDAgent
+from vidagent.agents.videoagent2.agent import VideoAgent2Agent
 from vidagent.app import Session
 from vidagent.config import Settings, load_settings
 from vidagent.exceptions import ContextOverflowError

@@ -12,7 +12,7 @@ import pytest
 from agentkit import build_library, hub
 
 from vidagent.agents.base import Agent, Answer, Question
-from vidagent.agents.dvd import DVDAgent
+from vidagent.agents.dvd.agent import DVDAgent
 from vidagent.agents.run import Run
 from vidagent.cli.render import render
 from vidagent.models.base import ChatRequest, Message, ToolCall

@@ -9,8 +9,8 @@ import pytest
 from agentkit import INDEX_SPECS, JSON_ONLY, action, call, hub
 
 from vidagent.agents.base import Question
-from vidagent.agents.dvd import DVDAgent
-from vidagent.agents.eea import EEAAgent
+from vidagent.agents.dvd.agent import DVDAgent
+from vidagent.agents.eea.agent import EEAAgent
 from vidagent.app import Session
 from vidagent.budget import Budget
 from vidagent.cli.render import render

@@ -16,8 +16,8 @@ from faultserver import Behaviour, FaultServer, completion
 
 from vidagent.agents.base import Answer, Question
 from vidagent.agents.strategies import strategy_class
-from vidagent.agents.videoagent2 import VideoAgent2Agent
-from vidagent.agents.videoagent2_memory import (
+from vidagent.agents.videoagent2.agent import VideoAgent2Agent
+from vidagent.agents.videoagent2.memory import (
     MemoryBank,
     ToolRecord,
     parse_assessment,

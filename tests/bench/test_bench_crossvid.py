@@ -10,8 +10,8 @@ from clirun import vidagent
 
 from vidagent.bench import evaluate, get_benchmark
 from vidagent.bench.base import BenchmarkDataError
-from vidagent.bench.crossvid import Row
 from vidagent.bench.judge import Judge, parse_verdict
+from vidagent.bench.tasks.crossvid import Row
 from vidagent.exceptions import UserError
 from vidagent.models.base import ChatRequest
 from vidagent.models.client import Models

@@ -11,7 +11,7 @@ import pytest
 from benchkit import SPECS
 from clirun import vidagent
 
-from vidagent.agents.cvr_protocol import TASKS, master_prompt
+from vidagent.agents.cvr.protocol import TASKS, master_prompt
 from vidagent.app.bench import RunConfig, run_benchmark
 from vidagent.bench.rundir import read_rows
 from vidagent.config import load_settings

@@ -24,7 +24,7 @@ from clirun import vidagent
 from vidagent.bench import evaluate, get_benchmark
 from vidagent.bench.base import BenchmarkDataError
 from vidagent.bench.judge import Judge
-from vidagent.bench.mmbench_video import (
+from vidagent.bench.tasks.mmbench_video import (
     DIMENSIONS,
     GROUPS,
     JUDGE_SYSTEM,

@@ -12,9 +12,9 @@ from benchkit import hub, make_lvbench, settings_with
 from clirun import vidagent
 
 from vidagent.app.bench import RunConfig, run_benchmark
-from vidagent.bench import nextqa
 from vidagent.bench.base import Outcome, Sample
 from vidagent.bench.report import bootstrap
+from vidagent.bench.tasks import nextqa
 from vidagent.exceptions import BackendMissingError
 from vidagent.models.base import ChatRequest
 from vidagent.models.fake import FakeAdapter

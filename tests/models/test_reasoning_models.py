@@ -13,7 +13,7 @@ from factories import INDEX_SPECS
 from faultserver import Behaviour, FaultServer, completion
 
 from vidagent.agents.base import Question
-from vidagent.agents.dvd import DVDAgent
+from vidagent.agents.dvd.agent import DVDAgent
 from vidagent.config import load_settings
 from vidagent.exceptions import ConfigError, RequestRejectedError
 from vidagent.ingest import index_video

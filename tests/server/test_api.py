@@ -74,7 +74,7 @@ def test_health_names_the_version(api: TestClient) -> None:
 
 
 def test_strategies_lists_built_ins_and_registered_ones(api: TestClient) -> None:
-    from vidagent.agents.dvd import DVDAgent
+    from vidagent.agents.dvd.agent import DVDAgent
     from vidagent.agents.strategies import STRATEGIES
 
     listed = api.get("/api/strategies").json()

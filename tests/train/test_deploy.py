@@ -13,7 +13,7 @@ pytest.importorskip("trl")
 from clirun import vidagent
 from tinylm import build_tiny_lm
 
-from vidagent.agents.cvr_protocol import master_prompt
+from vidagent.agents.cvr.protocol import master_prompt
 from vidagent.app import ask
 from vidagent.budget import Budget
 from vidagent.config import load_settings

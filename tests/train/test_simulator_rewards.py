@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from vidagent.agents.cvr_protocol import ObserveTarget, run_master
+from vidagent.agents.cvr.protocol import ObserveTarget, run_master
 from vidagent.prompts import load_prompt
 from vidagent.train.rewards import answer_reward, episode_reward, iou
 from vidagent.train.rollout import group_advantages
@@ -151,7 +151,7 @@ def test_group_advantages_are_zero_for_identical_rewards_and_standardised_otherw
 
 
 def test_the_generic_prompt_option_trains_the_prompt_ask_uses_for_untasked_questions() -> None:
-    from vidagent.agents.cvr_protocol import master_prompt
+    from vidagent.agents.cvr.protocol import master_prompt
     from vidagent.train.rollout import play
 
     systems: list[str] = []

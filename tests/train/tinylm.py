@@ -31,7 +31,7 @@ def build_tiny_lm(folder: Path, seed: int = 0) -> Path:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    from vidagent.agents.cvr_protocol import TASKS, master_prompt
+    from vidagent.agents.cvr.protocol import TASKS, master_prompt
 
     # Trained on the master prompts so that a prompt is ~1k tokens, not ~4k bytes.
     corpus = CORPUS * 4 + [master_prompt(t) for t in TASKS]

@@ -1,9 +1,16 @@
 """Agents: strategies that answer questions by calling tools over the index.
 
-:mod:`.base` holds the immutable :class:`Agent` and how a run ends; :mod:`.run` one question's
-state and the loop's machinery (steps, budgets, tool calls, events); :mod:`.actions` the
-JSON-action protocol; each strategy is a module (``dvd``, ``videoagent2``), registered in
-:mod:`.strategies`. The front door is the application layer (:func:`vidagent.app.ask`,
+The shared runtime: :mod:`.base` holds the immutable :class:`Agent` and how a run ends; :mod:`.run`
+one question's state and the loop's machinery (steps, budgets, tool calls, events);
+:mod:`.actions` the JSON-action protocol; :mod:`.answer` reading a choice out of a reply;
+:mod:`.evidence` the retrieval pass that scores options by what the index finds; and
+:mod:`.strategies` the registry of strategy names. Each strategy is a subpackage holding its
+decisions, not plumbing: :mod:`.dvd`, :mod:`.videoagent2`, :mod:`.eea`, :mod:`.avi`, :mod:`.cvr`,
+:mod:`.retrieval`.
+
+An agent reads the index only through tools and its :class:`~vidagent.tools.index.IndexView`
+(``tests/test_layers.py`` checks that no module here imports the Library, ingest or media, or
+reads a ``.library``). The front door is the application layer (:func:`vidagent.app.ask`,
 :class:`vidagent.app.Session`), which indexes what a strategy reads and runs it.
 """
 

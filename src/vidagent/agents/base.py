@@ -46,13 +46,14 @@ from vidagent.models.base import Message
 from vidagent.models.client import CallRecord, UsageLedger
 from vidagent.roles import ROLES
 from vidagent.tools.base import Evidence
+from vidagent.tools.index import IndexView
 from vidagent.tools.options import ToolOptions
 from vidagent.trace import Answered, BudgetExhausted, ModelCall, RunFinished, RunStarted, Trace
 
 if TYPE_CHECKING:
     from vidagent.config import Settings
-    from vidagent.library import Library
     from vidagent.models.client import Models
+    from vidagent.tools.index import Library
 
 ToolMode = Literal["auto", "native", "json"]
 EvidenceFirst = Literal["auto", "on", "off"]
@@ -147,7 +148,9 @@ class Agent:
     ``Options`` and write :meth:`solve`.
 
     Args:
-        library: the Library holding the videos.
+        library: the Library holding the videos; kept as ``agent.library`` for callers, while
+            the strategy reads it only through tools and ``agent.index``
+            (:class:`~vidagent.tools.index.IndexView`).
         models: the model hub (roles ``llm``, ``vlm``, ``embed`` … as the strategy needs).
         budget: per-question limits (default :class:`Budget` with the strategy's step limit).
         tool_mode: ``auto`` uses native tool calling when the llm supports it, else JSON actions;
@@ -195,7 +198,8 @@ class Agent:
         options, self.evidence_first = self._evidence_setting(options)
         if tool_mode not in ("auto", "native", "json"):
             raise ConfigError(f"tool mode {tool_mode!r}: choose auto, native or json")
-        self.library = library
+        self.library = library  # for callers; the strategy reads through self.index and tools
+        self.index = IndexView(library, models)
         self.models = models
         self.options = self.parse_options(options)
         self.budget = self.step_budget(budget or Budget())
@@ -395,7 +399,7 @@ class Agent:
 
         videos = []
         for vid in question.video_ids:
-            record = self.library.get_video(vid)
+            record = self.index.video(vid)
             videos.append({"video_id": vid, "name": record.name, "duration": record.duration})
         return {
             "strategy": self.name,

@@ -25,14 +25,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from vidagent.agents.answer import option_letter
-from vidagent.library.search import require_embedding
 from vidagent.timecode import clock
 from vidagent.tools.base import Evidence
 
 if TYPE_CHECKING:
-    from vidagent.library import Library
     from vidagent.library.schema import ClipHit
-    from vidagent.models.client import Models
+    from vidagent.tools.index import IndexView
 
 Field = Literal["transcript", "ocr_text", "caption"]
 
@@ -91,20 +89,18 @@ class Finder:
         fields: the clip text the word overlap reads.
     """
 
-    library: Library
-    models: Models
+    index: IndexView
     top_k: int = 8
     lexical_weight: float = 1.0
     fields: tuple[Field, ...] = FIELDS
 
     def check(self) -> None:
         """Raises LibraryError/EmbeddingMismatchError when the index cannot be searched."""
-        require_embedding(self.library, self.models.client("embed").spec)
+        self.index.check_search()
 
     def search(self, query: str, video_ids: Sequence[str]) -> list[ClipHit]:
         """The ``top_k`` clips nearest to ``query``, best first."""
-        vector = self.models.client("embed").embed([query]).vectors[0]  # (D,)
-        return self.library.search_clips(vector, video_ids=list(video_ids), k=self.top_k)
+        return self.index.search(query, video_ids, k=self.top_k)
 
     def options(
         self, question: str, options: Sequence[str], video_ids: Sequence[str]

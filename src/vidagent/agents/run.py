@@ -122,10 +122,16 @@ class Run:
         self.messages: list[Message] = []
         self.step: int = parent.step if parent is not None else 0
         self.evidence: tuple[Evidence, ...] = ()
-        self.ctx: ToolContext = parent.ctx if parent is not None else ToolContext(
-            agent.library, agent.models, list(question.video_ids), budget=meter, trace=trace,
-            options=agent.tool_options(question),
-        )  # fmt: skip
+        self.ctx: ToolContext = (
+            parent.ctx
+            if parent is not None
+            else agent.index.context(
+                question.video_ids,
+                budget=meter,
+                trace=trace,
+                options=agent.tool_options(question),
+            )
+        )
         self.span = ""  # the tool call in progress: model calls made by the tool carry it
         self.state: Any = None  # the strategy's own per-question memory
         self._failures: Counter[str] = Counter()
@@ -359,7 +365,7 @@ class Run:
         self._evidence_done = True
         if not self.agent.evidence_first_on():
             return
-        q, finder = self.question, Finder(self.agent.library, self.agent.models)
+        q, finder = self.question, Finder(self.agent.index)
         try:
             finder.check()
         except LibraryError as e:

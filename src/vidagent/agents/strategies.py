@@ -17,12 +17,12 @@ STRATEGIES: Registry[type[Agent]] = Registry(
     "vidagent.strategies",
     "strategy",
     {
-        "dvd": "vidagent.agents.dvd:DVDAgent",
-        "videoagent2": "vidagent.agents.videoagent2:VideoAgent2Agent",
-        "eea": "vidagent.agents.eea:EEAAgent",
-        "avi": "vidagent.agents.avi:AVIAgent",
-        "retrieval": "vidagent.agents.retrieval:RetrievalAgent",
-        "cvr": "vidagent.agents.cvr:CVRAgent",
+        "dvd": "vidagent.agents.dvd.agent:DVDAgent",
+        "videoagent2": "vidagent.agents.videoagent2.agent:VideoAgent2Agent",
+        "eea": "vidagent.agents.eea.agent:EEAAgent",
+        "avi": "vidagent.agents.avi.agent:AVIAgent",
+        "retrieval": "vidagent.agents.retrieval.agent:RetrievalAgent",
+        "cvr": "vidagent.agents.cvr.agent:CVRAgent",
     },
 )
 

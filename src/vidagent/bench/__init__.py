@@ -1,22 +1,25 @@
 """Benchmarks: loaders of the official annotation files and scorers that reproduce their numbers.
 
-One module per benchmark, each data plus four small functions (see :mod:`vidagent.bench.base`):
+One module per benchmark under :mod:`.tasks`, each data plus four small functions (see
+:mod:`vidagent.bench.base`):
 
 | name | module | splits |
 |---|---|---|
-| ``egoschema`` | :mod:`.egoschema` | subset, full |
-| ``nextqa`` | :mod:`.nextqa` | val, test (ATP-hard: an id list) |
-| ``intentqa`` | :mod:`.intentqa` | test, val, train |
-| ``lvbench`` | :mod:`.lvbench` | all |
-| ``longvideobench`` | :mod:`.longvideobench` | val, test (subset ``long``) |
-| ``videomme`` | :mod:`.videomme` | all, short, medium, long (``subtitles``) |
-| ``charades_sta`` | :mod:`.charades_sta` | test, train |
-| ``crossvid`` | :mod:`.crossvid` | all, or task codes |
-| ``mmbench_video`` | :mod:`.mmbench_video` | all |
+| ``egoschema`` | :mod:`.tasks.egoschema` | subset, full |
+| ``nextqa`` | :mod:`.tasks.nextqa` | val, test (ATP-hard: an id list) |
+| ``intentqa`` | :mod:`.tasks.intentqa` | test, val, train |
+| ``lvbench`` | :mod:`.tasks.lvbench` | all |
+| ``longvideobench`` | :mod:`.tasks.longvideobench` | val, test (subset ``long``) |
+| ``videomme`` | :mod:`.tasks.videomme` | all, short, medium, long (``subtitles``) |
+| ``charades_sta`` | :mod:`.tasks.charades_sta` | test, train |
+| ``crossvid`` | :mod:`.tasks.crossvid` | all, or task codes |
+| ``mmbench_video`` | :mod:`.tasks.mmbench_video` | all |
 
-Shared pieces: :mod:`.base` (samples, outcomes, scores, the protocol, :func:`evaluate`),
-:mod:`.predictions` (prediction-file and id-list readers), :mod:`.judge` (the LLM judge for
-open-ended answers). Benchmark modules are imported on first use (:func:`get_benchmark`).
+The harness beside them: :mod:`.base` (samples, outcomes, scores, the protocol,
+:func:`evaluate`), :mod:`.predictions` (prediction-file and id-list readers), :mod:`.answers`
+(agent answers in each scorer's form), :mod:`.judge` (the LLM judge for open-ended answers),
+:mod:`.rundir` (a run's folder), :mod:`.report` and :mod:`.plots`. Benchmark modules are
+imported on first use (:func:`get_benchmark`).
 
 An installed package adds a benchmark with an entry point in the ``vidagent.benchmarks`` group
 naming its module (see :mod:`vidagent.plugins`); it is listed after the built-ins.
@@ -50,7 +53,7 @@ from vidagent.exceptions import UserError
 from vidagent.plugins import Registry
 
 if TYPE_CHECKING:  # mypy checks that every module implements the Benchmark protocol
-    from vidagent.bench import (
+    from vidagent.bench.tasks import (
         charades_sta,
         crossvid,
         egoschema,
@@ -79,15 +82,15 @@ BENCHMARKS: Registry[Benchmark] = Registry(
     "vidagent.benchmarks",
     "benchmark",
     {
-        "egoschema": "vidagent.bench.egoschema",
-        "nextqa": "vidagent.bench.nextqa",
-        "intentqa": "vidagent.bench.intentqa",
-        "lvbench": "vidagent.bench.lvbench",
-        "longvideobench": "vidagent.bench.longvideobench",
-        "videomme": "vidagent.bench.videomme",
-        "charades_sta": "vidagent.bench.charades_sta",
-        "crossvid": "vidagent.bench.crossvid",
-        "mmbench_video": "vidagent.bench.mmbench_video",
+        "egoschema": "vidagent.bench.tasks.egoschema",
+        "nextqa": "vidagent.bench.tasks.nextqa",
+        "intentqa": "vidagent.bench.tasks.intentqa",
+        "lvbench": "vidagent.bench.tasks.lvbench",
+        "longvideobench": "vidagent.bench.tasks.longvideobench",
+        "videomme": "vidagent.bench.tasks.videomme",
+        "charades_sta": "vidagent.bench.tasks.charades_sta",
+        "crossvid": "vidagent.bench.tasks.crossvid",
+        "mmbench_video": "vidagent.bench.tasks.mmbench_video",
     },
 )
 

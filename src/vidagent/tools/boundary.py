@@ -35,6 +35,7 @@ import numpy as np
 
 from vidagent.library.search import require_embedding
 from vidagent.models.vision import short_side_size
+from vidagent.tools.index import search_text
 
 if TYPE_CHECKING:
     from vidagent.library import Library
@@ -245,10 +246,9 @@ def caption_curve(
     clips = [c for c in library.clips(video_id) if c.t1 > t0 and c.t0 < t1]
     if not clips:
         return [], np.zeros(0)
-    vector = client.embed([text]).vectors[0]  # (D,)
     inside = {c.clip_index for c in clips}
     # k past the clips inside: the search's range also holds clips that only touch its ends
-    hits = library.search_clips(vector, video_ids=[video_id], t_from=t0, t_to=t1, k=len(clips) + 2)
+    hits = search_text(library, client, text, [video_id], t_from=t0, t_to=t1, k=len(clips) + 2)
     scored = sorted(
         ((h.clip.t0 + h.clip.t1) / 2, float(h.score)) for h in hits if h.clip.clip_index in inside
     )

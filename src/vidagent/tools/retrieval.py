@@ -22,12 +22,12 @@ from pydantic import Field
 
 from vidagent.exceptions import ToolInputError
 from vidagent.library.schema import ClipHit
-from vidagent.library.search import require_embedding
 from vidagent.library.views import registry_view
 from vidagent.prompts import load_prompt
 from vidagent.timecode import clock
 from vidagent.tools.base import Evidence, Observation, Seconds, ToolContext, tool
 from vidagent.tools.frames import ask_vlm, browse_times
+from vidagent.tools.index import search_text
 
 
 def clip_text(hit: ClipHit, words: int | None = None, speech_and_text: bool = True) -> str:
@@ -68,11 +68,11 @@ def clip_search(
     if not event_description.strip():
         raise ToolInputError("event_description is empty; describe the event to search for")
     client = ctx.require_models("embed", "clip_search").client("embed")
-    require_embedding(ctx.library, client.spec)
     videos = [ctx.resolve_video(video)] if video is not None else list(ctx.video_ids)
     t_from, t_to = sorted(time_range) if time_range is not None else (None, None)
-    vector = client.embed([event_description]).vectors[0]  # (D,)
-    hits = ctx.library.search_clips(vector, video_ids=videos, t_from=t_from, t_to=t_to, k=top_k)
+    hits = search_text(
+        ctx.library, client, event_description, videos, k=top_k, t_from=t_from, t_to=t_to
+    )
     if not hits:
         return Observation(text="Searched Video Clip Scripts :\nNo clips found.")
     opts = ctx.options.retrieval

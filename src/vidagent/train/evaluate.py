@@ -1,7 +1,7 @@
 """Score masters on held-out simulated scripts: ``vidagent train eval``.
 
 Each master runs greedily (temperature 0, the paper's inference setting) through the same
-:func:`~vidagent.agents.cvr_protocol.run_master` loop and simulator as in training, on scripts the
+:func:`~vidagent.agents.cvr.protocol.run_master` loop and simulator as in training, on scripts the
 training never saw (the config's held-out split); the score is the reward of §3.4, reported as
 its parts: answer accuracy (R_ans), the share of well-formed episodes (R_fmt > 0) and the mean
 total reward.

@@ -5,7 +5,7 @@ through ``tools=`` / ``environment_factory=`` — native tool calls rendered by 
 template — or through ``rollout_func``, an experimental hook for a vLLM server returning one
 completion per prompt. AgentCVR's master speaks the paper's free-text JSON actions, with up to
 three format retries per turn, a forced answer turn and observations as ``[TOOL OBS]`` user
-messages, all owned by :func:`~vidagent.agents.cvr_protocol.run_master` — the same loop that
+messages, all owned by :func:`~vidagent.agents.cvr.protocol.run_master` — the same loop that
 runs on real videos, which is the point of sim-to-real. Re-expressing that loop as TRL tool calls
 would fork it. So this module drives ``run_master`` itself and takes from TRL what is loop
 agnostic: ``selective_log_softmax`` and ``entropy_from_logits`` (:mod:`.policy`); PEFT for LoRA;

@@ -1,7 +1,7 @@
 """The episodic reward of AgentCVR §3.4: ``R_total = R_ans + R_fmt``, in {0, 0.1, 1.0, 1.1}.
 
 - ``R_fmt = 0.1`` when every invocation satisfied the format constraints: every master turn's
-  *first* reply parsed as one valid action (:func:`~vidagent.agents.cvr_protocol.parse_master_action`:
+  *first* reply parsed as one valid action (:func:`~vidagent.agents.cvr.protocol.parse_master_action`:
   one JSON object, a known action, typed parameters, video indices in range, start < end, at
   most 128 frames, observe-only tasks never asking for captions) and the episode ended with an
   answer in the task's format. A reply rejected and retried, an environment error (a request the
@@ -13,7 +13,7 @@
   its IoU with the answer is at least 0.5 (spec §9 #8: exact float equality is unusable).
 
 **Turn limits (T_max = 20, T_tol = 10; the paper leaves the tolerance zone undefined).** The
-master loop (:func:`~vidagent.agents.cvr_protocol.run_master`) implements them: from turn
+master loop (:func:`~vidagent.agents.cvr.protocol.run_master`) implements them: from turn
 T_tol + 1 each observation carries the turn count and a request to answer once the evidence
 suffices; turn T_max accepts only an answer. The reward adds no penalty inside the zone: an
 answer on turn 15 earns what an answer on turn 3 does, and a valid answer given on the forced

@@ -1,6 +1,6 @@
 """One episode of the master in the text simulator, and GRPO's group-relative advantages.
 
-A rollout is :func:`~vidagent.agents.cvr_protocol.run_master` — the very loop ``--strategy cvr``
+A rollout is :func:`~vidagent.agents.cvr.protocol.run_master` — the very loop ``--strategy cvr``
 runs on real videos — with the policy as ``chat`` and a
 :class:`~vidagent.train.simulator.ScriptEnvironment` as the environment.
 """
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from vidagent.agents.cvr_protocol import Episode, run_master
+from vidagent.agents.cvr.protocol import Episode, run_master
 from vidagent.train.policy import ContextFull, Generator, Sample
 from vidagent.train.rewards import Reward, episode_reward
 from vidagent.train.simulator import Chat, ScriptEnvironment

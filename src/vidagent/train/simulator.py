@@ -1,8 +1,8 @@
 """The text simulator M_sim (AgentCVR §3.3, Eq. 3): a CvrEnvironment played from a script.
 
 The master cannot tell it from the real one: it is the same
-:class:`~vidagent.agents.cvr_protocol.CvrEnvironment` that ``--strategy cvr`` runs over real
-videos, driven by the same :func:`~vidagent.agents.cvr_protocol.run_master` with the same
+:class:`~vidagent.agents.cvr.protocol.CvrEnvironment` that ``--strategy cvr`` runs over real
+videos, driven by the same :func:`~vidagent.agents.cvr.protocol.run_master` with the same
 prompts and action schema; only the observations' source changes (the paper's sim-to-real
 argument).
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from vidagent.agents.cvr_protocol import CvrVideo, ObserveTarget
+from vidagent.agents.cvr.protocol import CvrVideo, ObserveTarget
 
 NO_EVIDENCE = "No significant action observed."
 Chat = Callable[[list[dict[str, str]]], str]
@@ -40,7 +40,7 @@ def _bounds(video: dict[str, Any], start: float | None, end: float | None) -> tu
 
 
 class ScriptEnvironment:
-    """A :class:`~vidagent.agents.cvr_protocol.CvrEnvironment` over one script.
+    """A :class:`~vidagent.agents.cvr.protocol.CvrEnvironment` over one script.
 
     Args:
         script: a canonical script (:mod:`vidagent.train.scripts`).

@@ -11,7 +11,7 @@ do, a short supervised cold start teaches the *format* only, and GRPO takes over
   :func:`target_action`: on the forced answer turn (``max_turns = 1``) an ``answer`` whose letter
   (letter set, order, interval) is **drawn at random**, so no answer is taught; on a free first
   turn an ``observe`` of every video from start to end. The prompt is the one
-  :func:`~vidagent.agents.cvr_protocol.run_master` sends (:func:`first_turn`), verbatim.
+  :func:`~vidagent.agents.cvr.protocol.run_master` sends (:func:`first_turn`), verbatim.
 - The loss is the completion tokens' negative log-likelihood (the prompt is not scored).
 - Every ``check_every`` steps ``probe`` replies are sampled at the rollout temperature and parsed
   by the master's own parser; the warm-up stops once ``stop_at`` of them are valid, while most are
@@ -31,8 +31,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vidagent.agents.cvr_parse import CvrFormatError
-from vidagent.agents.cvr_protocol import (
+from vidagent.agents.cvr.parse import CvrFormatError
+from vidagent.agents.cvr.protocol import (
     answer_format,
     parse_master_action,
     run_master,

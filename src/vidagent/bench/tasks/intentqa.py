@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vidagent.bench import nextqa
 from vidagent.bench.base import (
     LoadResult,
     Outcome,
@@ -28,6 +27,7 @@ from vidagent.bench.base import (
     choice_prompt,
     video_root,
 )
+from vidagent.bench.tasks import nextqa
 
 NAME = "intentqa"
 TITLE = "IntentQA"

@@ -1,6 +1,6 @@
 """Reading AgentCVR master replies: the one JSON object, and final answers in each task's format.
 
-Split from :mod:`vidagent.agents.cvr_protocol` (which re-exports these names) to keep modules
+Split from :mod:`vidagent.agents.cvr.protocol` (which re-exports these names) to keep modules
 short. Pure Python.
 """
 

@@ -1,12 +1,12 @@
 """AgentCVR's real environment: the visual and audio sub-agents over the question's videos.
 
 Each ``observe`` is one child run (``visual_agent``): frames of every target by the published
-rule (:mod:`vidagent.tools.cvr_frames`), one request to the ``tool_vlm`` role (which follows
+rule (:mod:`vidagent.tools.cvr.frames`), one request to the ``tool_vlm`` role (which follows
 ``vlm`` unless set; offline, the perception describer) with the frame-mapping header, the focus
 prompt and a ``Frame n (Video v, t=12.3s)`` label before each image; its ``<think>`` is dropped.
 Each ``get_caption`` is one child run (``audio_agent``): the Library's transcript when the video's
 ``transcribe`` stage covered it and the strategy may read the index, else the ``asr`` role on
-the interval (:mod:`vidagent.tools.cvr_audio`). The child's ``source`` phase records which.
+the interval (:mod:`vidagent.tools.cvr.audio`). The child's ``source`` phase records which.
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vidagent.agents.cvr_inputs import CvrInput
-from vidagent.agents.cvr_protocol import CvrToolError, CvrVideo, ObserveTarget, strip_think
+from vidagent.agents.cvr.inputs import CvrInput
+from vidagent.agents.cvr.protocol import CvrToolError, CvrVideo, ObserveTarget, strip_think
 from vidagent.exceptions import MediaError, NoAudioError
 from vidagent.models.base import ChatRequest, ImagePart, Message
 from vidagent.prompts import load_prompt
-from vidagent.tools import cvr_audio, cvr_frames
 from vidagent.tools.base import Evidence
+from vidagent.tools.cvr import audio as cvr_audio
+from vidagent.tools.cvr import frames as cvr_frames
 
 if TYPE_CHECKING:
     from vidagent.agents.run import Run
@@ -100,15 +101,14 @@ class VideoEnvironment:
             video = CvrVideo(index, None, total_frames=len(files), has_audio=False)
             return Source(video, given, path=given.folder, files=files)
         assert given.video_id is not None
-        library = self.run.agent.library
-        record = library.get_video(given.video_id)
+        record = self.run.agent.index.video(given.video_id)
         pieces = cvr_frames.clip_pieces(given.spans, record.duration)
         if not pieces:
             raise MediaError(
                 record.source,
                 f"the clip {list(given.spans)} lies outside the video ({record.duration:.1f}s)",
             )
-        summary = library.global_summary(record.video_id) if self.use_index else ""
+        summary = self.run.agent.index.global_summary(record.video_id) if self.use_index else ""
         length = sum(p.length for p in pieces)
         video = CvrVideo(index, round(length, 3), has_audio=record.has_audio,
                          summary=summary or None)  # fmt: skip
@@ -229,7 +229,7 @@ class VideoEnvironment:
     def _speech(self, source: Source, src_a: float, src_b: float) -> list[cvr_audio.Speech]:
         if source.indexed_speech:
             assert source.given.video_id is not None
-            rows = self.run.agent.library.transcript(source.given.video_id, src_a, src_b)
+            rows = self.run.agent.index.transcript(source.given.video_id, src_a, src_b)
             speech = [cvr_audio.Speech(r.t0, r.t1, r.text) for r in rows]
             return cvr_audio.in_window(speech, src_a, src_b)
         try:

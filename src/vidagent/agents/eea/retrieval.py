@@ -24,13 +24,12 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from vidagent.agents.eea_tree import RetrievedClip
+from vidagent.agents.eea.tree import RetrievedClip
 from vidagent.exceptions import ConfigError, LibraryError
-from vidagent.library.search import require_embedding
 
 if TYPE_CHECKING:
-    from vidagent.library import Library
     from vidagent.models.client import Models
+    from vidagent.tools.index import IndexView
 
 
 class Retriever(Protocol):
@@ -51,15 +50,13 @@ class ClipIndexRetriever:
 
     name = "clips"
 
-    def __init__(self, library: Library, models: Models, video_ids: Sequence[str]) -> None:
-        self.library, self.video_ids = library, list(video_ids)
-        self.client = models.client("embed")
-        require_embedding(library, self.client.spec)
-        self.last = {v: last_frame(library.get_video(v).duration) for v in self.video_ids}
+    def __init__(self, index: IndexView, video_ids: Sequence[str]) -> None:
+        self.index, self.video_ids = index, list(video_ids)
+        index.check_search()
+        self.last = {v: last_frame(index.duration(v)) for v in self.video_ids}
 
     def search(self, query: str, k: int) -> list[RetrievedClip]:
-        vector = self.client.embed([query]).vectors[0]  # (D,)
-        hits = self.library.search_clips(vector, video_ids=self.video_ids, k=k)
+        hits = self.index.search(query, self.video_ids, k=k)
         out = []
         for h in hits:
             c = h.clip
@@ -75,7 +72,7 @@ class FrameRetriever:
 
     def __init__(
         self,
-        library: Library,
+        index: IndexView,
         models: Models,
         video_ids: Sequence[str],
         *,
@@ -83,7 +80,7 @@ class FrameRetriever:
         stride: float = 2.0,
     ) -> None:
         self.client = models.client("image_embed")
-        bound = library.frame_vector_spec()
+        bound = index.frame_vector_spec()
         if bound is None:
             raise LibraryError(
                 "no frame embeddings yet: index with an image_embed model (stage embed_frames)"
@@ -95,7 +92,7 @@ class FrameRetriever:
             )
         self.clips: list[tuple[str, float, float, np.ndarray, np.ndarray]] = []
         for vid in video_ids:
-            times, vectors = library.frame_vectors(vid)  # (N,), (N, D)
+            times, vectors = index.frame_vectors(vid)  # (N,), (N, D)
             self.clips += _windows(vid, times, vectors, window, stride)
         # each clip's mean frame vector, normalised once for every query
         means = [frames.mean(axis=0) for *_, frames in self.clips]
@@ -133,7 +130,7 @@ def _windows(
 
 
 def make_retriever(
-    kind: str, library: Library, models: Models, video_ids: Sequence[str]
+    kind: str, index: IndexView, models: Models, video_ids: Sequence[str]
 ) -> Retriever:
     """The retriever ``kind`` asks for: ``frames``, ``clips``, or ``auto`` (frames when an
     ``image_embed`` model is configured, else the clip index).
@@ -144,8 +141,8 @@ def make_retriever(
     if kind == "auto":
         kind = "frames" if image_embed_configured(models) else "clips"
     if kind == "frames":
-        return FrameRetriever(library, models, video_ids)
-    return ClipIndexRetriever(library, models, video_ids)
+        return FrameRetriever(index, models, video_ids)
+    return ClipIndexRetriever(index, video_ids)
 
 
 def image_embed_configured(models: Models) -> bool:

@@ -61,8 +61,8 @@ from vidagent.config import is_smoke_test_llm
 from vidagent.exceptions import ConfigError
 from vidagent.models.base import Message, ToolSpec
 from vidagent.prompts import load_prompt
-from vidagent.tools.avi_perceive import PERCEIVE_TOOLS
-from vidagent.tools.avi_retrieve import RETRIEVE_TOOLS
+from vidagent.tools.avi.perceive import PERCEIVE_TOOLS
+from vidagent.tools.avi.retrieve import RETRIEVE_TOOLS
 from vidagent.tools.base import Evidence, Observation, Tool, Toolbox, ToolContext, answer, tool
 from vidagent.tools.options import PerceptionOptions, ToolOptions
 from vidagent.trace import AgentTurn
@@ -201,7 +201,7 @@ class AVIAgent(Agent):
         described = tool_descriptions()
         lines = [described.get(t.name, MERGE_LINE) for t in self.phase_tools(phase)]
         instruction = load_prompt(INSTRUCTIONS.get(phase, "avi_review")).strip()
-        lengths = [self.library.get_video(v) for v in question.video_ids]
+        lengths = [self.index.video(v) for v in question.video_ids]
         length = (
             f"{lengths[0].duration:.1f}" if len(lengths) == 1
             else ", ".join(f"{v.duration:.1f} ({v.name}, id {v.video_id[:12]})" for v in lengths)

@@ -10,7 +10,7 @@ the tool runs and its return is appended to the bank with its confidence (Merge,
 t = T the answer is returned without a plan (A.11 #1; Sec. 4.4 "the maximum number of tool calls
 is equal to T-1"). :attr:`Answer.confidence` is that answer's ``cf`` on the paper's 0-5 scale
 (0: "not enough information", else "scaled from 1-5"), not the 0-1 of tool confidences.
-The memory bank, the reply parsers and the reply schemas live in :mod:`.videoagent2_memory`.
+The memory bank, the reply parsers and the reply schemas live in :mod:`.memory`.
 
 The five tools are the perception tools: Image Caption → ``caption_frames``, Object Detection →
 ``detect_objects``, the two zoom tools → ``zoom_in`` (task caption / detect), Object Tracking →
@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from vidagent.agents.actions import Action
 from vidagent.agents.answer import extract_choice
 from vidagent.agents.base import Agent, Answer, IndexPlan, Question
-from vidagent.agents.videoagent2_memory import (
+from vidagent.agents.videoagent2.memory import (
     PAPER_TOOLS,
     TOOL_KEYS,
     MemoryBank,
@@ -243,7 +243,7 @@ class VideoAgent2Agent(Agent):
         """B_1 = {C, S}, as the ingest builder stored it (module docstring)."""
         video_id = run.question.video_ids[0]
         key = context_key(self.options.segment_seconds, self.options.fps)
-        stored = self.library.artifact(video_id, "context", key)
+        stored = self.index.artifact(video_id, "context", key)
         if stored is None:
             raise ConfigError(
                 f"video {video_id} has no VideoAgent2 context {key!r}; ask through "
@@ -421,7 +421,7 @@ class VideoAgent2Agent(Agent):
         start, end = (round(f / self.options.fps, 3) for f in span)
         args: dict[str, Any] = {"start" if tool == "caption_frames" else "time": start}
         if tool == "zoom_in":
-            record = self.library.get_video(run.ctx.video_ids[0])
+            record = self.index.video(run.ctx.video_ids[0])
             box = parse_box(command.get("bbox"), record.width, record.height)
             if isinstance(box, str):
                 return box

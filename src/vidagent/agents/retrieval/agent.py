@@ -95,7 +95,7 @@ class RetrievalAgent(Agent):
 
     def finder(self) -> Finder:
         o = self.options
-        return Finder(self.library, self.models, o.top_k, o.lexical_weight, o.fields)
+        return Finder(self.index, o.top_k, o.lexical_weight, o.fields)
 
     def solve(self, run: Run) -> Answer:
         next(run.steps(1))  # the whole baseline is one step; the budgets are checked before it

@@ -2,15 +2,15 @@
 looking to a visual sub-agent and listening to an audio sub-agent (spec ``agentcvr.md``; paper
 ``agentcvr.txt``).
 
-The master loop is :func:`vidagent.agents.cvr_protocol.run_master`, the same code the RL text
-simulator runs; this strategy plugs in the real sub-agents (:mod:`vidagent.agents.cvr_env`) and
+The master loop is :func:`vidagent.agents.cvr.protocol.run_master`, the same code the RL text
+simulator runs; this strategy plugs in the real sub-agents (:mod:`vidagent.agents.cvr.env`) and
 the run's ``llm`` (budgeted and traced). As published: the per-task master prompts verbatim
 (Appendix H.3; our generic one for questions that are not CrossVid's), the JSON actions
 ``observe``/``get_caption``/``answer``, at most 128 frames per ``observe``, 3 format attempts per
 turn, 20 turns, tool responses cut to 2,000 characters, frames at bin centres with a 360-px long
 side, Whisper on the requested interval.
 
-Decisions where the paper is silent (see also :mod:`~vidagent.agents.cvr_protocol`):
+Decisions where the paper is silent (see also :mod:`~vidagent.agents.cvr.protocol`):
 
 - The last turn is forced: its observation says to answer now and only ``answer`` is accepted;
   a spent budget ends the same way (one call past the budget, answer only).
@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from vidagent.agents.base import Agent, Answer, IndexPlan
-from vidagent.agents.cvr_env import VideoEnvironment
-from vidagent.agents.cvr_inputs import inputs_of, task_of
-from vidagent.agents.cvr_parse import LETTERS
-from vidagent.agents.cvr_protocol import (
+from vidagent.agents.cvr.env import VideoEnvironment
+from vidagent.agents.cvr.inputs import inputs_of, task_of
+from vidagent.agents.cvr.parse import LETTERS
+from vidagent.agents.cvr.protocol import (
     CVR_FORMAT_RETRIES,
     CVR_MAX_TURNS,
     OBSERVE_ONLY,

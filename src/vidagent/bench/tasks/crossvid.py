@@ -76,12 +76,12 @@ from vidagent.bench.base import (
     unanswered,
     video_root,
 )
-from vidagent.bench.crossvid_cvr import strategy_question  # noqa: F401 - the runner asks for it
 from vidagent.bench.predictions import (
     is_runner_rows,
     read_json_rows,
     runner_predictions,
 )
+from vidagent.bench.tasks.crossvid_cvr import strategy_question  # noqa: F401 - the runner asks for it
 from vidagent.exceptions import UserError
 
 if TYPE_CHECKING:

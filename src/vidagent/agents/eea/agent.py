@@ -3,7 +3,7 @@ answers from few frames (spec ``videoagent2-eea.md`` part B; paper ``eea.txt``).
 
 Algorithm 1, each round: (i) **Semantic-Guided Expansion** splits the selected segment at B
 frames, its top-B_s semantic anchors plus frames that minimise the longest unobserved gap
-(:func:`~.eea_tree.coverage_sample`), into B + 1 children; (ii) the **reward model** scores each
+(:func:`~.tree.coverage_sample`), into B + 1 children; (ii) the **reward model** scores each
 child 0-100 with an explanation (Table 7 in round 1, Table 8 after, with every earlier score);
 each child's **query score** u is the log-mean-exp (tau_c = 0.1) of the anchors inside it;
 (iii) **Uncertainty-Aware Reward Fusion** sets h = (1 - H) r + H u over every leaf, H the
@@ -20,7 +20,7 @@ describer as that role (the offline default), the text-only query discovery goes
 role directly, since the describer would only forward it there. Replies from a local model are
 constrained by a JSON schema; remote models get the prompts alone, as published.
 
-Retrieval (:mod:`.eea_retrieval`): frames embedded by an ``image_embed`` model when one is
+Retrieval (:mod:`.retrieval`): frames embedded by an ``image_embed`` model when one is
 configured, else the index's clip vectors; the trace says which (``retrieval`` of each round).
 
 Decisions where the paper is silent (spec B.11 numbers; each is an option unless noted):
@@ -78,7 +78,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from vidagent.agents.answer import format_options
 from vidagent.agents.base import Agent, Answer, IndexPlan, Question
-from vidagent.agents.eea_replies import (
+from vidagent.agents.eea.replies import (
     answer_text,
     parse_policy,
     parse_rewards,
@@ -86,13 +86,13 @@ from vidagent.agents.eea_replies import (
     reward_schema,
     string_list,
 )
-from vidagent.agents.eea_retrieval import (
+from vidagent.agents.eea.retrieval import (
     Retriever,
     image_embed_configured,
     last_frame,
     make_retriever,
 )
-from vidagent.agents.eea_tree import (
+from vidagent.agents.eea.tree import (
     Anchor,
     MemoryFrame,
     Node,
@@ -109,7 +109,6 @@ from vidagent.agents.eea_tree import (
 )
 from vidagent.exceptions import ConfigError
 from vidagent.models.base import ImagePart, Message
-from vidagent.models.vision import frame_images
 from vidagent.prompts import load_prompt
 from vidagent.tools.base import Evidence
 from vidagent.trace import FormatError, SearchRound
@@ -280,8 +279,8 @@ class EEAAgent(Agent):
 
     def start(self, run: Run) -> _Search:
         """Lines 1-6: the roots, QueryDiscovery and the initial anchors."""
-        library, o = self.library, self.options
-        videos = {v: library.get_video(v) for v in run.question.video_ids}
+        o = self.options
+        videos = {v: self.index.video(v) for v in run.question.video_ids}
         total = sum(r.duration for r in videos.values())
         long = o.profile == "long" or (o.profile == "auto" and total > o.long_seconds)
         # A model that takes fewer images than B or the memory gets no more than it takes.
@@ -295,7 +294,7 @@ class EEAAgent(Agent):
         for vid, record in videos.items():
             st.leaves.append(st.node(vid, 0, last_frame(record.duration), None, 0).id)
         if o.queries:
-            st.retriever = make_retriever(o.retriever, library, self.models, list(videos))
+            st.retriever = make_retriever(o.retriever, self.index, self.models, list(videos))
             st.queries = self.discover_queries(run)
             self.retrieve(st, st.queries)
         run.phase(
@@ -566,7 +565,7 @@ class EEAAgent(Agent):
         )
 
     def _durations(self, question: Question) -> list[float]:
-        return [round(self.library.get_video(v).duration, 1) for v in question.video_ids]
+        return [round(self.index.duration(v), 1) for v in question.video_ids]
 
     def _frame(self, st: _Search, f: Frame) -> str:
         return str(f[1]) if len(st.names) == 1 else f"{st.names[f[0]]} {f[1]}"
@@ -581,8 +580,8 @@ class EEAAgent(Agent):
             wanted = [t for v, t in frames if v == vid and (v, t) not in st.images]
             if not wanted:
                 continue
-            source = self.library.get_video(vid).source
-            images = frame_images(source, [float(t) for t in wanted], size=self.options.image_side)
+            times = [float(t) for t in wanted]
+            images = self.index.frame_images(vid, times, size=self.options.image_side)
             st.images.update(((vid, t), image) for t, image in zip(wanted, images, strict=True))
 
     def _images(self, st: _Search, frames: Sequence[Frame]) -> list[str | ImagePart]:

@@ -1,7 +1,7 @@
 """CrossVid questions as AgentCVR's master sees them (``vidagent bench run crossvid -s cvr``).
 
 The runner asks a benchmark module's ``strategy_question`` first; for ``cvr`` it returns a
-:class:`~vidagent.agents.cvr_inputs.CvrQuestion` with the task and each master-facing video:
+:class:`~vidagent.agents.cvr.inputs.CvrQuestion` with the task and each master-facing video:
 clips of a file (``begin``/``end``, PI's beginning and ending, each PSS segment; the master's
 times run from 0 in each clip), or a drone view's frame folder with the question's objects boxed.
 """
@@ -29,7 +29,7 @@ CVR_QUERIES = {
 def strategy_question(sample: Sample, strategy: str, ensure: Callable[[Path], str]) -> Any:
     """The question as ``strategy`` takes it, or ``None`` for the runner's usual one.
 
-    For ``cvr`` (AgentCVR): a :class:`~vidagent.agents.cvr_inputs.CvrQuestion` naming the task
+    For ``cvr`` (AgentCVR): a :class:`~vidagent.agents.cvr.inputs.CvrQuestion` naming the task
     (its master prompt and answer format) and each master-facing video: a clip of a video file
     (``begin``/``end``, PI's beginning and ending, each PSS segment; times then run from 0 in
     the clip) or a drone view's frame folder with the question's objects boxed as ``obj_k``.
@@ -40,7 +40,7 @@ def strategy_question(sample: Sample, strategy: str, ensure: Callable[[Path], st
     """
     if strategy != "cvr":
         return None
-    from vidagent.agents.cvr_inputs import CvrInput, CvrQuestion
+    from vidagent.agents.cvr.inputs import CvrInput, CvrQuestion
 
     task = sample.categories[0]
     query = CVR_QUERIES.get(task, sample.question) if task in ("PI", "PSS") else sample.question

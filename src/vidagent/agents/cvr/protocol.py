@@ -4,7 +4,7 @@ The master is text only: a system prompt (one per CrossVid task, verbatim from t
 Appendix H.3, or our generic one), a JSON user turn with the question, each video's index and
 length and the options, then one JSON action per turn: ``observe``, ``get_caption`` or
 ``answer``. :func:`run_master` runs that loop against a :class:`CvrEnvironment`: the real visual
-and audio sub-agents (:mod:`vidagent.agents.cvr`) or a text simulator for RL training; both see
+and audio sub-agents (:mod:`vidagent.agents.cvr.agent`) or a text simulator for RL training; both see
 exactly the same messages, so a policy trained on the simulator runs unchanged on videos.
 
 Decisions where the paper and its code are silent (spec §9):
@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from vidagent.agents.cvr_parse import (
+from vidagent.agents.cvr.parse import (
     LETTERS,
     AnswerFormat,
     CvrFormatError,

@@ -31,11 +31,11 @@ from pydantic import Field
 
 from vidagent.exceptions import ToolInputError
 from vidagent.library.schema import ClipHit, ClipRow
-from vidagent.library.search import require_embedding
 from vidagent.models.base import ChatRequest, Message
 from vidagent.models.context import estimate_tokens
 from vidagent.prompts import load_prompt
 from vidagent.tools.base import Evidence, Observation, Seconds, ToolContext, tool
+from vidagent.tools.index import search_text
 
 TOP_K = 16  # clip_retrieve's k, fixed by the paper (not the model's to choose)
 MERGE_GAP = 5.0  # seconds between clips that may still merge (one AVI clip)
@@ -125,9 +125,7 @@ def clip_retrieve_tool(
     if not query.strip():
         raise ToolInputError("query is empty; describe what to find")
     client = ctx.require_models("embed", "clip_retrieve_tool").client("embed")
-    require_embedding(ctx.library, client.spec)
-    vector = client.embed([query]).vectors[0]  # (D,)
-    hits = ctx.library.search_clips(vector, video_ids=_videos(ctx, video), k=TOP_K)
+    hits = search_text(ctx.library, client, query, _videos(ctx, video), k=TOP_K)
     if not hits:
         return Observation(text="No clips found.")
     ordered = sorted(hits, key=lambda h: (h.clip.video_id, h.clip.t0))

@@ -181,7 +181,7 @@ class DVDAgent(Agent):
         if len(question.video_ids) > 1:
             lines = [
                 f"- {v.name} (id {v.video_id[:12]}, {hms(v.duration)})"
-                for v in (self.library.get_video(i) for i in question.video_ids)
+                for v in (self.index.video(i) for i in question.video_ids)
             ]
             text += "\n\nThe question is about these videos:\n" + "\n".join(lines)
         return text

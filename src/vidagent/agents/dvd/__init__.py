@@ -1,0 +1,1 @@
+"""Deep Video Discovery (``dvd``): :mod:`.agent` holds the strategy (:class:`.agent.DVDAgent`)."""

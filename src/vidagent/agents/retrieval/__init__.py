@@ -1,0 +1,1 @@
+"""The no-LLM ``retrieval`` baseline: :mod:`.agent` holds :class:`.agent.RetrievalAgent`."""
