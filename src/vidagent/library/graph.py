@@ -358,15 +358,15 @@ class EntityGraph:
     ) -> GraphRetrieval:
         """Entities, their relations and when, for a query (spec B.3.2).
 
-        Seeds are the three humans or events most relevant to the query (``query_rel`` > 0)
-        plus every one whose name or id the query contains (as whole words, any case). With two or more seeds, the
-        shortest paths of at most four hops between each pair of seeds in the undirected
-        relations are listed, every edge of a hop with its interval; when no seeds are that
-        close, or with fewer seeds, a breadth-first walk of two hops from the seeds (the node
-        of highest ``w`` when nothing is relevant) visits neighbours in descending ``w`` and
-        skips those below the 25th percentile of ``w``. At most ``max_edges`` relations are
-        listed, then a card per entity: kind, ``w`` and its terms, attributes, appearance
-        timeline, actions and the super-nodes it belongs to.
+        Seeds are the three humans or events most relevant to the query (``query_rel`` > 0) plus
+        every one whose name or id the query contains (as whole words, any case). With two or more
+        seeds, the shortest paths of at most four hops between each pair of seeds in the undirected
+        relations are listed, every edge of a hop with its interval; when no seeds are that close,
+        or with fewer seeds, a breadth-first walk of two hops from the seeds (the node of highest
+        ``w`` when nothing is relevant) visits neighbours in descending ``w`` and skips those below
+        the 25th percentile of ``w``. At most ``max_edges`` relations are listed, then a card per
+        entity: kind, ``w`` and its terms, attributes, appearance timeline, actions and the
+        super-nodes it belongs to.
         """
         if not self.nodes:
             text = (
