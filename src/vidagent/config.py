@@ -31,6 +31,7 @@ from pydantic import (
 
 from vidagent.exceptions import ConfigError
 from vidagent.roles import FOLLOWS, ROLES  # declared there; many modules import ROLES from here
+from vidagent.specs import parse_spec
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -131,8 +132,6 @@ class Settings(BaseModel):
     @field_validator(*ROLES)
     @classmethod
     def _known_spec(cls, value: str, info: ValidationInfo) -> str:
-        from vidagent.models.registry import parse_spec
-
         if not value and info.field_name in FOLLOWS:
             return value  # follows its role
         parse_spec(value)  # ConfigError (not a ValueError) passes through pydantic unwrapped

@@ -81,12 +81,20 @@ class EntityNode:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "node_id": self.node_id, "kind": self.kind, "name": self.name,
-            "attributes": self.attributes, "timeline": [list(s) for s in self.timeline],
-            "actions": self.actions, "clips": self.clips, "members": self.members,
-            "freq": self.freq, "freq_raw": self.freq_raw, "degree": self.degree,
-            "betweenness": self.betweenness, "centrality": self.centrality,
-        }  # fmt: skip
+            "node_id": self.node_id,
+            "kind": self.kind,
+            "name": self.name,
+            "attributes": self.attributes,
+            "timeline": [list(s) for s in self.timeline],
+            "actions": self.actions,
+            "clips": self.clips,
+            "members": self.members,
+            "freq": self.freq,
+            "freq_raw": self.freq_raw,
+            "degree": self.degree,
+            "betweenness": self.betweenness,
+            "centrality": self.centrality,
+        }
 
 
 @dataclass
@@ -102,10 +110,14 @@ class EntityEdge:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "src": self.src, "dst": self.dst, "kind": self.kind, "relation": self.relation,
-            "t0": self.span[0] if self.span else None, "t1": self.span[1] if self.span else None,
+            "src": self.src,
+            "dst": self.dst,
+            "kind": self.kind,
+            "relation": self.relation,
+            "t0": self.span[0] if self.span else None,
+            "t1": self.span[1] if self.span else None,
             "participants": self.participants,
-        }  # fmt: skip
+        }
 
 
 @dataclass(frozen=True)
@@ -171,14 +183,22 @@ class EntityGraph:
             while node_id in graph.nodes:
                 node_id = f"H_{next(generated)}"
             actions = [
-                {"action": a.action, "t0": a.span[0] if a.span else None,
-                 "t1": a.span[1] if a.span else None}
+                {
+                    "action": a.action,
+                    "t0": a.span[0] if a.span else None,
+                    "t1": a.span[1] if a.span else None,
+                }
                 for a in s.actions
-            ]  # fmt: skip
+            ]
             graph.nodes[node_id] = EntityNode(
-                node_id, "human", s.name, list(s.attributes), list(s.timeline), actions,
-                _clips_of(s.timeline, clips),
-            )  # fmt: skip
+                node_id,
+                "human",
+                s.name,
+                attributes=list(s.attributes),
+                timeline=list(s.timeline),
+                actions=actions,
+                clips=_clips_of(s.timeline, clips),
+            )
             names.setdefault(node_id.lower(), node_id)
             names.setdefault(s.name.lower(), node_id)
         events = itertools.count(1)
@@ -203,9 +223,13 @@ class EntityGraph:
                 event_id = f"E_{next(events)}"
                 spans = [i.span] if i.span else []
                 graph.nodes[event_id] = EntityNode(
-                    event_id, "event", i.description, timeline=spans, clips=_clips_of(spans, clips),
+                    event_id,
+                    "event",
+                    i.description,
+                    timeline=spans,
+                    clips=_clips_of(spans, clips),
                     members=list(who),
-                )  # fmt: skip
+                )
                 for p in who:
                     graph.edges.append(
                         EntityEdge(p, event_id, "participant", "takes part in", i.span, list(who))
@@ -260,11 +284,14 @@ class EntityGraph:
         shown = ", ".join(m.name for m in members[:4])
         more = f" and {len(members) - 4} more" if len(members) > 4 else ""
         self.nodes[node_id] = EntityNode(
-            node_id, "super", f"group of {shown}{more}", sorted(shared),
-            merge_spans([s for m in members for s in m.timeline]),
+            node_id,
+            "super",
+            f"group of {shown}{more}",
+            attributes=sorted(shared),
+            timeline=merge_spans([s for m in members for s in m.timeline]),
             clips=sorted({c for m in members for c in m.clips}),
             members=[m.node_id for m in members],
-        )  # fmt: skip
+        )
         for m in members:
             span = (m.timeline[0][0], m.timeline[-1][1]) if m.timeline else None
             self.edges.append(EntityEdge(m.node_id, node_id, "member_of", "member of", span))
@@ -331,22 +358,22 @@ class EntityGraph:
     ) -> GraphRetrieval:
         """Entities, their relations and when, for a query (spec B.3.2).
 
-        Seeds are the three humans or events most relevant to the query (``query_rel`` > 0)
-        plus every one whose name or id the query contains (as whole words, any case). With two or more seeds, the
-        shortest paths of at most four hops between each pair of seeds in the undirected
-        relations are listed, every edge of a hop with its interval; when no seeds are that
-        close, or with fewer seeds, a breadth-first walk of two hops from the seeds (the node
-        of highest ``w`` when nothing is relevant) visits neighbours in descending ``w`` and
-        skips those below the 25th percentile of ``w``. At most ``max_edges`` relations are
-        listed, then a card per entity: kind, ``w`` and its terms, attributes, appearance
-        timeline, actions and the super-nodes it belongs to.
+        Seeds are the three humans or events most relevant to the query (``query_rel`` > 0) plus
+        every one whose name or id the query contains (as whole words, any case). With two or more
+        seeds, the shortest paths of at most four hops between each pair of seeds in the undirected
+        relations are listed, every edge of a hop with its interval; when no seeds are that close,
+        or with fewer seeds, a breadth-first walk of two hops from the seeds (the node of highest
+        ``w`` when nothing is relevant) visits neighbours in descending ``w`` and skips those below
+        the 25th percentile of ``w``. At most ``max_edges`` relations are listed, then a card per
+        entity: kind, ``w`` and its terms, attributes, appearance timeline, actions and the
+        super-nodes it belongs to.
         """
         if not self.nodes:
-            return GraphRetrieval(
+            text = (
                 f"The entity graph of video {self.video_id} is empty: the extractor found no "
-                "people in its captions.",
-                [], [], "empty",
-            )  # fmt: skip
+                "people in its captions."
+            )
+            return GraphRetrieval(text, spans=[], nodes=[], mode="empty")
         rel = self.query_rel(query_vector)
         w = self.weights(query_vector)
         seeds = self._seeds(query, rel, w)

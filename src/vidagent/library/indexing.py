@@ -21,23 +21,21 @@ rows; ``compact --retrain`` rebuilds the ANN index from scratch (sensible after 
 grown ten-fold).
 
 The policy is stored in the manifest (``indexing``), so every process sharing a Library builds
-the same indexes; index builds and optimizes run under the Library's write lock.
+the same indexes; index builds and optimizes run under the Library's write lock. This module is
+the how: the policy and the LanceDB calls. Every write maintains indexes through the table owner
+(:meth:`~vidagent.library.tables.Tables.maintain`); the Library's
+:class:`~vidagent.library.indexes.Indexes` part changes the policy and compacts.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
-import pyarrow as pa
-
-from vidagent.library.manifest import Manifest
 
 #: table -> columns that searches filter on (a BTREE index each once the table is big enough)
 FILTER_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -181,70 +179,3 @@ def vector_query(
     if exact:
         return query.bypass_vector_index()
     return query.nprobes(policy.nprobes).refine_factor(policy.refine_factor)
-
-
-class _Store(Protocol):
-    """What the index methods use of the Library they are mixed into."""
-
-    manifest: Manifest
-
-    def write_lock(self) -> AbstractContextManager[None]: ...
-    def update_manifest(self, change: Callable[[Manifest], None]) -> Manifest: ...
-    def table(self, name: str, schema: pa.Schema | None = None) -> Any: ...
-    def _table_names(self) -> list[str]: ...
-    def _maintain(self, name: str, *, retrain: bool = False) -> list[str]: ...
-    def index_policy(self) -> IndexPolicy: ...
-
-
-class IndexedTables:
-    """The index and compaction methods of :class:`~vidagent.library.Library` (module doc)."""
-
-    def _maintain(self: _Store, name: str, *, retrain: bool = False) -> list[str]:
-        """Build the indexes the policy calls for on ``name`` now (after every write)."""
-        if name not in FILTER_COLUMNS:
-            return []
-        with self.write_lock():
-            return ensure_indexes(self.table(name), name, self.index_policy(), retrain=retrain)
-
-    def append(self: _Store, name: str, data: pa.Table) -> None:
-        """The bulk path: add rows of videos not yet in the Library in one commit, unchecked.
-
-        For loaders that make many videos' rows at once (benchmarks/scale.py): no key is
-        matched, so the caller guarantees the rows are new; write the ``videos`` rows last, as
-        every write does. Indexes are maintained as after any write.
-        """
-        with self.write_lock():
-            self.table(name, data.schema).add(data)
-            self._maintain(name)
-
-    def index_policy(self: _Store) -> IndexPolicy:
-        """The Library's index policy (defaults, with the manifest's overrides)."""
-        return IndexPolicy.from_manifest(self.manifest.indexing)
-
-    def set_index_policy(self: _Store, **changes: Any) -> IndexPolicy:
-        """Record index policy overrides (:class:`IndexPolicy` fields) in the manifest.
-
-        Raises:
-            ValueError: an unknown field.
-        """
-        unknown = set(changes) - {f.name for f in dataclasses.fields(IndexPolicy)}
-        if unknown:
-            raise ValueError(f"unknown index settings: {', '.join(sorted(unknown))}")
-        self.update_manifest(lambda m: m.indexing.update(changes))
-        return self.index_policy()
-
-    def compact(
-        self: _Store, *, older_than: timedelta = timedelta(hours=1), retrain: bool = False
-    ) -> list[TableReport]:
-        """Compact every table, build or update its indexes and prune versions older than
-        ``older_than``, under the write lock (rows are never changed).
-
-        Readers in other processes take no lock, so versions younger than ``older_than`` are
-        kept for any read still in flight on them; 0 removes every version but the latest.
-        """
-        with self.write_lock():
-            policy = self.index_policy()
-            return [
-                optimize_table(self.table(n), n, policy, older_than=older_than, retrain=retrain)
-                for n in sorted(self._table_names())
-            ]

@@ -5,8 +5,12 @@ every embedding table, prompt hashes and sampling settings. It is written atomic
 object, then a rename) through ``pyarrow.fs`` so the same code serves local directories and
 object stores (``s3://``, ``gs://``).
 
+The Library's table owner (:class:`~vidagent.library.tables.Tables`) holds the manifest in
+memory and re-reads and writes it under the write lock.
+
 Migrations: ``MIGRATIONS[v]`` upgrades a Library from version ``v`` to ``v + 1`` in place, and
-must be safe to run again if it was interrupted. Opening a Library runs every pending migration
+must be safe to run again if it was interrupted. A step gets the opened Library and uses only
+the public methods :class:`Upgradable` names. Opening a Library runs every pending migration
 under the Library's write lock (so two processes opening an old Library migrate it once), then
 records the new version. A Library written by a newer vidagent is refused, never rewritten.
 
@@ -23,18 +27,16 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+import pyarrow as pa
 from pyarrow import fs as pafs
 
 from vidagent.exceptions import LibraryError, LibraryVersionError
 from vidagent.library.schema import Artifact, ArtifactKind
-
-if TYPE_CHECKING:
-    from vidagent.library.store import Library
 
 SCHEMA_VERSION = 2
 MANIFEST = "manifest.json"
@@ -61,15 +63,6 @@ class Manifest:
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
-
-
-def split_uri(uri: str) -> tuple[pafs.FileSystem, str]:
-    """The filesystem and path of a Library URI (a local path or an object-store URI)."""
-    if "://" not in uri:
-        from pathlib import Path
-
-        return pafs.LocalFileSystem(), str(Path(uri).expanduser().resolve())
-    return pafs.FileSystem.from_uri(uri)
 
 
 def read_manifest(filesystem: pafs.FileSystem, root: str) -> Manifest | None:
@@ -114,6 +107,24 @@ def check_supported(manifest: Manifest, uri: str) -> None:
 # -- migrations ---------------------------------------------------------------------------------
 
 
+class Upgradable(Protocol):
+    """The public methods of :class:`~vidagent.library.Library` a migration step may use.
+
+    A contract for steps, not a stub of the Library's insides: a step written now must still
+    run against the Library of later versions, so steps keep to these few stable operations.
+    It also keeps this module below ``store.py``, which imports it to open a Library; type
+    checking proves the Library satisfies it where :func:`migrate` is called.
+    """
+
+    uri: str
+
+    def has_table(self, name: str) -> bool: ...
+    def table(self, name: str, schema: pa.Schema | None = None) -> Any: ...
+    def drop_table(self, name: str) -> None: ...
+    def put_artifacts(self, artifacts: Sequence[Artifact]) -> list[Artifact]: ...
+    def save_manifest(self, manifest: Manifest | None = None) -> None: ...
+
+
 def _artifact_of_summary(row: dict[str, Any]) -> Artifact:
     """A version-1 ``summaries`` row as an artefact (``kind`` strings become kind + key)."""
     old = str(row["kind"])
@@ -142,7 +153,7 @@ def _artifact_of_summary(row: dict[str, Any]) -> Artifact:
     )
 
 
-def summaries_to_artifacts(library: Library) -> None:
+def summaries_to_artifacts(library: Upgradable) -> None:
     """Version 1 -> 2: copy every ``summaries`` row into ``artifacts``, then drop ``summaries``.
 
     Kinds map as: ``"global"`` -> ``("summary", "global")``, ``"registry"`` ->
@@ -161,12 +172,12 @@ def summaries_to_artifacts(library: Library) -> None:
     library.drop_table("summaries")
 
 
-Migration = Callable[["Library"], None]
+Migration = Callable[[Upgradable], None]
 #: version v -> function that upgrades a Library from v to v + 1
 MIGRATIONS: dict[int, Migration] = {1: summaries_to_artifacts}
 
 
-def migrate(library: Library, manifest: Manifest, target: int | None = None) -> Manifest:
+def migrate(library: Upgradable, manifest: Manifest, target: int | None = None) -> Manifest:
     """Run pending migrations in order, recording the version after each one.
 
     Callers hold the Library's write lock and pass a manifest read under it.

@@ -3,86 +3,53 @@
 ``clip_vectors`` holds a text vector per clip (the ``embed`` stage, ``embed`` role) with its
 times copied in, ``frame_vectors`` an image vector per stored thumbnail (the ``embed_frames``
 stage, ``image_embed`` role). The manifest binds each table to the spec and dimension of the
-model that made it (:meth:`VectorTables.use_embedding`); a write from another model is refused,
+model that made it (:meth:`Vectors.use_embedding`); a write from another model is refused,
 and switching models empties the table, so two models' vectors never mix.
 
-These are methods of :class:`~vidagent.library.Library`, kept here so ``store.py`` stays about
-rows; they use the Library's lock, manifest and row helpers (:class:`_Store`).
+:class:`Vectors` is the Library's vectors part (``library.vectors``): it writes through the
+Library's table owner, checks bindings against the manifest it holds, and reads listed videos
+and clip rows through the rows part.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from vidagent.exceptions import EmbeddingMismatchError
 from vidagent.library.filters import one_of, quote, span_filter
-from vidagent.library.hot import HotVideo, HotVideos, nearest, unit_rows
-from vidagent.library.indexing import IndexPolicy, vector_query
-from vidagent.library.manifest import Manifest
-from vidagent.library.schema import (
-    ClipHit,
-    ClipRow,
-    VideoRecord,
-    frame_vectors_schema,
-    vectors_schema,
-)
+from vidagent.library.hot import HotVideo, nearest, unit_rows
+from vidagent.library.indexing import vector_query
+from vidagent.library.rows import Rows
+from vidagent.library.schema import ClipHit, ClipRow, frame_vectors_schema, vectors_schema
+from vidagent.library.tables import Tables
 
 
-class _Store(Protocol):
-    """What the vector methods use of the Library they are mixed into."""
+class Vectors:
+    """A Library's clip and frame vectors (module docstring)."""
 
-    def write_lock(self) -> AbstractContextManager[None]: ...
-    def reload_manifest(self) -> Manifest: ...
-    def update_manifest(self, change: Callable[[Manifest], None]) -> Manifest: ...
-    def has_table(self, name: str) -> bool: ...
-    def table(self, name: str, schema: pa.Schema | None = None) -> Any: ...
-    def drop_table(self, name: str) -> None: ...
-    def list_videos(self) -> list[VideoRecord]: ...
-    def clips(
-        self, video_id: str, t0: float | None = None, t1: float | None = None
-    ) -> list[ClipRow]: ...
-    def listed_ids(self, among: Sequence[str] | None = None) -> list[str]: ...
-    def clip_rows(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], ClipRow]: ...
-    def index_policy(self) -> IndexPolicy: ...
-    def _hot_load(self, video_ids: list[str]) -> dict[str, HotVideo]: ...
+    def __init__(self, tables: Tables, rows: Rows) -> None:
+        self.tables = tables
+        self.rows = rows
 
-    _hot: HotVideos
-
-    def _scan(self, name: str, where: str) -> list[dict[str, Any]]: ...
-    def _merge(
-        self,
-        name: str,
-        rows: Sequence[dict[str, Any]],
-        schema: pa.Schema | None = None,
-        *,
-        replace: str | None = None,
-    ) -> None: ...
-
-
-class VectorTables:
-    """The vector methods of :class:`~vidagent.library.Library` (module docstring)."""
-
-    def use_embedding(self: _Store, table: str, spec: str, dim: int) -> bool:
+    def use_embedding(self, table: str, spec: str, dim: int) -> bool:
         """Bind an embedding table to a model; a different model empties it first.
 
         Returns True when the table was reset (its vectors must be recomputed).
         """
         bound = {"spec": spec, "dim": dim}
-        with self.write_lock():
-            current = self.reload_manifest().embeddings.get(table)
+        with self.tables.write_lock():
+            current = self.tables.reload_manifest().embeddings.get(table)
             if current == bound:
                 return False
-            self.drop_table(table)
-            self.update_manifest(lambda m: m.embeddings.__setitem__(table, bound))
+            self.tables.drop(table)
+            self.tables.update_manifest(lambda m: m.embeddings.__setitem__(table, bound))
         return current is not None
 
     def put_clip_vectors(
-        self: _Store,
+        self,
         video_id: str,
         spec: str,
         clips: Sequence[ClipRow],
@@ -99,9 +66,9 @@ class VectorTables:
         if len(clips) != len(vectors):
             raise ValueError(f"{len(clips)} clips but {len(vectors)} vectors")
         hashes = list(text_hashes) if text_hashes is not None else [""] * len(clips)
-        with self.write_lock():
+        with self.tables.write_lock():
             # Checked against the manifest on disk: another process may have switched models.
-            bound = self.reload_manifest().embeddings.get("clip_vectors")
+            bound = self.tables.reload_manifest().embeddings.get("clip_vectors")
             if bound is None or bound["spec"] != spec or vectors.shape[1:] != (bound["dim"],):
                 raise EmbeddingMismatchError(
                     f"clip vectors from {spec} ({vectors.shape[1:]}) do not match the Library's "
@@ -113,26 +80,26 @@ class VectorTables:
                 for c, v, h in zip(clips, vectors.astype(np.float32), hashes)
             ]
             schema = vectors_schema(bound["dim"])
-            self._merge("clip_vectors", rows, schema, replace=video_id if replace else None)
+            self.tables.merge("clip_vectors", rows, schema, replace=video_id if replace else None)
 
-    def clip_vector_hashes(self: _Store, video_id: str) -> dict[int, str]:
+    def clip_vector_hashes(self, video_id: str) -> dict[int, str]:
         """``clip_index -> text_hash`` of the vectors stored for a video."""
-        if "clip_vectors" not in self.reload_manifest().embeddings:
+        if "clip_vectors" not in self.tables.reload_manifest().embeddings:
             return {}
-        rows = self._scan("clip_vectors", f"video_id = {quote(video_id)}")
+        rows = self.tables.scan("clip_vectors", f"video_id = {quote(video_id)}")
         return {int(r["clip_index"]): str(r["text_hash"]) for r in rows}
 
-    def clip_vectors_by_text(self: _Store, video_id: str, spec: str) -> dict[str, np.ndarray]:
+    def clip_vectors_by_text(self, video_id: str, spec: str) -> dict[str, np.ndarray]:
         """``text_hash -> vector`` (D,) of a video's stored clip vectors, when the table is bound
         to the model ``spec`` (else empty): what the embed stage embedded, reused as it is."""
-        bound = self.reload_manifest().embeddings.get("clip_vectors")
+        bound = self.tables.reload_manifest().embeddings.get("clip_vectors")
         if bound is None or bound["spec"] != spec:
             return {}
-        rows = self._scan("clip_vectors", f"video_id = {quote(video_id)}")
+        rows = self.tables.scan("clip_vectors", f"video_id = {quote(video_id)}")
         return {str(r["text_hash"]): np.asarray(r["vector"], np.float32) for r in rows}
 
     def put_frame_vectors(
-        self: _Store,
+        self,
         video_id: str,
         spec: str,
         times: Sequence[float] | np.ndarray,
@@ -153,8 +120,8 @@ class VectorTables:
         """
         if len(times) != len(vectors):
             raise ValueError(f"{len(times)} times but {len(vectors)} vectors")
-        with self.write_lock():
-            bound = self.reload_manifest().embeddings.get("frame_vectors")
+        with self.tables.write_lock():
+            bound = self.tables.reload_manifest().embeddings.get("frame_vectors")
             if bound is None or bound["spec"] != spec or vectors.shape[1:] != (bound["dim"],):
                 raise EmbeddingMismatchError(
                     f"frame vectors from {spec} ({vectors.shape[1:]}) do not match the "
@@ -166,32 +133,33 @@ class VectorTables:
                 for t, v in zip(times, vectors.astype(np.float32))
             ]
             schema = frame_vectors_schema(bound["dim"])
-            self._merge("frame_vectors", rows, schema, replace=video_id if replace else None)
+            self.tables.merge("frame_vectors", rows, schema, replace=video_id if replace else None)
 
-    def frame_vectors(self: _Store, video_id: str) -> tuple[np.ndarray, np.ndarray]:
+    def frame_vectors(self, video_id: str) -> tuple[np.ndarray, np.ndarray]:
         """A video's frame vectors: ``(times, vectors)``, (N,) float64 in time order and (N, D)
         float32 in the same order; ``(0,)`` and ``(0, 0)`` arrays when it has none."""
         rows = []
-        if "frame_vectors" in self.reload_manifest().embeddings:
+        if "frame_vectors" in self.tables.reload_manifest().embeddings:
             rows = sorted(
-                self._scan("frame_vectors", f"video_id = {quote(video_id)}"), key=lambda r: r["t"]
+                self.tables.scan("frame_vectors", f"video_id = {quote(video_id)}"),
+                key=lambda r: r["t"],
             )
         if not rows:
             return np.zeros(0, np.float64), np.zeros((0, 0), np.float32)
         times = np.array([r["t"] for r in rows], np.float64)  # (N,)
         return times, np.array([r["vector"] for r in rows], np.float32)  # (N, D)
 
-    def frame_vector_spec(self: _Store) -> str | None:
+    def frame_vector_spec(self) -> str | None:
         """The spec of the model the Library's frame vectors are made with (None: none yet)."""
-        bound = self.reload_manifest().embeddings.get("frame_vectors")
+        bound = self.tables.reload_manifest().embeddings.get("frame_vectors")
         return str(bound["spec"]) if bound else None
 
-    def _hot_load(self: _Store, video_ids: list[str]) -> dict[str, HotVideo]:
+    def _hot_load(self, video_ids: list[str]) -> dict[str, HotVideo]:
         """Read the clip vectors and clip rows of ``video_ids`` for the hot cache (hot.py)."""
         if not video_ids:
             return {}
         where = one_of("video_id", video_ids)
-        data = self.table("clip_vectors").search().where(where).limit(None).to_arrow()
+        data = self.tables.table("clip_vectors").search().where(where).limit(None).to_arrow()
         dim = data.schema.field("vector").type.list_size
         flat = data.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
         vectors = unit_rows(flat.reshape(-1, dim).astype(np.float32))  # (N, D)
@@ -199,7 +167,7 @@ class VectorTables:
         index = data.column("clip_index").to_numpy()
         t0, t1 = data.column("t0").to_numpy(), data.column("t1").to_numpy()
         clips: dict[str, dict[int, dict[str, Any]]] = {v: {} for v in video_ids}
-        for row in self._scan("clips", where):
+        for row in self.tables.scan("clips", where):
             clips[row["video_id"]][int(row["clip_index"])] = row
         out = {}
         for video_id in video_ids:
@@ -211,7 +179,7 @@ class VectorTables:
         return out
 
     def search_clips(
-        self: _Store,
+        self,
         vector: np.ndarray,
         *,
         video_ids: Sequence[str] | None = None,
@@ -225,22 +193,22 @@ class VectorTables:
         Searches over few rows are exact; wide ones use the ANN index once there is one
         (:mod:`vidagent.library.indexing`).
         """
-        bound = "clip_vectors" in self.reload_manifest().embeddings
-        if not bound or not self.has_table("clip_vectors") or k <= 0:
+        bound = "clip_vectors" in self.tables.reload_manifest().embeddings
+        if not bound or not self.tables.has("clip_vectors") or k <= 0:
             return []
-        listed = self.listed_ids(video_ids)
+        listed = self.rows.listed_ids(video_ids)
         if not listed:
             return []
-        table = self.table("clip_vectors")
-        policy = self.index_policy()
+        table = self.tables.table("clip_vectors")
+        policy = self.tables.index_policy()
         rows = table.count_rows()
         every = video_ids is None
         if not every:  # share of the rows the videos hold, estimated from the video count
-            rows = rows * len(listed) // max(1, self.table("videos").count_rows())
+            rows = rows * len(listed) // max(1, self.tables.table("videos").count_rows())
         exact = rows <= policy.exact_max_rows
         if exact and not every:  # a few videos: exact, from memory after the first search
-            key = (table.version, self.table("clips").version)
-            videos = self._hot.videos(key, listed, self._hot_load)
+            key = (table.version, self.tables.table("clips").version)
+            videos = self.tables.hot.videos(key, listed, self._hot_load)
             return [ClipHit(c, s) for c, s in nearest(videos, vector, t_from, t_to, k)]
         # Across every video the filter names no ids (a 1,000-id IN list costs more than the
         # search): a few extra hits cover rows of unlisted (half-written or half-removed) videos.
@@ -253,7 +221,7 @@ class VectorTables:
             if len(found) < k and len(found) < fetched:  # many unlisted: name the videos
                 where = span_filter(listed, t_from, t_to, "t0", "t1")
                 found = vector_query(table, vector, where, k, policy, exact=exact).to_list()
-        clips = self.clip_rows((h["video_id"], h["clip_index"]) for h in found[:k])
+        clips = self.rows.clip_rows((h["video_id"], h["clip_index"]) for h in found[:k])
         return [
             ClipHit(clips[key], 1.0 - float(h["_distance"]))
             for h in found[:k]

@@ -8,7 +8,9 @@ A provider may serve different roles with different classes (:data:`ROLE_PROVIDE
 ``transformers:<dir>`` is a detector in the ``detector`` role and a chat model in ``llm``.
 ``none:`` leaves an optional role empty.
 
-Providers live in :data:`PROVIDERS`, a :class:`~vidagent.plugins.Registry` of adapter classes:
+Specs are parsed and providers named in :mod:`vidagent.specs`, below both config (which checks
+every configured spec) and this package; :data:`PROVIDERS` and :func:`parse_spec` are importable
+from here too. :data:`PROVIDERS` is a :class:`~vidagent.plugins.Registry` of adapter classes:
 the built-ins are named by module path and imported only when a spec needs them, so resolving
 and reporting (``vidagent info``) never import torch or llama.cpp; an installed package adds one
 with an entry point in the ``vidagent.providers`` group naming an
@@ -26,89 +28,21 @@ import importlib
 import importlib.util
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qsl
 
 from vidagent.exceptions import ConfigError
-from vidagent.plugins import Registry
+from vidagent.specs import PROVIDERS, Spec, parse_spec
 
 if TYPE_CHECKING:
     from vidagent.config import Settings
     from vidagent.models.base import Adapter, BackendStatus, Capabilities
 
-#: Provider name -> adapter class, built-ins first (imported on first use), then plugins.
-PROVIDERS: Registry[type[Adapter]] = Registry(
-    "vidagent.providers",
-    "model provider",
-    {
-        "openai": "vidagent.models.openai:OpenAIAdapter",
-        "llamacpp": "vidagent.models.llamacpp:LlamaCppAdapter",
-        "sentence-transformers": "vidagent.models.sentence_transformers:SentenceTransformerAdapter",
-        "faster-whisper": "vidagent.models.whisper:FasterWhisperAdapter",
-        "rapidocr": "vidagent.models.rapidocr:RapidOCRAdapter",
-        "opencv": "vidagent.models.opencv:OpenCVDetector",
-        "transformers": "vidagent.models.transformers_detect:TransformersDetector",
-        "clip": "vidagent.models.clip:ClipEmbedder",
-        "perception": "vidagent.models.perception:PerceptionDescriber",
-        "fake": "vidagent.models.fake:FakeAdapter",
-    },
-)
 #: (provider, role) -> the adapter class serving that role under that provider's name, where it
 #: differs from the class in PROVIDERS.
 ROLE_PROVIDERS: dict[tuple[str, str | None], str] = {
     ("transformers", "llm"): "vidagent.models.transformers_llm:TransformersChat"
 }
-#: Other spellings of the built-in providers' names.
-ALIASES = {
-    "llama-cpp": "llamacpp",
-    "gguf": "llamacpp",
-    "st": "sentence-transformers",
-    "whisper": "faster-whisper",
-}
-
-
-@dataclass(frozen=True)
-class Spec:
-    """A parsed spec string: canonical provider name, model and options."""
-
-    provider: str
-    model: str
-    options: dict[str, str]
-
-    @property
-    def disabled(self) -> bool:
-        return self.provider == "none"
-
-    def __str__(self) -> str:
-        opts = "&".join(f"{k}={v}" for k, v in sorted(self.options.items()))
-        return f"{self.provider}:{self.model}" + (f"?{opts}" if opts else "")
-
-
-def parse_spec(spec: str) -> Spec:
-    """Split ``provider:model?k=v`` and canonicalise the provider name.
-
-    Raises:
-        ConfigError: not ``provider:model``, or no such provider (the message lists them).
-    """
-    if ":" not in spec:
-        raise ConfigError(
-            f"model spec {spec!r} must look like provider:model, e.g. openai:gpt-4o-mini; "
-            f"providers: {', '.join(sorted(PROVIDERS))}"
-        )
-    provider, rest = spec.split(":", 1)
-    provider = provider.strip().lower()
-    provider = ALIASES.get(provider, provider)
-    model, _, query = rest.partition("?")
-    if provider == "none":
-        return Spec("none", "", {})
-    if provider not in PROVIDERS:
-        raise ConfigError(
-            f"unknown model provider {provider!r} in {spec!r}; "
-            f"providers: {', '.join(sorted(PROVIDERS))}, none"
-        )
-    return Spec(provider, model.strip(), dict(parse_qsl(query, keep_blank_values=True)))
 
 
 def _parsed(spec: str | Spec) -> Spec:

@@ -1,0 +1,192 @@
+"""The Library's rows of videos: the ``videos`` table and each video's clips, frames, shots and
+transcript.
+
+A video's rows are written first and its ``videos`` row last; removing it deletes the
+``videos`` row first (the commit rules are in :mod:`vidagent.library.store`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from vidagent.exceptions import VideoNotFoundError
+from vidagent.library.filters import quote, span_filter
+from vidagent.library.schema import (
+    TABLES,
+    ClipRow,
+    FrameRow,
+    ShotRow,
+    TranscriptSegment,
+    VideoRecord,
+)
+from vidagent.library.tables import Tables
+
+
+class Rows:
+    """A Library's videos and their rows, read and written through its :class:`Tables`."""
+
+    def __init__(self, tables: Tables) -> None:
+        self.tables = tables
+
+    # -- videos ---------------------------------------------------------------------------------
+
+    def put_video(self, record: VideoRecord) -> None:
+        """Insert or update a video's row (call after its other rows are written)."""
+        self.tables.merge("videos", [record.to_row()])
+
+    def list_videos(self) -> list[VideoRecord]:
+        """Every listed video, oldest first."""
+        if not self.tables.has("videos"):
+            return []
+        rows = self.tables.table("videos").to_arrow().to_pylist()
+        return sorted(
+            (VideoRecord.from_row(r) for r in rows), key=lambda v: (v.added_at, v.video_id)
+        )
+
+    def listed_ids(self, among: Sequence[str] | None = None) -> list[str]:
+        """Ids of the listed videos (only those in ``among`` when given); reads the id column
+        alone, so it stays cheap with thousands of videos."""
+        if not self.tables.has("videos") or (among is not None and not among):
+            return []
+        table = self.tables.table("videos")
+
+        def load() -> list[str]:
+            column = table.search().select(["video_id"]).limit(None).to_arrow()["video_id"]
+            ids: list[str] = column.to_pylist()
+            return ids
+
+        listed = self.tables.hot.listed(table.version, load)
+        if among is None:
+            return listed
+        known = set(listed)
+        return [v for v in dict.fromkeys(among) if v in known]
+
+    def resolve(self, ref: str) -> str:
+        """A full video id from an id, a unique id prefix, a file name or a source path."""
+        videos = self.list_videos()
+        exact = [v for v in videos if ref in (v.video_id, v.source, v.name)]
+        matches = exact or [v for v in videos if v.video_id.startswith(ref)]
+        if len(matches) == 1:
+            return matches[0].video_id
+        if not matches:
+            raise VideoNotFoundError(f"no video {ref!r} in {self.tables.uri}; see `vidagent list`")
+        ids = ", ".join(v.video_id for v in matches[:5])
+        raise VideoNotFoundError(f"{ref!r} matches several videos ({ids}); give more of the id")
+
+    def get_video(self, ref: str) -> VideoRecord:
+        """The video ``ref`` names (see :meth:`resolve`)."""
+        video_id = self.resolve(ref)
+        return next(v for v in self.list_videos() if v.video_id == video_id)
+
+    def has_video(self, video_id: str) -> bool:
+        """Whether the video is listed."""
+        where = f"video_id = {quote(video_id)}"
+        return self.tables.has("videos") and self.tables.table("videos").count_rows(where) > 0
+
+    def remove_video(self, ref: str) -> str:
+        """Delete a video and all its rows (artefacts included); returns its id."""
+        with self.tables.write_lock():
+            video_id = self.resolve(ref)
+            where = f"video_id = {quote(video_id)}"
+            self.tables.table("videos").delete(where)  # first: from here on it is not listed
+            for name in self.tables.names():
+                if name != "videos":
+                    self.tables.table(name).delete(where)
+        return video_id
+
+    def set_stage(self, video_id: str, stage: str, info: dict[str, Any]) -> VideoRecord:
+        """Record that ``stage`` finished for a video, with what produced it.
+
+        The row is read under the write lock, so stages recorded at the same time by other
+        threads or processes are kept.
+        """
+        with self.tables.write_lock():
+            video = self.get_video(video_id)
+            stages = {**video.stages, stage: info}
+            updated = dataclasses.replace(video, stages=stages)
+            self.put_video(updated)
+        return updated
+
+    # -- clips, frames, shots, transcript -------------------------------------------------------
+
+    def put_clips(self, video_id: str, clips: Sequence[ClipRow]) -> None:
+        """Make ``clips`` the video's clips. Its clip vectors belong to the old clips: dropped."""
+        with self.tables.write_lock():
+            if self.tables.has("clip_vectors"):
+                self.tables.table("clip_vectors").delete(f"video_id = {quote(video_id)}")
+            self.tables.merge("clips", [c.__dict__ for c in clips], replace=video_id)
+
+    def update_clips(self, video_id: str, updates: Sequence[dict[str, Any]]) -> None:
+        """Set some columns of existing clips, in one atomic commit (a stage's checkpoint).
+
+        Each update holds ``clip_index`` and the columns to set; other columns are kept.
+        """
+        if not updates:
+            return
+        schema = TABLES["clips"][0]
+        columns = ["video_id", *dict.fromkeys(k for u in updates for k in u)]
+        part = pa.schema([schema.field(c) for c in columns])
+        data = pa.Table.from_pylist([{"video_id": video_id, **u} for u in updates], schema=part)
+        with self.tables.write_lock():
+            merge = self.tables.table("clips").merge_insert(["video_id", "clip_index"])
+            merge.when_matched_update_all().execute(data)
+
+    def clips(
+        self, video_id: str, t0: float | None = None, t1: float | None = None
+    ) -> list[ClipRow]:
+        """A video's clips (those overlapping ``[t0, t1]`` when given), in clip order."""
+        rows = self.tables.scan("clips", span_filter([video_id], t0, t1, "t0", "t1"))
+        return sorted((ClipRow.from_row(r) for r in rows), key=lambda c: c.clip_index)
+
+    def clip_rows(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], ClipRow]:
+        """The clips with these ``(video_id, clip_index)`` keys, read in one query."""
+        wanted: dict[str, set[int]] = {}
+        for video_id, index in keys:
+            wanted.setdefault(video_id, set()).add(int(index))
+        if not wanted:
+            return {}
+        where = " OR ".join(
+            f"(video_id = {quote(v)} AND clip_index IN ({', '.join(map(str, sorted(ix)))}))"
+            for v, ix in wanted.items()
+        )
+        rows = (ClipRow.from_row(r) for r in self.tables.scan("clips", where))
+        return {(c.video_id, c.clip_index): c for c in rows}
+
+    def put_frames(self, video_id: str, frames: Sequence[FrameRow]) -> None:
+        """Make ``frames`` the video's thumbnails. Its frame vectors belong to the old ones:
+        dropped."""
+        with self.tables.write_lock():
+            if self.tables.has("frame_vectors"):
+                self.tables.table("frame_vectors").delete(f"video_id = {quote(video_id)}")
+            self.tables.merge("frames", [f.__dict__ for f in frames], replace=video_id)
+
+    def frames(
+        self, video_id: str, t0: float | None = None, t1: float | None = None
+    ) -> list[FrameRow]:
+        """A video's thumbnails (those in ``[t0, t1]`` when given), in time order."""
+        rows = self.tables.scan("frames", span_filter([video_id], t0, t1, "t", "t"))
+        return sorted((FrameRow.from_row(r) for r in rows), key=lambda f: f.t)
+
+    def put_shots(self, video_id: str, shots: Sequence[ShotRow]) -> None:
+        """Make ``shots`` the video's shots."""
+        self.tables.merge("shots", [s.__dict__ for s in shots], replace=video_id)
+
+    def shots(self, video_id: str) -> list[ShotRow]:
+        """A video's shots, in order."""
+        rows = self.tables.scan("shots", f"video_id = {quote(video_id)}")
+        return sorted((ShotRow.from_row(r) for r in rows), key=lambda s: s.shot_index)
+
+    def put_transcript(self, video_id: str, segments: Sequence[TranscriptSegment]) -> None:
+        """Make ``segments`` the video's transcript."""
+        self.tables.merge("transcript", [s.__dict__ for s in segments], replace=video_id)
+
+    def transcript(
+        self, video_id: str, t0: float | None = None, t1: float | None = None
+    ) -> list[TranscriptSegment]:
+        """A video's speech segments (those overlapping ``[t0, t1]`` when given), in order."""
+        rows = self.tables.scan("transcript", span_filter([video_id], t0, t1, "t0", "t1"))
+        return sorted((TranscriptSegment.from_row(r) for r in rows), key=lambda s: s.segment_index)

@@ -1,0 +1,237 @@
+"""The one owner of a Library's tables: the LanceDB connection, the table handles, the write
+lock and the manifest that says what the tables hold.
+
+Every part of a :class:`~vidagent.library.Library` (its rows, artefacts, vectors, entity graph
+and indexes) reads and writes through one :class:`Tables`, so there is one place that opens
+tables, one lock every write takes, one copy of the manifest in the process, and one write path
+(:meth:`Tables.merge`) that keeps the indexes up to date by the manifest's index policy. The
+locking and commit rules are described in :mod:`vidagent.library.store`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import timedelta
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pyarrow import fs as pafs
+
+from vidagent.exceptions import LibraryError
+from vidagent.library.filters import quote
+from vidagent.library.hot import HotVideos
+from vidagent.library.indexing import FILTER_COLUMNS, IndexPolicy, ensure_indexes
+from vidagent.library.locking import LOCK_FILE, WriteLock, lock_for
+from vidagent.library.manifest import Manifest, check_supported, read_manifest, write_manifest
+from vidagent.library.schema import TABLES, VECTOR_KEYS
+
+
+def local_library_path(uri: str) -> str | None:
+    """The directory of a local Library (a path or a ``file://`` URI); None for object stores."""
+    if uri.startswith("file://"):
+        from urllib.parse import unquote, urlparse
+
+        parsed = urlparse(uri)
+        if parsed.netloc not in ("", "localhost"):
+            raise LibraryError(f"{uri}: a file:// URI names a local path (file:///dir/library)")
+        return unquote(parsed.path)
+    return None if "://" in uri else uri
+
+
+def split_uri(uri: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem and path of a Library URI (a local path or an object-store URI)."""
+    if "://" not in uri:
+        return pafs.LocalFileSystem(), str(Path(uri).expanduser().resolve())
+    return pafs.FileSystem.from_uri(uri)
+
+
+class Tables:
+    """A Library location's LanceDB tables, opened once, the lock its writes take and its
+    manifest.
+
+    Args:
+        uri: a directory path, a ``file://`` URI or an object-store URI (see ``Library``).
+        storage_options: LanceDB's object-store options.
+
+    Attributes:
+        uri: the location as given.
+        local: whether it is a local directory (it then has a file lock).
+        fs: the ``pyarrow`` filesystem of the location; ``root`` its path there.
+        hot: recently searched videos (:mod:`vidagent.library.hot`), shared by the parts.
+        manifest: the manifest as this process last read or wrote it; set when the Library
+            opens (:meth:`read_manifest`, then creation or migration).
+    """
+
+    def __init__(self, uri: str, *, storage_options: dict[str, str] | None = None) -> None:
+        self.uri = uri
+        local_path = local_library_path(uri)
+        self.local = local_path is not None
+        self.fs, self.root = split_uri(local_path or uri)
+        self._lock: WriteLock = lock_for(
+            self.root if self.local else uri,
+            os.path.join(self.root, LOCK_FILE) if self.local else None,
+        )
+        self._storage_options = storage_options
+        self._handles: dict[str, Any] = {}
+        self.hot = HotVideos()
+        self.manifest: Manifest
+
+    @cached_property
+    def _db(self) -> Any:
+        # Connected on first use: connecting makes a local directory, and opening a Library
+        # that is not there with create=False must leave nothing behind.
+        import lancedb
+
+        # Interval 0: every read sees the latest commit, other processes' too (store.py).
+        return lancedb.connect(
+            self.root if self.local else self.uri,
+            read_consistency_interval=timedelta(0),
+            storage_options=self._storage_options,
+        )
+
+    @contextmanager
+    def write_lock(self) -> Iterator[None]:
+        """Hold the write lock (re-entrant) around a read and the write that depends on it."""
+        with self._lock.hold():
+            yield
+
+    # -- manifest -------------------------------------------------------------------------------
+
+    def read_manifest(self) -> Manifest | None:
+        """The manifest on disk now, as is (None: there is no Library here yet)."""
+        return read_manifest(self.fs, self.root)
+
+    def reload_manifest(self) -> Manifest:
+        """Read the manifest from disk again (another process may have changed it).
+
+        Raises:
+            LibraryVersionError: a newer vidagent has migrated the Library meanwhile.
+        """
+        fresh = self.read_manifest()
+        if fresh is not None:
+            check_supported(fresh, self.uri)
+            for name in set(self.manifest.embeddings) | set(fresh.embeddings):
+                if self.manifest.embeddings.get(name) != fresh.embeddings.get(name):
+                    self._handles.pop(name, None)  # dropped and re-made by another process
+            self.manifest = fresh
+        return self.manifest
+
+    def save_manifest(self, manifest: Manifest | None = None) -> None:
+        """Write ``manifest`` (default: the one held) as the Library's manifest, as is."""
+        with self.write_lock():
+            if manifest is not None:
+                self.manifest = manifest
+            write_manifest(self.fs, self.root, self.manifest)
+
+    def update_manifest(self, change: Callable[[Manifest], None]) -> Manifest:
+        """Apply ``change`` to the manifest as it is on disk now, and write it, under the lock."""
+        with self.write_lock():
+            manifest = self.reload_manifest()
+            change(manifest)
+            write_manifest(self.fs, self.root, manifest)
+            return manifest
+
+    def set_sampling(self, **settings: Any) -> None:
+        """Record the sampling settings stored rows were made with."""
+        with self.write_lock():
+            if {k: self.reload_manifest().sampling.get(k) for k in settings} != settings:
+                self.update_manifest(lambda m: m.sampling.update(settings))
+
+    def index_policy(self) -> IndexPolicy:
+        """The index policy: defaults, with the manifest's overrides."""
+        return IndexPolicy.from_manifest(self.manifest.indexing)
+
+    # -- tables ---------------------------------------------------------------------------------
+
+    def names(self) -> list[str]:
+        """The names of the tables that exist now (another process may have added some)."""
+        return list(self._db.list_tables().tables)
+
+    def has(self, name: str) -> bool:
+        """Whether the table ``name`` exists."""
+        return name in self._handles or name in self.names()
+
+    def table(self, name: str, schema: pa.Schema | None = None) -> Any:
+        """The LanceDB table ``name``, created empty with ``schema`` when missing."""
+        handle = self._handles.get(name)
+        if handle is None and name in self.names():
+            try:
+                handle = self._db.open_table(name)
+            except ValueError:  # listed, but its creator (another process) has not committed
+                handle = None
+        if handle is None:
+            with self.write_lock():
+                # exist_ok: another process may have made it since the listing above.
+                schema = schema or TABLES[name][0]
+                handle = self._db.create_table(name, schema=schema, exist_ok=True)
+        self._handles[name] = handle
+        return handle
+
+    def drop(self, name: str) -> None:
+        """Delete the table ``name`` and its rows, if it exists."""
+        with self.write_lock():
+            self._handles.pop(name, None)
+            if name in self.names():
+                self._db.drop_table(name)
+
+    def scan(self, name: str, where: str) -> list[dict[str, Any]]:
+        """The rows of ``name`` matching ``where`` (none when the table does not exist)."""
+        if not self.has(name):
+            return []
+        rows: list[dict[str, Any]] = (
+            self.table(name).search().where(where).limit(None).to_arrow().to_pylist()
+        )
+        return rows
+
+    def merge(
+        self,
+        name: str,
+        rows: Sequence[dict[str, Any]],
+        schema: pa.Schema | None = None,
+        *,
+        replace: str | None = None,
+    ) -> None:
+        """Insert ``rows`` or update the rows with their keys, in one atomic commit.
+
+        With ``replace`` (a video id), that video's other rows are deleted in the same commit.
+        """
+        if not rows and replace is None:
+            return
+        schema = schema or TABLES[name][0]
+        keys = TABLES[name][1] if name in TABLES else VECTOR_KEYS[name]
+        with self.write_lock():
+            table = self.table(name, schema)
+            if not rows and replace is not None:
+                table.delete(f"video_id = {quote(replace)}")
+                return
+            merge = table.merge_insert(list(keys)).when_matched_update_all()
+            merge = merge.when_not_matched_insert_all()
+            if replace is not None:
+                merge = merge.when_not_matched_by_source_delete(f"video_id = {quote(replace)}")
+            merge.execute(pa.Table.from_pylist(list(rows), schema=schema))
+            self.maintain(name)
+
+    def append(self, name: str, data: pa.Table) -> None:
+        """Add rows in one commit without matching keys (the bulk path: the rows must be new)."""
+        with self.write_lock():
+            self.table(name, data.schema).add(data)
+            self.maintain(name)
+
+    def maintain(self, name: str, *, retrain: bool = False) -> list[str]:
+        """Build the indexes the index policy calls for on ``name`` now (after every write)."""
+        if name not in FILTER_COLUMNS:
+            return []
+        with self.write_lock():
+            return ensure_indexes(self.table(name), name, self.index_policy(), retrain=retrain)
+
+    def size_bytes(self) -> int:
+        """Bytes the tables and manifest occupy (local Libraries only)."""
+        if not self.local:
+            raise LibraryError("size_bytes is only available for local Libraries")
+        return sum(
+            os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(self.root) for f in files
+        )
