@@ -30,6 +30,7 @@ PACKAGE = Path(vidagent.__file__).parent
 RANKS: tuple[tuple[str, ...], ...] = (
     ("exceptions", "timecode", "roles", "__version__"),
     ("budget", "trace", "plugins", "prompts"),
+    ("specs",),
     ("config",),
     ("media",),
     ("models",),
@@ -122,8 +123,8 @@ def bound_names(package: str, root: Path) -> set[str]:
         return set()
     names = set()
     for node in ast.walk(ast.parse(init.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom):
-            names |= {a.asname or a.name for a in node.names}
+        if isinstance(node, ast.ImportFrom) and node.module != package and not node.level:
+            names |= {a.asname or a.name for a in node.names}  # not its own submodules
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             names.add(node.name)
         elif isinstance(node, ast.Assign):
