@@ -246,3 +246,9 @@ class ReportResult:
         from vidagent.bench.report import report_json
 
         return report_json(self.reports, resamples=self.resamples, seed=self.seed)
+
+    def to_text(self) -> str:
+        """The tables as aligned text, as ``vidagent bench report`` prints them."""
+        from vidagent.bench.report import render_text
+
+        return render_text(self.reports, resamples=self.resamples, seed=self.seed)

@@ -58,7 +58,7 @@ def run(ctx: click.Context, benchmark: str, data: Path, split: str | None, subse
     resumes: questions with a row are skipped, failed ones are asked again. Rows go to
     OUT/predictions.jsonl (readable by `bench score`); `bench report OUT` makes the tables.
     """
-    from vidagent.app.bench import RunConfig
+    from vidagent.app.benchmarks import RunConfig
     from vidagent.budget import Budget
 
     given: dict[str, Any] = {"steps": max_steps, "frames": max_frames, "tokens": max_tokens,
@@ -115,13 +115,11 @@ def report(ctx: click.Context, runs: tuple[Path, ...], out: Path, no_plots: bool
     """Tables of one or more run folders: official beside strict, per category, with 95%
     bootstrap intervals and per-question steps, frames, tokens, cost and latency; also written
     to OUT as Markdown, JSON and PNG plots."""
-    from vidagent.bench.report import render_text
-
     result = session_of(ctx).bench_report(
         runs, out=out, plots=not no_plots, resamples=resamples, seed=seed, judge=judge_spec
     )
     if as_json:
         echo_json(result.to_json())
     else:
-        click.echo(render_text(result.reports, resamples=resamples, seed=seed))
+        click.echo(result.to_text())
     click.echo("wrote: " + ", ".join(str(p) for p in result.written), err=as_json)

@@ -15,7 +15,7 @@ DVD's registry captions are a chain in which clip *i* reads the registry after c
 two workers on one video would undo or wait on each other. Long videos therefore parallelise
 across videos, and within one video through each stage's own batching.
 
-Every worker holds one Session (models loaded once per worker, not per task) on the same Library,
+Every worker holds one session core (models loaded once per worker, not per task) on the same Library,
 written through its process-safe write path. Remote endpoints are limited across all workers by
 one :class:`~vidagent.app.executors.gate.EndpointGate` (a named Ray actor, or a manager process
 for the pool). The driver shows one progress bar for the whole run and is the only writer of a
@@ -34,9 +34,9 @@ from vidagent.exceptions import ConfigError
 if TYPE_CHECKING:
     from tqdm import tqdm
 
-    from vidagent.app.bench import RunConfig
+    from vidagent.app.benchmarks import RunConfig
+    from vidagent.app.core import SessionCore
     from vidagent.app.results import IndexReport
-    from vidagent.app.session import Session
     from vidagent.bench.base import Sample
     from vidagent.config import Settings
 
@@ -73,7 +73,7 @@ class Executor:
         raise NotImplementedError
 
     def index(
-        self, session: Session, paths: Sequence[str | Path], *,
+        self, session: SessionCore, paths: Sequence[str | Path], *,
         stages: Sequence[str] | None = None, progress: bool = False,
         overrides: Mapping[str, Any] | None = None,
     ) -> Iterator[IndexReport]:  # fmt: skip
@@ -82,7 +82,7 @@ class Executor:
         raise NotImplementedError
 
     def answer(
-        self, config: RunConfig, session: Session, out: Path, samples: Sequence[Sample],
+        self, config: RunConfig, session: SessionCore, out: Path, samples: Sequence[Sample],
         progress: bool = False,
     ) -> Iterator[dict[str, Any]]:  # fmt: skip
         """Ask each question on the workers, yielding its row as it finishes (not written)."""
@@ -98,13 +98,13 @@ class Executor:
         self.close()
 
 
-def worker_settings(session: Session, overrides: Mapping[str, Any] | None) -> Settings:
+def worker_settings(session: SessionCore, overrides: Mapping[str, Any] | None) -> Settings:
     """The settings workers index with: the session's, with a plan's ``overrides``."""
     settings = session.settings
     return settings.model_copy(update=dict(overrides)) if overrides else settings
 
 
-def library_location(session: Session) -> str:
+def library_location(session: SessionCore) -> str:
     """The session's Library as every worker can open it: created here first (so workers do
     not race to create it), a local path made absolute."""
     uri = session.library.uri

@@ -42,9 +42,9 @@ from vidagent.app.executors import (
 from vidagent.exceptions import BackendMissingError, UserError
 
 if TYPE_CHECKING:
-    from vidagent.app.bench import RunConfig
+    from vidagent.app.benchmarks import RunConfig
+    from vidagent.app.core import SessionCore
     from vidagent.app.results import IndexReport
-    from vidagent.app.session import Session
     from vidagent.bench.base import Sample
 
 #: Restarts of a dead actor, and retries of the task it was running.
@@ -128,7 +128,7 @@ class RayExecutor(Executor):
         return self.workers
 
     def index(
-        self, session: Session, paths: Sequence[str | Path], *,
+        self, session: SessionCore, paths: Sequence[str | Path], *,
         stages: Sequence[str] | None = None, progress: bool = False,
         overrides: Mapping[str, Any] | None = None,
     ) -> Iterator[IndexReport]:  # fmt: skip
@@ -160,7 +160,7 @@ class RayExecutor(Executor):
         ray.kill(tally)
 
     def answer(
-        self, config: RunConfig, session: Session, out: Path, samples: Sequence[Sample],
+        self, config: RunConfig, session: SessionCore, out: Path, samples: Sequence[Sample],
         progress: bool = False,
     ) -> Iterator[dict[str, Any]]:  # fmt: skip
         from vidagent.app.executors.workers import QuestionWorker

@@ -34,9 +34,9 @@ from vidagent.app.executors.workers import Tally
 from vidagent.exceptions import ConfigError
 
 if TYPE_CHECKING:
-    from vidagent.app.bench import RunConfig
+    from vidagent.app.benchmarks import RunConfig
+    from vidagent.app.core import SessionCore
     from vidagent.app.results import IndexReport
-    from vidagent.app.session import Session
     from vidagent.bench.base import Sample
 
 T = TypeVar("T")
@@ -93,7 +93,7 @@ class PoolExecutor(Executor):
         return self.workers
 
     def index(
-        self, session: Session, paths: Sequence[str | Path], *,
+        self, session: SessionCore, paths: Sequence[str | Path], *,
         stages: Sequence[str] | None = None, progress: bool = False,
         overrides: Mapping[str, Any] | None = None,
     ) -> Iterator[IndexReport]:  # fmt: skip
@@ -116,7 +116,7 @@ class PoolExecutor(Executor):
                     yield report
 
     def answer(
-        self, config: RunConfig, session: Session, out: Path, samples: Sequence[Sample],
+        self, config: RunConfig, session: SessionCore, out: Path, samples: Sequence[Sample],
         progress: bool = False,
     ) -> Iterator[dict[str, Any]]:  # fmt: skip
         from vidagent.app.executors.workers import QuestionWorker
