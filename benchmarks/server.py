@@ -1,4 +1,14 @@
-"""What the HTTP API adds: concurrent search and ask over loopback beside the same calls in-process.
+"""What the HTTP API adds: indexing, and concurrent search and ask, over loopback beside the same
+work done by the CLI or in-process.
+
+Indexing. The real narrated clip (``wannaworktogether.mp4``, 180 s; ``--clip`` names another) is
+indexed twice, each into a fresh home with the same settings: by ``vidagent index CLIP --json`` (a
+process, so its start-up and model loads count) and through the HTTP API (``POST /api/videos``
+to a started server, then its job's events read to ``end``; the server loads its models on first
+use, inside the job). Both run the one pipeline call of the application layer, so the ratio of
+their times should be near 1. Printed: each side's wall time as the user waits, the pipeline's
+own seconds from each report, and the HTTP/CLI ratios. ``--index-models default`` (the default)
+indexes with the configured offline models, ``fake`` with the fake specs of the tests.
 
 A generated 12-second clip is indexed with fake models (the hashed bag-of-words embedder, a
 function-driven llm that runs DVD in two steps: clip_search, then answer, sleeping a fixed
@@ -12,6 +22,7 @@ stops after ``--seconds``.
 Printed per kind and side: calls finished, throughput (calls/s), p50 and p99 latency in ms.
 
     .venv/bin/python benchmarks/server.py [--requests 200] [--concurrency 8] [--latency 0]
+        [--clip PATH] [--index-models default|fake] [--no-index | --index-only]
 """
 
 from __future__ import annotations
@@ -20,6 +31,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -111,13 +123,95 @@ def ask_over_http(client: Any, base: str, video_id: str) -> None:
     raise RuntimeError(f"job {job} ended without an end event")
 
 
+def index_by_cli(clip: Path, home: Path, specs: dict[str, str]) -> tuple[float, float]:
+    """``vidagent index CLIP --json`` in a fresh process and ``home``: (wall s, pipeline s)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIDAGENT_")}
+    env |= {f"VIDAGENT_{k.upper()}": v for k, v in specs.items()} | {"VIDAGENT_HOME": str(home)}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), env.get("PYTHONPATH")) if p)
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "vidagent", "index", str(clip), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"vidagent index failed: {done.stderr.strip()}")
+    (report,) = map(json.loads, done.stdout.splitlines())  # one JSON line per video
+    return wall, float(report["seconds"])
+
+
+def index_over_http(clip: Path, home: Path, specs: dict[str, str]) -> tuple[float, float]:
+    """The same through a started server in ``home``: (wall s from the POST to the job's
+    ``end`` event, pipeline s from the job's result)."""
+    import httpx
+
+    from vidagent.config import load_settings
+    from vidagent.server.app import create_app
+
+    settings = load_settings({**specs, "home": str(home)})
+    base, server, thread = start_server(create_app(settings, media_roots=[clip.parent]))
+    try:
+        started = time.perf_counter()
+        posted = httpx.post(f"{base}/api/videos", json={"path": clip.name})
+        posted.raise_for_status()
+        job = posted.json()["job_id"]
+        end = None
+        with httpx.stream("GET", f"{base}/api/jobs/{job}/events", timeout=None) as r:
+            kind = ""
+            for line in r.iter_lines():
+                if line.startswith("event: "):
+                    kind = line[7:]
+                elif line.startswith("data: ") and kind == "end":
+                    end = json.loads(line[6:])
+        wall = time.perf_counter() - started
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+    if end is None or end["state"] != "done":
+        raise RuntimeError(f"the index job did not finish: {end and end['error']}")
+    return wall, float(end["result"]["seconds"])
+
+
+def compare_index(clip: Path, models: str) -> None:
+    """Index ``clip`` by the CLI and through the HTTP API; print both times and the ratios."""
+    from factories import INDEX_SPECS
+
+    specs = dict(INDEX_SPECS) if models == "fake" else {}
+    clip = clip.resolve()  # the server's media root is its folder
+    with tempfile.TemporaryDirectory() as tmp:
+        cli_wall, cli_pipeline = index_by_cli(clip, Path(tmp) / "cli-home", specs)
+        http_wall, http_pipeline = index_over_http(clip, Path(tmp) / "http-home", specs)
+    print(f"index {clip.name} ({models} models), {os.cpu_count()} CPUs")
+    print(f"{'side':<6} {'wall s':>8} {'pipeline s':>11}")
+    print(f"{'cli':<6} {cli_wall:>8.1f} {cli_pipeline:>11.1f}")
+    print(f"{'http':<6} {http_wall:>8.1f} {http_pipeline:>11.1f}")
+    print(
+        f"http/cli: wall {http_wall / cli_wall:.2f}, pipeline {http_pipeline / cli_pipeline:.2f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=200, help="calls per kind and side")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=60, help="time bound per kind and side")
     parser.add_argument("--latency", type=float, default=0.0, help="fake llm seconds per call")
+    parser.add_argument("--clip", type=Path, help="clip to index (default: the real narrated one)")
+    parser.add_argument("--index-models", choices=["default", "fake"], default="default")
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument("--no-index", action="store_true", help="skip the index comparison")
+    shown.add_argument("--index-only", action="store_true", help="only the index comparison")
     args = parser.parse_args()
+
+    if not args.no_index:
+        from realmedia import fetch_clip
+
+        compare_index(args.clip or fetch_clip("wannaworktogether.mp4"), args.index_models)
+        if args.index_only:
+            return
 
     import httpx
     from factories import INDEX_SPECS

@@ -10,7 +10,7 @@ import click
 from vidagent.cli import cli, echo_json, session_of
 
 if TYPE_CHECKING:
-    from vidagent.bench.base import Scores
+    from vidagent.app.benchmarks import Scores
 
 
 @cli.group()
