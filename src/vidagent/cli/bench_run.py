@@ -9,6 +9,7 @@ import click
 
 from vidagent.cli import echo_json, parse_sets, session_of
 from vidagent.cli.bench import bench
+from vidagent.cli.index import EXECUTOR_HELP, EXECUTORS
 
 
 @bench.command(name="run")
@@ -37,10 +38,13 @@ from vidagent.cli.bench import bench
               help="a strategy option, e.g. prefill_global_browse=true")  # fmt: skip
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
-@click.option("--executor", type=click.Choice(["threads", "pool", "ray"]), default="threads",
-              show_default=True,
-              help="questions on threads of this process, a local process pool, or Ray actors "
-              "(--concurrency of them at most)")  # fmt: skip
+@click.option(
+    "--executor",
+    type=click.Choice(EXECUTORS),
+    default=None,
+    help="where the questions are answered, --concurrency at once at most (default: ray with "
+    f"--address, else local). {EXECUTOR_HELP}",
+)
 @click.option("--address", metavar="ADDR",
               help="the Ray cluster: auto, HOST:6379 or ray://HOST:10001 [a local one]")  # fmt: skip
 @click.option("--rate-limit", "rate_limits", multiple=True, metavar="[ENDPOINT=]N",
@@ -51,7 +55,7 @@ def run(ctx: click.Context, benchmark: str, data: Path, split: str | None, subse
         concurrency: int, out: Path | None, max_steps: int | None, max_frames: int | None,
         max_tokens: int | None, max_seconds: float | None, max_cost: float | None,
         tool_mode: str, sets: tuple[str, ...], quiet: bool, as_json: bool,
-        executor: str, address: str | None, rate_limits: tuple[str, ...]) -> None:  # fmt: skip
+        executor: str | None, address: str | None, rate_limits: tuple[str, ...]) -> None:  # fmt: skip
     """Answer BENCH's questions with an agent, writing one row per question to a run folder.
 
     Videos are indexed into the Library (--library) first. Running the same command again
@@ -59,7 +63,9 @@ def run(ctx: click.Context, benchmark: str, data: Path, split: str | None, subse
     OUT/predictions.jsonl (readable by `bench score`); `bench report OUT` makes the tables.
     """
     from vidagent.app.benchmarks import RunConfig
+    from vidagent.app.executors import executor_kind
     from vidagent.budget import Budget
+    from vidagent.cli.index import executor_of
 
     given: dict[str, Any] = {"steps": max_steps, "frames": max_frames, "tokens": max_tokens,
                              "seconds": max_seconds, "cost_usd": max_cost}  # fmt: skip
@@ -70,10 +76,9 @@ def run(ctx: click.Context, benchmark: str, data: Path, split: str | None, subse
         budget=Budget(**{k: v for k, v in given.items() if v is not None}),
         limit=limit, concurrency=concurrency,
     )  # fmt: skip
-    from vidagent.cli.index import executor_of
-
-    kind = None if executor == "threads" else executor
-    runner = executor_of(kind, concurrency if kind else None, address, rate_limits)
+    kind = executor_kind(executor) if executor else None  # local: this process's threads
+    workers = concurrency if kind in ("pool", "ray") else None
+    runner = executor_of(kind, workers, address, rate_limits)
     try:
         summary = session_of(ctx).bench_run(config, out=out, progress=not quiet, executor=runner)
     finally:

@@ -21,6 +21,15 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: ``--executor``'s names, as :data:`vidagent.app.executors.NAMES` (not imported: ``--help``
+#: stays light): the kinds, then the older names of ``local``.
+EXECUTORS = ("local", "pool", "ray", "sequential", "threads")
+EXECUTOR_HELP = (
+    "local: this process (index: one video after another; bench run: questions on threads); "
+    "pool: a local process pool; ray: a Ray cluster. sequential and threads are older names "
+    "of local, accepted by both commands"
+)
+
 VIDEO_SUFFIXES = {
     ".mp4",
     ".mkv",
@@ -85,10 +94,12 @@ def executor_options(jobs_help: str) -> Callable[[F], F]:
             "(default: start a local one)",
         )(f)  # fmt: skip
         return click.option(
-            "--executor", type=click.Choice(["sequential", "pool", "ray"]), default=None,
-            help="where the work runs: this process, a local process pool (the default with "
-            "--jobs N > 1), or a Ray cluster",
-        )(f)  # fmt: skip
+            "--executor",
+            type=click.Choice(EXECUTORS),
+            default=None,
+            help=f"where the work runs (default: pool with --jobs N > 1, else local). "
+            f"{EXECUTOR_HELP}",
+        )(f)
 
     return add
 

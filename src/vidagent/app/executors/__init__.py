@@ -1,8 +1,9 @@
 """Where indexing and benchmark questions run: this process, a local process pool, or Ray.
 
-- ``sequential`` (the default; no executor object): :meth:`Session.index
-  <vidagent.app.session.Session.index>` one video after another, a benchmark's questions on
-  threads of one process.
+- ``local`` (the default; no executor object): this process. :meth:`Session.index
+  <vidagent.app.session.Session.index>` indexes one video after another, a benchmark's questions
+  run on threads. ``sequential`` (the old name for ``index``) and ``threads`` (for ``bench run``)
+  are accepted as aliases, so both commands take the same names.
 - :class:`~vidagent.app.executors.pool.PoolExecutor` (``vidagent index --jobs N``): N worker
   processes on this machine, no Ray needed.
 - :class:`~vidagent.app.executors.on_ray.RayExecutor` (``--executor ray [--address auto|
@@ -40,7 +41,24 @@ if TYPE_CHECKING:
     from vidagent.bench.base import Sample
     from vidagent.config import Settings
 
-ExecutorKind = Literal["sequential", "pool", "ray"]
+ExecutorKind = Literal["local", "pool", "ray"]
+#: Older names of ``local``, still accepted: ``vidagent index`` called it ``sequential`` and
+#: ``vidagent bench run`` called it ``threads``.
+ALIASES: dict[str, ExecutorKind] = {"sequential": "local", "threads": "local"}
+#: Every name ``--executor`` accepts: the kinds, then the aliases.
+NAMES: tuple[str, ...] = ("local", "pool", "ray", *ALIASES)
+
+
+def executor_kind(name: str) -> ExecutorKind:
+    """The kind ``name`` (a kind or an alias) stands for.
+
+    Raises:
+        ConfigError: no such kind; the message lists them.
+    """
+    kind = ALIASES.get(name, name)
+    if kind not in ("local", "pool", "ray"):
+        raise ConfigError(f"unknown executor {name!r}; executors: local, pool, ray")
+    return kind  # type: ignore[return-value]
 #: What a worker loop yields when nothing finished for a while: time to refresh the progress.
 TICK: Any = object()
 #: Seconds between refreshes of the progress bar while workers are busy.
@@ -120,7 +138,7 @@ def progress_bar(total: int, desc: str, unit: str, enabled: bool) -> tqdm:
 
 
 def make_executor(
-    kind: ExecutorKind | None = None,
+    kind: str | None = None,
     *,
     jobs: int | None = None,
     address: str | None = None,
@@ -129,15 +147,19 @@ def make_executor(
     """The executor the CLI options name, or None to work in this process.
 
     Without a ``kind``: Ray when an ``address`` is given, a local pool of ``jobs`` processes
-    when jobs > 1, else this process. With ``ray``, ``jobs`` is the number of actors.
+    when jobs > 1, else this process. With ``ray``, ``jobs`` is the number of actors. A kind
+    may be given by an alias (:data:`ALIASES`).
 
     Raises:
-        ConfigError: jobs < 1, ``address`` without Ray, or jobs > 1 with ``sequential``.
+        ConfigError: an unknown kind, jobs < 1, ``address`` without Ray, or jobs > 1 with
+            ``local``.
     """
     if jobs is not None and jobs < 1:
         raise ConfigError(f"--jobs must be at least 1, not {jobs}")
+    named = kind
     if kind is None:
-        kind = "ray" if address else "pool" if (jobs or 1) > 1 else "sequential"
+        kind = "ray" if address else "pool" if (jobs or 1) > 1 else "local"
+    kind = executor_kind(kind)
     if address and kind != "ray":
         raise ConfigError("--address names a Ray cluster; add --executor ray")
     if kind == "ray":
@@ -150,14 +172,21 @@ def make_executor(
         return PoolExecutor(workers=jobs or 2, rates=rates)
     if (jobs or 1) > 1:
         raise ConfigError(
-            f"--jobs {jobs} runs worker processes; it cannot be --executor sequential"
+            f"--jobs {jobs} runs worker processes; it cannot be --executor {named or kind}"
         )
     return None
 
 
 __all__ = [
+    "ALIASES",
+    "NAMES",
     "TICK",
     "TICK_S",
-    "Executor", "ExecutorKind", "library_location", "make_executor", "progress_bar",
+    "Executor",
+    "ExecutorKind",
+    "executor_kind",
+    "library_location",
+    "make_executor",
+    "progress_bar",
     "worker_settings",
-]  # fmt: skip
+]
