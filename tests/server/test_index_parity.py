@@ -67,7 +67,8 @@ def _contents(library: Library) -> dict[str, Any]:
         "video": {k: v for k, v in video.to_row().items() if k not in ("added_at", "stages")},
         # what made each stage's output: model specs and prompt hashes, the structure's sampling
         "fingerprints": {
-            name: {k: v for k, v in info.items() if k != "at"} for name, info in video.stages.items()
+            name: {k: v for k, v in info.items() if k != "at"}
+            for name, info in video.stages.items()
         },
         "clips": [dataclasses.asdict(c) for c in library.clips(vid)],
         "transcript": [dataclasses.asdict(s) for s in library.transcript(vid)],

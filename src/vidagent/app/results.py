@@ -174,10 +174,16 @@ class SearchHit:
     def to_json(self) -> dict[str, Any]:
         c = self.hit.clip
         return {
-            "video_id": c.video_id, "t0": c.t0, "t1": c.t1, "start": hms(c.t0), "end": hms(c.t1),
-            "score": round(self.hit.score, 4), "caption": c.caption, "transcript": c.transcript,
+            "video_id": c.video_id,
+            "t0": c.t0,
+            "t1": c.t1,
+            "start": hms(c.t0),
+            "end": hms(c.t1),
+            "score": round(self.hit.score, 4),
+            "caption": c.caption,
+            "transcript": c.transcript,
             "ocr_text": c.ocr_text,
-        }  # fmt: skip
+        }
 
 
 @dataclass(frozen=True)

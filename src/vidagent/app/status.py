@@ -23,4 +23,6 @@ def info(core: SessionCore) -> InfoReport:
             continue
         found = backend_status(spec, settings, capability(role))
         roles[role] = RoleStatus(spec, found.usable, found.detail)
-    return InfoReport(__version__, str(settings.home), core.library_uri, core.library_exists(), roles)
+    return InfoReport(
+        __version__, str(settings.home), core.library_uri, core.library_exists(), roles
+    )

@@ -83,16 +83,20 @@ def executor_options(jobs_help: str) -> Callable[[F], F]:
 
     def add(f: F) -> F:
         f = click.option(
-            "--rate-limit", "rate_limits", multiple=True, metavar="[ENDPOINT=]N",
+            "--rate-limit",
+            "rate_limits",
+            multiple=True,
+            metavar="[ENDPOINT=]N",
             help="at most N requests per second to a remote endpoint (all of them without "
             "ENDPOINT=) across every worker; repeatable",
-        )(f)  # fmt: skip
+        )(f)
         f = click.option("--jobs", "-j", "jobs", type=int, help=jobs_help)(f)
         f = click.option(
-            "--address", metavar="ADDR",
+            "--address",
+            metavar="ADDR",
             help="the Ray cluster to use: auto, HOST:6379 or ray://HOST:10001 "
             "(default: start a local one)",
-        )(f)  # fmt: skip
+        )(f)
         return click.option(
             "--executor",
             type=click.Choice(EXECUTORS),
@@ -142,8 +146,10 @@ def executor_of(
 @click.option(
     "--progress/--no-progress", default=None, help="progress bars (default: on a terminal)"
 )
-@executor_options("worker processes (a local pool without --executor ray; Ray actors with "
-                  "it, default one per CPU of the cluster)")  # fmt: skip
+@executor_options(
+    "worker processes (a local pool without --executor ray; Ray actors with "
+    "it, default one per CPU of the cluster)"
+)
 @click.pass_context
 def index(
     ctx: click.Context,
@@ -235,7 +241,9 @@ def _print_result(report: IndexReport) -> None:
     if report.summary:
         click.echo(f"  summary      {shorten(report.summary, 300)}")
     fresh = any(r.clips for r in result.stages) or not s.reused
-    click.echo(f"  {'indexed' if fresh else 'up to date'} in {result.seconds:.1f} s -> {report.library}")
+    click.echo(
+        f"  {'indexed' if fresh else 'up to date'} in {result.seconds:.1f} s -> {report.library}"
+    )
 
 
 def _dry_run(reports: Iterable[EstimateReport], settings: Settings, as_json: bool) -> int:
@@ -252,7 +260,9 @@ def _dry_run(reports: Iterable[EstimateReport], settings: Settings, as_json: boo
         if as_json:
             click.echo(json.dumps(report.to_json()))
             continue
-        click.echo(f"{report.path}  {hms(est.duration)}  {est.clips} clips of {settings.clip_seconds:g} s")
+        click.echo(
+            f"{report.path}  {hms(est.duration)}  {est.clips} clips of {settings.clip_seconds:g} s"
+        )
         click.echo(
             f"  {'stage':<12} {'spec':<38} {'calls':>6} {'frames':>7} {'in tok':>9} {'out tok':>8} {'cost $':>8} {'time':>8}"
         )

@@ -110,7 +110,9 @@ class Server:
             done += 1
             progress(run.stage)
 
-        result = session.index_file(path, stages=names, before_stage=before_stage, on_stage=on_stage)
+        result = session.index_file(
+            path, stages=names, before_stage=before_stage, on_stage=on_stage
+        )
         if result.error is not None:
             raise result.error
         structure_done()  # no stage was asked for

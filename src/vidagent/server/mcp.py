@@ -71,15 +71,21 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 Videos = Annotated[
     list[str],
-    Field(description="video ids, unique id prefixes or names in the Library, or video files "
-                      "inside the media roots (indexed first where needed)", min_length=1),
-]  # fmt: skip
+    Field(
+        description="video ids, unique id prefixes or names in the Library, or video files "
+        "inside the media roots (indexed first where needed)",
+        min_length=1,
+    ),
+]
 VideoRef = Annotated[str, Field(description="a video id, unique id prefix or name in the Library")]
 Times = Annotated[
     list[Annotated[float, Field(ge=0)]],
-    Field(description=f"seconds from the start, 1 to {MAX_FRAMES} of them",
-          min_length=1, max_length=MAX_FRAMES),
-]  # fmt: skip
+    Field(
+        description=f"seconds from the start, 1 to {MAX_FRAMES} of them",
+        min_length=1,
+        max_length=MAX_FRAMES,
+    ),
+]
 
 
 class MediaRoots:

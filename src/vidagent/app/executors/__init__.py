@@ -59,6 +59,8 @@ def executor_kind(name: str) -> ExecutorKind:
     if kind not in ("local", "pool", "ray"):
         raise ConfigError(f"unknown executor {name!r}; executors: local, pool, ray")
     return kind  # type: ignore[return-value]
+
+
 #: What a worker loop yields when nothing finished for a while: time to refresh the progress.
 TICK: Any = object()
 #: Seconds between refreshes of the progress bar while workers are busy.
@@ -91,18 +93,26 @@ class Executor:
         raise NotImplementedError
 
     def index(
-        self, session: SessionCore, paths: Sequence[str | Path], *,
-        stages: Sequence[str] | None = None, progress: bool = False,
+        self,
+        session: SessionCore,
+        paths: Sequence[str | Path],
+        *,
+        stages: Sequence[str] | None = None,
+        progress: bool = False,
         overrides: Mapping[str, Any] | None = None,
-    ) -> Iterator[IndexReport]:  # fmt: skip
+    ) -> Iterator[IndexReport]:
         """Index each file on the workers, yielding a report per file as it finishes
         (``overrides``: index settings in place of the session's, a strategy's index plan)."""
         raise NotImplementedError
 
     def answer(
-        self, config: RunConfig, session: SessionCore, out: Path, samples: Sequence[Sample],
+        self,
+        config: RunConfig,
+        session: SessionCore,
+        out: Path,
+        samples: Sequence[Sample],
         progress: bool = False,
-    ) -> Iterator[dict[str, Any]]:  # fmt: skip
+    ) -> Iterator[dict[str, Any]]:
         """Ask each question on the workers, yielding its row as it finishes (not written)."""
         raise NotImplementedError
 
@@ -133,8 +143,9 @@ def progress_bar(total: int, desc: str, unit: str, enabled: bool) -> tqdm:
     """The driver's one progress bar over every worker's finished tasks."""
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, unit=unit, disable=not enabled, file=sys.stderr,
-                dynamic_ncols=True)  # fmt: skip
+    return tqdm(
+        total=total, desc=desc, unit=unit, disable=not enabled, file=sys.stderr, dynamic_ncols=True
+    )
 
 
 def make_executor(
