@@ -163,7 +163,7 @@ class Session(SessionCore):
         """What indexing each file would spend; nothing is decoded, called or written."""
         return indexing.estimate(self, paths, stages=stages)
 
-    # -- reading the Library ------------------------------------------------------------------------
+    # -- reading the Library ----------------------------------------------------------------------
 
     def videos(self) -> list[Any]:
         """The videos in the Library (none when there is no Library yet)."""

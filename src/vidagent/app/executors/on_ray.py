@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vidagent.app.executors import (
+from vidagent.app.executors.base import (
     TICK,
     TICK_S,
     Executor,

@@ -21,7 +21,7 @@ from multiprocessing.managers import BaseManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from vidagent.app.executors import (
+from vidagent.app.executors.base import (
     TICK,
     TICK_S,
     Executor,
