@@ -19,10 +19,11 @@ JUDGED_BENCHMARKS = ("crossvid", "mmbench_video")
 
 
 def judge(core: SessionCore, spec: str | None, template: str = "crossvid") -> Any:
-    """A judge of open-ended answers over a hub for ``spec`` (default: the llm role)."""
+    """A judge of open-ended answers over a hub of its own for ``spec`` (default: the llm
+    role's spec), made from the settings even where the session borrows its hub."""
     from vidagent.bench.judge import Judge
 
-    hub = core.hub_with(llm=spec) if spec else core.models
+    hub = core.hub_with(llm=spec) if spec else core.hub_with()
     return Judge(hub, template=template)
 
 
