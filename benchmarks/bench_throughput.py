@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from vidagent.app.bench import RunConfig, RunSummary, run_benchmark
+from vidagent.app.benchmarks import RunConfig, RunSummary, run_benchmark
 from vidagent.config import Settings, load_settings
 from vidagent.ingest import index_video
 from vidagent.library import Library

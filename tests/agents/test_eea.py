@@ -632,7 +632,7 @@ def test_the_papers_benchmark_settings_run_through_bench_run(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from vidagent.app.bench import RunConfig, run_benchmark
+    from vidagent.app.benchmarks import RunConfig, run_benchmark
     from vidagent.media.synth import make_video
 
     def make_videos(folder: Path, name: str) -> None:

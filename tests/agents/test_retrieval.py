@@ -12,7 +12,7 @@ from clirun import vidagent
 from vidagent.agents.base import Question
 from vidagent.agents.retrieval.agent import RetrievalAgent, words
 from vidagent.agents.strategies import strategy_class
-from vidagent.app.bench import RunConfig, run_benchmark
+from vidagent.app.benchmarks import RunConfig, run_benchmark
 from vidagent.bench.rundir import read_rows
 from vidagent.cli.render import render
 from vidagent.config import load_settings

@@ -121,7 +121,7 @@ def test_ray_is_not_imported_unless_asked_for() -> None:
 def test_benchmark_questions_on_a_process_pool_get_one_row_each(tmp_path: Path) -> None:
     from bench.benchkit import RUNNABLE, make_nextqa, rows_in, settings_with
 
-    from vidagent.app.bench import RunConfig, run_benchmark
+    from vidagent.app.benchmarks import RunConfig, run_benchmark
 
     data = make_nextqa(tmp_path / "nextqa")
     settings = settings_with("fake:echo?reply=(B)", home=tmp_path / "home")

@@ -19,7 +19,7 @@ from executorkit import CLIPS, clip_rows, make_videos
 from factories import INDEX_SPECS
 
 from vidagent.app import Session
-from vidagent.app.bench import RunConfig, run_benchmark
+from vidagent.app.benchmarks import RunConfig, run_benchmark
 from vidagent.app.executors.gate import GATE_NAME, NAMESPACE, ray_gate_calls
 from vidagent.app.executors.on_ray import RayExecutor
 from vidagent.config import load_settings

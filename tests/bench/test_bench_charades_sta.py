@@ -92,7 +92,7 @@ def test_unreadable_answers_score_zero_and_bad_lines_fail(data: Path, tmp_path: 
 def test_avi_grounds_each_sentence_and_the_run_scores_r_at_m_and_miou(tmp_path: Path) -> None:
     from benchkit import make_videos, settings_with
 
-    from vidagent.app.bench import RunConfig, run_benchmark
+    from vidagent.app.benchmarks import RunConfig, run_benchmark
 
     data = tmp_path / "data"
     data.mkdir()

@@ -14,7 +14,7 @@ from typing import Any
 
 from benchkit import make_lvbench, rows_in, settings_with
 
-from vidagent.app.bench import RunConfig, run_benchmark
+from vidagent.app.benchmarks import RunConfig, run_benchmark
 from vidagent.library import Library
 from vidagent.models.base import Capabilities, ChatRequest, ToolCall
 from vidagent.models.client import Models

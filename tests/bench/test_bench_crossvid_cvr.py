@@ -12,7 +12,7 @@ from benchkit import SPECS
 from clirun import vidagent
 
 from vidagent.agents.cvr.protocol import TASKS, master_prompt
-from vidagent.app.bench import RunConfig, run_benchmark
+from vidagent.app.benchmarks import RunConfig, run_benchmark
 from vidagent.bench.rundir import read_rows
 from vidagent.config import load_settings
 from vidagent.models.base import ChatRequest

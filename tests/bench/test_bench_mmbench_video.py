@@ -289,7 +289,7 @@ def test_bad_data_is_one_line_and_exit_1(tmp_path: Path, _isolated_home: Path) -
 def test_a_run_writes_free_text_answers_that_score_reads(tmp_path: Path) -> None:
     """``bench run``: each row's parsed answer is the agent's text; the runner cannot judge, so
     rows carry no verdict and ``bench score`` judges the run's JSONL."""
-    from vidagent.app.bench import RunConfig, run_benchmark
+    from vidagent.app.benchmarks import RunConfig, run_benchmark
 
     data = write_tsv(tmp_path / "data", QUESTIONS[:2])
     make_videos(data / "video", "v1")

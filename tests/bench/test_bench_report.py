@@ -11,7 +11,7 @@ import pytest
 from benchkit import hub, make_lvbench, settings_with
 from clirun import vidagent
 
-from vidagent.app.bench import RunConfig, run_benchmark
+from vidagent.app.benchmarks import RunConfig, run_benchmark
 from vidagent.bench.base import Outcome, Sample
 from vidagent.bench.report import bootstrap
 from vidagent.bench.tasks import nextqa

@@ -19,7 +19,7 @@ from clirun import vidagent
 
 from vidagent import __version__
 from vidagent.agents.base import Answer
-from vidagent.app.bench import RunConfig, run_benchmark
+from vidagent.app.benchmarks import RunConfig, run_benchmark
 from vidagent.bench.answers import parse_prediction
 from vidagent.bench.base import Sample
 from vidagent.bench.rundir import RowLog, check_resume, read_manifest, read_rows

@@ -48,10 +48,17 @@ def ask(
     """
     with Session(settings, library=library, models=models) as session:
         result = session.ask(
-            videos, question, options=options, strategy=strategy, budget=budget, trace=trace,
-            on_event=on_event, tool_mode=tool_mode, progress=progress,
+            videos,
+            question,
+            options=options,
+            strategy=strategy,
+            budget=budget,
+            trace=trace,
+            on_event=on_event,
+            tool_mode=tool_mode,
+            progress=progress,
             strategy_options=strategy_options,
-        )  # fmt: skip
+        )
     assert result.answer is not None
     return result.answer
 

@@ -174,10 +174,16 @@ class SearchHit:
     def to_json(self) -> dict[str, Any]:
         c = self.hit.clip
         return {
-            "video_id": c.video_id, "t0": c.t0, "t1": c.t1, "start": hms(c.t0), "end": hms(c.t1),
-            "score": round(self.hit.score, 4), "caption": c.caption, "transcript": c.transcript,
+            "video_id": c.video_id,
+            "t0": c.t0,
+            "t1": c.t1,
+            "start": hms(c.t0),
+            "end": hms(c.t1),
+            "score": round(self.hit.score, 4),
+            "caption": c.caption,
+            "transcript": c.transcript,
             "ocr_text": c.ocr_text,
-        }  # fmt: skip
+        }
 
 
 @dataclass(frozen=True)
@@ -246,3 +252,9 @@ class ReportResult:
         from vidagent.bench.report import report_json
 
         return report_json(self.reports, resamples=self.resamples, seed=self.seed)
+
+    def to_text(self) -> str:
+        """The tables as aligned text, as ``vidagent bench report`` prints them."""
+        from vidagent.bench.report import render_text
+
+        return render_text(self.reports, resamples=self.resamples, seed=self.seed)

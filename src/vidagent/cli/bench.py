@@ -10,7 +10,7 @@ import click
 from vidagent.cli import cli, echo_json, session_of
 
 if TYPE_CHECKING:
-    from vidagent.bench.base import Scores
+    from vidagent.app.benchmarks import Scores
 
 
 @cli.group()
@@ -69,9 +69,15 @@ def score(
     """Score a predictions file on BENCH (egoschema, nextqa, intentqa, lvbench,
     longvideobench, videomme, charades_sta, crossvid, mmbench_video)."""
     result = session_of(ctx).bench_score(
-        benchmark, data, predictions, split=split, subset=subset, ids=ids, judge=judge_spec,
+        benchmark,
+        data,
+        predictions,
+        split=split,
+        subset=subset,
+        ids=ids,
+        judge=judge_spec,
         judge_prompt=judge_prompt,
-    )  # fmt: skip
+    )
     if as_json:
         echo_json(result.to_json())
         return

@@ -9,71 +9,145 @@ import click
 
 from vidagent.cli import echo_json, parse_sets, session_of
 from vidagent.cli.bench import bench
+from vidagent.cli.index import EXECUTOR_HELP, EXECUTORS
 
 
 @bench.command(name="run")
 @click.argument("benchmark", metavar="BENCH")
-@click.option("--data", required=True, type=click.Path(path_type=Path),
-              help="folder holding the benchmark's annotation files")  # fmt: skip
+@click.option(
+    "--data",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="folder holding the benchmark's annotation files",
+)
 @click.option("--split", help="split or task list (default: the benchmark's usual one)")
 @click.option("--subset", help="a named subset (longvideobench: long)")
 @click.option("--videos", type=click.Path(path_type=Path), help="video folder [the benchmark's]")
-@click.option("--ids", type=click.Path(path_type=Path),
-              help="answer only these question ids (e.g. NExT-QA's ATP-hard list)")  # fmt: skip
+@click.option(
+    "--ids",
+    type=click.Path(path_type=Path),
+    help="answer only these question ids (e.g. NExT-QA's ATP-hard list)",
+)
 @click.option("--strategy", "-s", default="dvd", show_default=True, help="agent strategy")
 @click.option("--limit", type=int, help="only the first N questions of the split")
-@click.option("--concurrency", "-j", type=int, default=4, show_default=True,
-              help="questions at once (capped by the endpoints' limits in the settings)")  # fmt: skip
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-              help="run folder [$VIDAGENT_HOME/runs/<bench>-<split>-<strategy>-<hash>]")  # fmt: skip
-@click.option("--max-steps", type=int, help="reasoning steps or search rounds [strategy's own: dvd 15, videoagent2 5, eea 10, avi 10, cvr 20 turns, retrieval 1]")
+@click.option(
+    "--concurrency",
+    "-j",
+    type=int,
+    default=4,
+    show_default=True,
+    help="questions at once (capped by the endpoints' limits in the settings)",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="run folder [$VIDAGENT_HOME/runs/<bench>-<split>-<strategy>-<hash>]",
+)
+@click.option(
+    "--max-steps",
+    type=int,
+    help="reasoning steps or search rounds [strategy's own: dvd 15, videoagent2 5, eea 10, avi 10, cvr 20 turns, retrieval 1]",
+)
 @click.option("--max-frames", type=int, help="frames looked at per question [2000]")
 @click.option("--max-tokens", type=int, help="tokens per question [1000000]")
 @click.option("--max-seconds", type=float, help="wall-clock seconds per question [3600]")
 @click.option("--max-cost", type=float, help="US dollars per question [5]")
-@click.option("--tool-mode", type=click.Choice(["auto", "native", "json"]), default="auto",
-              show_default=True, help="native tool calls or JSON actions")  # fmt: skip
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
-              help="a strategy option, e.g. prefill_global_browse=true")  # fmt: skip
+@click.option(
+    "--tool-mode",
+    type=click.Choice(["auto", "native", "json"]),
+    default="auto",
+    show_default=True,
+    help="native tool calls or JSON actions",
+)
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="a strategy option, e.g. prefill_global_browse=true",
+)
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
-@click.option("--executor", type=click.Choice(["threads", "pool", "ray"]), default="threads",
-              show_default=True,
-              help="questions on threads of this process, a local process pool, or Ray actors "
-              "(--concurrency of them at most)")  # fmt: skip
-@click.option("--address", metavar="ADDR",
-              help="the Ray cluster: auto, HOST:6379 or ray://HOST:10001 [a local one]")  # fmt: skip
-@click.option("--rate-limit", "rate_limits", multiple=True, metavar="[ENDPOINT=]N",
-              help="at most N requests per second to a remote endpoint across all workers")  # fmt: skip
+@click.option(
+    "--executor",
+    type=click.Choice(EXECUTORS),
+    default=None,
+    help="where the questions are answered, --concurrency at once at most (default: ray with "
+    f"--address, else local). {EXECUTOR_HELP}",
+)
+@click.option(
+    "--address",
+    metavar="ADDR",
+    help="the Ray cluster: auto, HOST:6379 or ray://HOST:10001 [a local one]",
+)
+@click.option(
+    "--rate-limit",
+    "rate_limits",
+    multiple=True,
+    metavar="[ENDPOINT=]N",
+    help="at most N requests per second to a remote endpoint across all workers",
+)
 @click.pass_context
-def run(ctx: click.Context, benchmark: str, data: Path, split: str | None, subset: str | None,
-        videos: Path | None, ids: Path | None, strategy: str, limit: int | None,
-        concurrency: int, out: Path | None, max_steps: int | None, max_frames: int | None,
-        max_tokens: int | None, max_seconds: float | None, max_cost: float | None,
-        tool_mode: str, sets: tuple[str, ...], quiet: bool, as_json: bool,
-        executor: str, address: str | None, rate_limits: tuple[str, ...]) -> None:  # fmt: skip
+def run(
+    ctx: click.Context,
+    benchmark: str,
+    data: Path,
+    split: str | None,
+    subset: str | None,
+    videos: Path | None,
+    ids: Path | None,
+    strategy: str,
+    limit: int | None,
+    concurrency: int,
+    out: Path | None,
+    max_steps: int | None,
+    max_frames: int | None,
+    max_tokens: int | None,
+    max_seconds: float | None,
+    max_cost: float | None,
+    tool_mode: str,
+    sets: tuple[str, ...],
+    quiet: bool,
+    as_json: bool,
+    executor: str | None,
+    address: str | None,
+    rate_limits: tuple[str, ...],
+) -> None:
     """Answer BENCH's questions with an agent, writing one row per question to a run folder.
 
     Videos are indexed into the Library (--library) first. Running the same command again
     resumes: questions with a row are skipped, failed ones are asked again. Rows go to
     OUT/predictions.jsonl (readable by `bench score`); `bench report OUT` makes the tables.
     """
-    from vidagent.app.bench import RunConfig
+    from vidagent.app.benchmarks import RunConfig
+    from vidagent.app.executors import executor_kind
     from vidagent.budget import Budget
-
-    given: dict[str, Any] = {"steps": max_steps, "frames": max_frames, "tokens": max_tokens,
-                             "seconds": max_seconds, "cost_usd": max_cost}  # fmt: skip
-    config = RunConfig(
-        benchmark=benchmark, data=data, split=split, subset=subset, videos=videos, ids=ids,
-        strategy=strategy, strategy_options=parse_sets(sets),
-        tool_mode=tool_mode,  # type: ignore[arg-type]
-        budget=Budget(**{k: v for k, v in given.items() if v is not None}),
-        limit=limit, concurrency=concurrency,
-    )  # fmt: skip
     from vidagent.cli.index import executor_of
 
-    kind = None if executor == "threads" else executor
-    runner = executor_of(kind, concurrency if kind else None, address, rate_limits)
+    given: dict[str, Any] = {
+        "steps": max_steps,
+        "frames": max_frames,
+        "tokens": max_tokens,
+        "seconds": max_seconds,
+        "cost_usd": max_cost,
+    }
+    config = RunConfig(
+        benchmark=benchmark,
+        data=data,
+        split=split,
+        subset=subset,
+        videos=videos,
+        ids=ids,
+        strategy=strategy,
+        strategy_options=parse_sets(sets),
+        tool_mode=tool_mode,  # type: ignore[arg-type]
+        budget=Budget(**{k: v for k, v in given.items() if v is not None}),
+        limit=limit,
+        concurrency=concurrency,
+    )
+    kind = executor_kind(executor) if executor else None  # local: this process's threads
+    workers = concurrency if kind in ("pool", "ray") else None
+    runner = executor_of(kind, workers, address, rate_limits)
     try:
         summary = session_of(ctx).bench_run(config, out=out, progress=not quiet, executor=runner)
     finally:
@@ -100,28 +174,48 @@ def run(ctx: click.Context, benchmark: str, data: Path, split: str | None, subse
 
 @bench.command(name="report")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("bench-report"),
-              show_default=True, help="folder for report.md, report.json and the plots")  # fmt: skip
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("bench-report"),
+    show_default=True,
+    help="folder for report.md, report.json and the plots",
+)
 @click.option("--no-plots", is_flag=True, help="skip the PNG plots (no matplotlib needed)")
-@click.option("--resamples", type=click.IntRange(min=0), default=1000, show_default=True,
-              help="bootstrap resamples (0: no intervals)")  # fmt: skip
+@click.option(
+    "--resamples",
+    type=click.IntRange(min=0),
+    default=1000,
+    show_default=True,
+    help="bootstrap resamples (0: no intervals)",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="bootstrap seed")
-@click.option("--judge", "judge_spec", metavar="SPEC",
-              help="model judging open-ended answers (CrossVid CCQA); default: the llm role")  # fmt: skip
+@click.option(
+    "--judge",
+    "judge_spec",
+    metavar="SPEC",
+    help="model judging open-ended answers (CrossVid CCQA); default: the llm role",
+)
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of the table")
 @click.pass_context
-def report(ctx: click.Context, runs: tuple[Path, ...], out: Path, no_plots: bool,
-           resamples: int, seed: int, judge_spec: str | None, as_json: bool) -> None:  # fmt: skip
+def report(
+    ctx: click.Context,
+    runs: tuple[Path, ...],
+    out: Path,
+    no_plots: bool,
+    resamples: int,
+    seed: int,
+    judge_spec: str | None,
+    as_json: bool,
+) -> None:
     """Tables of one or more run folders: official beside strict, per category, with 95%
     bootstrap intervals and per-question steps, frames, tokens, cost and latency; also written
     to OUT as Markdown, JSON and PNG plots."""
-    from vidagent.bench.report import render_text
-
     result = session_of(ctx).bench_report(
         runs, out=out, plots=not no_plots, resamples=resamples, seed=seed, judge=judge_spec
     )
     if as_json:
         echo_json(result.to_json())
     else:
-        click.echo(render_text(result.reports, resamples=resamples, seed=seed))
+        click.echo(result.to_text())
     click.echo("wrote: " + ", ".join(str(p) for p in result.written), err=as_json)

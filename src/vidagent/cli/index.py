@@ -21,6 +21,15 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: ``--executor``'s names, as :data:`vidagent.app.executors.NAMES` (not imported: ``--help``
+#: stays light): the kinds, then the older names of ``local``.
+EXECUTORS = ("local", "pool", "ray", "sequential", "threads")
+EXECUTOR_HELP = (
+    "local: this process (index: one video after another; bench run: questions on threads); "
+    "pool: a local process pool; ray: a Ray cluster. sequential and threads are older names "
+    "of local, accepted by both commands"
+)
+
 VIDEO_SUFFIXES = {
     ".mp4",
     ".mkv",
@@ -74,21 +83,27 @@ def executor_options(jobs_help: str) -> Callable[[F], F]:
 
     def add(f: F) -> F:
         f = click.option(
-            "--rate-limit", "rate_limits", multiple=True, metavar="[ENDPOINT=]N",
+            "--rate-limit",
+            "rate_limits",
+            multiple=True,
+            metavar="[ENDPOINT=]N",
             help="at most N requests per second to a remote endpoint (all of them without "
             "ENDPOINT=) across every worker; repeatable",
-        )(f)  # fmt: skip
+        )(f)
         f = click.option("--jobs", "-j", "jobs", type=int, help=jobs_help)(f)
         f = click.option(
-            "--address", metavar="ADDR",
+            "--address",
+            metavar="ADDR",
             help="the Ray cluster to use: auto, HOST:6379 or ray://HOST:10001 "
             "(default: start a local one)",
-        )(f)  # fmt: skip
+        )(f)
         return click.option(
-            "--executor", type=click.Choice(["sequential", "pool", "ray"]), default=None,
-            help="where the work runs: this process, a local process pool (the default with "
-            "--jobs N > 1), or a Ray cluster",
-        )(f)  # fmt: skip
+            "--executor",
+            type=click.Choice(EXECUTORS),
+            default=None,
+            help=f"where the work runs (default: pool with --jobs N > 1, else local). "
+            f"{EXECUTOR_HELP}",
+        )(f)
 
     return add
 
@@ -131,8 +146,10 @@ def executor_of(
 @click.option(
     "--progress/--no-progress", default=None, help="progress bars (default: on a terminal)"
 )
-@executor_options("worker processes (a local pool without --executor ray; Ray actors with "
-                  "it, default one per CPU of the cluster)")  # fmt: skip
+@executor_options(
+    "worker processes (a local pool without --executor ray; Ray actors with "
+    "it, default one per CPU of the cluster)"
+)
 @click.pass_context
 def index(
     ctx: click.Context,
@@ -224,7 +241,9 @@ def _print_result(report: IndexReport) -> None:
     if report.summary:
         click.echo(f"  summary      {shorten(report.summary, 300)}")
     fresh = any(r.clips for r in result.stages) or not s.reused
-    click.echo(f"  {'indexed' if fresh else 'up to date'} in {result.seconds:.1f} s -> {report.library}")
+    click.echo(
+        f"  {'indexed' if fresh else 'up to date'} in {result.seconds:.1f} s -> {report.library}"
+    )
 
 
 def _dry_run(reports: Iterable[EstimateReport], settings: Settings, as_json: bool) -> int:
@@ -241,7 +260,9 @@ def _dry_run(reports: Iterable[EstimateReport], settings: Settings, as_json: boo
         if as_json:
             click.echo(json.dumps(report.to_json()))
             continue
-        click.echo(f"{report.path}  {hms(est.duration)}  {est.clips} clips of {settings.clip_seconds:g} s")
+        click.echo(
+            f"{report.path}  {hms(est.duration)}  {est.clips} clips of {settings.clip_seconds:g} s"
+        )
         click.echo(
             f"  {'stage':<12} {'spec':<38} {'calls':>6} {'frames':>7} {'in tok':>9} {'out tok':>8} {'cost $':>8} {'time':>8}"
         )

@@ -38,35 +38,30 @@ def scripts_cmd(
     ctx: click.Context, task: str, count: int, out: Path, generator: str, seed: int, retries: int
 ) -> None:
     """Write TASK scripts to OUT/<task>.jsonl until it holds N (a rerun resumes)."""
-    from vidagent.train.scripts import append_jsonl, read_jsonl, synthesize, task_code
-    from vidagent.train.templates import generate
+    from vidagent.app.training import write_scripts
 
-    code = task_code(task)
-    if generator == "template":
-        path = out / f"{code.lower()}.jsonl"
-        have = {r["id"] for r in read_jsonl(path)}
-        new = [s for s in generate(code, count, seed) if s["id"] not in have][: count - len(have)]
-        for script in new:
-            append_jsonl(path, script)
-        click.echo(f"{path}: {len(new)} written, {len(have) + len(new)} in all (template)")
-        return
-    from vidagent.train.llm import llm_chat
-
-    settings = settings_of(ctx)
-    spec = settings.spec("llm")
-    chat = llm_chat(spec, settings, temperature=0.9)
-    report = synthesize(
-        chat, code, count, out, model=spec, retries=retries, seed=seed,
+    report = write_scripts(
+        settings_of(ctx),
+        task,
+        count,
+        out,
+        generator="template" if generator == "template" else "llm",
+        seed=seed,
+        retries=retries,
         on_script=lambda s: click.echo(f"  {s['id']}  {s['question'][:70]}", err=True),
-    )  # fmt: skip
+    )
+    if report.model is None:
+        click.echo(f"{report.path}: {report.written} written, {report.total} in all (template)")
+        return
     click.echo(
         f"{report.path}: {report.written} written, {report.total} in all, "
-        f"{report.rejected} configurations rejected, {report.duplicates} duplicates ({spec})"
+        f"{report.rejected} configurations rejected, {report.duplicates} duplicates "
+        f"({report.model})"
     )
 
 
 def _config(path: Path, sets: tuple[str, ...]) -> Any:
-    from vidagent.train.config import load_config
+    from vidagent.app.training import load_config
 
     return load_config(path, parse_sets(sets))
 
@@ -76,47 +71,38 @@ def _config(path: Path, sets: tuple[str, ...]) -> Any:
 @click.option("--set", "sets", multiple=True, metavar="SECTION.KEY=VALUE", help="override")
 def cvr_cmd(config_file: Path, sets: tuple[str, ...]) -> None:
     """Train the master with GRPO per the config; rerun to resume from the last checkpoint."""
-    from vidagent.train.grpo import train as run
+    from vidagent.app.training import train_cvr
 
-    report = run(_config(config_file, sets), log=click.echo)
-    click.echo(f"trained {report.steps} steps (resumed from {report.resumed_from}); "
-               f"checkpoint {report.checkpoint}; metrics {report.output_dir / 'metrics.jsonl'}"
-               + (f"; plot {report.plot}" if report.plot else ""))  # fmt: skip
+    report = train_cvr(_config(config_file, sets), log=click.echo)
+    plot = f"; plot {report.plot}" if report.plot else ""
+    click.echo(
+        f"trained {report.steps} steps (resumed from {report.resumed_from}); "
+        f"checkpoint {report.checkpoint}; metrics {report.output_dir / 'metrics.jsonl'}" + plot
+    )
 
 
 @train.command(name="eval")
 @click.option("--config", "config_file", required=True, type=click.Path(path_type=Path))
-@click.option("--checkpoint", type=click.Path(file_okay=False, path_type=Path),
-              help="trained model (default: the run's latest checkpoint)")  # fmt: skip
+@click.option(
+    "--checkpoint",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="trained model (default: the run's latest checkpoint)",
+)
 @click.option("--set", "sets", multiple=True, metavar="SECTION.KEY=VALUE", help="override")
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 def eval_cmd(
     config_file: Path, checkpoint: Path | None, sets: tuple[str, ...], as_json: bool
 ) -> None:
     """Score the untrained and the trained master on the config's held-out scripts."""
-    from vidagent.exceptions import ConfigError
-    from vidagent.train import checkpoint as ckpt
-    from vidagent.train.evaluate import score_model
-    from vidagent.train.grpo import split_scripts
+    from vidagent.app.training import evaluate_cvr
 
-    cfg = _config(config_file, sets)
-    trained = checkpoint or ckpt.latest(Path(cfg.run.output_dir))
-    if trained is None:
-        raise ConfigError(f"no checkpoint in {cfg.run.output_dir}; train first: vidagent train cvr")
-    _, held = split_scripts(cfg)
-    if not held:
-        raise ConfigError("the config holds out no scripts (data.heldout = 0)")
-    r = cfg.rollout
-    scores = [
-        score_model(label, name, held, tokenizer_from=cfg.model.name, max_turns=r.max_turns,
-                    max_new_tokens=r.max_new_tokens, max_prompt_tokens=r.max_prompt_tokens,
-                    generic=cfg.data.prompt == "generic")
-        for label, name in (("untrained", cfg.model.name), ("trained", str(trained)))
-    ]  # fmt: skip
+    result = evaluate_cvr(_config(config_file, sets), checkpoint)
     if as_json:
-        echo_json([vars(s) for s in scores])
+        echo_json([vars(s) for s in result.scores])
         return
-    click.echo(f"{len(held)} held-out scripts, greedy, max {r.max_turns} turns")
-    for s in scores:
-        click.echo(f"{s.label:>9}  reward {s.reward:.3f}  well-formed {s.format_rate:.1%}  "
-                   f"accuracy {s.accuracy:.1%}  ({s.model})")  # fmt: skip
+    click.echo(f"{result.heldout} held-out scripts, greedy, max {result.max_turns} turns")
+    for s in result.scores:
+        click.echo(
+            f"{s.label:>9}  reward {s.reward:.3f}  well-formed {s.format_rate:.1%}  "
+            f"accuracy {s.accuracy:.1%}  ({s.model})"
+        )

@@ -186,10 +186,17 @@ def index_path(
     on_stage: Callable[[StageRun], None] | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     overlap: bool = True,
+    before_stage: Callable[[str], None] | None = None,
 ) -> IndexResult:
     """Index one file through ``stages``; media errors are returned, not raised.
 
     Args:
+        on_stage: called with each stage's :class:`StageRun` as it ends, in stage order.
+        before_stage: called with a stage's name just before it starts: ``"structure"`` first,
+            then each of ``stages`` (those that run at once, one after another before they
+            start). What it raises stops the run there and propagates: the stages that ended
+            have recorded their work, so the same call later resumes with what is left and
+            writes nothing twice. A server cancels a job this way.
         options: constructor arguments by stage name (``{"read_text": {"gate": False}}``).
         overlap: run consecutive :data:`INDEPENDENT` stages at once, each in a thread; the
             stage after them waits for all. Their :class:`StageRun` come in stage order, and
@@ -206,6 +213,8 @@ def index_path(
     grids = [grid for stage in staged if (grid := stage.frame_grid())]
     # The structure pass keeps the frames OCR and detection will sample, where they overlap.
     keep = KeptFrames(*grids[0]) if overlap and grids else None
+    starting = before_stage or (lambda name: None)
+    starting("structure")
     try:
         result.structure = index_structure(library, path, settings, keep)
     except MediaError as e:
@@ -239,6 +248,7 @@ def index_path(
         share = FrameShare(kept=keep)
         if j - i < 2:
             alone = ctx
+            starting(stages[i])
             if staged[i].frame_grid():
                 alone = dataclasses.replace(ctx, frames=share.ticket())
             record(run(staged[i], alone))
@@ -246,6 +256,8 @@ def index_path(
             i += 1
             continue
         later = [r for stage in staged[j:] if (r := stage.role)]
+        for name in stages[i:j]:
+            starting(name)
         with ThreadPoolExecutor(j - i + 1, thread_name_prefix="ingest") as pool:
             # Each stage has its own context: run_stage rebinds ctx.video after each stage.
             own = [

@@ -37,8 +37,8 @@ from vidagent.server.security import (
 from vidagent.server.uploads import UploadTooLarge
 
 if TYPE_CHECKING:
+    from vidagent.app.core import Models
     from vidagent.config import Settings
-    from vidagent.models.client import Models
 
 log = logging.getLogger(__name__)
 
@@ -78,37 +78,47 @@ class Server:
         return self.jobs.submit("index", params, self.index_work)
 
     def index_work(self, job: Job) -> dict[str, Any]:
-        """Index ``job.params["path"]`` a stage at a time: a ``progress`` event after each, a
-        cancel honoured between stages. Rerunning skips what is done, so a resumed job only
-        does what is left."""
-        from vidagent.ingest.pipeline import IndexResult
-
+        """Index ``job.params["path"]`` in one pipeline call, as ``vidagent index`` does: a
+        ``progress`` event ``{stage, done, total}`` when the structure pass starts and ends and
+        after each stage (``done`` counts the structure pass and the stages finished), a cancel
+        honoured before each stage starts (the pipeline's ``before_stage``). What the stages
+        finished stays done, so a resumed job only does what is left."""
         path, session = Path(job.params["path"]), self.session
         chosen = job.params.get("stages")
         names = list(session.default_stages() if chosen is None else chosen)
-        total = len(names) + 1
+        total, done = len(names) + 1, 0
 
-        def progress(stage: str, done: int) -> None:
+        def progress(stage: str) -> None:
             job.progress = {"stage": stage, "done": done, "total": total}
             job.emit("progress", job.progress)
 
-        progress("structure", 0)
-        first = session.index_file(path, stages=[])
-        if first.error is not None:
-            raise first.error
-        progress("structure", 1)
-        runs, video = [], first.video
-        for n, name in enumerate(names, 2):
+        def structure_done() -> None:
+            nonlocal done
+            if done == 0:
+                done = 1
+                progress("structure")
+
+        def before_stage(stage: str) -> None:
             job.check()
-            step = session.index_file(path, stages=[name])
-            if step.error is not None:
-                raise step.error
-            runs += step.stages
-            video = step.video
-            progress(name, n)
-        result = IndexResult(path, video, first.structure, runs)
-        assert video is not None
-        return IndexReport(path, result=result).to_json() | {"video": video_json(video)}
+            if stage == "structure":
+                progress("structure")
+            else:  # the structure pass ended before any other stage starts
+                structure_done()
+
+        def on_stage(run: Any) -> None:
+            nonlocal done
+            done += 1
+            progress(run.stage)
+
+        result = session.index_file(
+            path, stages=names, before_stage=before_stage, on_stage=on_stage
+        )
+        if result.error is not None:
+            raise result.error
+        structure_done()  # no stage was asked for
+        assert result.video is not None
+        report = IndexReport(path, result=result).to_json()
+        return report | {"video": video_json(result.video)}
 
     def ask_work(self, job: Job) -> dict[str, Any]:
         """Answer ``job.params``'s question, each trace event emitted as it happens; a cancel
@@ -124,10 +134,15 @@ class Server:
 
         budget = Budget(steps=p["max_steps"]) if p.get("max_steps") else None
         result = self.session.ask(
-            p["videos"], p["question"], options=p["options"], strategy=p["strategy"],
-            budget=budget, trace=self.home / "traces" / f"{p['trace']}.jsonl", on_event=on_event,
+            p["videos"],
+            p["question"],
+            options=p["options"],
+            strategy=p["strategy"],
+            budget=budget,
+            trace=self.session.traces_folder / f"{p['trace']}.jsonl",
+            on_event=on_event,
             task=p["task"],
-        )  # fmt: skip
+        )
         if p["task"] == "ground":
             return GroundResult(result.trace, result.answer).to_json()
         return result.to_json()
@@ -216,9 +231,11 @@ def create_app(
         from fastapi.middleware.cors import CORSMiddleware
 
         app.add_middleware(
-            CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["*"],
+            CORSMiddleware,
+            allow_origins=list(cors_origins),
+            allow_methods=["*"],
             allow_headers=["Authorization", "Content-Type"],
-        )  # fmt: skip
+        )
     if (STATIC / "index.html").is_file():
         from fastapi.staticfiles import StaticFiles
 

@@ -19,7 +19,6 @@ other address needs a bearer token, compared in constant time.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from functools import wraps
 from pathlib import Path
@@ -63,7 +62,6 @@ INSTRUCTIONS = (
     "index_video adds a file; search finds clips by meaning; ask answers a question with "
     "evidence spans; get_frames shows the frames at given seconds."
 )
-_TRACE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 Scope = MutableMapping[str, Any]
 ASGIApp = Callable[
@@ -73,15 +71,21 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 Videos = Annotated[
     list[str],
-    Field(description="video ids, unique id prefixes or names in the Library, or video files "
-                      "inside the media roots (indexed first where needed)", min_length=1),
-]  # fmt: skip
+    Field(
+        description="video ids, unique id prefixes or names in the Library, or video files "
+        "inside the media roots (indexed first where needed)",
+        min_length=1,
+    ),
+]
 VideoRef = Annotated[str, Field(description="a video id, unique id prefix or name in the Library")]
 Times = Annotated[
     list[Annotated[float, Field(ge=0)]],
-    Field(description=f"seconds from the start, 1 to {MAX_FRAMES} of them",
-          min_length=1, max_length=MAX_FRAMES),
-]  # fmt: skip
+    Field(
+        description=f"seconds from the start, 1 to {MAX_FRAMES} of them",
+        min_length=1,
+        max_length=MAX_FRAMES,
+    ),
+]
 
 
 class MediaRoots:
@@ -272,14 +276,13 @@ class Tools:
 
     def traces_resource(self) -> str:
         """The saved traces, newest first: ``trace_id`` and the file's path (JSON)."""
-        folder = self.session.settings.home / "traces"
-        found = sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)
-        return _dump([{"trace_id": p.stem, "path": str(p)} for p in found])
+        found = self.session.traces(details=False)
+        return _dump([{"trace_id": t.id, "path": str(t.path)} for t in found])
 
     def trace_resource(self, trace_id: str) -> str:
         """A saved run: its answer, totals and every trace event (JSON)."""
-        path = self.session.settings.home / "traces" / f"{trace_id}.jsonl"
-        if not _TRACE_ID.fullmatch(trace_id) or not path.is_file():
+        path = self.session.trace_file(trace_id)
+        if path is None:
             raise ResourceNotFoundError(f"no trace {trace_id!r}; see vidagent://traces")
         result = self.session.replay(path)
         events = [e.to_dict() for e in result.trace.events]

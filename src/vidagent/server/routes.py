@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import mimetypes
-import re
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -28,7 +27,6 @@ from vidagent.server.jobs import Job
 from vidagent.server.uploads import receive_upload
 
 router = APIRouter(prefix="/api")
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # a trace id or run folder name
 KEEPALIVE_S = 15.0
 
 
@@ -183,8 +181,11 @@ def resume_job(job_id: str, request: Request) -> dict[str, Any]:
     """Run an interrupted (or cancelled, or failed) index job again; done work is skipped."""
     server, job = server_of(request), _job(request, job_id)
     if job.kind != "index" or job.state not in ("interrupted", "cancelled", "failed"):
-        raise HTTPException(409, f"job {job_id} is a {job.state} {job.kind} job; only an "
-                                 "interrupted, cancelled or failed index job can be resumed")  # fmt: skip
+        raise HTTPException(
+            409,
+            f"job {job_id} is a {job.state} {job.kind} job; only an "
+            "interrupted, cancelled or failed index job can be resumed",
+        )
     server.media_path(job.params["path"])  # still inside the roots of this server
     return server.jobs.restart(job, server.index_work).to_json()
 
@@ -230,8 +231,8 @@ async def job_events(job_id: str, request: Request) -> StreamingResponse:
 
 
 def _trace_file(server: Server, trace_id: str) -> Path:
-    path = server.home / "traces" / f"{trace_id}.jsonl"
-    if not NAME.match(trace_id) or not path.is_file():
+    path = server.session.trace_file(trace_id)
+    if path is None:
         raise HTTPException(404, f"no trace {trace_id}")
     return path
 
@@ -245,27 +246,12 @@ def _trace_events(server: Server, trace_id: str) -> list[dict[str, Any]]:
         return []
 
 
-def _trace_summary(path: Path) -> dict[str, Any]:
-    row: dict[str, Any] = {"id": path.stem, "strategy": None, "question": None,
-                           "started_at": None, "answer": None}  # fmt: skip
-    try:
-        with path.open(encoding="utf-8") as f:
-            for line in f:
-                event = json.loads(line) if line.strip() else {}
-                if event.get("kind") == "run_started" and row["question"] is None:
-                    row |= {k: event.get(k) for k in ("strategy", "question", "started_at")}
-                elif event.get("kind") == "answer":
-                    row["answer"] = event.get("text")
-    except (OSError, ValueError, UnicodeDecodeError):
-        pass  # a damaged file is listed with what could be read
-    return row
-
-
 @router.get("/traces")
 def list_traces(request: Request) -> dict[str, Any]:
-    folder = server_of(request).home / "traces"
-    paths = sorted(folder.glob("*.jsonl"), reverse=True) if folder.is_dir() else []
-    return {"traces": [_trace_summary(p) for p in paths]}
+    """The saved traces, newest first (the Session's order)."""
+    fields = ("strategy", "question", "started_at", "answer")
+    found = server_of(request).session.traces()
+    return {"traces": [{"id": t.id} | {k: getattr(t, k) for k in fields} for t in found]}
 
 
 @router.get("/traces/{trace_id}")
@@ -281,42 +267,20 @@ def replay_trace(trace_id: str, request: Request) -> dict[str, Any]:
     return server.session.replay(_trace_file(server, trace_id)).to_json()
 
 
-MANIFEST_FIELDS = ("benchmark", "split", "strategy", "models", "version", "sessions")
-
-
-def _run_folder(server: Server, name: str) -> Path:
-    path = server.home / "runs" / name
-    if not NAME.match(name) or not (path / "manifest.json").is_file():
-        raise HTTPException(404, f"no benchmark run {name}")
-    return path
-
-
 @router.get("/bench/runs")
 def list_runs(request: Request) -> dict[str, Any]:
-    from vidagent.bench.rundir import RunFolderError, read_manifest
-
-    folder, runs = server_of(request).home / "runs", []
-    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
-        try:
-            manifest = read_manifest(path)
-        except RunFolderError:
-            continue
-        rows = path / "predictions.jsonl"
-        answered = sum(1 for _ in rows.open(encoding="utf-8")) if rows.is_file() else 0
-        summary = {k: manifest.get(k) for k in MANIFEST_FIELDS}
-        runs.append({"name": path.name, **summary, "answered": answered})
-    return {"runs": runs}
+    return {"runs": [r.to_json() for r in server_of(request).session.bench_runs()]}
 
 
 @router.get("/bench/runs/{name}")
 def get_run(name: str, request: Request) -> dict[str, Any]:
-    from vidagent.bench.rundir import read_manifest
-
-    server = server_of(request)
-    path = _run_folder(server, name)
+    session = server_of(request).session
+    run = session.bench_run_info(name)
+    if run is None:
+        raise HTTPException(404, f"no benchmark run {name}")
     with tempfile.TemporaryDirectory() as out:  # the report's files are not kept: read-only
-        report = server.session.bench_report([path], out=Path(out), plots=False)
-    return {"name": name, "manifest": read_manifest(path), "report": report.to_json()}
+        report = session.bench_report([run.path], out=Path(out), plots=False)
+    return {"name": name, "manifest": run.manifest, "report": report.to_json()}
 
 
 __all__ = ["router"]

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vidagent.app.executors import (
+from vidagent.app.executors.base import (
     TICK,
     TICK_S,
     Executor,
@@ -42,9 +42,9 @@ from vidagent.app.executors import (
 from vidagent.exceptions import BackendMissingError, UserError
 
 if TYPE_CHECKING:
-    from vidagent.app.bench import RunConfig
+    from vidagent.app.benchmarks import RunConfig
+    from vidagent.app.core import SessionCore
     from vidagent.app.results import IndexReport
-    from vidagent.app.session import Session
     from vidagent.bench.base import Sample
 
 #: Restarts of a dead actor, and retries of the task it was running.
@@ -107,8 +107,10 @@ class RayExecutor(Executor):
 
         if not ray.is_initialized():
             options: dict[str, Any] = {
-                "namespace": NAMESPACE, "log_to_driver": False, "logging_level": logging.ERROR,
-            }  # fmt: skip
+                "namespace": NAMESPACE,
+                "log_to_driver": False,
+                "logging_level": logging.ERROR,
+            }
             if self.address is None:  # a local cluster of our own
                 options |= {"include_dashboard": False} | self._init
             try:
@@ -118,20 +120,33 @@ class RayExecutor(Executor):
                 raise UserError(f"cannot reach the Ray cluster at {self.address}: {e}") from None
             self._started = True
         if self._gate is None:
-            self._gate = ray.remote(EndpointGate).options(
-                name=GATE_NAME, namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
-                num_cpus=0, max_restarts=-1, max_task_retries=-1,
-            ).remote()  # fmt: skip
+            self._gate = (
+                ray.remote(EndpointGate)
+                .options(
+                    name=GATE_NAME,
+                    namespace=NAMESPACE,
+                    lifetime="detached",
+                    get_if_exists=True,
+                    num_cpus=0,
+                    max_restarts=-1,
+                    max_task_retries=-1,
+                )
+                .remote()
+            )
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         # An actor takes a CPU: more than the cluster has would wait forever to be placed.
         self.workers = min(cpus, self.requested or wanted or cpus)
         return self.workers
 
     def index(
-        self, session: Session, paths: Sequence[str | Path], *,
-        stages: Sequence[str] | None = None, progress: bool = False,
+        self,
+        session: SessionCore,
+        paths: Sequence[str | Path],
+        *,
+        stages: Sequence[str] | None = None,
+        progress: bool = False,
         overrides: Mapping[str, Any] | None = None,
-    ) -> Iterator[IndexReport]:  # fmt: skip
+    ) -> Iterator[IndexReport]:
         ray = require_ray()
         from vidagent.app.executors.workers import IndexWorker, Tally
         from vidagent.app.results import IndexReport
@@ -160,9 +175,13 @@ class RayExecutor(Executor):
         ray.kill(tally)
 
     def answer(
-        self, config: RunConfig, session: Session, out: Path, samples: Sequence[Sample],
+        self,
+        config: RunConfig,
+        session: SessionCore,
+        out: Path,
+        samples: Sequence[Sample],
         progress: bool = False,
-    ) -> Iterator[dict[str, Any]]:  # fmt: skip
+    ) -> Iterator[dict[str, Any]]:
         from vidagent.app.executors.workers import QuestionWorker
 
         self.start(len(samples))
@@ -170,9 +189,17 @@ class RayExecutor(Executor):
 
         def failed(item: tuple[Any, ...], why: str) -> dict[str, Any]:
             sample = item[0]  # as a failed question's row in the thread pool: asked on resume
-            return {"id": sample.id, "prediction": None, "parsed": None, "score": None,
-                    "correct": False if sample.answer is not None else None, "error": why,
-                    "latency_s": None, "trace": None, "finished_at": None}  # fmt: skip
+            return {
+                "id": sample.id,
+                "prediction": None,
+                "parsed": None,
+                "score": None,
+                "correct": False if sample.answer is not None else None,
+                "error": why,
+                "latency_s": None,
+                "trace": None,
+                "finished_at": None,
+            }
 
         bar = progress_bar(len(samples), "questions", "q", progress)
         with bar:
@@ -182,9 +209,14 @@ class RayExecutor(Executor):
                     yield row
 
     def _map(
-        self, cls: type, args: tuple[Any, ...], method: str, items: Sequence[tuple[Any, ...]],
-        failed: Callable[[tuple[Any, ...], str], Any], more: Mapping[str, Any] | None = None,
-    ) -> Iterator[Any]:  # fmt: skip
+        self,
+        cls: type,
+        args: tuple[Any, ...],
+        method: str,
+        items: Sequence[tuple[Any, ...]],
+        failed: Callable[[tuple[Any, ...], str], Any],
+        more: Mapping[str, Any] | None = None,
+    ) -> Iterator[Any]:
         """``worker.method(*item)`` for every item on the actors, results as they finish, and
         :data:`TICK` every :data:`TICK_S` seconds without one."""
         ray = require_ray()

@@ -21,7 +21,7 @@ from multiprocessing.managers import BaseManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from vidagent.app.executors import (
+from vidagent.app.executors.base import (
     TICK,
     TICK_S,
     Executor,
@@ -34,9 +34,9 @@ from vidagent.app.executors.workers import Tally
 from vidagent.exceptions import ConfigError
 
 if TYPE_CHECKING:
-    from vidagent.app.bench import RunConfig
+    from vidagent.app.benchmarks import RunConfig
+    from vidagent.app.core import SessionCore
     from vidagent.app.results import IndexReport
-    from vidagent.app.session import Session
     from vidagent.bench.base import Sample
 
 T = TypeVar("T")
@@ -57,9 +57,13 @@ _GateManager.register("Tally", Tally)
 
 
 def _start_worker(
-    cls: type, args: tuple[Any, ...], gate: Any, rates: Mapping[str, float], threads: int,
+    cls: type,
+    args: tuple[Any, ...],
+    gate: Any,
+    rates: Mapping[str, float],
+    threads: int,
     tally: Any,
-) -> None:  # fmt: skip
+) -> None:
     global _worker
     # As Ray does for an actor: the native libraries' thread pools (OpenMP in torch and
     # CTranslate2) get this process's share of the cores, not all of them each, so N workers
@@ -93,10 +97,14 @@ class PoolExecutor(Executor):
         return self.workers
 
     def index(
-        self, session: Session, paths: Sequence[str | Path], *,
-        stages: Sequence[str] | None = None, progress: bool = False,
+        self,
+        session: SessionCore,
+        paths: Sequence[str | Path],
+        *,
+        stages: Sequence[str] | None = None,
+        progress: bool = False,
         overrides: Mapping[str, Any] | None = None,
-    ) -> Iterator[IndexReport]:  # fmt: skip
+    ) -> Iterator[IndexReport]:
         from vidagent.app.executors.workers import IndexWorker
 
         self.start()
@@ -116,9 +124,13 @@ class PoolExecutor(Executor):
                     yield report
 
     def answer(
-        self, config: RunConfig, session: Session, out: Path, samples: Sequence[Sample],
+        self,
+        config: RunConfig,
+        session: SessionCore,
+        out: Path,
+        samples: Sequence[Sample],
         progress: bool = False,
-    ) -> Iterator[dict[str, Any]]:  # fmt: skip
+    ) -> Iterator[dict[str, Any]]:
         from vidagent.app.executors.workers import QuestionWorker
 
         self.start()
@@ -131,9 +143,13 @@ class PoolExecutor(Executor):
                     yield row
 
     def _map(
-        self, cls: type, args: tuple[Any, ...], method: str, items: Sequence[tuple[Any, ...]],
+        self,
+        cls: type,
+        args: tuple[Any, ...],
+        method: str,
+        items: Sequence[tuple[Any, ...]],
         tally: Any = None,
-    ) -> Iterator[Any]:  # fmt: skip
+    ) -> Iterator[Any]:
         """Results of ``worker.method(*item)`` as they finish, across pool restarts, and
         :data:`TICK` every :data:`TICK_S` seconds without one."""
         todo = dict(enumerate(items))
@@ -142,9 +158,11 @@ class PoolExecutor(Executor):
             if not todo:
                 return
             pool = ProcessPoolExecutor(
-                max_workers=min(self.workers, len(todo)), mp_context=self._context,
-                initializer=_start_worker, initargs=(cls, args, self._gate, self.rates, threads, tally),
-            )  # fmt: skip
+                max_workers=min(self.workers, len(todo)),
+                mp_context=self._context,
+                initializer=_start_worker,
+                initargs=(cls, args, self._gate, self.rates, threads, tally),
+            )
             try:
                 self.pids = list(dict.fromkeys(pool.map(_pid_after_start, range(self.workers))))
                 yield from _drain(pool, todo, method)

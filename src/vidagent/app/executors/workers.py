@@ -1,5 +1,5 @@
-"""What runs inside a worker process: one Session (so one model hub, models loaded once) for
-every task the worker is given. Plain classes: a Ray actor wraps them, a process pool keeps one
+"""What runs inside a worker process: one session core (so one model hub, models loaded once)
+for every task the worker is given. Plain classes: a Ray actor wraps them, a process pool keeps one
 per process.
 
 Every task is idempotent, which is what makes a retry after a killed worker safe:
@@ -19,11 +19,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vidagent.app.core import SessionCore
+from vidagent.app.indexing import index_file, index_report
 from vidagent.app.results import IndexReport
 
 if TYPE_CHECKING:
-    from vidagent.app.bench import RunConfig
-    from vidagent.app.session import Session
+    from vidagent.app.benchmarks import RunConfig
     from vidagent.bench.base import Sample
     from vidagent.config import Settings
 
@@ -34,11 +35,9 @@ GateCalls = tuple[Any, Any] | None
 
 def worker_session(
     settings: Settings, library: str, gate: GateCalls, rates: Mapping[str, float]
-) -> Session:
-    """A Session on ``library`` whose hub asks ``gate`` before every remote request."""
-    from vidagent.app.session import Session
-
-    session = Session(settings, library=library)
+) -> SessionCore:
+    """A session core on ``library`` whose hub asks ``gate`` before every remote request."""
+    session = SessionCore(settings, library=library)
     if gate is not None:
         from vidagent.app.executors.gate import GatedLimiter
 
@@ -86,10 +85,10 @@ class IndexWorker:
         stage's clips go to the tally as the stage ends."""
         tally = self._tally
         on_stage = (lambda run: tally(run.clips)) if tally is not None else None
-        result = self.session.index_file(path, stages=stages, on_stage=on_stage)
+        result = index_file(self.session, path, stages=stages, on_stage=on_stage)
         if result.error is not None:  # as text: MediaError does not pickle
             return IndexReport(Path(path), error=str(result.error))
-        return self.session._index_report(Path(path), result)
+        return index_report(self.session, Path(path), result)
 
     def close(self) -> None:
         self.session.close()
@@ -107,7 +106,7 @@ class QuestionWorker:
         gate: GateCalls = None,
         rates: Mapping[str, float] | None = None,
     ) -> None:
-        from vidagent.app.bench import question_run
+        from vidagent.app.benchmarks import question_run  # bench modules: question workers only
 
         self.session = worker_session(settings, library, gate, rates or {})
         self.run = question_run(config, self.session, Path(out))

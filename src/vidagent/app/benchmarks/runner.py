@@ -1,5 +1,5 @@
 """Run a strategy over a benchmark: concurrent, rate-limited, resumable (application layer:
-it composes ingest and agents through a :class:`~vidagent.app.session.Session`).
+it composes ingest and agents through a :class:`~vidagent.app.core.SessionCore`).
 
 :func:`run_benchmark` loads the benchmark's questions (the first ``limit`` of the split, in load
 order), indexes every video they need into the Library once, then answers the questions on a
@@ -33,20 +33,19 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 import time
-import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from vidagent.bench.answers import jsonable, parse_prediction
+from vidagent.app.asking import agent as make_agent
+from vidagent.app.asking import prepare
+from vidagent.app.benchmarks.questions import QuestionRun, VideoIndex, utc_now
+from vidagent.app.core import SessionCore
 from vidagent.bench.base import BenchmarkDataError, Sample
 from vidagent.bench.rundir import (
-    ERRORS,
     FORMAT,
     IDENTITY,
     INDEX_SETTINGS,
@@ -57,9 +56,9 @@ from vidagent.bench.rundir import (
     check_resume,
     digest,
     prompt_hashes,
+    read_manifest,
     read_rows,
     rewrite_rows,
-    trace_name,
     write_json_atomic,
 )
 from vidagent.budget import Budget
@@ -67,9 +66,8 @@ from vidagent.exceptions import ConfigError, MediaError, ProviderError, UserErro
 from vidagent.roles import ROLES
 
 if TYPE_CHECKING:
-    from vidagent.agents.base import Agent, Answer, IndexPlan, Question, ToolMode
-    from vidagent.app.executors import Executor
-    from vidagent.app.session import Session
+    from vidagent.agents.base import Agent, ToolMode
+    from vidagent.app.results import IndexReport
     from vidagent.bench.base import Benchmark, Scores
     from vidagent.config import Settings
     from vidagent.library import Library
@@ -77,6 +75,33 @@ if TYPE_CHECKING:
 
 #: Roles the agent loop calls on every step; the thread pool is capped by their endpoints.
 AGENT_ROLES = ("llm", "tool_vlm")
+
+
+class Workers(Protocol):
+    """Where a run's videos are indexed and its questions answered besides this process's
+    threads: an :class:`~vidagent.app.executors.Executor` (a process pool, Ray). Named here as
+    what a run needs of one, so that benchmarks do not import the executors that run them."""
+
+    def start(self, wanted: int | None = None) -> int: ...
+
+    def index(
+        self,
+        session: SessionCore,
+        paths: Sequence[str | Path],
+        *,
+        stages: Sequence[str] | None = None,
+        progress: bool = False,
+        overrides: Mapping[str, Any] | None = None,
+    ) -> Iterator[IndexReport]: ...
+
+    def answer(
+        self,
+        config: RunConfig,
+        session: SessionCore,
+        out: Path,
+        samples: Sequence[Sample],
+        progress: bool = False,
+    ) -> Iterator[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -155,38 +180,7 @@ class RunSummary:
 
 
 # ---------------------------------------------------------------------------------------------
-# Pieces of a run
-
-
-class VideoIndex:
-    """Videos indexed into the run's Library at most once, from any thread.
-
-    One video is indexed at a time, so two questions on one video never index it twice: a
-    thread asking for a video another is indexing waits and gets its id. A video that cannot
-    be indexed keeps its error, raised again for every question on it.
-    """
-
-    def __init__(self, session: Session, plan: IndexPlan) -> None:
-        self.session = session
-        self.plan = plan
-        self._lock = threading.Lock()
-        self._done: dict[Path, str | MediaError] = {}
-
-    def ensure(self, path: Path) -> str:
-        """The video id of ``path``, indexed first through the strategy's plan if needed.
-
-        Raises:
-            MediaError: the file cannot be used as a video.
-        """
-        key = Path(path).resolve()
-        with self._lock:
-            if key not in self._done:
-                result = self.session.index_file(key, plan=self.plan)
-                self._done[key] = result.error or result.video.video_id  # type: ignore[union-attr]
-            found = self._done[key]
-        if isinstance(found, MediaError):
-            raise found
-        return found
+# The run
 
 
 def endpoint_limits(models: Models, roles: Sequence[str] = AGENT_ROLES) -> dict[str, int]:
@@ -204,13 +198,9 @@ def endpoint_limits(models: Models, roles: Sequence[str] = AGENT_ROLES) -> dict[
     return limits
 
 
-# ---------------------------------------------------------------------------------------------
-# The run
-
-
 def run_benchmark(
     config: RunConfig,
-    session: Session | None = None,
+    session: SessionCore | None = None,
     *,
     out: Path | None = None,
     progress: bool = False,
@@ -218,7 +208,7 @@ def run_benchmark(
     settings: Settings | None = None,
     models: Models | None = None,
     library: Library | None = None,
-    executor: Executor | None = None,
+    executor: Workers | None = None,
 ) -> RunSummary:
     """Answer a benchmark's questions with a strategy, resuming the run folder ``out``.
 
@@ -238,11 +228,10 @@ def run_benchmark(
         UserError: a bad benchmark, split, data folder, strategy, option or model spec, or an
             ``out`` that holds a run with other settings.
     """
-    from vidagent.app.session import Session
     from vidagent.bench import get_benchmark
 
     if session is None:
-        with Session(settings, library=library, models=models) as own:
+        with SessionCore(settings, library=library, models=models) as own:
             return run_benchmark(
                 config, own, out=out, progress=progress, on_row=on_row, executor=executor
             )
@@ -262,37 +251,47 @@ def run_benchmark(
         loaded = loaded.only(read_id_list(config.ids))
     samples = loaded.samples[: config.limit]
     # Built once before any work, so a bad option or embedding fails at once.
-    agent = session.agent(
-        config.strategy, budget=config.budget, tool_mode=config.tool_mode,
+    agent = make_agent(
+        session,
+        config.strategy,
+        budget=config.budget,
+        tool_mode=config.tool_mode,
         options=dict(config.strategy_options),
-    )  # fmt: skip
+    )
     session.check_embedding()
     run = _Run(bench, config, session, agent, samples, loaded.missing)
     run.executor = executor
     return run.go(out, data, loaded.split, progress, on_row)
 
 
-def question_run(config: RunConfig, session: Session, out: Path) -> _Run:
-    """A run that answers single questions into ``out`` (a worker of an executor): the
-    agent, benchmark and Library of ``session``; rows are returned, not written."""
+def question_run(config: RunConfig, session: SessionCore, out: Path) -> QuestionRun:
+    """What answers single questions into ``out`` (a worker of an executor): the agent,
+    benchmark and Library of ``session``; rows are returned, not written."""
     from vidagent.bench import get_benchmark
 
-    agent = session.agent(
-        config.strategy, budget=config.budget, tool_mode=config.tool_mode,
+    agent = make_agent(
+        session,
+        config.strategy,
+        budget=config.budget,
+        tool_mode=config.tool_mode,
         options=dict(config.strategy_options),
-    )  # fmt: skip
-    run = _Run(get_benchmark(config.benchmark), config, session, agent, (), ())
-    run.out = out
-    return run
+    )
+    index = VideoIndex(session, agent.index_plan())
+    return QuestionRun(get_benchmark(config.benchmark), session, agent, index, out)
 
 
 class _Run:
     """One session of a run: manifest, indexing, the thread pool, rows."""
 
     def __init__(
-        self, bench: Benchmark, config: RunConfig, session: Session, agent: Agent,
-        samples: Sequence[Sample], missing: Sequence[Any],
-    ) -> None:  # fmt: skip
+        self,
+        bench: Benchmark,
+        config: RunConfig,
+        session: SessionCore,
+        agent: Agent,
+        samples: Sequence[Sample],
+        missing: Sequence[Any],
+    ) -> None:
         self.bench, self.config, self.session, self.agent = bench, config, session, agent
         self.settings, self.models, self.library = session.settings, session.models, session.library
         self.samples = tuple(samples)
@@ -300,13 +299,16 @@ class _Run:
         self.missing = [m for m in missing if m.sample_id in targeted]
         self.lacking = {m.sample_id for m in self.missing}
         self.index = VideoIndex(session, agent.index_plan())
-        self._log_lock = threading.Lock()
-        self.executor: Executor | None = None
+        self.executor: Workers | None = None
 
     def go(
-        self, out: Path | None, data: Path, split: str, progress: bool,
+        self,
+        out: Path | None,
+        data: Path,
+        split: str,
+        progress: bool,
         on_row: Callable[[dict[str, Any]], None] | None,
-    ) -> RunSummary:  # fmt: skip
+    ) -> RunSummary:
         started = time.monotonic()
         limits = endpoint_limits(self.models)
         requested = self.config.concurrency
@@ -320,6 +322,7 @@ class _Run:
         self.out = out or self.settings.home / "runs" / (
             f"{self.bench.NAME}-{split}-{self.config.strategy}-{digest(named)}"
         )
+        self.asker = QuestionRun(self.bench, self.session, self.agent, self.index, self.out)
         done = self._open(manifest)
         todo = [s for s in self.samples if s.id not in done and s.id not in self.lacking]
         notes = self._notes(requested, workers if self.executor is None else requested, limits)
@@ -339,12 +342,21 @@ class _Run:
         answer_seconds = time.monotonic() - answering
         scores, more = self._scores(split)
         return RunSummary(
-            out=self.out, benchmark=self.bench.NAME, split=split, questions=len(self.samples),
-            done_before=len(done), ran=len(todo), errors=errors, missing=len(self.lacking),
-            concurrency=workers, requested_concurrency=requested,
-            seconds=time.monotonic() - started, answer_seconds=answer_seconds, scores=scores,
+            out=self.out,
+            benchmark=self.bench.NAME,
+            split=split,
+            questions=len(self.samples),
+            done_before=len(done),
+            ran=len(todo),
+            errors=errors,
+            missing=len(self.lacking),
+            concurrency=workers,
+            requested_concurrency=requested,
+            seconds=time.monotonic() - started,
+            answer_seconds=answer_seconds,
+            scores=scores,
             notes=notes + more,
-        )  # fmt: skip
+        )
 
     # -- manifest and resume ------------------------------------------------------------------
 
@@ -362,7 +374,7 @@ class _Run:
         return {
             "format": FORMAT,
             "vidagent": __version__,
-            "created_at": _now(),
+            "created_at": utc_now(),
             "benchmark": self.bench.NAME,
             "title": self.bench.TITLE,
             "split": split,
@@ -390,11 +402,12 @@ class _Run:
     def _open(self, manifest: dict[str, Any]) -> set[str]:
         """Write the manifest (checking an earlier one) and return the ids already answered."""
         path = self.out / MANIFEST
-        session = {"started_at": _now(), "vidagent": manifest["vidagent"],
-                   "concurrency": manifest["concurrency"]}  # fmt: skip
+        session = {
+            "started_at": utc_now(),
+            "vidagent": manifest["vidagent"],
+            "concurrency": manifest["concurrency"],
+        }
         if path.is_file():
-            from vidagent.bench.rundir import read_manifest
-
             old = read_manifest(self.out)
             check_resume(old, manifest, self.out)
             manifest["created_at"] = old.get("created_at", manifest["created_at"])
@@ -436,15 +449,16 @@ class _Run:
         single = {p for s in todo if len(s.videos) == 1 for p in s.videos}
         if self.executor is not None and paths:  # in parallel; what follows finds them done
             plan = self.index.plan
-            for _ in self.executor.index(self.session, paths, stages=plan.stages,
-                                         progress=progress, overrides=plan.settings):  # fmt: skip
+            for _ in self.executor.index(
+                self.session, paths, stages=plan.stages, progress=progress, overrides=plan.settings
+            ):
                 pass  # a failure is found again below
         for path in tqdm(paths, desc="indexing", unit="video", disable=not progress):
             # A failure is kept: the questions on that video ask again and record it.
             with contextlib.suppress(MediaError, ProviderError):
                 video_id = self.index.ensure(path)
                 if path in single:
-                    self.session.prepare(self.agent, [video_id])
+                    prepare(self.session, self.agent, [video_id])
 
     def _answer_all(
         self, todo: Sequence[Sample], workers: int, progress: bool
@@ -471,92 +485,9 @@ class _Run:
 
     def _answer(self, sample: Sample) -> dict[str, Any]:
         """Ask one question and write its row (in this thread, as soon as it is known)."""
-        row = self.row(sample)
+        row = self.asker.row(sample)
         self.rows.append(row)
         return row
-
-    def row(self, sample: Sample) -> dict[str, Any]:
-        """Ask one question; its row (a failure recorded in it, a UserError raised)."""
-        from vidagent.trace import Trace
-
-        trace = self.out / TRACES / trace_name(sample.id)
-        row: dict[str, Any] = {"id": sample.id}
-        started = time.monotonic()
-        try:
-            question = self._question(sample)
-            answer = self.agent.run(question, Trace(trace))
-            row.update(self._answered(sample, answer))
-            if row["error"] is not None:
-                self._log_error(sample.id, row["error"])
-        except UserError:
-            raise
-        except Exception as e:  # noqa: BLE001 - one question's failure must not end a long run
-            row.update(prediction=None, parsed=None, correct=None, score=None, error=_error(e))
-            row["correct"] = False if sample.answer is not None else None
-            self._log_error(sample.id, e)
-        row["latency_s"] = round(time.monotonic() - started, 3)
-        row["trace"] = f"{TRACES}/{trace.name}" if trace.is_file() else None
-        row["finished_at"] = _now()
-        return row
-
-    def _question(self, sample: Sample) -> Question:
-        """The question the agent is asked: the benchmark's own form for the strategy where it
-        has one (``strategy_question``: CrossVid's clips and frame folders for ``cvr``), else
-        the sample's videos indexed, its question and options."""
-        from vidagent.agents.base import Question
-
-        special = getattr(self.bench, "strategy_question", None)
-        if special is not None:
-            asked = special(sample, self.agent.name, self.index.ensure)
-            if asked is not None:
-                return asked  # type: ignore[no-any-return]
-        ids = [self.index.ensure(p) for p in sample.videos]
-        self.session.prepare(self.agent, ids)
-        choice = sample.task == "choice" and bool(sample.options)
-        ground = getattr(self.bench, "GROUNDING", False)
-        return Question(
-            sample.question if choice or ground else self.bench.prompt(sample), tuple(ids),
-            tuple(sample.options) if choice else (), "ground" if ground else "answer",
-        )  # fmt: skip
-
-    def _answered(self, sample: Sample, answer: Answer) -> dict[str, Any]:
-        parsed = parse_prediction(sample, answer)
-        correct, score = self._score(sample, parsed)
-        totals = answer.trace.totals if answer.trace is not None else None
-        row: dict[str, Any] = {
-            "prediction": answer.text, "parsed": jsonable(parsed), "correct": correct,
-            "score": score, "letter": answer.letter, "forced": answer.forced,
-            "reason": answer.reason, "confidence": answer.confidence,
-            "evidence": [e.to_list() for e in answer.evidence],
-        }  # fmt: skip
-        if totals is not None:
-            row.update(
-                steps=totals.steps, frames=totals.frames, model_calls=totals.model_calls,
-                input_tokens=totals.input_tokens, output_tokens=totals.output_tokens,
-                tokens=totals.input_tokens + totals.output_tokens,
-                cost_usd=round(totals.cost_usd, 6), agent_seconds=round(totals.seconds, 3),
-            )  # fmt: skip
-        # A model that failed for good (an outage past the retries) gave a forced answer; the
-        # row counts as failed so that a resume asks the question again.
-        row["error"] = f"model error: {answer.note}" if answer.reason == "model_error" else None
-        return row
-
-    def _score(self, sample: Sample, parsed: Any) -> tuple[bool | None, float | None]:
-        """Full marks, and the fraction of points, by the benchmark's own scorer."""
-        if sample.answer is None:
-            return None, None
-        try:
-            (outcome,) = self.bench.score([sample], {sample.id: parsed})
-        except UserError:  # open answers need a judge: the report scores them
-            return None, None
-        return outcome.earned >= outcome.possible, round(outcome.earned / outcome.possible, 6)
-
-    def _log_error(self, sample_id: str, error: Exception | str) -> None:
-        text = error if isinstance(error, str) else "".join(
-            traceback.format_exception(type(error), error, error.__traceback__)
-        )
-        with self._log_lock, (self.out / ERRORS).open("a", encoding="utf-8") as f:
-            f.write(f"--- {_now()} {sample_id}\n{text}")
 
     def _scores(self, split: str) -> tuple[Scores | None, tuple[str, ...]]:
         from vidagent.bench.report import score_rows
@@ -567,11 +498,3 @@ class _Run:
         except UserError as e:
             return None, (f"not scored: {e}",)
         return scores, ()
-
-
-def _error(e: Exception) -> str:
-    return f"{type(e).__name__}: {e}".strip()
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")

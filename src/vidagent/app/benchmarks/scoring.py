@@ -1,0 +1,92 @@
+"""Scoring and reporting benchmarks: a predictions file scored with the benchmark's official
+rules (``vidagent bench score``), run folders scored again into tables and plots
+(``vidagent bench report``), with a judge model for open-ended answers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from vidagent.app.core import SessionCore
+from vidagent.app.results import ReportResult, ScoreResult
+from vidagent.bench.base import BenchmarkDataError
+from vidagent.bench.rundir import read_manifest
+from vidagent.exceptions import BackendMissingError, UserError
+
+#: Benchmarks whose answers are open-ended: scoring them needs a judge model.
+JUDGED_BENCHMARKS = ("crossvid", "mmbench_video")
+
+
+def judge(core: SessionCore, spec: str | None, template: str = "crossvid") -> Any:
+    """A judge of open-ended answers over a hub of its own for ``spec`` (default: the llm
+    role's spec), made from the settings even where the session borrows its hub."""
+    from vidagent.bench.judge import Judge
+
+    hub = core.hub_with(llm=spec) if spec else core.hub_with()
+    return Judge(hub, template=template)
+
+
+def score(
+    core: SessionCore,
+    benchmark: str,
+    data: Path,
+    predictions: Path,
+    *,
+    split: str | None = None,
+    subset: str | None = None,
+    ids: Path | None = None,
+    judge_spec: str | None = None,
+    judge_prompt: str = "crossvid",
+) -> ScoreResult:
+    """Score a predictions file with a benchmark's official rules.
+
+    Raises:
+        BenchmarkDataError: the file is missing, empty, not UTF-8, holds no predictions, or
+            none of them matches a question.
+    """
+    from vidagent.bench import evaluate, get_benchmark
+    from vidagent.bench.predictions import check_predictions_file, read_id_list
+
+    bench = get_benchmark(benchmark)
+    if not data.is_dir():
+        raise BenchmarkDataError(f"no such data folder: {data}")
+    options: dict[str, Any] = {"subset": subset} if subset else {}
+    loaded = bench.load(data, split=split, **options)
+    if ids is not None:
+        loaded = loaded.only(read_id_list(ids))
+    check_predictions_file(predictions)
+    found = bench.read_predictions(predictions, loaded.samples)
+    if not found:
+        raise BenchmarkDataError(f"{predictions}: holds no predictions")
+    open_ended = any(s.task == "open" and found.get(s.id) is not None for s in loaded.samples)
+    judged = judge(core, judge_spec, judge_prompt) if open_ended else None
+    scores = evaluate(bench, loaded, found, judge=judged)
+    return ScoreResult(scores, bench.TITLE, len(found))
+
+
+def report(
+    core: SessionCore,
+    runs: Sequence[Path],
+    *,
+    out: Path,
+    plots: bool = True,
+    resamples: int = 1000,
+    seed: int = 0,
+    judge_spec: str | None = None,
+) -> ReportResult:
+    """Score run folders again and write ``report.md``, ``report.json`` and plots to ``out``."""
+    from vidagent.bench.report import load_run, write_report
+
+    if plots:
+        from vidagent.bench.plots import require_matplotlib
+
+        try:
+            require_matplotlib()
+        except BackendMissingError as e:
+            raise UserError(f"{e}; or leave the plots out with --no-plots") from None
+    needs = any(read_manifest(r)["benchmark"] in JUDGED_BENCHMARKS for r in runs)
+    judged = judge(core, judge_spec) if needs else None
+    reports = [load_run(r, judge=judged, resamples=resamples, seed=seed) for r in runs]
+    written = write_report(reports, out, plots=plots, resamples=resamples, seed=seed)
+    return ReportResult(reports, list(written), resamples, seed)

@@ -1,0 +1,153 @@
+"""What every use case of the application layer reads: settings, the Library, the model hubs.
+
+A :class:`SessionCore` owns the settings, the Library (opened lazily; reading never creates one),
+the model hub's lifecycle (made on first use and closed with the core, or borrowed and left
+open), hubs for other model settings that a use case asks for (the embedder that made a Library's
+vectors, a judge), the trace locations and the one embedding-model check. The use-case modules
+(:mod:`~vidagent.app.indexing`, :mod:`~vidagent.app.asking`, :mod:`~vidagent.app.videos`,
+:mod:`~vidagent.app.benchmarks`, …) are functions over a core; :class:`~vidagent.app.Session` is
+the façade that is a core and names those functions as methods. Executor workers hold a bare
+core, so nothing below the façade imports it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vidagent.config import Settings, load_settings
+from vidagent.exceptions import LibraryError
+
+if TYPE_CHECKING:
+    from vidagent.library import Library
+
+    # re-exported (PEP 484) for the front ends, which import the app only
+    from vidagent.models.client import Models as Models  # noqa: PLC0414
+
+
+class SessionCore:
+    """Settings, Library, model hubs and trace locations for a run of work.
+
+    Args:
+        settings: default :func:`~vidagent.config.load_settings()`.
+        library: a Library or URI (default: the configured one), opened on first use.
+        models: a hub to borrow (left open); default: one made on first use, closed by
+            :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        library: Library | str | Path | None = None,
+        models: Models | None = None,
+    ) -> None:
+        self.settings = settings or load_settings()
+        self._library: Library | None = None
+        self._uri = self.settings.library_uri
+        if isinstance(library, (str, Path)):
+            self._uri = str(library)
+        elif library is not None:
+            self._library, self._uri = library, library.uri
+        self._models, self._own_models = models, models is None
+        #: hubs for other model settings (see :meth:`hub_with`), by what differs
+        self._hubs: dict[tuple[tuple[str, Any], ...], Models] = {}
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def __enter__(self) -> SessionCore:  # noqa: PYI034 - Session overrides it with its own type
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the model hubs this session made."""
+        if self._own_models and self._models is not None:
+            self._models.close()
+            self._models = None
+        hubs, self._hubs = list(self._hubs.values()), {}
+        for hub in hubs:
+            hub.close()
+
+    @property
+    def models(self) -> Models:
+        if self._models is None:
+            from vidagent.models.client import Models
+
+            self._models = Models(self.settings)
+        return self._models
+
+    def hub_with(self, **update: Any) -> Models:
+        """A hub for these settings with ``update`` (``embed=spec``: the model that made the
+        Library's vectors; ``llm=spec``: a judge), made once and closed with the session."""
+        key = tuple(sorted(update.items()))
+        if key not in self._hubs:
+            from vidagent.models.client import Models
+
+            self._hubs[key] = Models(self.settings.model_copy(update=update))
+        return self._hubs[key]
+
+    # -- the Library ------------------------------------------------------------------------------
+
+    @property
+    def library(self) -> Library:
+        """The Library, created when there is none (for commands that write)."""
+        if self._library is None:
+            from vidagent.library import Library
+
+            self._library = Library(self._uri)
+        return self._library
+
+    def existing_library(self) -> Library:
+        """The Library for reading: never created.
+
+        Raises:
+            LibraryError: there is none; the message says how to make one.
+        """
+        if self._library is None:
+            from vidagent.library import Library
+
+            try:
+                self._library = Library(self._uri, create=False)
+            except LibraryError:
+                missing = f"no Library at {self._uri}; index a video first (vidagent index PATH)"
+                raise LibraryError(missing) from None
+        return self._library
+
+    @property
+    def library_uri(self) -> str:
+        """Where the Library is (or would be made), whether or not it exists yet."""
+        return self._uri
+
+    def library_exists(self) -> bool:
+        from vidagent.library.manifest import MANIFEST
+
+        if self._library is not None or "://" in self._uri:
+            return True
+        return (Path(self._uri).expanduser() / MANIFEST).is_file()
+
+    def check_embedding(self) -> None:
+        """The one check that this session's embed model made the Library's vectors.
+
+        Raises:
+            EmbeddingMismatchError: another model made them; the message names it.
+        """
+        from vidagent.library.search import bound_embedding, require_embedding
+
+        if bound_embedding(self.library) is not None:
+            require_embedding(self.library, self.models.client("embed").spec)
+
+    # -- traces -----------------------------------------------------------------------------------
+
+    @property
+    def traces_folder(self) -> Path:
+        """``$VIDAGENT_HOME/traces``: where runs save their traces."""
+        return self.settings.home / "traces"
+
+    def trace_path(self, strategy: str) -> Path:
+        """``$VIDAGENT_HOME/traces/<time>-<strategy>-<random>.jsonl``."""
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        return self.traces_folder / f"{stamp}-{strategy}-{uuid.uuid4().hex[:6]}.jsonl"

@@ -1,0 +1,159 @@
+"""Indexing files into the Library: one pipeline call per file, whichever front end asks.
+
+``vidagent index``, the HTTP API's index jobs, the MCP ``index_video`` tool, a strategy that
+indexes what it reads before a question, and executor workers all run :func:`index_file`: the
+ingest pipeline (:func:`vidagent.ingest.pipeline.index_path`) with its overlapped stages and
+shared frame decode. Progress and cancellation come from the pipeline's own callbacks
+(``before_stage``, ``on_stage``), so a front end never runs stages one at a time itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vidagent.app.core import SessionCore
+from vidagent.app.results import EstimateReport, IndexReport, ProbeReport
+from vidagent.exceptions import MediaError
+
+if TYPE_CHECKING:
+    from vidagent.agents.base import IndexPlan
+    from vidagent.ingest.pipeline import IndexResult, StageRun
+
+
+def stage_names() -> tuple[str, ...]:
+    """Every ingest stage after ``structure``, in pipeline order (plugins' included)."""
+    from vidagent.ingest.pipeline import stage_names
+
+    return stage_names()
+
+
+def default_stages(core: SessionCore) -> tuple[str, ...]:
+    """What indexing runs when no stages are named, for these settings (the entity graph
+    only with an llm that can extract one)."""
+    from vidagent.ingest.pipeline import default_stages
+
+    return default_stages(core.settings)
+
+
+def probe(path: str | Path) -> ProbeReport:
+    """What a file holds as a video (duration, streams), without indexing it."""
+    from vidagent.media import probe
+
+    return ProbeReport(probe(path))
+
+
+def known_video(core: SessionCore, path: str | Path) -> Any:
+    """The Library's record of the video whose content is the file at ``path``, or None
+    (no Library yet, or this content was never indexed)."""
+    from vidagent.library.store import content_id
+
+    if not core.library_exists():
+        return None
+    library, vid = core.existing_library(), content_id(path)
+    return library.get_video(vid) if library.has_video(vid) else None
+
+
+def index_file(
+    core: SessionCore,
+    path: str | Path,
+    *,
+    stages: Sequence[str] | None = None,
+    progress: bool = False,
+    plan: IndexPlan | None = None,
+    on_stage: Callable[[StageRun], None] | None = None,
+    before_stage: Callable[[str], None] | None = None,
+) -> IndexResult:
+    """Index one file through ``stages`` (default :func:`default_stages`) or a strategy's
+    ``plan`` (its stages under its index settings) in one pipeline call; a media error is in
+    the result.
+
+    Args:
+        on_stage: called with each stage's ``StageRun`` as it ends.
+        before_stage: called with each stage's name before it starts (``structure`` first);
+            what it raises stops the run there and propagates, and indexing the file again
+            resumes with the stages left (see :func:`vidagent.ingest.pipeline.index_path`).
+    """
+    from vidagent.ingest import index_path
+    from vidagent.ingest.pipeline import default_stages
+
+    settings = core.settings
+    if plan is not None:
+        stages, settings = plan.stages, settings.model_copy(update=dict(plan.settings))
+    return index_path(
+        path,
+        library=core.library,
+        settings=settings,
+        models=core.models,
+        stages=default_stages(settings) if stages is None else stages,
+        progress=progress,
+        on_stage=on_stage,
+        before_stage=before_stage,
+    )
+
+
+def index_files(
+    core: SessionCore,
+    paths: Sequence[str | Path],
+    *,
+    stages: Sequence[str] | None = None,
+    progress: bool = False,
+) -> Iterator[IndexReport]:
+    """Index each file in this process, one after another, yielding a report per file as it
+    finishes; a file that cannot be used gets a report with its error, the others go on."""
+    for path in paths:
+        result = index_file(core, path, stages=stages, progress=progress)
+        if result.error is not None:
+            yield IndexReport(Path(path), error=str(result.error))
+            continue
+        yield index_report(core, Path(path), result)
+
+
+def index_report(core: SessionCore, path: Path, result: IndexResult) -> IndexReport:
+    """What indexing ``path`` built, read back from the Library: clips, speech, on-screen
+    text, people, the summary."""
+    assert result.structure is not None
+    library = core.library
+    video = result.video or result.structure.video
+    clips = library.clips(video.video_id)
+    speech = " ".join(c.transcript for c in clips if c.transcript).strip()
+    text = list(dict.fromkeys(x for c in clips for x in c.ocr_text.split("\n") if x))
+    detected = any(c.detect_model for c in clips)
+    people = sum(1 for c in clips if '"person"' in c.detections) if detected else None
+    summary = library.artifact(video.video_id, "summary", "global")
+    return IndexReport(
+        path,
+        result=result,
+        speech=speech,
+        on_screen=text,
+        people_clips=people,
+        clips=len(clips),
+        summary=summary.text if summary else "",
+        library=library.uri,
+    )
+
+
+def estimate(
+    core: SessionCore, paths: Sequence[str | Path], *, stages: Sequence[str] | None = None
+) -> Iterator[EstimateReport]:
+    """What indexing each file would spend; nothing is decoded, called or written."""
+    from vidagent.ingest import estimate_path
+    from vidagent.ingest.pipeline import default_stages
+    from vidagent.models.base import Usage
+    from vidagent.models.client import price_usage
+
+    settings = core.settings
+    for path in paths:
+        try:
+            chosen = default_stages(settings) if stages is None else stages
+            found = estimate_path(path, settings, chosen)
+        except MediaError as e:
+            yield EstimateReport(Path(path), error=str(e))
+            continue
+        costs: list[float | None] = []
+        for r in found.stages:
+            priced = r.spec in settings.prices or r.spec.split("?")[0] in settings.prices
+            usage = price_usage(Usage(r.input_tokens, r.output_tokens), r.spec, settings)
+            costs.append(usage.cost_usd if priced else None)
+        yield EstimateReport(Path(path), estimate=found, costs=costs)

@@ -1,0 +1,97 @@
+"""Reading and tending the Library: its videos, a video's clips and graph, search, frames."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from vidagent.app.core import SessionCore
+from vidagent.app.results import GraphDetail, SearchHit, VideoDetail
+from vidagent.exceptions import ConfigError, LibraryError
+
+
+def videos(core: SessionCore) -> list[Any]:
+    """The videos in the Library (none when there is no Library yet)."""
+    return core.existing_library().list_videos() if core.library_exists() else []
+
+
+def show(core: SessionCore, ref: str) -> VideoDetail:
+    """A video with its summary, subject registry and clips.
+
+    Raises:
+        VideoNotFoundError: no such video.
+    """
+    lib = core.existing_library()
+    video = lib.get_video(ref)
+    summary = lib.artifact(video.video_id, "summary", "global")
+    registry = lib.artifact(video.video_id, "registry")
+    return VideoDetail(
+        video,
+        summary.text if summary else "",
+        registry.data if registry else {},
+        lib.clips(video.video_id),
+    )
+
+
+def graph(core: SessionCore, ref: str) -> GraphDetail:
+    """A video's entity graph (AVI; ``None`` inside when its graph stage never ran).
+
+    Raises:
+        VideoNotFoundError: no such video.
+    """
+    lib = core.existing_library()
+    video = lib.get_video(ref)
+    return GraphDetail(video, lib.entity_graph(video.video_id))
+
+
+def remove(core: SessionCore, ref: str) -> str:
+    """Remove a video and everything indexed of it; its id."""
+    return core.existing_library().remove_video(ref)
+
+
+def compact(
+    core: SessionCore, *, older_than_s: float = 3600, retrain: bool = False, **policy: Any
+) -> Any:
+    """``vidagent library compact``: record index ``policy`` settings, then Library.compact."""
+    lib = core.existing_library()
+    if policy:
+        lib.set_index_policy(**policy)
+    return lib.compact(older_than=timedelta(seconds=older_than_s), retrain=retrain)
+
+
+def search(
+    core: SessionCore,
+    text: str,
+    *,
+    videos: Sequence[str] | None = None,
+    t_from: float | None = None,
+    t_to: float | None = None,
+    top: int = 10,
+) -> list[SearchHit]:
+    """Clips most similar to ``text`` in meaning, best first, embedded with the model that
+    made the Library's vectors (whatever the session's embed role says)."""
+    from vidagent.library.search import bound_embedding
+
+    if not text.strip():
+        raise ConfigError("nothing to search for: the search text is empty")
+    lib = core.existing_library()
+    bound = bound_embedding(lib)
+    if bound is None:
+        raise LibraryError(f"{lib.uri} has no clip embeddings yet; run `vidagent index` first")
+    client = core.models.client("embed")
+    if client.spec != bound:
+        client = core.hub_with(embed=bound).client("embed")
+    ids = [lib.resolve(v) for v in videos] if videos else None
+    vector = client.embed([text]).vectors[0]  # (D,)
+    hits = lib.search_clips(vector, video_ids=ids, t_from=t_from, t_to=t_to, k=top)
+    return [SearchHit(h) for h in hits]
+
+
+def frames(core: SessionCore, ref: str, times: Sequence[float], *, size: int) -> list[bytes]:
+    """The frames of a video nearest ``times``, as JPEG bytes at most ``size`` pixels on
+    their long side."""
+    from vidagent.models.vision import frame_images
+
+    record = show(core, ref).video
+    return [part.data for part in frame_images(record.source, times, size=size)]

@@ -1,0 +1,57 @@
+"""An index job is one pipeline call: a cancel between its stages stops the work there, and the
+job run again finishes only what is left, writing no row twice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import fake_models
+from factories import INDEX_SPECS
+
+from vidagent.config import load_settings
+from vidagent.server.app import create_app
+from vidagent.server.jobs import Job, JobCancelled
+
+
+def test_a_cancelled_index_job_stops_between_stages_and_resumes_without_duplicates(
+    small_video: Path, tmp_path: Path
+) -> None:
+    settings = load_settings({**INDEX_SPECS, "home": str(tmp_path / "home")})
+    server = create_app(settings, models=fake_models(settings), media_roots=[tmp_path])
+    work = server.state.server
+    job = Job("j1", "index", {"path": str(small_video), "stages": None}, "running")
+    emitted: list[dict[str, Any]] = []
+
+    def emit(kind: str, data: dict[str, Any]) -> None:
+        emitted.append(data)
+        if data["stage"] == "detect":  # the user cancels once detection is done
+            job._cancel.set()
+
+    job.emit = emit  # type: ignore[method-assign]
+    with pytest.raises(JobCancelled):
+        work.index_work(job)
+    assert [e["stage"] for e in emitted] == [
+        "structure",
+        "structure",
+        "transcribe",
+        "read_text",
+        "detect",
+    ]
+    (video,) = work.session.videos()
+    assert "detect" in video.stages and "caption" not in video.stages  # stopped before caption
+    cut = work.session.library.clips(video.video_id)
+
+    again = Job("j2", "index", dict(job.params), "running")
+    result = work.index_work(again)
+    stages = result["stages"]
+    assert [stages[s]["clips"] for s in ("transcribe", "read_text", "detect")] == [0, 0, 0]
+    assert stages["caption"]["clips"] == len(cut) and result["clips"] == len(cut)
+    clips = work.session.library.clips(video.video_id)
+    assert [c.clip_index for c in clips] == [c.clip_index for c in cut]
+    assert all(c.caption_model for c in clips)
+    done = [data for kind, data in again.events if kind == "progress"][-1]
+    assert done == {"stage": "summarize", "done": 7, "total": 7}
+    work.jobs.close()
+    work.session.close()
