@@ -53,7 +53,7 @@ from vidagent.trace import Answered, BudgetExhausted, ModelCall, RunFinished, Ru
 if TYPE_CHECKING:
     from vidagent.config import Settings
     from vidagent.models.client import Models
-    from vidagent.tools.index import Library
+    from vidagent.tools.index import Store
 
 ToolMode = Literal["auto", "native", "json"]
 EvidenceFirst = Literal["auto", "on", "off"]
@@ -184,7 +184,7 @@ class Agent:
 
     def __init__(
         self,
-        library: Library,
+        library: Store,
         models: Models,
         *,
         budget: Budget | None = None,

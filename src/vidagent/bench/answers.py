@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from vidagent.bench.base import LETTERS, Sample
+from vidagent.agents.answer import LETTERS
+from vidagent.bench.base import Sample
 from vidagent.timecode import parse_time
 
 if TYPE_CHECKING:

@@ -121,7 +121,7 @@ def ground(ctx: click.Context, video: str, event: str, strategy: str, trace_path
     show = _live(Renderer(), quiet=quiet, stream=sys.stderr if as_json else sys.stdout)
     result = session_of(ctx).ground(
         video, event, strategy=strategy, budget=Budget(steps=max_steps) if max_steps else None,
-        trace=trace_path or True, on_event=show, tool_mode=tool_mode,  # type: ignore[arg-type]
+        trace=trace_path or True, on_event=show, tool_mode=tool_mode,
         progress=not quiet, strategy_options=parse_sets(sets),
     )  # fmt: skip
     if as_json:

@@ -119,7 +119,7 @@ def executor_of(
         rates = parse_rates(rate_limits)
     except ValueError as e:
         raise click.BadParameter(str(e)) from None
-    return make_executor(kind, jobs=jobs, address=address, rates=rates)  # type: ignore[arg-type]
+    return make_executor(kind, jobs=jobs, address=address, rates=rates)
 
 
 @cli.command()

@@ -62,7 +62,7 @@ def decode_jpeg(jpeg: bytes) -> np.ndarray:
     import cv2
 
     bgr = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)  # (H, W, 3) uint8
-    return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)  # type: ignore[arg-type,no-any-return]
+    return np.asarray(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))  # type: ignore[arg-type]
 
 
 def detections_in(clip: ClipRow, width: int, height: int) -> list[_Seen]:
@@ -85,7 +85,7 @@ def _signature(rgb: np.ndarray) -> np.ndarray:
 
     hsv = cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2HSV)
     hist = cv2.calcHist([hsv], [0, 1], None, [12, 4], [0, 180, 0, 256]).reshape(-1)  # (48,)
-    return hist / max(float(hist.sum()), 1.0)  # type: ignore[no-any-return]
+    return hist / max(float(hist.sum()), 1.0)
 
 
 def reidentify(
@@ -173,7 +173,7 @@ def _place(s: _Seen) -> str:
 def _grey(rgb: np.ndarray) -> np.ndarray:
     """``rgb.mean(axis=2)``, to the bit, in an eighth of its time (a sum of three uint8 is
     exact in uint16, and so is its float64 division by 3).  # (H, W, 3) uint8 -> (H, W)"""
-    return (rgb[..., 0].astype(np.uint16) + rgb[..., 1] + rgb[..., 2]) / 3.0
+    return np.asarray((rgb[..., 0].astype(np.uint16) + rgb[..., 1] + rgb[..., 2]) / 3.0)
 
 
 def _picture_sentence(thumbs: list[tuple[float, np.ndarray]], cuts: list[float]) -> str:

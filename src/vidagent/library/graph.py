@@ -269,7 +269,7 @@ class EntityGraph:
             for other in near:
                 if other in index:
                     mask[k, index[other]] = 1.0
-        return sim * mask
+        return np.asarray(sim * mask)
 
     def _add_super(self, members: list[EntityNode], number: int) -> str:
         node_id = f"S_{number}"

@@ -120,4 +120,4 @@ def nearest(
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """(N, D) float32 rows scaled to length 1 (zero rows stay zero)."""
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)  # (N, 1)
-    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+    return np.asarray((vectors / np.maximum(norms, 1e-12)).astype(np.float32))

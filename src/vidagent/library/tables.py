@@ -46,7 +46,8 @@ def split_uri(uri: str) -> tuple[pafs.FileSystem, str]:
     """The filesystem and path of a Library URI (a local path or an object-store URI)."""
     if "://" not in uri:
         return pafs.LocalFileSystem(), str(Path(uri).expanduser().resolve())
-    return pafs.FileSystem.from_uri(uri)
+    fs, path = pafs.FileSystem.from_uri(uri)
+    return fs, str(path)
 
 
 class Tables:

@@ -113,5 +113,5 @@ def _align(audio: np.ndarray, lead: int) -> np.ndarray:
     if lead > 0:
         return np.concatenate([np.zeros(lead, np.float32), audio])
     if lead < 0:
-        return audio[-lead:].copy()
+        return np.array(audio[-lead:])
     return audio

@@ -163,7 +163,7 @@ def _add_video_stream(
     assert isinstance(stream, av.video.stream.VideoStream)  # narrows the type for mypy
     stream.width, stream.height = size
     stream.pix_fmt = "yuv420p"
-    stream.codec_context.gop_size = gop  # type: ignore[union-attr]
+    stream.codec_context.gop_size = gop
     # PyAV defaults encoders to slice threading, which makes x264 cut every frame into slices;
     # frame threading gives one slice per frame, like a typical ffmpeg or camera encode.
     stream.codec_context.thread_type = "FRAME"
@@ -251,7 +251,7 @@ def _pan(background: np.ndarray, local: int, w: int, h: int, shot: int) -> np.nd
     speed = 1 + shot % 3
     x = (local * speed) % w
     y = (local * speed // 2) % h
-    return background[y : y + h, x : x + w].copy()
+    return np.array(background[y : y + h, x : x + w])
 
 
 def _draw_disc(rgb: np.ndarray, local: int, shot: int) -> None:

@@ -72,7 +72,7 @@ def _linear(name: str, value: np.ndarray) -> bool:
 def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
     mean = x.mean(axis=-1, keepdims=True)
     var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps) * w + b
+    return np.asarray((x - mean) / np.sqrt(var + eps) * w + b)
 
 
 class NumpyBert:
@@ -143,7 +143,7 @@ class NumpyBert:
 
         def dense(v: np.ndarray, name: str) -> np.ndarray:  # (B, L, In) -> (B, L, Out)
             out = v.reshape(b * length, -1) @ w[f"{name}.weight"] + w[f"{name}.bias"]
-            return out.reshape(b, length, -1)
+            return np.asarray(out.reshape(b, length, -1))
 
         def heads(v: np.ndarray) -> np.ndarray:  # (B, L, D) -> (B, H, L, D/H), contiguous
             return np.ascontiguousarray(v.reshape(b, length, h, dh).transpose(0, 2, 1, 3))
@@ -173,7 +173,7 @@ class NumpyBert:
             )
         pooled = (x * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)[:, None]
         norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-        return (pooled / norms).astype(np.float32)  # (B, D)
+        return np.asarray((pooled / norms).astype(np.float32))  # (B, D)
 
 
 class TorchBert(NumpyBert):

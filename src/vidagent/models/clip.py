@@ -137,7 +137,7 @@ class ClipEmbedder(Adapter):
                 raise BackendMissingError("transformers with torch", "image-embed") from None
             local = self.model_type is not None
             try:
-                processor = AutoProcessor.from_pretrained(self.where, local_files_only=local)
+                processor = AutoProcessor.from_pretrained(self.where, local_files_only=local)  # type: ignore[no-untyped-call]
                 model = AutoModel.from_pretrained(self.where, local_files_only=local)
             except (OSError, ValueError) as e:
                 fix = (
@@ -207,10 +207,10 @@ def _features(tower: Any, inputs: Any) -> np.ndarray:
     with torch.inference_mode():
         out = tower(**inputs)
     tensor = out if isinstance(out, torch.Tensor) else out.pooler_output
-    return tensor.float().cpu().numpy()  # type: ignore[no-any-return]
+    return tensor.float().cpu().numpy()
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to length 1, (N, D) float32 (a zero row stays zero)."""
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+    return np.asarray((vectors / np.maximum(norms, 1e-12)).astype(np.float32))

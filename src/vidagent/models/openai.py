@@ -310,7 +310,7 @@ def _error_text(response: httpx.Response) -> str:
             err = err.get("message", err)
         text = err if err is not None else text
     text = str(text).strip() or response.reason_phrase
-    return text if len(text) <= _ERROR_TEXT_LIMIT else text[: _ERROR_TEXT_LIMIT - 1] + "…"
+    return str(text) if len(text) <= _ERROR_TEXT_LIMIT else text[: _ERROR_TEXT_LIMIT - 1] + "…"
 
 
 def _raise_for_status(response: httpx.Response, endpoint: str) -> None:

@@ -40,6 +40,22 @@ if TYPE_CHECKING:
 
 #: (provider, role) -> the adapter class serving that role under that provider's name, where it
 #: differs from the class in PROVIDERS.
+__all__ = [
+    "PROVIDERS",
+    "ROLE_PROVIDERS",
+    "Spec",
+    "adapter_class",
+    "backend_status",
+    "cpu_share",
+    "create_adapter",
+    "module_available",
+    "package_path",
+    "parse_spec",
+    "provider_capabilities",
+    "provider_roles",
+    "without_openvino_telemetry",
+]
+
 ROLE_PROVIDERS: dict[tuple[str, str | None], str] = {
     ("transformers", "llm"): "vidagent.models.transformers_llm:TransformersChat"
 }

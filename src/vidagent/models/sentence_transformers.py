@@ -99,10 +99,14 @@ class _SentenceTransformersEncoder:
         self.dimension = int(size())
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
-        return self.st.encode(
-            texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
+        vectors = self.st.encode(
+            texts,
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
             show_progress_bar=False,
-        ).astype(np.float32)  # fmt: skip
+        )
+        return np.asarray(vectors, dtype=np.float32)
 
     def tokenize(self, texts: list[str]) -> list[list[int]]:
         ids = self.st.tokenizer(texts, truncation=True, max_length=self.st.max_seq_length)

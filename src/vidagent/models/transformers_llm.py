@@ -104,7 +104,7 @@ def load_causal_lm(name: str, dtype: str = "float32") -> Any:
         model.is_quantized = False  # type: ignore[assignment]
         if getattr(model.config, "quantization_config", None) is not None:
             del model.config.quantization_config
-    return model.eval()
+    return model.eval()  # type: ignore[no-untyped-call]
 
 
 def status(model: str, options: dict[str, str], settings: Settings) -> BackendStatus:

@@ -22,8 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from vidagent import __version__
 from vidagent.app.results import video_json
 from vidagent.exceptions import ConfigError, MediaNotFoundError
-from vidagent.server.app import Server
 from vidagent.server.jobs import Job
+from vidagent.server.state import Server
 from vidagent.server.uploads import receive_upload
 
 router = APIRouter(prefix="/api")

@@ -256,7 +256,7 @@ def _arguments_model(
         raise TypeError(f"tool {name!r}: 'Args:' documents unknown parameters {sorted(stale)}")
     # validate_default: a default such as "00:00:10" for a Seconds argument goes through parsing.
     config = ConfigDict(extra="forbid", validate_default=True)
-    model: type[pydantic.BaseModel] = pydantic.create_model(  # type: ignore[call-overload]
+    model: type[pydantic.BaseModel] = pydantic.create_model(
         f"{name}_arguments", __config__=config, **fields
     )
     return model

@@ -73,7 +73,7 @@ def smooth(curve: np.ndarray, window: int = 3) -> np.ndarray:
     averages the points there are (no zero padding pulling the ends down)."""
     values = np.asarray(curve, dtype=np.float64)  # (N,)
     if window <= 1 or values.size == 0:
-        return values.copy()
+        return np.array(values)
     kernel = np.ones(window)
     sums = np.convolve(values, kernel, mode="same")  # (N,)
     counts = np.convolve(np.ones_like(values), kernel, mode="same")  # (N,)
@@ -216,7 +216,7 @@ def image_curve(
     frames = frames_at(source_path, list(times), size=size)  # (N, H, W, 3) uint8
     images = _unit(client.embed_images(list(frames)))  # (N, D)
     query = _unit(client.embed([text]).vectors)[0]  # (D,)
-    return (images @ query).astype(np.float64)  # (N,)
+    return np.asarray((images @ query).astype(np.float64))  # (N,)
 
 
 def caption_curve(

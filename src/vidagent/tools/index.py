@@ -15,7 +15,7 @@ embedder, embed the query, search the clip vectors", which the view, ``clip_sear
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from vidagent.library.search import require_embedding
 
@@ -37,6 +37,10 @@ if TYPE_CHECKING:
     from vidagent.tools.options import ToolOptions
     from vidagent.trace import Trace
 
+
+#: The store an :class:`IndexView` reads: the type of what an agent is built over and hands to
+#: its view, named so that agents need not import the Library to say so.
+Store: TypeAlias = "Library"
 
 def search_text(
     library: Library,

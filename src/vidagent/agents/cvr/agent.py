@@ -35,13 +35,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from vidagent.agents.base import Agent, Answer, IndexPlan
 from vidagent.agents.cvr.env import VideoEnvironment
 from vidagent.agents.cvr.inputs import inputs_of, task_of
-from vidagent.agents.cvr.parse import LETTERS
+from vidagent.agents.cvr.parse import LETTERS, CvrFormatError
 from vidagent.agents.cvr.protocol import (
     CVR_FORMAT_RETRIES,
     CVR_MAX_TURNS,
     OBSERVE_ONLY,
     TASKS,
-    CvrFormatError,
     EpisodeTurn,
     answer_format,
     parse_master_action,

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vidagent.agents.cvr.inputs import CvrInput
-from vidagent.agents.cvr.protocol import CvrToolError, CvrVideo, ObserveTarget, strip_think
+from vidagent.agents.cvr.parse import strip_think
+from vidagent.agents.cvr.protocol import CvrToolError, CvrVideo, ObserveTarget
 from vidagent.exceptions import MediaError, NoAudioError
 from vidagent.models.base import ChatRequest, ImagePart, Message
 from vidagent.prompts import load_prompt

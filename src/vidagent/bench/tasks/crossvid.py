@@ -54,8 +54,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vidagent.agents.answer import LETTERS
 from vidagent.bench.base import (
-    LETTERS,
     BenchmarkDataError,
     LoadResult,
     Outcome,

@@ -28,8 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vidagent.agents.answer import LETTERS
 from vidagent.bench.base import (
-    LETTERS,
     BenchmarkDataError,
     LoadResult,
     Outcome,

@@ -1,0 +1,130 @@
+"""The HTTP API's state: one :class:`Server` per app, over one Session, the job registry and the
+media roots, with the work its background jobs do (indexing, questions). The endpoints
+(:mod:`vidagent.server.routes`) read it from ``request.app.state.server``; :mod:`.app` builds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vidagent.app import Session
+from vidagent.app.results import IndexReport, video_json
+from vidagent.exceptions import MediaNotFoundError
+from vidagent.server.jobs import Job, JobRegistry
+from vidagent.server.security import inside_roots
+
+
+@dataclass
+class Server:
+    """What the endpoints share: the Session, the jobs, the media roots and the limits."""
+
+    session: Session
+    jobs: JobRegistry
+    roots: tuple[Path, ...]
+    max_upload_bytes: int
+    token: str | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def home(self) -> Path:
+        return self.session.settings.home
+
+    def media_path(self, path: str) -> Path:
+        """A client's path, resolved inside the media roots, that is a file.
+
+        Raises:
+            Forbidden: outside the roots.
+            MediaNotFoundError: no such file.
+        """
+        found = inside_roots(path, self.roots)
+        if not found.is_file():
+            raise MediaNotFoundError(path, "no such file")
+        return found
+
+    def start_index(self, path: Path, stages: Sequence[str] | None) -> Job:
+        params = {"path": str(path), "stages": list(stages) if stages is not None else None}
+        return self.jobs.submit("index", params, self.index_work)
+
+    def index_work(self, job: Job) -> dict[str, Any]:
+        """Index ``job.params["path"]`` in one pipeline call, as ``vidagent index`` does: a
+        ``progress`` event ``{stage, done, total}`` when the structure pass starts and ends and
+        after each stage (``done`` counts the structure pass and the stages finished), a cancel
+        honoured before each stage starts (the pipeline's ``before_stage``). What the stages
+        finished stays done, so a resumed job only does what is left."""
+        path, session = Path(job.params["path"]), self.session
+        chosen = job.params.get("stages")
+        names = list(session.default_stages() if chosen is None else chosen)
+        total, done = len(names) + 1, 0
+
+        def progress(stage: str) -> None:
+            job.progress = {"stage": stage, "done": done, "total": total}
+            job.emit("progress", job.progress)
+
+        def structure_done() -> None:
+            nonlocal done
+            if done == 0:
+                done = 1
+                progress("structure")
+
+        def before_stage(stage: str) -> None:
+            job.check()
+            if stage == "structure":
+                progress("structure")
+            else:  # the structure pass ended before any other stage starts
+                structure_done()
+
+        def on_stage(run: Any) -> None:
+            nonlocal done
+            done += 1
+            progress(run.stage)
+
+        result = session.index_file(
+            path, stages=names, before_stage=before_stage, on_stage=on_stage
+        )
+        if result.error is not None:
+            raise result.error
+        structure_done()  # no stage was asked for
+        assert result.video is not None
+        report = IndexReport(path, result=result).to_json()
+        return report | {"video": video_json(result.video)}
+
+    def ask_work(self, job: Job) -> dict[str, Any]:
+        """Answer ``job.params``'s question, each trace event emitted as it happens; a cancel
+        stops the run at its next event."""
+        from vidagent.app.results import GroundResult
+        from vidagent.budget import Budget
+
+        p = job.params
+
+        def on_event(event: Any) -> None:
+            job.emit(event.kind, event.to_dict())
+            job.check()
+
+        budget = Budget(steps=p["max_steps"]) if p.get("max_steps") else None
+        result = self.session.ask(
+            p["videos"],
+            p["question"],
+            options=p["options"],
+            strategy=p["strategy"],
+            budget=budget,
+            trace=self.session.traces_folder / f"{p['trace']}.jsonl",
+            on_event=on_event,
+            task=p["task"],
+        )
+        if p["task"] == "ground":
+            return GroundResult(result.trace, result.answer).to_json()
+        return result.to_json()
+
+    def ask_refs(self, refs: Sequence[str]) -> list[str]:
+        """The videos of a question: a file must lie inside the media roots; anything else is a
+        reference to a video in the Library, resolved by the Session."""
+        out = []
+        for ref in refs:
+            if Path(ref).expanduser().is_file() or Path(ref).is_absolute() or "/" in ref:
+                out.append(str(self.media_path(ref)))
+            else:
+                out.append(ref)
+        return out
