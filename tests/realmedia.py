@@ -16,6 +16,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 CACHE = Path(__file__).resolve().parents[1] / ".cache" / "media"
@@ -49,14 +51,31 @@ def fetch_clip(name: str) -> Path:
         return target
     if package in _FAILED:
         raise RuntimeError(_FAILED[package])
-    try:
-        _extract(package)
-    except RuntimeError as exc:
-        _FAILED[package] = str(exc)
-        raise
+    with _cache_lock():  # pytest-xdist workers (or two runs) may want the same clip at once
+        if target.is_file():  # another process fetched it while this one waited
+            return target
+        try:
+            _extract(package)
+        except RuntimeError as exc:
+            _FAILED[package] = str(exc)
+            raise
     if not target.is_file():
         raise RuntimeError(f"{package} does not contain {inner}")
     return target
+
+
+@contextmanager
+def _cache_lock() -> Iterator[None]:
+    """Holds an exclusive lock on the cache folder for one process at a time."""
+    import fcntl
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _extract(package: str) -> None:

@@ -1,4 +1,7 @@
-"""The command line as a user runs it: a real process, real files, one-line errors."""
+"""The command line as a user runs it: real files, one-line errors, exit codes.
+
+Commands run in-process (:func:`clirun.vidagent`); the one test that needs a fresh interpreter
+(a plugin found on PYTHONPATH, a crash log in TMPDIR) starts a process."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from clirun import vidagent
+from clirun import vidagent, vidagent_process
 
 
 def test_info_lists_every_role_and_the_library(_isolated_home: Path) -> None:
@@ -287,9 +290,7 @@ def test_a_bug_stays_one_line_where_no_temporary_file_can_be_written(
 
     monkeypatch.setattr(cli_module.cli, "main", crash)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))  # no such directory
-    with pytest.raises(SystemExit) as exit_:
-        cli_module.main(["list"])
-    assert exit_.value.code == 1
+    assert cli_module.main(["list"]) == 1
     [line] = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("error: unexpected ZeroDivisionError: division by zero (a bug; its "
                            "traceback could not be written to a file: ")  # fmt: skip
@@ -321,8 +322,12 @@ def test_a_bug_is_one_line_naming_a_file_with_its_traceback(
         site, "vidagent-crashplug", {"vidagent.stages": {"crashplug": "crashplug:CrashStage"}},
         {"crashplug/__init__.py": CRASHING_STAGE},
     )  # fmt: skip
+    # A new process: the plugin is found on PYTHONPATH at discovery and the crash log goes to
+    # TMPDIR, both read once per interpreter.
     env = {**fake_env, "PYTHONPATH": str(site), "TMPDIR": str(tmp_path)}
-    out = vidagent("index", str(small_video), "--stages", "crashplug", home=_isolated_home, env=env)
+    out = vidagent_process(
+        "index", str(small_video), "--stages", "crashplug", home=_isolated_home, env=env
+    )
     assert out.returncode == 1 and "Traceback" not in out.stderr
     [line] = out.stderr.strip().splitlines()
     assert line.startswith("error: unexpected ZeroDivisionError: division by zero (a bug;")
@@ -331,6 +336,12 @@ def test_a_bug_is_one_line_naming_a_file_with_its_traceback(
     # What was stored before the bug is kept: the video's structure is listed.
     listed = vidagent("list", "--json", home=_isolated_home)
     assert [v["name"] for v in json.loads(listed.stdout)] == [small_video.name]
-    shown = vidagent("index", str(small_video), "--stages", "crashplug", home=_isolated_home,
-                     env={**env, "VIDAGENT_DEBUG": "1"})  # fmt: skip
+    shown = vidagent_process(
+        "index",
+        str(small_video),
+        "--stages",
+        "crashplug",
+        home=_isolated_home,
+        env={**env, "VIDAGENT_DEBUG": "1"},
+    )
     assert shown.returncode == 1 and "Traceback" in shown.stderr and "1 / 0" in shown.stderr

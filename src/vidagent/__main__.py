@@ -1,3 +1,6 @@
+"""``python -m vidagent``: the ``vidagent`` command, exiting with its code."""
+
 from vidagent.cli import main
 
-main()
+if __name__ == "__main__":
+    raise SystemExit(main())

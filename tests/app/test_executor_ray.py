@@ -176,7 +176,9 @@ def test_the_endpoint_gate_is_one_named_actor_shared_by_every_worker() -> None:
 def test_the_cli_joins_a_running_cluster_for_index_and_bench_run(
     videos: list[Path], tmp_path: Path, fake_env: dict[str, str]
 ) -> None:
-    from clirun import vidagent
+    # New processes: this one is already a driver of the module's cluster; the command must
+    # join it as a driver of its own (and shut its connection down) as a user's would.
+    from clirun import vidagent_process as vidagent
 
     address = ray.get_runtime_context().gcs_address
     home, lib = tmp_path / "home", str(tmp_path / "lib")
@@ -202,7 +204,9 @@ def test_the_cli_joins_a_running_cluster_for_index_and_bench_run(
 
 
 def test_an_unreachable_cluster_is_a_one_line_error(tmp_path: Path, videos: list[Path]) -> None:
-    from clirun import vidagent
+    # A new process: in this one Ray is already initialised (the module's cluster), so the
+    # command would never try the address.
+    from clirun import vidagent_process as vidagent
 
     done = vidagent("index", str(videos[0]), "--executor", "ray", "--address", "127.0.0.1:1",
                     home=tmp_path / "home")  # fmt: skip

@@ -206,16 +206,21 @@ def test_a_killed_run_resumes_without_redoing_or_losing_a_question(
     env["VIDAGENT_LLM"] = f"fake:echo?reply=B&delay=0.5&log={log}"
     args = ["bench", "run", "nextqa", "--data", str(nextqa), "--out", str(out), "-q"]
     full_env = {**os.environ, "VIDAGENT_HOME": str(_isolated_home), **env}
-    process = subprocess.Popen([sys.executable, "-m", "vidagent", *args], env=full_env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    # A process, to be killed half-way; leaving the block closes its stderr pipe and reaps it.
     rows_file = out / "predictions.jsonl"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and process.poll() is None:
-        if rows_file.is_file() and len(rows_file.read_text().splitlines()) >= 2:
-            break
-        time.sleep(0.02)
-    process.send_signal(signal.SIGKILL)
-    process.wait(timeout=30)
+    with subprocess.Popen(
+        [sys.executable, "-m", "vidagent", *args],
+        env=full_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    ) as process:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and process.poll() is None:
+            if rows_file.is_file() and len(rows_file.read_text().splitlines()) >= 2:
+                break
+            time.sleep(0.02)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
     finished = {r["id"] for r in rows_in(rows_file)}
     assert 2 <= len(finished) < len(RUNNABLE), "the run should be killed half-way"
     asked_before = len(log.read_text().splitlines())

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from clirun import vidagent
 
 from vidagent.app import search
 from vidagent.config import load_settings
@@ -71,24 +69,14 @@ def test_search_for_a_spoken_phrase_returns_its_span(narrated: tuple[Library, st
     assert hits[0].clip.video_id == vid
     assert overlaps(hits[0].clip.t0, hits[0].clip.t1, 21.9, 26.3)
 
-    env = {**os.environ, "VIDAGENT_HOME": str(home), "HF_HUB_OFFLINE": "1"}
-    cli = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "vidagent",
-            "search",
-            "wannaworktogether.mp4",
-            "copyright protects your creativity against uses you don't consent to",
-            "--json",
-            "--top",
-            "3",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
+    cli = vidagent(
+        "search",
+        "wannaworktogether.mp4",
+        "copyright protects your creativity against uses you don't consent to",
+        "--json",
+        "--top",
+        "3",
+        home=home,
     )
     assert cli.returncode == 0, cli.stderr
     top = json.loads(cli.stdout)[0]

@@ -337,10 +337,13 @@ def test_sigkill_at_any_moment_then_rerun_finishes_exactly(tmp_path: Path) -> No
     }
     cmd = [sys.executable, "-m", "vidagent", "index", str(video), "--json", "--no-progress"]
     for delay in (1.5, 2.5, 3.5):
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(delay)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        # Leaving the block closes the pipes and reaps the killed process.
+        with subprocess.Popen(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        ) as proc:
+            time.sleep(delay)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
 

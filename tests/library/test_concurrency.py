@@ -121,16 +121,16 @@ def test_a_process_holding_the_write_lock_keeps_other_processes_writers_waiting(
     tmp_path: Path,
 ) -> None:
     lib = Library(tmp_path / "lib")
-    holder = subprocess.Popen(
+    with subprocess.Popen(  # leaving the block closes the pipe
         [sys.executable, "-c", HOLDER, str(tmp_path / "lib"), "1.5"],
         stdout=subprocess.PIPE,
         text=True,
-    )
-    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-    started = time.monotonic()
-    lib.put_artifact(Artifact("v", "summary", "global", "after the holder"))
-    waited = time.monotonic() - started
-    holder.wait(timeout=30)
+    ) as holder:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        started = time.monotonic()
+        lib.put_artifact(Artifact("v", "summary", "global", "after the holder"))
+        waited = time.monotonic() - started
+        holder.wait(timeout=30)
     assert waited > 0.8, f"wrote after {waited:.2f}s while another process held the lock"
     assert lib.global_summary("v") == "after the holder"
 

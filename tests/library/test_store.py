@@ -177,12 +177,12 @@ def test_sigkill_mid_write_leaves_a_readable_consistent_library(tmp_path: Path) 
     uri = tmp_path / "lib"
     add(Library(uri), "keep", 3, "untouched")
     for delay in (0.4, 0.9, 1.3, 1.7, 2.2):
-        proc = subprocess.Popen(
+        with subprocess.Popen(  # leaving the block closes the pipe and reaps the process
             [sys.executable, "-c", WRITER, str(uri)], stdout=subprocess.PIPE, text=True
-        )
-        time.sleep(delay)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        ) as proc:
+            time.sleep(delay)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
         lib = Library(uri)
         assert [c.caption for c in lib.clips("keep")] == [
             "untouched 0",

@@ -181,7 +181,9 @@ def _token_level(base_url: str) -> bool:
 def test_embeddings_are_normalised(base_url: str, settings: Settings) -> None:
     if _token_level(base_url):
         pytest.skip("this server returns per-token embeddings for SmolLM2 (no pooling layer)")
-    vectors = _client(base_url, settings, "smollm2-embed").embed(["a cat", "a dog"]).vectors
+    client = _client(base_url, settings, "smollm2-embed")
+    vectors = client.embed(["a cat", "a dog"]).vectors
+    client.close()  # its connection, else a ResourceWarning when it is collected
     assert vectors.shape[0] == 2 and vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
 
@@ -192,3 +194,4 @@ def test_per_token_embeddings_are_rejected_as_malformed(base_url: str, settings:
     client = _client(base_url, settings, "smollm2-embed")
     with pytest.raises(MalformedResponseError, match="one vector per token"):
         client.embed(["a cat", "a dog"])
+    client.close()

@@ -41,9 +41,9 @@ def whisper_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
 
     @app.post("/v1/audio/transcriptions")
     async def transcriptions(request: Request) -> dict[str, Any]:
-        form = await request.form()
-        fields = {k: form.getlist(k) for k in form if k != "file"}
-        data = await form["file"].read()  # type: ignore[union-attr]
+        async with request.form() as form:  # closes the upload's temporary file
+            fields = {k: form.getlist(k) for k in form if k != "file"}
+            data = await form["file"].read()  # type: ignore[union-attr]
         with wave.open(io.BytesIO(data)) as w:
             assert (w.getnchannels(), w.getsampwidth(), w.getframerate()) == (1, 2, 16000)
             pcm = np.frombuffer(w.readframes(w.getnframes()), "<i2")
@@ -77,6 +77,7 @@ def test_a_served_whisper_transcribes_the_narrated_clip(
     adapter = OpenAIAdapter("whisper-tiny", base_url=base_url)
     request = TranscribeRequest(audio, language="en", decoding=Decoding(temperature=0.0))
     transcript = adapter.transcribe(request)
+    adapter.close()  # its connection, else a ResourceWarning when it is collected
 
     words = " ".join(s.text for s in transcript.segments).lower()
     assert "creativity" in words and "inspired" in words
@@ -96,3 +97,4 @@ def test_a_body_without_the_promised_fields_is_a_malformed_response(
     adapter = OpenAIAdapter("broken", base_url=base_url)
     with pytest.raises(MalformedResponseError, match="unexpected transcription body"):
         adapter.transcribe(TranscribeRequest(np.zeros(16000, np.float32)))
+    adapter.close()

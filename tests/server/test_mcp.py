@@ -276,11 +276,10 @@ def test_http_beyond_loopback_needs_a_token(session: Session) -> None:
 
 
 def test_the_cli_refuses_a_public_bind_without_a_token(_isolated_home: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "VIDAGENT_TOKEN"}
-    out = subprocess.run(
-        [sys.executable, "-m", "vidagent", "mcp", "--transport", "http", "--host", "0.0.0.0"],
-        capture_output=True, text=True, env=env, timeout=60, check=False,
-    )  # fmt: skip
+    from clirun import vidagent
+
+    assert "VIDAGENT_TOKEN" not in os.environ  # _isolated_home leaves no VIDAGENT_* set
+    out = vidagent("mcp", "--transport", "http", "--host", "0.0.0.0", home=_isolated_home)
     assert out.returncode == 1 and out.stdout == ""
     assert (
         out.stderr.startswith("error: refusing to listen on 0.0.0.0 without a token")

@@ -107,27 +107,45 @@ def cli(ctx: click.Context, config_file: str | None, **flags: Any) -> None:
     ctx.obj = load_settings(flags, config_file=config_file)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the CLI and turn any error into one line and exit code 1."""
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI on ``argv`` (default: the process's arguments) and return its exit code.
+
+    Any error becomes one line on stderr and code 1 (2 for a usage error, 130 for an abort).
+    Returning the code instead of exiting lets tests run the command in-process; the console
+    script (``sys.exit(main())``) and ``python -m vidagent`` exit with it.
+    """
     try:
         # Without standalone mode click returns ctx.exit()'s code instead of exiting.
         code = cli.main(args=argv, prog_name="vidagent", standalone_mode=False)
     except click.ClickException as e:
         e.show()
-        sys.exit(e.exit_code)
+        return e.exit_code
     except click.Abort:
         click.echo("aborted", err=True)
-        sys.exit(130)
+        return 130
     except VidagentError as e:
         click.echo(f"error: {e}", err=True)
-        sys.exit(1)
+        return 1
+    except SystemExit as e:  # a command that ended with sys.exit(code)
+        return _exit_code(e.code)
     except Exception as e:  # a bug: one line here, the traceback in a file
         if os.environ.get("VIDAGENT_DEBUG"):
             raise
-        click.echo(f"error: unexpected {describe(e)} (a bug; {_crash_log(e)}, "
-                   "VIDAGENT_DEBUG=1 shows it here)", err=True)  # fmt: skip
-        sys.exit(1)
-    sys.exit(code if isinstance(code, int) else 0)
+        click.echo(
+            f"error: unexpected {describe(e)} (a bug; {_crash_log(e)}, "
+            "VIDAGENT_DEBUG=1 shows it here)",
+            err=True,
+        )
+        return 1
+    return code if isinstance(code, int) else 0
+
+
+def _exit_code(code: object) -> int:
+    """The process exit code that ``sys.exit(code)`` gives: a message (printed) means 1."""
+    if code is None or isinstance(code, int):
+        return code or 0
+    click.echo(str(code), err=True)
+    return 1
 
 
 def _crash_log(e: BaseException) -> str:
