@@ -2,6 +2,22 @@
 
 The public surface is small; everything else is internal. Names load lazily so that importing
 vidagent (and running ``vidagent --help``) stays fast and never imports torch or LanceDB.
+
+The package, lowest part first; a part imports only parts above it in this list
+(``tests/test_layers.py`` holds the rank table)::
+
+    exceptions timecode roles    errors, times, role names
+    budget trace plugins prompts budgets, trace events, registries, prompts (package data)
+    specs config                 model spec strings; settings and VIDAGENT_HOME
+    media/                       probe, decode, segment, audio
+    models/                      the client layer and one adapter per provider
+    library/                     the on-disk index: one table owner and the parts over it
+    ingest/                      one module per stage; pipeline.py runs them
+    tools/                       @tool, ToolContext, the shared tools, IndexView; avi/ cvr/
+    agents/                      the runtime; dvd/ videoagent2/ eea/ avi/ cvr/ retrieval/
+    bench/ train/                the harness and tasks/ (one per benchmark); AgentCVR's RL
+    app/                         the Session façade, its use cases, the executors
+    server/ cli/                 the front ends, over app/ only
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ too prints one line, naming the exception and a file with its traceback for a re
 commands that need them so ``--help`` and ``info`` stay fast and never import torch. One
 module per family of commands:
 
+- :mod:`.base`: the ``vidagent`` group, its global options and what commands share
 - :mod:`.info`: ``info``, ``probe``
 - :mod:`.index`: ``index`` (with ``--dry-run``)
 - :mod:`.library`: ``list``, ``show``, ``search``, ``remove``
@@ -22,89 +23,16 @@ module per family of commands:
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from vidagent import __version__, timecode
-from vidagent.config import Settings, load_settings
+from vidagent import __version__
+from vidagent.cli.base import cli, echo_json, hms, parse_sets, parse_time, session_of, settings_of
 from vidagent.exceptions import VidagentError, describe
-from vidagent.roles import ROLES
-from vidagent.timecode import hms
-
-if TYPE_CHECKING:
-    from vidagent.app import Session
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def parse_time(text: str) -> float:
-    """Seconds from a command-line time (seconds or ``HH:MM:SS``)."""
-    try:
-        return timecode.parse_time(text)
-    except ValueError as e:
-        raise click.BadParameter(str(e)) from None
-
-
-def settings_of(ctx: click.Context) -> Settings:
-    return ctx.find_object(Settings) or ctx.ensure_object(Settings)  # type: ignore[no-any-return]
-
-
-def session_of(ctx: click.Context, settings: Settings | None = None) -> Session:
-    """A Session for this command, closed when the command ends."""
-    from vidagent.app import Session
-
-    session = Session(settings or settings_of(ctx))
-    ctx.call_on_close(session.close)
-    return session
-
-
-def echo_json(body: Any) -> None:
-    click.echo(json.dumps(body, indent=2, default=str))
-
-
-def parse_sets(sets: tuple[str, ...]) -> dict[str, Any]:
-    """``KEY=VALUE`` pairs of ``--set`` with JSON values where they parse (``true``, ``3``,
-    ``["a"]``); the strategy validates them."""
-    out: dict[str, Any] = {}
-    for item in sets:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--set")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
-
-
-def _role_options(fn: F) -> F:
-    for role in reversed(ROLES):
-        fn = click.option(
-            f"--{role.replace('_', '-')}",
-            role,
-            metavar="SPEC",
-            help=f"model spec for the {role} role",
-        )(fn)
-    return fn
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="vidagent")
-@click.option("--home", type=click.Path(file_okay=False), help="home directory [$VIDAGENT_HOME]")
-@click.option("--library", metavar="URI", help="Library directory or URI [$VIDAGENT_LIBRARY]")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="config file")
-@_role_options
-@click.pass_context
-def cli(ctx: click.Context, config_file: str | None, **flags: Any) -> None:
-    """Answer questions about long videos with agents over a multi-granular index."""
-    ctx.obj = load_settings(flags, config_file=config_file)
 
 
 def main(argv: list[str] | None = None) -> int:

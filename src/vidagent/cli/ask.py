@@ -9,7 +9,7 @@ from typing import Any, TextIO
 
 import click
 
-from vidagent.cli import cli, echo_json, parse_sets, session_of
+from vidagent.cli.base import cli, echo_json, parse_sets, session_of
 
 
 def _live(renderer: Callable[[Any], str | None], *, quiet: bool, stream: TextIO) -> Callable[[Any], None]:

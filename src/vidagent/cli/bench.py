@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from vidagent.cli import cli, echo_json, session_of
+from vidagent.cli.base import cli, echo_json, session_of
 
 if TYPE_CHECKING:
     from vidagent.app.benchmarks import Scores

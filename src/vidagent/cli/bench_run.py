@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from vidagent.cli import echo_json, parse_sets, session_of
+from vidagent.cli.base import echo_json, parse_sets, session_of
 from vidagent.cli.bench import bench
 from vidagent.cli.index import EXECUTOR_HELP, EXECUTORS
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
 
-from vidagent.cli import cli, hms, session_of, settings_of
+from vidagent.cli.base import cli, hms, session_of, settings_of
 from vidagent.cli.render import shorten
 from vidagent.config import Settings
 

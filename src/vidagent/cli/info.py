@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from vidagent.cli import cli, echo_json, hms, session_of
+from vidagent.cli.base import cli, echo_json, hms, session_of
 
 
 @cli.command()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from vidagent.cli import cli, echo_json, hms, parse_time, session_of
+from vidagent.cli.base import cli, echo_json, hms, parse_time, session_of
 
 
 @cli.command(name="list")

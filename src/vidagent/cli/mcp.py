@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from vidagent.cli import cli, session_of
+from vidagent.cli.base import cli, session_of
 
 
 @cli.command()

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from vidagent.cli import cli, echo_json, parse_sets, settings_of
+from vidagent.cli.base import cli, echo_json, parse_sets, settings_of
 
 
 @cli.group()
