@@ -58,8 +58,23 @@ def make_benchmark(root: Path, questions: int) -> Path:
         writer = csv.writer(f)
         writer.writerow(HEADER.split(","))
         for q in range(questions):
-            writer.writerow([f"v{q % VIDEOS}", 30, 160, 96, f"question number {q}?", q % 2, q,
-                             "CW", "zero", "one", "two", "three", "four"])  # fmt: skip
+            writer.writerow(
+                [
+                    f"v{q % VIDEOS}",
+                    30,
+                    160,
+                    96,
+                    f"question number {q}?",
+                    q % 2,
+                    q,
+                    "CW",
+                    "zero",
+                    "one",
+                    "two",
+                    "three",
+                    "four",
+                ]
+            )
     return data
 
 
@@ -71,8 +86,9 @@ def hub(settings: Settings, latency: float) -> Models:
     return Models.from_adapters({"llm": llm, "vlm": vlm, "embed": embed}, settings)
 
 
-def timed(data: Path, out: Path, settings: Settings, library: Library, latency: float,
-          concurrency: int) -> RunSummary:  # fmt: skip
+def timed(
+    data: Path, out: Path, settings: Settings, library: Library, latency: float, concurrency: int
+) -> RunSummary:
     config = RunConfig(benchmark="nextqa", data=data, concurrency=concurrency)
     with hub(settings, latency) as models:
         return run_benchmark(config, settings=settings, out=out, models=models, library=library)
@@ -93,8 +109,12 @@ def main(argv: list[str] | None = None) -> int:
         library = Library(root / "library")
         started = time.perf_counter()
         for video in sorted((data / "videos").iterdir()):
-            index_video(video, library=library, settings=settings,
-                        stages=("transcribe", "read_text", "detect", "caption", "embed"))  # fmt: skip
+            index_video(
+                video,
+                library=library,
+                settings=settings,
+                stages=("transcribe", "read_text", "detect", "caption", "embed"),
+            )
         print(
             f"{os.cpu_count()} CPU cores; {args.questions} questions over {VIDEOS} videos "
             f"(indexed once in {time.perf_counter() - started:.1f} s); "
@@ -103,8 +123,10 @@ def main(argv: list[str] | None = None) -> int:
         runs = {}
         for n in (1, args.concurrency):
             runs[n] = timed(data, root / f"run-{n}", settings, library, args.latency, n)
-        print(f"  {'concurrency':>11} {'threads':>7} {'answering s':>11} {'questions/s':>11} "
-              f"{'whole run s':>11} {'errors':>6} {'accuracy':>8}")  # fmt: skip
+        print(
+            f"  {'concurrency':>11} {'threads':>7} {'answering s':>11} {'questions/s':>11} "
+            f"{'whole run s':>11} {'errors':>6} {'accuracy':>8}"
+        )
         for n, s in runs.items():
             accuracy = s.scores.overall.score if s.scores else float("nan")
             print(

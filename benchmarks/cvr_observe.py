@@ -61,14 +61,16 @@ def main() -> None:
     da, db = probe(a).duration, probe(b).duration
     print(f"clips: {a.name} {da:.1f}s, {b.name} {db:.1f}s; median of {args.repeat}")
 
-    whole = median_seconds(lambda: (frames_of(a, [(0, da)], 64), frames_of(b, [(0, db)], 64)),
-                           args.repeat)  # fmt: skip
+    whole = median_seconds(
+        lambda: (frames_of(a, [(0, da)], 64), frames_of(b, [(0, db)], 64)), args.repeat
+    )
     print(
         f"observe 2 x 64 frames, whole clips:        {whole:6.2f} s ({whole / 128 * 1000:.0f} ms/frame)"
     )
     windows = [(10, 20), (40, 50)]
-    narrow = median_seconds(lambda: (frames_of(a, windows, 32), frames_of(b, windows, 32)),
-                            args.repeat)  # fmt: skip
+    narrow = median_seconds(
+        lambda: (frames_of(a, windows, 32), frames_of(b, windows, 32)), args.repeat
+    )
     print(
         f"observe 4 x 32 frames, 10-s windows:       {narrow:6.2f} s ({narrow / 128 * 1000:.0f} ms/frame)"
     )
@@ -80,8 +82,10 @@ def main() -> None:
     print(f"audio decode of {b.name}:       {time.perf_counter() - start:6.2f} s")
     cvr_audio.transcribe_window(asr, audio, 0, 5)  # load the model once
     for span in (30, 120):
-        took = median_seconds(lambda s=span: cvr_audio.transcribe_window(asr, audio, 20, 20 + s),  # type: ignore[misc]
-                              args.repeat)  # fmt: skip
+        took = median_seconds(
+            lambda s=span: cvr_audio.transcribe_window(asr, audio, 20, 20 + s),  # type: ignore[misc]
+            args.repeat,
+        )
         print(f"get_caption on demand, {span:3d}-s window:     {took:6.2f} s")
     models.close()
 

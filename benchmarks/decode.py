@@ -142,7 +142,10 @@ def bench(name: str, path: Path, repeat: int, workers: int | None) -> None:
     minutes = duration / 60
     print(f"\n{name}: {path.name}, {duration:.1f} s of video (best of {repeat})")
     print(f"  {'':30} {'seconds':>8} {'realtime':>9} {'cpu s':>6} {'bytes/min':>11}")
-    for label, run in (("ours (1 fps, 320px, Library)", mine), ("baseline (cv2, 2 fps disk)", base)):
+    for label, run in (
+        ("ours (1 fps, 320px, Library)", mine),
+        ("baseline (cv2, 2 fps disk)", base),
+    ):
         print(
             f"  {label:30} {run.seconds:8.2f} {duration / run.seconds:8.0f}x "
             f"{run.cpu_seconds:6.2f} {run.stored_bytes / minutes:11,.0f}"

@@ -77,13 +77,22 @@ STAGES = ("transcribe", "read_text", "detect", "caption", "embed")  # what EEA a
 UNIFORM_N = (4, 8, 16, 32, 64, 128, 256)
 VIDEOS = {"street": 720, "lobby": 1200, "harbour": 1800}  # seconds
 NEUTRAL = {
-    "street": ("An empty road under a grey sky.", "Parked bicycles lean on a brick wall.",
-               "Leaves blow over the pavement."),
-    "lobby": ("An empty hall with polished floors.", "Chairs stand in a row by a window.",
-              "Light falls on a marble staircase."),
-    "harbour": ("Calm water under a cloudy sky.", "Ropes lie coiled on a concrete quay.",
-                "Waves roll slowly toward shore."),
-}  # fmt: skip
+    "street": (
+        "An empty road under a grey sky.",
+        "Parked bicycles lean on a brick wall.",
+        "Leaves blow over the pavement.",
+    ),
+    "lobby": (
+        "An empty hall with polished floors.",
+        "Chairs stand in a row by a window.",
+        "Light falls on a marble staircase.",
+    ),
+    "harbour": (
+        "Calm water under a cloudy sky.",
+        "Ropes lie coiled on a concrete quay.",
+        "Waves roll slowly toward shore.",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -107,32 +116,79 @@ class Probe:
 
 
 PROBES = (
-    Probe("street", (131, 146), "A red car stops at the gate.", "red car at the gate",
-          "What does the red car do at the gate?",
-          ("It turns around", "It stops", "It honks", "It speeds up"), 1),
-    Probe("street", (602, 614), "A brown dog runs across the crossing.", "dog runs across crossing",
-          "Which way does the dog run across the crossing?",
-          ("Left to right", "Right to left", "It stays put", "Toward the camera"), 0),
-    Probe("lobby", (47, 62), "A man in a blue coat opens the front door.", "man in a blue coat",
-          "What does the man in a blue coat do?",
-          ("Sits down", "Makes a call", "Opens the front door", "Reads a paper"), 2),
-    Probe("lobby", (733, 751), "A woman drops a yellow umbrella.", "woman with yellow umbrella",
-          "What happens to the woman's yellow umbrella?",
-          ("She opens it", "She drops it", "She gives it away", "It breaks"), 1),
-    Probe("lobby", (1104, 1117), "A porter pushes a luggage trolley to the lift.",
-          "porter pushes luggage trolley", "Where does the porter push the luggage trolley?",
-          ("To the lift", "Outside", "To the desk", "Nowhere"), 0),
-    Probe("harbour", (388, 405), "A fishing boat leaves the pier.", "fishing boat at the pier",
-          "What does the fishing boat at the pier do?",
-          ("It docks", "It sinks", "It leaves the pier", "It refuels"), 2),
-    Probe("harbour", (1262, 1275), "A seagull lands on the railing.", "seagull and the railing",
-          "What does the seagull do near the railing?",
-          ("Flies off", "Lands on it", "Eats a fish", "Nothing"), 1),
-    Probe("harbour", (1702, 1720), "A crane lifts a green container.",
-          "crane lifts green container",
-          "What colour is the container the crane lifts?",
-          ("Red", "Blue", "Green", "White"), 2),
-)  # fmt: skip
+    Probe(
+        "street",
+        (131, 146),
+        "A red car stops at the gate.",
+        "red car at the gate",
+        "What does the red car do at the gate?",
+        ("It turns around", "It stops", "It honks", "It speeds up"),
+        1,
+    ),
+    Probe(
+        "street",
+        (602, 614),
+        "A brown dog runs across the crossing.",
+        "dog runs across crossing",
+        "Which way does the dog run across the crossing?",
+        ("Left to right", "Right to left", "It stays put", "Toward the camera"),
+        0,
+    ),
+    Probe(
+        "lobby",
+        (47, 62),
+        "A man in a blue coat opens the front door.",
+        "man in a blue coat",
+        "What does the man in a blue coat do?",
+        ("Sits down", "Makes a call", "Opens the front door", "Reads a paper"),
+        2,
+    ),
+    Probe(
+        "lobby",
+        (733, 751),
+        "A woman drops a yellow umbrella.",
+        "woman with yellow umbrella",
+        "What happens to the woman's yellow umbrella?",
+        ("She opens it", "She drops it", "She gives it away", "It breaks"),
+        1,
+    ),
+    Probe(
+        "lobby",
+        (1104, 1117),
+        "A porter pushes a luggage trolley to the lift.",
+        "porter pushes luggage trolley",
+        "Where does the porter push the luggage trolley?",
+        ("To the lift", "Outside", "To the desk", "Nowhere"),
+        0,
+    ),
+    Probe(
+        "harbour",
+        (388, 405),
+        "A fishing boat leaves the pier.",
+        "fishing boat at the pier",
+        "What does the fishing boat at the pier do?",
+        ("It docks", "It sinks", "It leaves the pier", "It refuels"),
+        2,
+    ),
+    Probe(
+        "harbour",
+        (1262, 1275),
+        "A seagull lands on the railing.",
+        "seagull and the railing",
+        "What does the seagull do near the railing?",
+        ("Flies off", "Lands on it", "Eats a fish", "Nothing"),
+        1,
+    ),
+    Probe(
+        "harbour",
+        (1702, 1720),
+        "A crane lifts a green container.",
+        "crane lifts green container",
+        "What colour is the container the crane lifts?",
+        ("Red", "Blue", "Green", "White"),
+        2,
+    ),
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,8 +236,9 @@ def build(root: Path, settings: Settings) -> tuple[Library, dict[str, str]]:
         path = root / f"{name}.mp4"
         make_video(path, duration=seconds, fps=1, size=(96, 64), shots=seconds // 60, gop=10)
         with index_hub(settings, name) as models:
-            result = index_video(path, library=library, settings=settings, models=models,
-                                 stages=STAGES)  # fmt: skip
+            result = index_video(
+                path, library=library, settings=settings, models=models, stages=STAGES
+            )
         assert result.video is not None
         ids[name] = result.video.video_id
     return library, ids
@@ -240,8 +297,9 @@ def dvd_llm(probe: Probe) -> Callable[[ChatRequest], Reply]:
         if step == 0:
             return ToolCall("c0", "clip_search", json.dumps({"event_description": probe.cue}))
         if step == 1:
-            hits = re.findall(rf"^\[({TIME}), ({TIME})\] \(([-\d.]+)\)", request.messages[-1].text,
-                              re.MULTILINE)  # fmt: skip
+            hits = re.findall(
+                rf"^\[({TIME}), ({TIME})\] \(([-\d.]+)\)", request.messages[-1].text, re.MULTILINE
+            )
             t0, t1, _ = max(hits, key=lambda h: float(h[2]))  # the first of the best
             args = {"question": probe.question, "time_ranges_hhmmss": [[t0, t1]]}
             return ToolCall("c1", "frame_inspect", json.dumps(args))
@@ -279,18 +337,24 @@ def run_agent(agent: Agent, probe: Probe, video_id: str) -> Result:
     return Result(answer.choice == probe.answer, totals.frames, totals.model_calls)
 
 
-def run_eea(library: Library, settings: Settings, probe: Probe, video_id: str,
-            **options: Any) -> Result:  # fmt: skip
-    adapters = {"llm": FakeAdapter("echo"), "vlm": FakeAdapter.function(eea_backbone(probe)),
-                "embed": embedder()}  # fmt: skip
+def run_eea(
+    library: Library, settings: Settings, probe: Probe, video_id: str, **options: Any
+) -> Result:
+    adapters = {
+        "llm": FakeAdapter("echo"),
+        "vlm": FakeAdapter.function(eea_backbone(probe)),
+        "embed": embedder(),
+    }
     with Models.from_adapters(adapters, settings) as models:
         return run_agent(EEAAgent(library, models, **options), probe, video_id)
 
 
 def run_dvd(library: Library, settings: Settings, probe: Probe, video_id: str) -> Result:
-    adapters = {"llm": FakeAdapter.function(dvd_llm(probe)),
-                "vlm": FakeAdapter.function(dvd_vlm(probe)),
-                "embed": embedder()}  # fmt: skip
+    adapters = {
+        "llm": FakeAdapter.function(dvd_llm(probe)),
+        "vlm": FakeAdapter.function(dvd_vlm(probe)),
+        "embed": embedder(),
+    }
     with Models.from_adapters(adapters, settings) as models:
         return run_agent(DVDAgent(library, models), probe, video_id)
 
@@ -340,8 +404,10 @@ def report(results: dict[str, list[Result]]) -> None:
             continue
         both = [i for i, r in enumerate(rs) if r.found and base[i].found]
         ours, theirs = mean([rs[i].frames for i in both]), mean([base[i].frames for i in both])
-        print(f"  {name} observed {theirs / ours:.1f}× fewer frames than uniform sampling "
-              f"({ours:.1f} vs {theirs:.1f}, {len(both)} questions both found)")  # fmt: skip
+        print(
+            f"  {name} observed {theirs / ours:.1f}× fewer frames than uniform sampling "
+            f"({ours:.1f} vs {theirs:.1f}, {len(both)} questions both found)"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -354,8 +420,10 @@ def main(argv: list[str] | None = None) -> int:
         library, ids = build(root, settings)
         indexed = time.perf_counter() - started
         minutes = ", ".join(f"{name} {s // 60} min" for name, s in VIDEOS.items())
-        print(f"{os.cpu_count()} CPU cores; {len(PROBES)} questions over {len(VIDEOS)} videos "
-              f"({minutes}), generated and indexed in {indexed:.1f} s")  # fmt: skip
+        print(
+            f"{os.cpu_count()} CPU cores; {len(PROBES)} questions over {len(VIDEOS)} videos "
+            f"({minutes}), generated and indexed in {indexed:.1f} s"
+        )
         results: dict[str, list[Result]] = {"eea": [], "eea-noSGE": [], "dvd": [], "uniform": []}
         for p in PROBES:
             vid = ids[p.video]

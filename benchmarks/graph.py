@@ -59,9 +59,10 @@ def caption(i: int) -> str:
         present.append(team * TEAM + 1 + (i + 4) % TEAM)
     names = [f"Subject_{k}, the {person(k)[0]}," for k in present]
     return (
-        f"{names[0]} talks with " + " and ".join(f"Subject_{k}" for k in present[1:])
+        f"{names[0]} talks with "
+        + " and ".join(f"Subject_{k}" for k in present[1:])
         + f" at {PLACES[scene % len(PLACES)]}. {names[1]} nods."
-    )  # fmt: skip
+    )
 
 
 def extractor_reply(request: Any) -> str:
@@ -77,18 +78,25 @@ def extractor_reply(request: Any) -> str:
         for sid in ids:
             spans.setdefault(sid, []).append([t0, t1])
         if len(ids) >= 2:
-            interactions.append({
-                "subjects_involved": ids,
-                "interaction_description": f"{ids[0]} talks with {', '.join(ids[1:])}",
-                "timestamp": [t0, t1],
-            })  # fmt: skip
+            interactions.append(
+                {
+                    "subjects_involved": ids,
+                    "interaction_description": f"{ids[0]} talks with {', '.join(ids[1:])}",
+                    "timestamp": [t0, t1],
+                }
+            )
     analysis = []
     for sid, found in spans.items():
         name, attributes = person(int(sid.split("_")[1]))
-        analysis.append({
-            "subject_id": sid, "subject_name": name, "appearance_timeline": found,
-            "attributes": attributes, "actions_events": [],
-        })  # fmt: skip
+        analysis.append(
+            {
+                "subject_id": sid,
+                "subject_name": name,
+                "appearance_timeline": found,
+                "attributes": attributes,
+                "actions_events": [],
+            }
+        )
     return json.dumps({"video_analysis": analysis, "interactions": interactions})
 
 
@@ -140,13 +148,19 @@ def main() -> None:
         supers = graph.super_nodes()
         kinds = {k: sum(n.kind == k for n in graph.nodes.values()) for k in ("human", "event")}
         stored = table_bytes(Path(home) / "library", ("entities", "relations"))
-        print(f"graph stage over {CLIPS} captions ({CLIPS * CLIP_SECONDS / 3600:g} h), "
-              f"extractor latency {args.latency * 1000:.0f} ms per call:")  # fmt: skip
-        print(f"  {seconds:.2f} s per hour of captions ({stage.calls} extractor calls over "
-              f"{stage.windows} windows; {stage.calls * args.latency:.2f} s of it the extractor)")  # fmt: skip
-        print(f"  {len(graph.nodes)} nodes ({kinds['human']} people, {kinds['event']} events, "
-              f"{len(supers)} super-nodes, sizes {[len(s.members) for s in supers]}), "
-              f"{len(graph.edges)} edges")  # fmt: skip
+        print(
+            f"graph stage over {CLIPS} captions ({CLIPS * CLIP_SECONDS / 3600:g} h), "
+            f"extractor latency {args.latency * 1000:.0f} ms per call:"
+        )
+        print(
+            f"  {seconds:.2f} s per hour of captions ({stage.calls} extractor calls over "
+            f"{stage.windows} windows; {stage.calls * args.latency:.2f} s of it the extractor)"
+        )
+        print(
+            f"  {len(graph.nodes)} nodes ({kinds['human']} people, {kinds['event']} events, "
+            f"{len(supers)} super-nodes, sizes {[len(s.members) for s in supers]}), "
+            f"{len(graph.edges)} edges"
+        )
         print(f"  stored: {stored / 1024:.0f} KiB in entities + relations   note: {run.note}")
 
         client = hub.client("embed")
@@ -168,8 +182,10 @@ def main() -> None:
         timings.sort()
         p99 = timings[min(len(timings) - 1, round(0.99 * (len(timings) - 1)))]
         print(f"graph_retrieve (load from the Library + embed + retrieve), {args.queries} queries:")
-        print(f"  p50 {statistics.median(timings) * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms "
-              f"(loading alone: p50 {statistics.median(loads) * 1000:.1f} ms)")  # fmt: skip
+        print(
+            f"  p50 {statistics.median(timings) * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms "
+            f"(loading alone: p50 {statistics.median(loads) * 1000:.1f} ms)"
+        )
 
 
 if __name__ == "__main__":

@@ -50,7 +50,9 @@ class Tally:
     seconds: list[float] = field(default_factory=list)
 
     def row(self, name: str, total: int) -> str:
-        mean = lambda xs: sum(xs) / len(xs) if xs else 0.0
+        def mean(xs: list[int] | list[float]) -> float:
+            return sum(xs) / len(xs) if xs else 0.0
+
         return (
             f"| {name:<11} | {self.right / total:>8.0%} ({self.right}/{total}) "
             f"| {self.answered / total:>8.0%} | {mean(self.steps):>10.1f} "
@@ -72,13 +74,21 @@ def samples() -> list[Any]:
     return list(loaded.samples)
 
 
-def run(strategy: str, questions: list[Any], home: Path, max_steps: int | None,
-        verbose: bool, llm: str | None = None) -> Tally:  # fmt: skip
+def run(
+    strategy: str,
+    questions: list[Any],
+    home: Path,
+    max_steps: int | None,
+    verbose: bool,
+    llm: str | None = None,
+) -> Tally:
     from vidagent.app import Session
     from vidagent.budget import Budget
     from vidagent.config import load_settings
 
-    settings = load_settings({"home": home, "cache": "off", **({"llm": llm} if llm else {})}, env={})
+    settings = load_settings(
+        {"home": home, "cache": "off", **({"llm": llm} if llm else {})}, env={}
+    )
     tally = Tally()
     with Session(settings) as session:
         for sample in questions:
@@ -88,9 +98,14 @@ def run(strategy: str, questions: list[Any], home: Path, max_steps: int | None,
             session.resolve_videos([video], agent)  # indexing (and B_1) is not timed
             started = time.monotonic()
             result = session.ask(
-                video, sample.question, options=sample.options, strategy=strategy,
-                budget=budget, trace=False, strategy_options=STRATEGIES[strategy],
-            )  # fmt: skip
+                video,
+                sample.question,
+                options=sample.options,
+                strategy=strategy,
+                budget=budget,
+                trace=False,
+                strategy_options=STRATEGIES[strategy],
+            )
             seconds = time.monotonic() - started
             answer, totals = result.answer, result.trace.totals
             choice = answer.choice if answer is not None else None
@@ -113,8 +128,9 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated question ids (default: all 13)")
     parser.add_argument("--verbose", action="store_true", help="print each answer")
     parser.add_argument(
-        "--llm", help="llm spec (default the embedded one; on a busy machine "
-        "llamacpp:smollm2-135m?n_threads=1 avoids llama.cpp's threads waiting on each other)"
+        "--llm",
+        help="llm spec (default the embedded one; on a busy machine "
+        "llamacpp:smollm2-135m?n_threads=1 avoids llama.cpp's threads waiting on each other)",
     )
     args = parser.parse_args()
     questions = samples()
@@ -130,7 +146,9 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory() as tmp:
         home = args.home or Path(tmp)
-        results = {s: run(s, questions, home, args.max_steps, args.verbose, args.llm) for s in chosen}
+        results = {
+            s: run(s, questions, home, args.max_steps, args.verbose, args.llm) for s in chosen
+        }
     print("| strategy    | accuracy        | answered | mean steps | mean seconds |")
     print("|-------------|-----------------|----------|------------|--------------|")
     for name, tally in results.items():

@@ -40,8 +40,15 @@ def clips() -> list[Path]:
         path = folder / f"clip{i}.mp4"
         if not path.exists():
             titles = [(t, t + 4.0, f"PART {i + 1} SCENE {t // 10 + 1}") for t in range(2, 30, 10)]
-            make_video(path, duration=SECONDS, shots=3 + i % 3, text_overlays=titles,
-                       audio="tone", tone_hz=220.0 + 55 * i, size=(480, 270))  # fmt: skip
+            make_video(
+                path,
+                duration=SECONDS,
+                shots=3 + i % 3,
+                text_overlays=titles,
+                audio="tone",
+                tone_hz=220.0 + 55 * i,
+                size=(480, 270),
+            )
         paths.append(path)
     return paths
 
@@ -50,8 +57,18 @@ def index(paths: list[Path], extra: list[str], stages: str | None) -> tuple[floa
     """(wall seconds, clips indexed, load average before → after) of one ``vidagent index``."""
     with tempfile.TemporaryDirectory(prefix="vidagent-ray-ingest-") as tmp:
         home = Path(tmp)
-        cmd = [sys.executable, "-m", "vidagent", "--library", str(home / "lib"), "index",
-               *map(str, paths), "--json", "--no-progress", *extra]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "vidagent",
+            "--library",
+            str(home / "lib"),
+            "index",
+            *map(str, paths),
+            "--json",
+            "--no-progress",
+            *extra,
+        ]
         if stages:
             cmd += ["--stages", stages]
         env = {**os.environ, "VIDAGENT_HOME": str(home), "VIDAGENT_CACHE": "off"}
@@ -77,18 +94,26 @@ def main() -> None:
     ray = ["--executor", "ray", "--jobs", str(args.workers)]
     if args.address:
         ray += ["--address", args.address]
-    ways = [("sequential", []), (f"--jobs {args.workers}", ["--jobs", str(args.workers)]),
-            (" ".join(ray), ray)]  # fmt: skip
-    print(f"{CLIPS} generated clips of {SECONDS} s ({CLIPS * SECONDS} s of video), "
-          f"stages: {args.stages or 'default'}, {os.cpu_count()} CPUs")  # fmt: skip
+    ways = [
+        ("sequential", []),
+        (f"--jobs {args.workers}", ["--jobs", str(args.workers)]),
+        (" ".join(ray), ray),
+    ]
+    print(
+        f"{CLIPS} generated clips of {SECONDS} s ({CLIPS * SECONDS} s of video), "
+        f"stages: {args.stages or 'default'}, {os.cpu_count()} CPUs"
+    )
     print("| way | wall | realtime | speed-up | clips | load avg (1 min) before → after |")
     print("|---|---|---|---|---|---|")
     base = None
     for name, extra in ways:
         seconds, n, load = index(paths, extra, args.stages)
         base = base or seconds
-        print(f"| `{name}` | {seconds:.1f} s | {CLIPS * SECONDS / seconds:.1f}× | "
-              f"{base / seconds:.2f}× | {n} | {load} |", flush=True)  # fmt: skip
+        print(
+            f"| `{name}` | {seconds:.1f} s | {CLIPS * SECONDS / seconds:.1f}× | "
+            f"{base / seconds:.2f}× | {n} | {load} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ def texts(rng: np.random.Generator, n: int, words: tuple[int, int]) -> list[str]
     lengths = rng.integers(*words, n)
     flat = pool[rng.integers(0, len(pool), int(lengths.sum()))]
     ends = np.cumsum(lengths)
-    return [" ".join(flat[e - n_ : e]) for e, n_ in zip(ends, lengths)]
+    return [" ".join(flat[e - n_ : e]) for e, n_ in zip(ends, lengths, strict=False)]
 
 
 def batch(
@@ -112,12 +112,23 @@ def batch(
     )
     now = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
     video_rows = [
-        {"video_id": f"{first + v:016x}", "source": f"/videos/{first + v}.mp4",
-         "name": f"{first + v}.mp4", "size_bytes": 1 << 30, "duration": clips * clip_s,
-         "fps": 30.0, "width": 1280, "height": 720, "rotation": 0, "codec": "h264",
-         "has_audio": True, "added_at": now, "stages": json.dumps({"embed": {"model": SPEC}})}
+        {
+            "video_id": f"{first + v:016x}",
+            "source": f"/videos/{first + v}.mp4",
+            "name": f"{first + v}.mp4",
+            "size_bytes": 1 << 30,
+            "duration": clips * clip_s,
+            "fps": 30.0,
+            "width": 1280,
+            "height": 720,
+            "rotation": 0,
+            "codec": "h264",
+            "has_audio": True,
+            "added_at": now,
+            "stages": json.dumps({"embed": {"model": SPEC}}),
+        }
         for v in range(videos)
-    ]  # fmt: skip
+    ]
     return (
         pa.Table.from_pydict(clip_cols, schema=CLIPS_SCHEMA),
         vectors,
@@ -186,7 +197,9 @@ def per_video(lib: Any, qs: np.ndarray, k: int, ids: list[str]) -> dict[str, dic
 
 
 def recall(got: list[list[tuple[str, int]]], truth: list[list[tuple[str, int]]]) -> float:
-    return float(np.mean([len(set(g) & set(t)) / max(1, len(t)) for g, t in zip(got, truth)]))
+    return float(
+        np.mean([len(set(g) & set(t)) / max(1, len(t)) for g, t in zip(got, truth, strict=False)])
+    )
 
 
 def main() -> None:

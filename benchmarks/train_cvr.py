@@ -32,8 +32,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "runs/bench-cvr")
     parser.add_argument("--plot", type=Path, default=ROOT / "docs/train_cvr.png")
     parser.add_argument("--eval", action="store_true", help="score both masters on held-out")
-    parser.add_argument("--report", action="store_true",
-                        help="no training: print the figures of the run in --out as it stands")  # fmt: skip
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="no training: print the figures of the run in --out as it stands",
+    )
     args = parser.parse_args()
 
     from vidagent.train.config import load_config
@@ -64,39 +67,62 @@ def main() -> None:
     def mean(part: list[dict[str, float]], key: str) -> float:
         return statistics.fmean(r[key] for r in part)
 
-    print(f"\nSmolLM2-135M-Instruct, {cfg.data.tasks} template scripts, G={cfg.rollout.group_size}, "
-          f"{cfg.grpo.batch_size} prompts/step, {len(rows)} steps, lr {cfg.optim.lr:g}, "
-          f"beta {cfg.grpo.beta:g}, {cfg.rollout.max_turns} turns max")  # fmt: skip
+    print(
+        f"\nSmolLM2-135M-Instruct, {cfg.data.tasks} template scripts, G={cfg.rollout.group_size}, "
+        f"{cfg.grpo.batch_size} prompts/step, {len(rows)} steps, lr {cfg.optim.lr:g}, "
+        f"beta {cfg.grpo.beta:g}, {cfg.rollout.max_turns} turns max"
+    )
     from vidagent.train.warmup import read_report
 
     warm = read_report(args.out)
     if warm is not None:
         checks = ", ".join(f"{c['valid_rate']:.0%} at step {c['step']}" for c in warm["checks"])
-        print(f"format warm-up (not in the paper): {warm['steps']} supervised steps, lr "
-              f"{cfg.warmup.lr:g}, loss {warm['loss'][0]:.3f} -> {warm['loss'][-1]:.3f}, "
-              f"{warm['seconds'] / 60:.1f} min; valid first replies (of {cfg.warmup.probe} "
-              f"sampled at T={cfg.rollout.temperature:g}): {checks}")  # fmt: skip
+        print(
+            f"format warm-up (not in the paper): {warm['steps']} supervised steps, lr "
+            f"{cfg.warmup.lr:g}, loss {warm['loss'][0]:.3f} -> {warm['loss'][-1]:.3f}, "
+            f"{warm['seconds'] / 60:.1f} min; valid first replies (of {cfg.warmup.probe} "
+            f"sampled at T={cfg.rollout.temperature:g}): {checks}"
+        )
     print(f"{'':24}{'steps 1-' + str(w):>12}{f'steps {len(rows) - w + 1}-{len(rows)}':>14}")
-    for key, label in [("reward_format", "format reward R_fmt"), ("reward_answer", "answer reward R_ans"),
-                       ("reward", "total reward"), ("answered", "episodes answered"),
-                       ("response_length", "master tokens/episode"), ("kl", "KL to reference"),
-                       ("entropy", "entropy")]:  # fmt: skip
+    for key, label in [
+        ("reward_format", "format reward R_fmt"),
+        ("reward_answer", "answer reward R_ans"),
+        ("reward", "total reward"),
+        ("answered", "episodes answered"),
+        ("response_length", "master tokens/episode"),
+        ("kl", "KL to reference"),
+        ("entropy", "entropy"),
+    ]:
         print(f"{label:24}{mean(first, key):>12.3f}{mean(last, key):>14.3f}")
-    print(f"time: {statistics.fmean(r['seconds'] for r in rows):.0f} s/step "
-          f"(this run {wall / 60:.1f} min incl. loading); plot: {args.plot}")  # fmt: skip
+    print(
+        f"time: {statistics.fmean(r['seconds'] for r in rows):.0f} s/step "
+        f"(this run {wall / 60:.1f} min incl. loading); plot: {args.plot}"
+    )
     if args.eval and checkpoint is not None:
         from vidagent.train.evaluate import score_model
 
         _, held = split_scripts(cfg)
         r = cfg.rollout
-        masters = [("untrained", cfg.model.name), ("warmed-up", str(args.out / "warmup")),
-                   ("trained", str(checkpoint))][:: 1 if warm is not None else 2]  # fmt: skip
+        masters = [
+            ("untrained", cfg.model.name),
+            ("warmed-up", str(args.out / "warmup")),
+            ("trained", str(checkpoint)),
+        ][:: 1 if warm is not None else 2]
         for label, name in masters:
-            s = score_model(label, name, held, tokenizer_from=cfg.model.name, max_turns=r.max_turns,
-                            max_new_tokens=r.max_new_tokens, max_prompt_tokens=r.max_prompt_tokens,
-                            generic=cfg.data.prompt == "generic")  # fmt: skip
-            print(f"{label:>9} on {len(held)} held-out: reward {s.reward:.3f}, well-formed "
-                  f"{s.format_rate:.1%}, accuracy {s.accuracy:.1%}")  # fmt: skip
+            s = score_model(
+                label,
+                name,
+                held,
+                tokenizer_from=cfg.model.name,
+                max_turns=r.max_turns,
+                max_new_tokens=r.max_new_tokens,
+                max_prompt_tokens=r.max_prompt_tokens,
+                generic=cfg.data.prompt == "generic",
+            )
+            print(
+                f"{label:>9} on {len(held)} held-out: reward {s.reward:.3f}, well-formed "
+                f"{s.format_rate:.1%}, accuracy {s.accuracy:.1%}"
+            )
     sys.stdout.flush()
 
 

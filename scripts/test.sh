@@ -7,7 +7,8 @@ bash scripts/setup.sh
 bash scripts/fetch-media.sh >/dev/null || echo "real clips unavailable: their tests will skip" >&2
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 .venv/bin/ruff check src tests benchmarks
-.venv/bin/mypy src
+.venv/bin/ruff format --check src tests benchmarks
+.venv/bin/mypy src  # strict (pyproject.toml)
 # One worker per core (pytest-xdist; TEST_WORKERS=0 runs in this process), each taking whole
 # test files so a module's shared fixtures (an indexed clip, a Ray cluster) are built once;
 # the 25 slowest tests are listed at the end.

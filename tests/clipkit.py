@@ -28,14 +28,24 @@ def build_clip(path: Path, *, kind: str = "clip", seed: int = 0, dim: int = 8) -
     tokenizer = hf.CLIPTokenizer(vocab=vocab, merges=[], model_max_length=16)
     hidden = dim if kind == "siglip" else 16
     text = {
-        "vocab_size": len(vocab), "hidden_size": hidden, "intermediate_size": 32,
-        "num_hidden_layers": 1, "num_attention_heads": 2, "max_position_embeddings": 16,
-        "bos_token_id": bos, "eos_token_id": eos, "pad_token_id": eos,
-    }  # fmt: skip
+        "vocab_size": len(vocab),
+        "hidden_size": hidden,
+        "intermediate_size": 32,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "max_position_embeddings": 16,
+        "bos_token_id": bos,
+        "eos_token_id": eos,
+        "pad_token_id": eos,
+    }
     vision = {
-        "image_size": 32, "patch_size": 8, "hidden_size": hidden, "intermediate_size": 32,
-        "num_hidden_layers": 1, "num_attention_heads": 2,
-    }  # fmt: skip
+        "image_size": 32,
+        "patch_size": 8,
+        "hidden_size": hidden,
+        "intermediate_size": 32,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+    }
     torch.manual_seed(seed)
     if kind == "siglip":
         images = getattr(hf, "SiglipImageProcessorPil", hf.SiglipImageProcessor)(

@@ -34,9 +34,13 @@ class Behaviour:
 
 
 def completion(
-    text: str = "hello", *, tool_calls: list[dict[str, Any]] | None = None,
-    prompt_tokens: int = 12, completion_tokens: int = 3, model: str = "fault-model",
-) -> dict[str, Any]:  # fmt: skip
+    text: str = "hello",
+    *,
+    tool_calls: list[dict[str, Any]] | None = None,
+    prompt_tokens: int = 12,
+    completion_tokens: int = 3,
+    model: str = "fault-model",
+) -> dict[str, Any]:
     """A valid chat completion body."""
     message: dict[str, Any] = {"role": "assistant", "content": text}
     if tool_calls is not None:

@@ -198,28 +198,45 @@ def test_reading_commands_never_create_a_library(_isolated_home: Path) -> None:
 FIG8_REPLY = json.dumps(
     {
         "video_analysis": [
-            {"subject_id": "Subject_1", "subject_name": "Man in red shirt",
-             "appearance_timeline": [["00:00:00", "00:00:08"]], "attributes": ["red shirt"],
-             "actions_events": []},
-            {"subject_id": None, "subject_name": "Anna",
-             "appearance_timeline": [["00:00:05", "00:00:12"]], "attributes": [],
-             "actions_events": []},
+            {
+                "subject_id": "Subject_1",
+                "subject_name": "Man in red shirt",
+                "appearance_timeline": [["00:00:00", "00:00:08"]],
+                "attributes": ["red shirt"],
+                "actions_events": [],
+            },
+            {
+                "subject_id": None,
+                "subject_name": "Anna",
+                "appearance_timeline": [["00:00:05", "00:00:12"]],
+                "attributes": [],
+                "actions_events": [],
+            },
         ],
         "interactions": [
-            {"subjects_involved": ["Subject_1", "Anna"],
-             "interaction_description": "Subject_1 hands Anna a book",
-             "timestamp": ["00:00:06", "00:00:07"]},
+            {
+                "subjects_involved": ["Subject_1", "Anna"],
+                "interaction_description": "Subject_1 hands Anna a book",
+                "timestamp": ["00:00:06", "00:00:07"],
+            },
         ],
     }
-)  # fmt: skip
+)
 
 
 def test_show_graph_prints_entities_and_relations(
     small_video: Path, _isolated_home: Path, fake_env: dict[str, str]
 ) -> None:
     env = {**fake_env, "VIDAGENT_LLM": f"fake:echo?reply={FIG8_REPLY}"}
-    indexed = vidagent("index", str(small_video), "--stages", "caption,embed,graph", "--json",
-                       home=_isolated_home, env=env)  # fmt: skip
+    indexed = vidagent(
+        "index",
+        str(small_video),
+        "--stages",
+        "caption,embed,graph",
+        "--json",
+        home=_isolated_home,
+        env=env,
+    )
     assert indexed.returncode == 0, indexed.stderr
     assert json.loads(indexed.stdout)["stages"]["graph"]["clips"] == 3
 
@@ -234,8 +251,9 @@ def test_show_graph_prints_entities_and_relations(
         "00:00:06-00:00:07"
     ) in text
 
-    as_json = json.loads(vidagent("show", small_video.name, "--graph", "--json",
-                                  home=_isolated_home).stdout)  # fmt: skip
+    as_json = json.loads(
+        vidagent("show", small_video.name, "--graph", "--json", home=_isolated_home).stdout
+    )
     assert as_json["built"] is True
     assert [(e["node_id"], e["kind"], e["timeline"]) for e in as_json["entities"]] == [
         ("Subject_1", "human", [[0.0, 8.0]]),
@@ -243,9 +261,9 @@ def test_show_graph_prints_entities_and_relations(
     ]
     man = as_json["entities"][0]
     assert man["freq"] == 1.0 and man["degree"] == 1.0 and man["centrality"] == 0.5
-    assert [(r["src"], r["dst"], r["relation"], r["t0"], r["t1"]) for r in as_json["relations"]] == [
-        ("Subject_1", "H_1", "Subject_1 hands Anna a book", 6.0, 7.0)
-    ]
+    assert [
+        (r["src"], r["dst"], r["relation"], r["t0"], r["t1"]) for r in as_json["relations"]
+    ] == [("Subject_1", "H_1", "Subject_1 hands Anna a book", 6.0, 7.0)]
 
 
 def test_show_graph_of_a_video_without_one_says_how_to_build_it(
@@ -256,8 +274,9 @@ def test_show_graph_of_a_video_without_one_says_how_to_build_it(
     assert shown.returncode == 0
     assert shown.stdout.strip().endswith("run `vidagent index VIDEO --stages graph`")
     assert shown.stdout.strip().count("\n") == 0
-    body = json.loads(vidagent("show", small_video.name, "--graph", "--json",
-                               home=_isolated_home).stdout)  # fmt: skip
+    body = json.loads(
+        vidagent("show", small_video.name, "--graph", "--json", home=_isolated_home).stdout
+    )
     assert body["built"] is False and body["entities"] == body["relations"] == []
     missing = vidagent("show", "no-such-video", "--graph", home=_isolated_home)
     assert missing.returncode != 0 and "no video 'no-such-video'" in missing.stderr
@@ -292,11 +311,13 @@ def test_a_bug_stays_one_line_where_no_temporary_file_can_be_written(
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))  # no such directory
     assert cli_module.main(["list"]) == 1
     [line] = capsys.readouterr().err.strip().splitlines()
-    assert line.startswith("error: unexpected ZeroDivisionError: division by zero (a bug; its "
-                           "traceback could not be written to a file: ")  # fmt: skip
+    assert line.startswith(
+        "error: unexpected ZeroDivisionError: division by zero (a bug; its "
+        "traceback could not be written to a file: "
+    )
 
 
-CRASHING_STAGE = '''
+CRASHING_STAGE = """
 from vidagent.ingest.base import Stage
 
 
@@ -309,7 +330,7 @@ class CrashStage(Stage):
 
     def run(self, ctx, clips, bar):
         return 1 / 0  # a plugin's bug
-'''
+"""
 
 
 def test_a_bug_is_one_line_naming_a_file_with_its_traceback(
@@ -319,9 +340,11 @@ def test_a_bug_is_one_line_naming_a_file_with_its_traceback(
 
     site = tmp_path / "site"
     write_distribution(
-        site, "vidagent-crashplug", {"vidagent.stages": {"crashplug": "crashplug:CrashStage"}},
+        site,
+        "vidagent-crashplug",
+        {"vidagent.stages": {"crashplug": "crashplug:CrashStage"}},
         {"crashplug/__init__.py": CRASHING_STAGE},
-    )  # fmt: skip
+    )
     # A new process: the plugin is found on PYTHONPATH at discovery and the crash log goes to
     # TMPDIR, both read once per interpreter.
     env = {**fake_env, "PYTHONPATH": str(site), "TMPDIR": str(tmp_path)}

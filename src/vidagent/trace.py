@@ -203,10 +203,20 @@ class RunFinished(Event):
 EVENTS: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (
-        RunStarted, ModelCall, ChildStarted, AgentTurn, FormatError, ToolCalled, Observed, PhaseChanged,
-        SearchRound, BudgetExhausted, Answered, RunFinished,
+        RunStarted,
+        ModelCall,
+        ChildStarted,
+        AgentTurn,
+        FormatError,
+        ToolCalled,
+        Observed,
+        PhaseChanged,
+        SearchRound,
+        BudgetExhausted,
+        Answered,
+        RunFinished,
     )
-}  # fmt: skip
+}
 
 
 def event_from_dict(data: dict[str, Any]) -> Event:

@@ -38,8 +38,15 @@ def test_ask_shows_steps_live_and_replay_renders_the_same(
 ) -> None:
     trace = tmp_path / "run.jsonl"
     args = ["ask", str(small_video), "What text appears?", "-o", "BYE", "-o", "HELLO VIDAGENT"]
-    out = vidagent(*args, "--tool-mode", "json", "--trace", str(trace), home=_isolated_home,
-                   env=fake_env(*SCRIPT))  # fmt: skip
+    out = vidagent(
+        *args,
+        "--tool-mode",
+        "json",
+        "--trace",
+        str(trace),
+        home=_isolated_home,
+        env=fake_env(*SCRIPT),
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert "step 1 · thought: look for the text" in lines
@@ -58,8 +65,20 @@ def test_ask_shows_steps_live_and_replay_renders_the_same(
 
 
 def test_ask_json_output(small_video: Path, _isolated_home: Path) -> None:
-    out = vidagent("ask", str(small_video), "What text appears?", "-o", "BYE", "-o", "HELLO",
-                   "--json", "--tool-mode", "json", home=_isolated_home, env=fake_env(*SCRIPT))  # fmt: skip
+    out = vidagent(
+        "ask",
+        str(small_video),
+        "What text appears?",
+        "-o",
+        "BYE",
+        "-o",
+        "HELLO",
+        "--json",
+        "--tool-mode",
+        "json",
+        home=_isolated_home,
+        env=fake_env(*SCRIPT),
+    )
     assert out.returncode == 0, out.stderr
     body = json.loads(out.stdout)
     assert body["letter"] == "B" and body["answer"]["parsed"] is True
@@ -86,8 +105,9 @@ def test_ask_json_output(small_video: Path, _isolated_home: Path) -> None:
 def test_bad_input_is_one_line_and_exit_code(
     args: list[str], message: str, small_video: Path, _isolated_home: Path
 ) -> None:
-    out = vidagent(*(a.replace("{video}", str(small_video)) for a in args), home=_isolated_home,
-                   env=fake_env())  # fmt: skip
+    out = vidagent(
+        *(a.replace("{video}", str(small_video)) for a in args), home=_isolated_home, env=fake_env()
+    )
     assert out.returncode != 0
     assert message in out.stderr.strip().splitlines()[-1]  # the error itself is one line
 
@@ -97,9 +117,16 @@ def test_python_ask_indexes_then_answers(small_video: Path, tmp_path: Path) -> N
         {**INDEX_SPECS, "llm": "fake:scripted?replies=" + json.dumps(list(SCRIPT))}
     )
     events: list[Any] = []
-    answer = va.ask(small_video, "What text appears?", options=["BYE", "HELLO"], settings=settings,
-                    library=tmp_path / "lib", trace=tmp_path / "t.jsonl", on_event=events.append,
-                    tool_mode="json")  # fmt: skip
+    answer = va.ask(
+        small_video,
+        "What text appears?",
+        options=["BYE", "HELLO"],
+        settings=settings,
+        library=tmp_path / "lib",
+        trace=tmp_path / "t.jsonl",
+        on_event=events.append,
+        tool_mode="json",
+    )
     assert isinstance(answer, va.Answer) and answer.letter == "B"
     assert answer.trace is not None and answer.trace.events == events
     assert Trace.load(tmp_path / "t.jsonl").events == events
@@ -115,33 +142,50 @@ def server() -> Iterator[FaultServer]:
 
 
 def _tool_call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"id": f"call_{name}", "type": "function",
-            "function": {"name": name, "arguments": json.dumps(arguments)}}  # fmt: skip
+    return {
+        "id": f"call_{name}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
 
 
 def test_native_tool_calling_over_an_openai_compatible_server(
     small_video: Path, tmp_path: Path, server: FaultServer
 ) -> None:
     library, ids, _ = build_library(tmp_path / "lib", small_video)
-    settings = load_settings({**INDEX_SPECS, "llm": "openai:agent-model", "vlm": "openai:vision-model",
-                              "openai_base_url": server.base_url, "openai_api_key": "sk-test"})  # fmt: skip
+    settings = load_settings(
+        {
+            **INDEX_SPECS,
+            "llm": "openai:agent-model",
+            "vlm": "openai:vision-model",
+            "openai_base_url": server.base_url,
+            "openai_api_key": "sk-test",
+        }
+    )
     inspect = {
         "question": "What does the text say?",
         "time_ranges_hhmmss": [["00:00:05", "00:00:07"]],
     }
     server.script(
-        Behaviour(body=completion("I should look at the frames.", tool_calls=[_tool_call("frame_inspect", **inspect)])),
+        Behaviour(
+            body=completion(
+                "I should look at the frames.", tool_calls=[_tool_call("frame_inspect", **inspect)]
+            )
+        ),
         Behaviour(body=completion("The text reads HELLO VIDAGENT.")),
         Behaviour(body=completion("", tool_calls=[_tool_call("answer", answer="B")])),
-    )  # fmt: skip
+    )
     with Models(settings) as models:
         answer = DVDAgent(library, models).run(Question("What text?", tuple(ids), ("BYE", "HELLO")))
     assert answer.letter == "B" and answer.trace.totals.model_calls == 3
     first, vision, last = server.bodies("/chat/completions")
     assert first["model"] == "agent-model"
     assert [t["function"]["name"] for t in first["tools"]] == [
-        "global_browse", "clip_search", "frame_inspect", "answer",
-    ]  # fmt: skip
+        "global_browse",
+        "clip_search",
+        "frame_inspect",
+        "answer",
+    ]
     images = [p for p in vision["messages"][1]["content"] if p["type"] == "image_url"]
     assert vision["model"] == "vision-model" and len(images) == 5  # 5, 5.5, 6, 6.5, 7 s
     assert images[0]["image_url"]["url"].startswith("data:image/jpeg;base64,")
@@ -167,16 +211,26 @@ def test_a_tool_model_given_at_ask_time_does_not_recaption(
     assert calls >= 3  # one request per clip at least (the echo's reply is asked again)
     before = [c.caption_model for c in va.Library(tmp_path / "lib").clips(_only_video(tmp_path))]
 
-    inspect = action("frame_inspect", "look", question="what colour?",
-                     time_ranges_hhmmss=[["00:00:01", "00:00:02"]])  # fmt: skip
-    settings = load_settings({
-        **base, "tool_vlm": f"fake:echo?reply=a red square&log={looked}",
-        "llm": "fake:scripted?replies=" + json.dumps([inspect, action("answer", "ok", answer="A")]),
-    })  # fmt: skip
+    inspect = action(
+        "frame_inspect",
+        "look",
+        question="what colour?",
+        time_ranges_hhmmss=[["00:00:01", "00:00:02"]],
+    )
+    settings = load_settings(
+        {
+            **base,
+            "tool_vlm": f"fake:echo?reply=a red square&log={looked}",
+            "llm": "fake:scripted?replies="
+            + json.dumps([inspect, action("answer", "ok", answer="A")]),
+        }
+    )
     with va.Session(settings, library=tmp_path / "lib") as session:
         answer = session.ask(small_video, "What colour?", trace=False, tool_mode="json").answer
     assert len(captioned.read_text().splitlines()) == calls  # nothing captioned again
-    assert [c.caption_model for c in va.Library(tmp_path / "lib").clips(_only_video(tmp_path))] == before
+    assert [
+        c.caption_model for c in va.Library(tmp_path / "lib").clips(_only_video(tmp_path))
+    ] == before
     assert len(looked.read_text().splitlines()) == 1  # frame_inspect asked the tool model
     assert answer.trace is not None
     observed = [e for e in answer.trace.of(Observed) if e.tool == "frame_inspect"]
@@ -202,12 +256,19 @@ def test_dvd_as_published_captions_without_transcripts_and_embeds_the_caption_al
     said = {"clip_index": 0, "transcript": "hello there", "ocr_text": "HELLO VIDAGENT"}
     session.library.update_clips(video_id, [said])
 
-    script = [action("clip_search", "search", event_description="hello"),
-              action("answer", "ok", answer="A")]  # fmt: skip
+    script = [
+        action("clip_search", "search", event_description="hello"),
+        action("answer", "ok", answer="A"),
+    ]
     settings = load_settings({**INDEX_SPECS, "llm": "fake:scripted?replies=" + json.dumps(script)})
     with va.Session(settings, library=tmp_path / "lib") as paper:
-        result = paper.ask(small_video, "What is said?", trace=False, tool_mode="json",
-                           strategy_options={"index": "paper"})  # fmt: skip
+        result = paper.ask(
+            small_video,
+            "What is said?",
+            trace=False,
+            tool_mode="json",
+            strategy_options={"index": "paper"},
+        )
         clips = paper.library.clips(video_id)
         hashes = paper.library.clip_vector_hashes(video_id)
     assert clips and all(c.caption.endswith("Speech was not transcribed.") for c in clips)
@@ -221,6 +282,8 @@ def test_dvd_as_published_captions_without_transcripts_and_embeds_the_caption_al
     assert 'Speech: "hello there"' not in searched.text  # rich results append each clip's speech
     (started,) = trace.of(RunStarted)
     assert started.index == {
-        "stages": ["caption", "embed"], "caption_transcripts": False, "caption_style": "registry",
+        "stages": ["caption", "embed"],
+        "caption_transcripts": False,
+        "caption_style": "registry",
         "embed_text": "caption",
     }

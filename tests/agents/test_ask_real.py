@@ -24,9 +24,14 @@ def test_smollm2_answers_about_a_real_clip(tmp_path: Path) -> None:
     settings = load_settings({"cache": "off"})  # the embedded offline defaults
     options = ["working together", "cooking dinner", "a football match"]
     answer = ask(
-        clip, "What is the video about?", options=options, settings=settings,
-        library=tmp_path / "lib", budget=Budget(steps=3), trace=tmp_path / "trace.jsonl",
-    )  # fmt: skip
+        clip,
+        "What is the video about?",
+        options=options,
+        settings=settings,
+        library=tmp_path / "lib",
+        budget=Budget(steps=3),
+        trace=tmp_path / "trace.jsonl",
+    )
     trace = answer.trace
     assert trace is not None
     started = trace.of(RunStarted)[0]
@@ -48,10 +53,15 @@ def test_smollm2_drives_avi_through_its_phases_on_a_real_clip(tmp_path: Path) ->
     clip = get_clip("vtest.avi")
     settings = load_settings({"cache": "off"})  # the embedded offline defaults
     answer = ask(
-        clip, "How many people walk through the scene?", options=["one", "two", "more than three"],
-        strategy="avi", settings=settings, library=tmp_path / "lib", budget=Budget(steps=2),
+        clip,
+        "How many people walk through the scene?",
+        options=["one", "two", "more than three"],
+        strategy="avi",
+        settings=settings,
+        library=tmp_path / "lib",
+        budget=Budget(steps=2),
         trace=tmp_path / "trace.jsonl",
-    )  # fmt: skip
+    )
     trace = answer.trace
     assert trace is not None
     started = trace.of(RunStarted)[0]

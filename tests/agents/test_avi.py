@@ -51,8 +51,13 @@ OCR = RapidOCRAdapter("pp-ocr")  # the real offline OCR: text_extract_tool reads
 
 def models(settings: Any, llm: FakeAdapter) -> Models:
     vlm = FakeAdapter.function(lambda req: f"saw {req.image_count()} images")
-    adapters = {"llm": llm, "vlm": vlm, "embed": FakeAdapter("hash", {"dim": "32"}), "ocr": OCR,
-                "detector": FakeAdapter("echo")}  # fmt: skip
+    adapters = {
+        "llm": llm,
+        "vlm": vlm,
+        "embed": FakeAdapter("hash", {"dim": "32"}),
+        "ocr": OCR,
+        "detector": FakeAdapter("echo"),
+    }
     return Models.from_adapters(adapters, settings)
 
 
@@ -81,13 +86,15 @@ def phases(answer: Any) -> list[str]:
 
 
 def test_retrieve_perceive_review_offers_only_each_phase_s_tools(indexed: Any) -> None:
-    llm = FakeAdapter.scripted([
-        call("clip_retrieve_tool", query="text on screen"),
-        "The text is around 5-8 s. [STAGE_SWITCH: perceive]",
-        call("text_extract_tool", time_ranges=[[5, 8]]),
-        "Confirmed visually. [STAGE_SWITCH: review]",
-        "The frames show HELLO VIDAGENT.\n**Answer:**B",
-    ])  # fmt: skip
+    llm = FakeAdapter.scripted(
+        [
+            call("clip_retrieve_tool", query="text on screen"),
+            "The text is around 5-8 s. [STAGE_SWITCH: perceive]",
+            call("text_extract_tool", time_ranges=[[5, 8]]),
+            "Confirmed visually. [STAGE_SWITCH: review]",
+            "The frames show HELLO VIDAGENT.\n**Answer:**B",
+        ]
+    )
     answer = ask(indexed, llm)
     assert answer.letter == "B" and not answer.forced and answer.reason == "answered"
     assert offered(llm) == [RETRIEVE, RETRIEVE, PERCEIVE, PERCEIVE, set()]
@@ -101,15 +108,17 @@ def test_retrieve_perceive_review_offers_only_each_phase_s_tools(indexed: Any) -
 
 
 def test_review_sends_back_to_perceive_and_switch_beside_a_call_runs_the_call(indexed: Any) -> None:
-    llm = FakeAdapter.scripted([
-        (call("clip_retrieve_tool", query="text"),),
-        "[STAGE_SWITCH: perceive]",
-        "Nothing to check yet. [STAGE_SWITCH: review]",
-        "Not conclusive. [STAGE_SWITCH: perceive]",  # review -> perceive
-        (call("text_extract_tool", time_ranges=[[4, 9]]),),
-        "[STAGE_SWITCH: review]",
-        "**Answer:** (B)",
-    ])  # fmt: skip
+    llm = FakeAdapter.scripted(
+        [
+            (call("clip_retrieve_tool", query="text"),),
+            "[STAGE_SWITCH: perceive]",
+            "Nothing to check yet. [STAGE_SWITCH: review]",
+            "Not conclusive. [STAGE_SWITCH: perceive]",  # review -> perceive
+            (call("text_extract_tool", time_ranges=[[4, 9]]),),
+            "[STAGE_SWITCH: review]",
+            "**Answer:** (B)",
+        ]
+    )
     answer = ask(indexed, llm)
     assert answer.letter == "B"
     assert stages(llm) == [
@@ -125,19 +134,27 @@ def test_review_sends_back_to_perceive_and_switch_beside_a_call_runs_the_call(in
 
 
 def test_an_answer_while_perceiving_goes_to_review_first(indexed: Any) -> None:
-    llm = FakeAdapter.scripted([
-        "[STAGE_SWITCH: perceive]", "**Answer:**A", "On reflection **Answer:**B",
-    ])  # fmt: skip
+    llm = FakeAdapter.scripted(
+        [
+            "[STAGE_SWITCH: perceive]",
+            "**Answer:**A",
+            "On reflection **Answer:**B",
+        ]
+    )
     answer = ask(indexed, llm)
     assert answer.letter == "B" and stages(llm) == ["RETRIEVE", "PERCEIVE", "REVIEW"]
 
 
 def test_one_tool_call_per_iteration_and_no_tool_of_another_phase(indexed: Any) -> None:
-    llm = FakeAdapter.scripted([
-        (call("clip_retrieve_tool", query="text"), call("global_explore_tool", query="text")),
-        call("object_detect_tool", time_ranges=[[0, 2]], objects=["person"]),
-        "[STAGE_SWITCH: perceive]", "[STAGE_SWITCH: review]", "**Answer:**B",
-    ])  # fmt: skip
+    llm = FakeAdapter.scripted(
+        [
+            (call("clip_retrieve_tool", query="text"), call("global_explore_tool", query="text")),
+            call("object_detect_tool", time_ranges=[[0, 2]], objects=["person"]),
+            "[STAGE_SWITCH: perceive]",
+            "[STAGE_SWITCH: review]",
+            "**Answer:**B",
+        ]
+    )
     answer = ask(indexed, llm)
     seen = {(o.tool, o.error, o.text.split(":")[0]) for o in answer.trace.of(Observed)}
     assert ("global_explore_tool", False, "Skipped") in seen  # the second call is not run
@@ -197,8 +214,15 @@ def test_prompts_are_the_paper_s_figures_verbatim() -> None:
     if not paper.is_file():
         pytest.skip("the AVI paper text is not beside the project")
     flat = re.sub(r"\s+", " ", paper.read_text(encoding="utf-8"))
-    for name in ("avi_tools", "avi_core_protocol", "avi_retrieve", "avi_perceive", "avi_review",
-                 "avi_caption", "avi_graph"):  # fmt: skip
+    for name in (
+        "avi_tools",
+        "avi_core_protocol",
+        "avi_retrieve",
+        "avi_perceive",
+        "avi_review",
+        "avi_caption",
+        "avi_graph",
+    ):
         assert re.sub(r"\s+", " ", load_prompt(name)).strip() in flat, name
 
 
@@ -219,13 +243,16 @@ def test_ablations_change_what_the_agent_can_do(indexed: Any) -> None:
 
 
 def test_json_actions_switch_stages_and_answer(indexed: Any) -> None:
-    llm = FakeAdapter.scripted([
-        action("clip_retrieve_tool", "find the text", query="text on screen"),
-        action("stage_switch", "found 5-8 s", stage="perceive"),
-        action("text_extract_tool", "read it", time_ranges=[[5, 8]]),
-        action("stage_switch", "confirmed", stage="review"),
-        action("answer", "conclusive", answer="B"),
-    ], capabilities=JSON_ONLY)  # fmt: skip
+    llm = FakeAdapter.scripted(
+        [
+            action("clip_retrieve_tool", "find the text", query="text on screen"),
+            action("stage_switch", "found 5-8 s", stage="perceive"),
+            action("text_extract_tool", "read it", time_ranges=[[5, 8]]),
+            action("stage_switch", "confirmed", stage="review"),
+            action("answer", "conclusive", answer="B"),
+        ],
+        capabilities=JSON_ONLY,
+    )
     answer = ask(indexed, llm)
     assert answer.letter == "B" and phases(answer) == ["retrieve", "perceive", "review"]
     assert "stage_switch" in llm.requests[0].messages[0].text  # the protocol lists it
@@ -233,13 +260,15 @@ def test_json_actions_switch_stages_and_answer(indexed: Any) -> None:
 
 def test_grounding_answers_an_interval_with_it_as_evidence(indexed: Any) -> None:
     _, ids, _ = indexed
-    llm = FakeAdapter.scripted([
-        call("clip_retrieve_tool", query="text appears"),
-        "[STAGE_SWITCH: perceive]",
-        call("boundary_detect_tool", time_ranges=[[0, 12]], event="white text appears"),
-        "[STAGE_SWITCH: review]",
-        "**Answer:**[5.0s,8.5s]",
-    ])  # fmt: skip
+    llm = FakeAdapter.scripted(
+        [
+            call("clip_retrieve_tool", query="text appears"),
+            "[STAGE_SWITCH: perceive]",
+            call("boundary_detect_tool", time_ranges=[[0, 12]], event="white text appears"),
+            "[STAGE_SWITCH: review]",
+            "**Answer:**[5.0s,8.5s]",
+        ]
+    )
     answer = ask(indexed, llm, Question("white text appears", tuple(ids), task="ground"))
     assert answer.text == "[5, 8.5]" and [e.to_list() for e in answer.evidence] == [
         [ids[0], 5.0, 8.5]
@@ -257,13 +286,16 @@ def test_several_videos_list_their_lengths_and_tools_take_a_video(
     library, ids, settings = indexed
     other = index_video(counter_video, library=library, settings=settings).video
     assert other is not None
-    llm = FakeAdapter.scripted([
-        call("text_extract_tool", time_ranges=[[5, 8]]),  # wrong phase
-        "[STAGE_SWITCH: perceive]",
-        call("text_extract_tool", time_ranges=[[5, 8]]),  # no video named: the model must say
-        call("text_extract_tool", time_ranges=[[5, 8]], video=ids[0]),
-        "[STAGE_SWITCH: review]", "**Answer:**B",
-    ])  # fmt: skip
+    llm = FakeAdapter.scripted(
+        [
+            call("text_extract_tool", time_ranges=[[5, 8]]),  # wrong phase
+            "[STAGE_SWITCH: perceive]",
+            call("text_extract_tool", time_ranges=[[5, 8]]),  # no video named: the model must say
+            call("text_extract_tool", time_ranges=[[5, 8]], video=ids[0]),
+            "[STAGE_SWITCH: review]",
+            "**Answer:**B",
+        ]
+    )
     answer = AVIAgent(library, models(settings, llm)).run(
         Question(QUESTION, (ids[0], other.video_id), OPTIONS)
     )
@@ -353,18 +385,29 @@ def test_graph_retrieve_finds_the_interaction_the_graph_stage_extracted(
     library, ids, settings = build_library(tmp_path / "lib", small_video)
     extraction = {
         "video_analysis": [
-            {"subject_id": "Subject_1", "subject_name": "Man in red shirt",
-             "appearance_timeline": [["00:00:00", "00:00:10"]], "attributes": ["red shirt"],
-             "actions_events": []},
-            {"subject_id": "Subject_2", "subject_name": "Reader",
-             "appearance_timeline": [["00:00:04", "00:00:12"]], "attributes": [], "actions_events": []},
+            {
+                "subject_id": "Subject_1",
+                "subject_name": "Man in red shirt",
+                "appearance_timeline": [["00:00:00", "00:00:10"]],
+                "attributes": ["red shirt"],
+                "actions_events": [],
+            },
+            {
+                "subject_id": "Subject_2",
+                "subject_name": "Reader",
+                "appearance_timeline": [["00:00:04", "00:00:12"]],
+                "attributes": [],
+                "actions_events": [],
+            },
         ],
         "interactions": [
-            {"subjects_involved": ["Subject_1", "Subject_2"],
-             "interaction_description": "Subject_1 hands Subject_2 a book",
-             "timestamp": ["00:00:05", "00:00:08"]},
+            {
+                "subjects_involved": ["Subject_1", "Subject_2"],
+                "interaction_description": "Subject_1 hands Subject_2 a book",
+                "timestamp": ["00:00:05", "00:00:08"],
+            },
         ],
-    }  # fmt: skip
+    }
     extractor = FakeAdapter("fig8", {"reply": json.dumps(extraction)})
     graph_hub = Models.from_adapters(
         {"llm": extractor, "embed": FakeAdapter("hash", {"dim": "32"})}, settings
@@ -372,10 +415,14 @@ def test_graph_retrieve_finds_the_interaction_the_graph_stage_extracted(
     index_video(
         small_video, library=library, models=graph_hub, settings=settings, stages=("graph",)
     )
-    llm = FakeAdapter.scripted([
-        call("graph_retrieve_tool", query="Subject_1 and Subject_2"),
-        "[STAGE_SWITCH: perceive]", "[STAGE_SWITCH: review]", "**Answer:**B",
-    ])  # fmt: skip
+    llm = FakeAdapter.scripted(
+        [
+            call("graph_retrieve_tool", query="Subject_1 and Subject_2"),
+            "[STAGE_SWITCH: perceive]",
+            "[STAGE_SWITCH: review]",
+            "**Answer:**B",
+        ]
+    )
     answer = AVIAgent(library, models(settings, llm)).run(Question(QUESTION, tuple(ids), OPTIONS))
     found = next(o for o in answer.trace.of(Observed) if o.tool == "graph_retrieve_tool")
     assert not found.error and "--[Subject_1 hands Subject_2 a book]-->" in found.text
@@ -404,8 +451,13 @@ def test_global_explore_reads_every_caption_in_windows_when_the_context_is_small
         return f"summary {len(asked)}\n[0-5]: relevant"
 
     small = Capabilities(roles=frozenset({"llm"}), context_tokens=2200, local=True)
-    hub = Models.from_adapters({"llm": FakeAdapter.function(explore, capabilities=small),
-                                "embed": FakeAdapter("hash", {"dim": "32"})}, settings)  # fmt: skip
+    hub = Models.from_adapters(
+        {
+            "llm": FakeAdapter.function(explore, capabilities=small),
+            "embed": FakeAdapter("hash", {"dim": "32"}),
+        },
+        settings,
+    )
     ctx = ToolContext(library, hub, list(ids))
     obs = global_explore_tool(ctx, {"query": "what text appears"})
     captions = [c.caption.strip() for c in library.clips(ids[0])]

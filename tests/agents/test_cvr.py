@@ -109,8 +109,12 @@ SIDE_BY_SIDE = _act(
 
 def hub(llm: FakeAdapter, vlm: FakeAdapter) -> Models:
     """The master, the visual model, and a fake Whisper that hears "hello there" in any audio."""
-    adapters = {"llm": llm, "vlm": vlm, "embed": FakeAdapter("hash", {"dim": "32"}),
-                "asr": FakeAdapter("echo", {"text": "hello there"})}  # fmt: skip
+    adapters = {
+        "llm": llm,
+        "vlm": vlm,
+        "embed": FakeAdapter("hash", {"dim": "32"}),
+        "asr": FakeAdapter("echo", {"text": "hello there"}),
+    }
     return Models.from_adapters(adapters, load_settings(INDEX_SPECS))
 
 
@@ -189,9 +193,12 @@ def test_clip_times_are_relative_and_indexed_speech_is_reused(
         _act("answer", final_answer="A"),
     ]
     question = CvrQuestion(
-        "Which clip comes first?", (ids[0],), ("one", "two"), cvr_task="NC",
+        "Which clip comes first?",
+        (ids[0],),
+        ("one", "two"),
+        cvr_task="NC",
         inputs=(CvrInput(ids[0], spans=((0, 4),)), CvrInput(ids[0], spans=((6, 10),))),
-    )  # fmt: skip
+    )
     answer = _agent(library, replies, visual).run(question, Trace(tmp_path / "t.jsonl"))
     assert answer.letter == "A"
     trace = Trace.load(tmp_path / "t.jsonl")
@@ -214,9 +221,13 @@ def test_frames_past_the_visual_models_limit_are_shared_out(
     visual = Visual()
     wide = _act(
         "observe",
-        params={"observation_targets": [
-            {"video_index": 1, "num_frames": 64}, {"video_index": 2, "num_frames": 64}]},
-    )  # fmt: skip
+        params={
+            "observation_targets": [
+                {"video_index": 1, "num_frames": 64},
+                {"video_index": 2, "num_frames": 64},
+            ]
+        },
+    )
     vlm = FakeAdapter.function(visual)
     vlm.capabilities = vlm.capabilities.__class__(**{**vlm.capabilities.__dict__, "max_images": 10})
     models = hub(FakeAdapter.scripted([wide, _act("answer", final_answer="A")]), vlm)
@@ -244,15 +255,24 @@ def test_drone_view_folders_have_the_objects_boxed(tmp_path: Path) -> None:
     visual = Visual()
     replies = [
         _act("get_caption", params={"video_index": 1}),  # refused: MSR has no audio tool
-        _act("observe", params={"observation_targets": [
-            {"video_index": 1, "start_frame": 0, "end_frame": 19, "num_frames": 4},
-            {"video_index": 2, "start_time": 5, "end_time": 9, "num_frames": 2}]}),
+        _act(
+            "observe",
+            params={
+                "observation_targets": [
+                    {"video_index": 1, "start_frame": 0, "end_frame": 19, "num_frames": 4},
+                    {"video_index": 2, "start_time": 5, "end_time": 9, "num_frames": 2},
+                ]
+            },
+        ),
         _act("answer", final_answer="B"),
-    ]  # fmt: skip
+    ]
     question = CvrQuestion(
-        "Where is obj_1?", (), ("left", "right"), cvr_task="MSR",
+        "Where is obj_1?",
+        (),
+        ("left", "right"),
+        cvr_task="MSR",
         inputs=(CvrInput(folder=str(views[0]), boxes=boxes), CvrInput(folder=str(views[1]))),
-    )  # fmt: skip
+    )
     library = Library(tmp_path / "lib")
     answer = _agent(library, replies, visual).run(question, Trace(tmp_path / "t.jsonl"))
     assert answer.letter == "B"
@@ -393,8 +413,11 @@ def test_the_index_is_read_only_when_allowed(
         users.append(request.messages[1].text)
         return next(replies)
 
-    agent = CVRAgent(library, hub(FakeAdapter.function(master), FakeAdapter.function(Visual())),
-                     options={"index": index})  # fmt: skip
+    agent = CVRAgent(
+        library,
+        hub(FakeAdapter.function(master), FakeAdapter.function(Visual())),
+        options={"index": index},
+    )
     answer = agent.run(Question("What is said?", (ids[0],)), Trace(tmp_path / "t.jsonl"))
     assert answer.text == "hello there"
     shown = json.loads(users[0])["videos"][0]
@@ -426,9 +449,13 @@ def test_on_demand_speech_asks_whisper_for_the_papers_decoding() -> None:
 
     whisper = FasterWhisperAdapter("tiny.en")
     assert whisper.decoding(request) == {
-        "beam_size": 5, "temperature": 0.0, "log_prob_threshold": -1.0,
-        "no_speech_threshold": 0.6, "condition_on_previous_text": False, "vad_filter": False,
-    }  # fmt: skip
+        "beam_size": 5,
+        "temperature": 0.0,
+        "log_prob_threshold": -1.0,
+        "no_speech_threshold": 0.6,
+        "condition_on_previous_text": False,
+        "vad_filter": False,
+    }
     # an ingest request (no settings) keeps the adapter's options and faster-whisper's defaults
     plain = FasterWhisperAdapter("tiny.en", {"beam_size": "2", "vad": "0"})
     assert plain.decoding(TranscribeRequest(audio)) == {"beam_size": 2, "vad_filter": False}

@@ -432,11 +432,17 @@ def test_on_action_sees_each_action_before_it_is_served() -> None:
     env = TextEnv(TWO)
     log: list[str] = []
     run_master(
-        chat, env, query="q", options=["a", "b"], task=None,
+        chat,
+        env,
+        query="q",
+        options=["a", "b"],
+        task=None,
         on_action=lambda t: log.append(f"action {t.turn} after {len(env.calls)} calls"),
         on_turn=lambda t: log.append(f"turn {t.turn} after {len(env.calls)} calls"),
-    )  # fmt: skip
+    )
     assert log == [
-        "action 1 after 0 calls", "turn 1 after 1 calls", "action 2 after 1 calls",
+        "action 1 after 0 calls",
+        "turn 1 after 1 calls",
+        "action 2 after 1 calls",
         "turn 2 after 1 calls",
-    ]  # fmt: skip
+    ]

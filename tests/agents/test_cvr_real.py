@@ -23,10 +23,15 @@ def test_smollm2_masters_two_real_clips(tmp_path: Path) -> None:
     clips = [get_clip("vtest.avi"), get_clip("wannaworktogether.mp4")]
     settings = load_settings({"cache": "off"})  # the embedded offline defaults
     answer = ask(
-        clips, "Which video has people walking?", options=["Video 1", "Video 2"],
-        strategy="cvr", settings=settings, library=tmp_path / "lib", budget=Budget(steps=2),
+        clips,
+        "Which video has people walking?",
+        options=["Video 1", "Video 2"],
+        strategy="cvr",
+        settings=settings,
+        library=tmp_path / "lib",
+        budget=Budget(steps=2),
         trace=tmp_path / "trace.jsonl",
-    )  # fmt: skip
+    )
     trace = answer.trace
     assert trace is not None
     started = trace.of(RunStarted)[0]

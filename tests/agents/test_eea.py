@@ -56,9 +56,16 @@ def longest_gap(points: Sequence[int], a: int, b: int) -> int:
     return max(y - x for x, y in itertools.pairwise(marks))
 
 
-@pytest.mark.parametrize(("a", "b", "budget", "anchors"), [
-    (0, 11, 4, []), (0, 179, 4, []), (0, 179, 6, [10]), (0, 40, 3, [5, 6]), (3, 30, 5, [29]),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("a", "b", "budget", "anchors"),
+    [
+        (0, 11, 4, []),
+        (0, 179, 4, []),
+        (0, 179, 6, [10]),
+        (0, 40, 3, [5, 6]),
+        (3, 30, 5, [29]),
+    ],
+)
 def test_coverage_minimises_the_longest_unobserved_gap(
     a: int, b: int, budget: int, anchors: list[int]
 ) -> None:
@@ -139,8 +146,10 @@ def test_fusion_leans_on_u_when_rewards_tie_and_on_r_when_one_wins() -> None:
 
 
 def test_memory_keeps_the_best_rewarded_frames_in_time_order() -> None:
-    kids = [Node(i, "v", a, b, r=r) for i, (a, b, r) in
-            enumerate([(0, 10, 5.0), (10, 20, 90.0), (20, 30, 10.0), (30, 40, 0.0)])]  # fmt: skip
+    kids = [
+        Node(i, "v", a, b, r=r)
+        for i, (a, b, r) in enumerate([(0, 10, 5.0), (10, 20, 90.0), (20, 30, 10.0), (30, 40, 0.0)])
+    ]
     memory = update_memory([], [("v", 10), ("v", 20), ("v", 30)], kids, 2, 1)
     # frame 10 and 20 touch the 90 segment; 30 separates 10 and 0
     assert [(m.t, m.score) for m in memory] == [(10, 90.0), (20, 90.0)]
@@ -179,8 +188,9 @@ def test_clips_merge_by_temporal_overlap_into_anchors() -> None:
 
 
 def test_queries_are_normalised_and_deduplicated() -> None:
-    found = normalise_queries(["A Man  OPENS a door", "a man opens a door", "", "Sign", "x", "y", "z"],
-                              known=["sign"])  # fmt: skip
+    found = normalise_queries(
+        ["A Man  OPENS a door", "a man opens a door", "", "Sign", "x", "y", "z"], known=["sign"]
+    )
     assert found == ["a man opens a door", "x", "y", "z"]
 
 
@@ -200,9 +210,14 @@ class Backbone:
         update: str = "{}",
     ) -> None:
         self.policy = list(policy)
-        self.reward = reward or (lambda ids: json.dumps(
-            {f"Segment {i}": {"explanation": f"seg {i}", "score": 10 * (k + 1)} for k, i in enumerate(ids)}
-        ))  # fmt: skip
+        self.reward = reward or (
+            lambda ids: json.dumps(
+                {
+                    f"Segment {i}": {"explanation": f"seg {i}", "score": 10 * (k + 1)}
+                    for k, i in enumerate(ids)
+                }
+            )
+        )
         self.queries, self.update = queries, update
         self.requests: list[ChatRequest] = []
 
@@ -220,8 +235,12 @@ class Backbone:
         return self.policy.pop(0)
 
     def kinds(self) -> list[str]:
-        names = {"Produce short": "discover", "reward model": "reward",
-                 "video-understanding": "update", "helpful assistant": "policy"}  # fmt: skip
+        names = {
+            "Produce short": "discover",
+            "reward model": "reward",
+            "video-understanding": "update",
+            "helpful assistant": "policy",
+        }
         return [
             next(v for k, v in names.items() if k in r.messages[-1].text) for r in self.requests
         ]
@@ -246,8 +265,14 @@ def hub(settings: Settings, backbone: Backbone) -> Models:
     return Models.from_adapters(adapters, settings)
 
 
-def solve(indexed: Indexed, backbone: Backbone, videos: int = 1, options: Sequence[str] = OPTIONS,
-          max_steps: int | None = None, **settings: Any) -> Answer:  # fmt: skip
+def solve(
+    indexed: Indexed,
+    backbone: Backbone,
+    videos: int = 1,
+    options: Sequence[str] = OPTIONS,
+    max_steps: int | None = None,
+    **settings: Any,
+) -> Answer:
     library, ids, config = indexed
     budget = Budget(steps=max_steps) if max_steps else None
     agent = EEAAgent(library, hub(config, backbone), budget=budget, **settings)
@@ -321,8 +346,10 @@ def test_forced_answer_at_max_rounds(indexed: Indexed) -> None:
     assert (answer.letter, answer.forced, answer.reason) == ("A", True, "max_steps")
     assert len(rounds(answer)) == 2
     final = backbone.requests[-1].messages[-1].text
-    assert final.endswith("You must answer now: select the best answer from the options and "
-                          "directly provide the answer without giving any explanation.")  # fmt: skip
+    assert final.endswith(
+        "You must answer now: select the best answer from the options and "
+        "directly provide the answer without giving any explanation."
+    )
 
 
 def test_a_malformed_reward_reply_is_retried_then_scored_zero(indexed: Indexed) -> None:
@@ -431,8 +458,12 @@ def test_without_query_update_and_without_dqm(indexed: Indexed) -> None:
 
 
 def scores_u(candidate: dict[str, Any], anchors: list[dict[str, Any]]) -> float:
-    inside = [a["phi_n"] for a in anchors
-              if a["video_id"] == candidate["video_id"] and candidate["span"][0] <= a["t"] <= candidate["span"][1]]  # fmt: skip
+    inside = [
+        a["phi_n"]
+        for a in anchors
+        if a["video_id"] == candidate["video_id"]
+        and candidate["span"][0] <= a["t"] <= candidate["span"][1]
+    ]
     return query_score(inside)
 
 
@@ -549,8 +580,21 @@ def test_cli_ask_shows_each_round_and_replays(
     env["VIDAGENT_VLM"] = "fake:scripted?replies=" + json.dumps(replies)
     env["VIDAGENT_CAPTIONER"] = "perception:describer"  # the index's captions, not the script
     trace = tmp_path / "run.jsonl"
-    out = vidagent("ask", str(small_video), QUESTION, "-o", OPTIONS[0], "-o", OPTIONS[1],
-                   "--strategy", "eea", "--trace", str(trace), home=_isolated_home, env=env)  # fmt: skip
+    out = vidagent(
+        "ask",
+        str(small_video),
+        QUESTION,
+        "-o",
+        OPTIONS[0],
+        "-o",
+        OPTIONS[1],
+        "--strategy",
+        "eea",
+        "--trace",
+        str(trace),
+        home=_isolated_home,
+        env=env,
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     heads = [line for line in lines if line.startswith("round ")]
@@ -575,9 +619,15 @@ def test_embedded_defaults_answer_a_real_clip(indexed: Indexed, tmp_path: Path) 
     library, ids, _ = indexed
     settings = load_settings({**INDEX_SPECS, "llm": "llamacpp:smollm2-135m"})
     answer = ask(
-        ids[0], QUESTION, options=OPTIONS, strategy="eea", settings=settings, library=library,
-        trace=tmp_path / "trace.jsonl", budget=Budget(steps=2),
-    )  # fmt: skip
+        ids[0],
+        QUESTION,
+        options=OPTIONS,
+        strategy="eea",
+        settings=settings,
+        library=library,
+        trace=tmp_path / "trace.jsonl",
+        budget=Budget(steps=2),
+    )
     trace = answer.trace
     assert trace is not None and 1 <= len(trace.of(SearchRound)) <= 2
     # well formed: a parsed answer names one option; an unparsable one says so, never guesses
@@ -626,9 +676,12 @@ def bench_hub(settings: Settings) -> Models:
     ],
 )
 def test_the_papers_benchmark_settings_run_through_bench_run(
-    tmp_path: Path, benchmark: str, split: str | None, options: dict[str, Any],
+    tmp_path: Path,
+    benchmark: str,
+    split: str | None,
+    options: dict[str, Any],
     expected: dict[str, Any],
-) -> None:  # fmt: skip
+) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -642,17 +695,29 @@ def test_the_papers_benchmark_settings_run_through_bench_run(
     data = tmp_path / "data"
     if benchmark == "mmbench_video":
         data.mkdir()
-        rows = ["index\tvideo\tvideo_type\tquestion\tanswer\tdimensions\tvideo_path",
-                "1\tv1\tcooking\tWhat is the video about?\tA cooking show\t['Video Topic']\t./video/v1.mp4",
-                "2\tv1\tcooking\tWhat is shown?\tFood\t['OCR']\t./video/v1.mp4"]  # fmt: skip
+        rows = [
+            "index\tvideo\tvideo_type\tquestion\tanswer\tdimensions\tvideo_path",
+            "1\tv1\tcooking\tWhat is the video about?\tA cooking show\t['Video Topic']\t./video/v1.mp4",
+            "2\tv1\tcooking\tWhat is shown?\tFood\t['OCR']\t./video/v1.mp4",
+        ]
         (data / "MMBench-Video.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
         make_videos(data / "video", "v1")
     else:
+
         def row(qid: str) -> dict[str, Any]:
-            return {"video_id": "601", "duration": "long", "domain": "Knowledge",
-                    "sub_category": "Astronomy", "url": "", "videoID": "vidLong01",
-                    "question_id": qid, "task_type": "Counting Problem", "question": "How many?",
-                    "options": ["A. one", "B. two", "C. three", "D. four"], "answer": "B"}  # fmt: skip
+            return {
+                "video_id": "601",
+                "duration": "long",
+                "domain": "Knowledge",
+                "sub_category": "Astronomy",
+                "url": "",
+                "videoID": "vidLong01",
+                "question_id": qid,
+                "task_type": "Counting Problem",
+                "question": "How many?",
+                "options": ["A. one", "B. two", "C. three", "D. four"],
+                "answer": "B",
+            }
 
         (data / "videomme").mkdir(parents=True)
         table = pa.Table.from_pylist([row("601-1"), row("601-2")])
@@ -684,13 +749,21 @@ def test_over_an_openai_compatible_endpoint(indexed: Indexed, model: str) -> Non
     from faultserver import Behaviour, FaultServer, completion
 
     library, ids, _ = indexed
-    reward = json.dumps({f"Segment {i}": {"explanation": "a wall", "score": 10 * i} for i in range(1, 6)})
+    reward = json.dumps(
+        {f"Segment {i}": {"explanation": "a wall", "score": 10 * i} for i in range(1, 6)}
+    )
     replies = ['["a sign on a white wall"]', reward, '{"query1": "white wall"}', "(B)"]
     server = FaultServer().start()
     try:
         server.script(*(Behaviour(body=completion(text)) for text in replies))
-        settings = load_settings({**INDEX_SPECS, "vlm": f"openai:{model}",
-                                  "openai_base_url": server.base_url, "openai_api_key": "sk-test"})  # fmt: skip
+        settings = load_settings(
+            {
+                **INDEX_SPECS,
+                "vlm": f"openai:{model}",
+                "openai_base_url": server.base_url,
+                "openai_api_key": "sk-test",
+            }
+        )
         with Models(settings) as models:
             answer = EEAAgent(library, models).run(Question(QUESTION, (ids[0],), OPTIONS))
         bodies = server.bodies("/chat/completions")
@@ -738,7 +811,9 @@ def test_with_an_image_text_model_eea_retrieves_frames_and_captions_nothing(
         "embed": FakeAdapter("hash", {"dim": "32"}),
         "image_embed": create_adapter(spec, settings, "image_embed"),
     }
-    with Session(settings, library=tmp_path / "lib", models=Models.from_adapters(adapters, settings)) as session:
+    with Session(
+        settings, library=tmp_path / "lib", models=Models.from_adapters(adapters, settings)
+    ) as session:
         result = session.ask(small_video, QUESTION, options=OPTIONS, strategy="eea", trace=False)
         (record,) = session.library.list_videos()
         times, vectors = session.library.frame_vectors(record.video_id)

@@ -32,8 +32,13 @@ def test_retrieval_meets_its_floor_on_the_real_clips(tmp_path: Path) -> None:
     right, spans = set(), {}
     with Session(settings) as session:
         for sample in loaded.samples:
-            result = session.ask(sample.videos[0], sample.question, options=sample.options,
-                                 strategy="retrieval", trace=False)  # fmt: skip
+            result = session.ask(
+                sample.videos[0],
+                sample.question,
+                options=sample.options,
+                strategy="retrieval",
+                trace=False,
+            )
             answer = result.answer
             assert answer is not None
             if answer.choice == sample.answer:

@@ -123,9 +123,12 @@ def test_registered_with_its_index_plan_and_checked_options(indexed: Any) -> Non
     assert started.index["stages"] == ["transcribe", "read_text", "caption", "embed"]
     assert started.index["embed_text"] == "caption+speech+text"
     assert started.settings == {
-        "tool_mode": "auto", "max_tokens": None, "top_k": 8, "lexical_weight": 1.0,
+        "tool_mode": "auto",
+        "max_tokens": None,
+        "top_k": 8,
+        "lexical_weight": 1.0,
         "fields": ["transcript", "ocr_text", "caption"],
-    }  # fmt: skip
+    }
     with pytest.raises(ConfigError, match="top_k must be at least 1"):
         RetrievalAgent.parse_options({"top_k": 0})
     with pytest.raises(ConfigError, match="retrieval has no option temperature"):
@@ -135,8 +138,16 @@ def test_registered_with_its_index_plan_and_checked_options(indexed: Any) -> Non
 def test_ask_shows_each_options_score_live(small_video: Path, _isolated_home: Path) -> None:
     env = {f"VIDAGENT_{k.upper()}": v for k, v in SPECS.items()}
     env["VIDAGENT_LLM"] = "fake:scripted?replies=[]"  # any llm call would fail the run
-    out = vidagent("ask", str(small_video), QUESTION, *(a for o in OPTIONS for a in ("-o", o)),
-                   "--strategy", "retrieval", home=_isolated_home, env=env)  # fmt: skip
+    out = vidagent(
+        "ask",
+        str(small_video),
+        QUESTION,
+        *(a for o in OPTIONS for a in ("-o", o)),
+        "--strategy",
+        "retrieval",
+        home=_isolated_home,
+        env=env,
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     shown = [line for line in lines if line.startswith("step 1 · retrieval ")]
@@ -184,8 +195,20 @@ def test_bench_run_grounds_charades_sta_with_intervals(
     env = {f"VIDAGENT_{k.upper()}": v for k, v in INDEX_SPECS.items()}
     env["VIDAGENT_LLM"] = "fake:scripted?replies=[]"  # any llm call would fail the question
     out = tmp_path / "run"
-    done = vidagent("bench", "run", "charades_sta", "--data", str(data), "-s", "retrieval",
-                    "--out", str(out), "--quiet", home=_isolated_home, env=env)  # fmt: skip
+    done = vidagent(
+        "bench",
+        "run",
+        "charades_sta",
+        "--data",
+        str(data),
+        "-s",
+        "retrieval",
+        "--out",
+        str(out),
+        "--quiet",
+        home=_isolated_home,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     (row,) = read_rows(out / "predictions.jsonl").values()
     assert row["error"] is None and row["prediction"] == "[0.0, 3.0]"

@@ -81,7 +81,9 @@ def test_dvd_fits_a_long_observation_into_a_small_context(indexed: Indexed) -> N
     ]
     llm, model = small(script)
     vlm = FakeAdapter.function(lambda req: "The frames show a wall. " * 1500)  # ~9,000 tokens
-    answer = DVDAgent(library, hub(settings, llm, vlm)).run(Question("What text?", (video_id,), OPTIONS))
+    answer = DVDAgent(library, hub(settings, llm, vlm)).run(
+        Question("What text?", (video_id,), OPTIONS)
+    )
     assert (answer.letter, answer.reason, answer.forced) == ("B", "answered", False)
     assert model.largest <= CONTEXT  # the model never saw a request it had to refuse
     assert any("cut in the middle" in note or "elided" in note for note in fitted(answer))
@@ -133,8 +135,14 @@ def test_videoagent2_ends_a_repeated_invalid_plan_with_a_forced_answer(indexed: 
 
     hub_ = hub(settings, FakeAdapter.function(reply))
     with Session(settings, library=library, models=hub_) as session:
-        result = session.ask(video_id, "What text?", options=OPTIONS, strategy="videoagent2",
-                             trace=False, strategy_options={"context": "index"})  # fmt: skip
+        result = session.ask(
+            video_id,
+            "What text?",
+            options=OPTIONS,
+            strategy="videoagent2",
+            trace=False,
+            strategy_options={"context": "index"},
+        )
     answer = result.answer
     assert answer is not None
     assert (answer.letter, answer.forced, answer.reason) == ("B", True, "repeated_failures")
@@ -161,14 +169,24 @@ def test_clamped_arguments_are_used_and_reported(indexed: Indexed) -> None:
 def _tool_call(name: str, **arguments: Any) -> dict[str, Any]:
     import json
 
-    return {"id": f"call_{name}", "type": "function",
-            "function": {"name": name, "arguments": json.dumps(arguments)}}  # fmt: skip
+    return {
+        "id": f"call_{name}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
 
 
 def _remote(server: FaultServer) -> Settings:
-    return load_settings({**INDEX_SPECS, "llm": "openai:agent", "vlm": "openai:vision",
-                          "openai_base_url": server.base_url, "openai_api_key": "sk-test",
-                          "max_retries": 0})  # fmt: skip
+    return load_settings(
+        {
+            **INDEX_SPECS,
+            "llm": "openai:agent",
+            "vlm": "openai:vision",
+            "openai_base_url": server.base_url,
+            "openai_api_key": "sk-test",
+            "max_retries": 0,
+        }
+    )
 
 
 def test_dvd_a_vlm_refusal_is_an_observation_the_agent_reacts_to(
@@ -194,10 +212,12 @@ def test_dvd_a_reasoning_model_refusal_forces_a_recorded_answer(
 ) -> None:
     library, video_id, _ = indexed
     server.script(
-        Behaviour(body=completion("", tool_calls=[_tool_call("clip_search", event_description="x")])),
+        Behaviour(
+            body=completion("", tool_calls=[_tool_call("clip_search", event_description="x")])
+        ),
         rejected("content filter"),
         Behaviour(body=completion("B")),
-    )  # fmt: skip
+    )
     with Models(_remote(server)) as models:
         answer = DVDAgent(library, models).run(Question("What text?", (video_id,), OPTIONS))
     assert (answer.letter, answer.forced, answer.reason) == ("B", True, "model_error")
@@ -216,7 +236,12 @@ def test_videoagent2_a_refusal_twice_gives_an_empty_answer_saying_why(
     with Models(_remote(server)) as models:
         agent = VideoAgent2Agent(library, models, context="index")
         answer = agent.run(Question("What text?", (video_id,), OPTIONS))
-    assert (answer.text, answer.parsed, answer.forced, answer.reason) == ("", False, True, "model_error")
+    assert (answer.text, answer.parsed, answer.forced, answer.reason) == (
+        "",
+        False,
+        True,
+        "model_error",
+    )
     assert "the final answer call failed too" in answer.note
     assert answer.trace is not None and answer.trace.totals is not None  # the run finished
 

@@ -109,17 +109,27 @@ def test_videoagent2_and_avi_see_the_evidence_before_their_first_turn(indexed: I
 
     llm = FakeAdapter.function(reply, capabilities=JSON_ONLY)
     with Session(smoke(settings), library=library, models=hub(smoke(settings), llm)) as session:
-        result = session.ask(vid, "What text appears?", options=OPTIONS, strategy="videoagent2",
-                             trace=False, strategy_options={"context": "index"})  # fmt: skip
+        result = session.ask(
+            vid,
+            "What text appears?",
+            options=OPTIONS,
+            strategy="videoagent2",
+            trace=False,
+            strategy_options={"context": "index"},
+        )
     first = llm.requests[0].messages
     assert first[0].text.startswith("Observation from retrieval:")
     assert first[1].text.startswith("Now we have a memory bank")  # prompt_Answer, unchanged
     assert result.answer is not None and result.answer.letter == "B"
 
     avi = FakeAdapter.scripted(
-        [action("stage_switch", stage="perceive"), action("stage_switch", stage="review"),
-         action("answer", answer="**Answer:**B")], capabilities=JSON_ONLY,
-    )  # fmt: skip
+        [
+            action("stage_switch", stage="perceive"),
+            action("stage_switch", stage="review"),
+            action("answer", answer="**Answer:**B"),
+        ],
+        capabilities=JSON_ONLY,
+    )
     with Session(smoke(settings), library=library, models=hub(smoke(settings), avi)) as session:
         session.ask(vid, "What text appears?", options=OPTIONS, strategy="avi", trace=False)
     sent = avi.requests[0].messages
@@ -163,16 +173,23 @@ def test_an_identical_call_that_worked_runs_again_except_with_the_smoke_test_llm
     assert answer.letter == "B" and not answer.forced
     assert answer.trace is not None
     assert [c.tool for c in answer.trace.of(ToolCalled)] == [
-        "clip_search", "clip_search", "frame_inspect", "frame_inspect", "answer",
-    ]  # fmt: skip
+        "clip_search",
+        "clip_search",
+        "frame_inspect",
+        "frame_inspect",
+        "answer",
+    ]
     assert [o.error for o in answer.trace.of(Observed)] == [False, False, True, False, False]
     # The embedded SmolLM2 loops on one call: its repeats are refused even when they worked.
     models = hub(smoke(settings), FakeAdapter.scripted(script))
     looped = DVDAgent(library, models, evidence_first="off").run(question)
     assert looped.letter == "B" and looped.trace is not None
     assert [c.tool for c in looped.trace.of(ToolCalled)] == [
-        "clip_search", "frame_inspect", "frame_inspect", "answer",
-    ]  # fmt: skip
+        "clip_search",
+        "frame_inspect",
+        "frame_inspect",
+        "answer",
+    ]
     seen = looped.trace.of(Observed)
     assert "already made (step 1); its result is above and unchanged" in seen[1].text
 

@@ -32,9 +32,12 @@ def last_line(stderr: str) -> str:
 
 @pytest.mark.parametrize("strategy", NAMES)
 def test_an_unknown_option_names_the_allowed_ones(strategy: str, _isolated_home: Path) -> None:
-    out = vidagent("ask", "clip.mp4", "What?", "-s", strategy, "--set", "bogus=1",
-                   home=_isolated_home)  # fmt: skip
-    allowed = ", ".join(sorted(f.name for f in dataclasses.fields(strategy_class(strategy).Options)))
+    out = vidagent(
+        "ask", "clip.mp4", "What?", "-s", strategy, "--set", "bogus=1", home=_isolated_home
+    )
+    allowed = ", ".join(
+        sorted(f.name for f in dataclasses.fields(strategy_class(strategy).Options))
+    )
     assert out.returncode == 1
     assert last_line(out.stderr) == f"error: {strategy} has no option bogus; its options: {allowed}"
 
@@ -42,8 +45,9 @@ def test_an_unknown_option_names_the_allowed_ones(strategy: str, _isolated_home:
 @pytest.mark.parametrize("strategy", NAMES)
 def test_an_ill_typed_option_is_one_line(strategy: str, _isolated_home: Path) -> None:
     name = typed_field(strategy_class(strategy))
-    out = vidagent("ask", "clip.mp4", "What?", "-s", strategy, "--set", f"{name}=lots",
-                   home=_isolated_home)  # fmt: skip
+    out = vidagent(
+        "ask", "clip.mp4", "What?", "-s", strategy, "--set", f"{name}=lots", home=_isolated_home
+    )
     assert out.returncode == 1
     assert last_line(out.stderr).startswith(f"error: {strategy} option {name}: ")
     assert "(got 'lots')" in out.stderr
@@ -56,8 +60,16 @@ def test_a_list_option_with_unknown_members(_isolated_home: Path) -> None:
 
 
 def test_a_nested_option_is_checked_too(_isolated_home: Path) -> None:
-    out = vidagent("ask", "clip.mp4", "What?", "-s", "videoagent2", "--set",
-                   'tool_options={"detect_alpha": "wide"}', home=_isolated_home)  # fmt: skip
+    out = vidagent(
+        "ask",
+        "clip.mp4",
+        "What?",
+        "-s",
+        "videoagent2",
+        "--set",
+        'tool_options={"detect_alpha": "wide"}',
+        home=_isolated_home,
+    )
     assert out.returncode == 1
     assert last_line(out.stderr).startswith("error: videoagent2 option tool_options.detect_alpha: ")
 

@@ -200,8 +200,11 @@ def test_plan_is_created_then_adjusted_and_returns_merge_with_confidence(indexed
     assert [m.role for m in chat] == ["user", "assistant"] * 4 + ["user"]
     assert "the latest one follows below" in chat[0].text and SEGMENT_CAPTION not in chat[0].text
     assert [chat[2].text, chat[3].text, chat[6].text, chat[7].text] == [
-        create[0], CAPTION_5_7, adjusted[0], adjust,
-    ]  # fmt: skip
+        create[0],
+        CAPTION_5_7,
+        adjusted[0],
+        adjust,
+    ]
     first, second = bank_of(chat[-1].text)["Tools return value"]
     assert first["call"] == {"tool_name": "Image Caption Tool", "frame_range": "5-7"}
     assert first["step"] == 1 and first["confidence"] == 0.75
@@ -269,9 +272,12 @@ def test_json_protocol_for_models_without_tool_calling(indexed: Indexed) -> None
     assert assess.messages[-1].text.endswith("else your confidence score from 1 to 5.")
     choices = plan.response_schema["properties"]["Action"]["anyOf"]
     assert [c["properties"]["tool_name"]["enum"] for c in choices] == [
-        ["Image Caption Tool"], ["Object Detection Tool"], ["Image Zoom in and Caption Tool"],
-        ["Image Zoom in and Object Detection Tool"], ["Object Tracking Tool"],
-    ]  # fmt: skip
+        ["Image Caption Tool"],
+        ["Object Detection Tool"],
+        ["Image Zoom in and Caption Tool"],
+        ["Image Zoom in and Object Detection Tool"],
+        ["Object Tracking Tool"],
+    ]
     frames = choices[-1]["properties"]["frame_range"]
     assert frames["pattern"] == "^[0-9]{1,2}(-[0-9]{1,2})?$"  # frames 0 to 12
     assert plan.messages[-1].text.endswith('"Action" is the command to call a tool.')
@@ -411,7 +417,10 @@ def test_the_describer_captions_segments_from_the_index_rows(indexed: Indexed) -
     ("reply", "expected"),
     [
         (says("B", 4), ("B", 4.0)),
-        ("the answer is A?\nYes, the  answer is (C) a dog,\n(confidence  score = 4.5)", ("(C) a dog", 4.5)),
+        (
+            "the answer is A?\nYes, the  answer is (C) a dog,\n(confidence  score = 4.5)",
+            ("(C) a dog", 4.5),
+        ),
         ("No, I do not  have enough information. (confidence score = 0)", (None, 0.0)),
         (says("B", 0), (None, 0.0)),
         ("Yes, the answer is ’B’, (confidence score = 9)", ("B", 5.0)),
@@ -419,7 +428,7 @@ def test_the_describer_captions_segments_from_the_index_rows(indexed: Indexed) -
         ('{"thought": "t", "answer": "A", "confidence": 3}', ("A", 3.0)),
         ('{"thought": "t", "answer": "none", "confidence": 2}', (None, 0.0)),
     ],
-)  # fmt: skip
+)
 def test_parse_assessment(reply: str, expected: tuple[str | None, float]) -> None:
     assert parse_assessment(reply) == expected
 
@@ -510,9 +519,23 @@ def test_cli_ask_with_strategy_videoagent2(
     env = {f"VIDAGENT_{k.upper()}": v for k, v in INDEX_SPECS.items()}
     env["VIDAGENT_LLM"] = "fake:scripted?replies=" + json.dumps(replies)
     trace = tmp_path / "run.jsonl"
-    out = vidagent("ask", str(small_video), QUESTION, "-o", OPTIONS[0], "-o", OPTIONS[1],
-                   "--strategy", "videoagent2", "--set", "max_assessments=3", "--trace", str(trace),
-                   home=_isolated_home, env=env)  # fmt: skip
+    out = vidagent(
+        "ask",
+        str(small_video),
+        QUESTION,
+        "-o",
+        OPTIONS[0],
+        "-o",
+        OPTIONS[1],
+        "--strategy",
+        "videoagent2",
+        "--set",
+        "max_assessments=3",
+        "--trace",
+        str(trace),
+        home=_isolated_home,
+        env=env,
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     started = [line for line in lines if line.startswith("step ")]
@@ -543,8 +566,15 @@ def server() -> Iterator[FaultServer]:
 
 def test_over_an_openai_compatible_endpoint(indexed: Indexed, server: FaultServer) -> None:
     library, video_id, _ = indexed
-    settings = load_settings({**INDEX_SPECS, "llm": "openai:agent-model", "vlm": "openai:vision-model",
-                              "openai_base_url": server.base_url, "openai_api_key": "sk-test"})  # fmt: skip
+    settings = load_settings(
+        {
+            **INDEX_SPECS,
+            "llm": "openai:agent-model",
+            "vlm": "openai:vision-model",
+            "openai_base_url": server.base_url,
+            "openai_api_key": "sk-test",
+        }
+    )
     plan = "Look closely.\n{’Action’: {’tool_name’: ’Image Caption Tool’, ’frame_range’: ’5-6’}}"
     replies = [says("A", 3), plan, FRAME_CAPTION, FRAME_CAPTION, says("B", 5)]
     server.script(*(Behaviour(body=completion(text)) for text in replies))
@@ -568,9 +598,16 @@ def test_smollm2_drives_videoagent2(indexed: Indexed, tmp_path: Path) -> None:
     library, video_id, _ = indexed
     settings = load_settings({**INDEX_SPECS, "llm": "llamacpp:smollm2-135m"})
     answer = ask(
-        video_id, QUESTION, options=OPTIONS, strategy="videoagent2", settings=settings,
-        library=library, trace=tmp_path / "trace.jsonl", max_assessments=2, context="index",
-    )  # fmt: skip
+        video_id,
+        QUESTION,
+        options=OPTIONS,
+        strategy="videoagent2",
+        settings=settings,
+        library=library,
+        trace=tmp_path / "trace.jsonl",
+        max_assessments=2,
+        context="index",
+    )
     trace = answer.trace
     assert trace is not None and trace.of(RunStarted)[0].settings["protocol"] == "json"
     assessed = [p.data for p in trace.of(PhaseChanged) if p.phase == "assess"]
@@ -597,13 +634,16 @@ def test_ask_builds_only_what_the_general_context_reads(
     small_video: Path, tmp_path: Path, captioner: str, clip_seconds: float, built: set[str]
 ) -> None:
     settings = load_settings({**INDEX_SPECS, "clip_seconds": clip_seconds})
-    vlm = FakeAdapter.function(vlm_reply) if captioner == "vlm" else create_adapter(
-        "perception:describer", settings, "vlm"
+    vlm = (
+        FakeAdapter.function(vlm_reply)
+        if captioner == "vlm"
+        else create_adapter("perception:describer", settings, "vlm")
     )
     hub = models(settings, FakeAdapter.function(Script([says("B", 5)])), vlm)
     with Session(settings, library=tmp_path / "lib", models=hub) as session:
-        result = session.ask(small_video, QUESTION, options=OPTIONS, strategy="videoagent2",
-                             trace=False)  # fmt: skip
+        result = session.ask(
+            small_video, QUESTION, options=OPTIONS, strategy="videoagent2", trace=False
+        )
         (record,) = session.library.list_videos()
     assert result.answer is not None and result.answer.letter == "B"
     assert set(record.stages) - {"structure"} == built

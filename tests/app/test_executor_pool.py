@@ -45,8 +45,11 @@ def test_index_jobs_2_indexes_every_video_once(
 
     again = vidagent(*args, home=tmp_path / "home", env=fake_env)  # resumes: nothing to do
     assert again.returncode == 0
-    assert all(s["clips"] == 0 for x in map(json.loads, again.stdout.splitlines())
-               for s in x["stages"].values())  # fmt: skip
+    assert all(
+        s["clips"] == 0
+        for x in map(json.loads, again.stdout.splitlines())
+        for s in x["stages"].values()
+    )
 
 
 @pytest.mark.parametrize(
@@ -126,9 +129,13 @@ def test_benchmark_questions_on_a_process_pool_get_one_row_each(tmp_path: Path) 
     data = make_nextqa(tmp_path / "nextqa")
     settings = settings_with("fake:echo?reply=(B)", home=tmp_path / "home")
     with PoolExecutor(2) as pool:
-        summary = run_benchmark(RunConfig("nextqa", data, concurrency=2), settings=settings,
-                                library=Library(tmp_path / "lib"), out=tmp_path / "run",
-                                executor=pool)  # fmt: skip
+        summary = run_benchmark(
+            RunConfig("nextqa", data, concurrency=2),
+            settings=settings,
+            library=Library(tmp_path / "lib"),
+            out=tmp_path / "run",
+            executor=pool,
+        )
     assert (summary.ran, summary.errors, summary.concurrency) == (5, 0, 2)
     rows = rows_in(tmp_path / "run" / "predictions.jsonl")
     assert sorted(r["id"] for r in rows) == sorted(RUNNABLE)

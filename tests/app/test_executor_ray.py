@@ -28,12 +28,16 @@ from vidagent.library import Library
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'vidagent[ray]')")
 
 
-
 @pytest.fixture(scope="module", autouse=True)
 def cluster() -> Iterator[None]:
     """One local two-CPU cluster for the module, shut down after it."""
-    ray.init(num_cpus=2, include_dashboard=False, namespace=NAMESPACE, log_to_driver=False,
-             object_store_memory=100 * 1024**2)  # fmt: skip
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        namespace=NAMESPACE,
+        log_to_driver=False,
+        object_store_memory=100 * 1024**2,
+    )
     yield
     ray.shutdown()
 
@@ -82,8 +86,15 @@ def test_videos_are_indexed_once_each_on_ray_with_a_worker_killed_mid_caption(
         assert clip_rows(library, video.video_id, "clip_vectors") == list(range(CLIPS))
         clips = library.clips(video.video_id)
         assert all("red square" in c.caption for c in clips)
-        assert set(video.stages) == {"structure", "transcribe", "read_text", "detect", "caption",
-                                     "embed", "summarize"}  # fmt: skip
+        assert set(video.stages) == {
+            "structure",
+            "transcribe",
+            "read_text",
+            "detect",
+            "caption",
+            "embed",
+            "summarize",
+        }
         assert library.artifact(video.video_id, "summary", "global") is not None
 
 
@@ -133,9 +144,11 @@ def test_benchmark_questions_on_ray_survive_a_killed_worker_and_resume(tmp_path:
 
     def asking() -> bool:  # a question has begun (its trace) and has no row yet
         traces = {p.stem for p in (out / "traces").glob("*.jsonl")}
-        done = {r["id"] for r in rows_in(out / "predictions.jsonl")} if (
-            out / "predictions.jsonl"
-        ).is_file() else set()  # fmt: skip
+        done = (
+            {r["id"] for r in rows_in(out / "predictions.jsonl")}
+            if (out / "predictions.jsonl").is_file()
+            else set()
+        )
         return bool(traces - done)
 
     work = threading.Thread(target=run)
@@ -149,8 +162,9 @@ def test_benchmark_questions_on_ray_survive_a_killed_worker_and_resume(tmp_path:
     assert {r["id"] for r in rows if r["correct"]} == {"v1_0", "v1_1", "v2_0"}
     assert all(r["letter"] == "B" and r["trace"] for r in rows)
 
-    again = run_benchmark(config, settings=settings, library=Library(library), out=out,
-                          executor=RayExecutor())  # fmt: skip
+    again = run_benchmark(
+        config, settings=settings, library=Library(library), out=out, executor=RayExecutor()
+    )
     assert (again.done_before, again.ran) == (5, 0)
     assert len(rows_in(out / "predictions.jsonl")) == 5
 
@@ -182,8 +196,19 @@ def test_the_cli_joins_a_running_cluster_for_index_and_bench_run(
 
     address = ray.get_runtime_context().gcs_address
     home, lib = tmp_path / "home", str(tmp_path / "lib")
-    indexed = vidagent("--library", lib, "index", *map(str, videos[:2]), "--executor", "ray",
-                       "--address", address, "--json", home=home, env=fake_env)  # fmt: skip
+    indexed = vidagent(
+        "--library",
+        lib,
+        "index",
+        *map(str, videos[:2]),
+        "--executor",
+        "ray",
+        "--address",
+        address,
+        "--json",
+        home=home,
+        env=fake_env,
+    )
     assert indexed.returncode == 0, indexed.stderr
     assert sorted(json.loads(x)["name"] for x in indexed.stdout.splitlines()) == [
         "v0.mp4",
@@ -192,9 +217,27 @@ def test_the_cli_joins_a_running_cluster_for_index_and_bench_run(
 
     data = make_nextqa(tmp_path / "nextqa")
     env = {**fake_env, "VIDAGENT_LLM": "fake:echo?reply=(B)"}
-    asked = vidagent("--library", lib, "bench", "run", "nextqa", "--data", str(data),
-                     "--executor", "ray", "--address", address, "--concurrency", "2",
-                     "--out", str(tmp_path / "run"), "--json", "--quiet", home=home, env=env)  # fmt: skip
+    asked = vidagent(
+        "--library",
+        lib,
+        "bench",
+        "run",
+        "nextqa",
+        "--data",
+        str(data),
+        "--executor",
+        "ray",
+        "--address",
+        address,
+        "--concurrency",
+        "2",
+        "--out",
+        str(tmp_path / "run"),
+        "--json",
+        "--quiet",
+        home=home,
+        env=env,
+    )
     assert asked.returncode == 0, asked.stderr
     summary = json.loads(asked.stdout)
     assert (summary["ran"], summary["errors"], summary["concurrency"]) == (5, 0, 2)
@@ -208,7 +251,14 @@ def test_an_unreachable_cluster_is_a_one_line_error(tmp_path: Path, videos: list
     # command would never try the address.
     from clirun import vidagent_process as vidagent
 
-    done = vidagent("index", str(videos[0]), "--executor", "ray", "--address", "127.0.0.1:1",
-                    home=tmp_path / "home")  # fmt: skip
+    done = vidagent(
+        "index",
+        str(videos[0]),
+        "--executor",
+        "ray",
+        "--address",
+        "127.0.0.1:1",
+        home=tmp_path / "home",
+    )
     assert done.returncode == 1 and "cannot reach the Ray cluster at 127.0.0.1:1" in done.stderr
     assert "Traceback" not in done.stderr

@@ -44,8 +44,23 @@ def make_nextqa(data: Path) -> Path:
         writer = csv.writer(f)
         writer.writerow(HEADER.split(","))
         for video, qid, question, answer, qtype in NEXTQA:
-            writer.writerow([video, 30, 160, 96, question, answer, qid, qtype,
-                             "zero", "one", "two", "three", "four"])  # fmt: skip
+            writer.writerow(
+                [
+                    video,
+                    30,
+                    160,
+                    96,
+                    question,
+                    answer,
+                    qid,
+                    qtype,
+                    "zero",
+                    "one",
+                    "two",
+                    "three",
+                    "four",
+                ]
+            )
     return data
 
 

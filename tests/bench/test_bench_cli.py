@@ -40,8 +40,19 @@ def test_an_id_list_restricts_the_questions(
     val = shared_benchmarks / "nextqa"
     ids = tmp_path / "atp_hard.json"
     ids.write_text(json.dumps(["4010069381_6", "4882821564_1"]))  # HGA: wrong, right
-    out = vidagent("bench", "score", "next-qa", "--data", str(val), "--predictions",
-                   str(val / "hga_val_predictions.json"), "--ids", str(ids), "--json", home=_isolated_home)  # fmt: skip
+    out = vidagent(
+        "bench",
+        "score",
+        "next-qa",
+        "--data",
+        str(val),
+        "--predictions",
+        str(val / "hga_val_predictions.json"),
+        "--ids",
+        str(ids),
+        "--json",
+        home=_isolated_home,
+    )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["overall"]["questions"] == 2 and report["overall"]["score"] == 50.0
@@ -78,8 +89,17 @@ def test_bad_input_is_one_line_and_exit_1(
         preds.write_text(json.dumps({"12345_1": 0}))
     bench = "nextqb" if setup == "bad bench" else "nextqa"
     extra = ("--split", "train") if setup == "bad split" else ()
-    out = vidagent("bench", "score", bench, "--data", str(shared_benchmarks / "nextqa"),
-                   "--predictions", str(preds), *extra, home=_isolated_home)  # fmt: skip
+    out = vidagent(
+        "bench",
+        "score",
+        bench,
+        "--data",
+        str(shared_benchmarks / "nextqa"),
+        "--predictions",
+        str(preds),
+        *extra,
+        home=_isolated_home,
+    )
     assert out.returncode == 1
     assert out.stderr.strip().count("\n") == 0 and message in out.stderr
     assert "Traceback" not in out.stderr
@@ -89,8 +109,16 @@ def test_crossvid_open_answers_judged_by_the_configured_model(
     tmp_path: Path, _isolated_home: Path
 ) -> None:
     (tmp_path / "QA").mkdir()
-    rows = [{"id": 0, "video A": "a.mp4", "video B": "b.mp4", "question": "How do they differ?",
-             "answer": "A fries, B boils.", "scoring_points": ["A fries", "B boils"]}]  # fmt: skip
+    rows = [
+        {
+            "id": 0,
+            "video A": "a.mp4",
+            "video B": "b.mp4",
+            "question": "How do they differ?",
+            "answer": "A fries, B boils.",
+            "scoring_points": ["A fries", "B boils"],
+        }
+    ]
     (tmp_path / "QA" / "CCQA.json").write_text(json.dumps(rows))
     preds = tmp_path / "CCQA_result.json"
     preds.write_text(json.dumps([{"id": 0, "answer": "A fries the onions."}]))

@@ -27,8 +27,9 @@ OPTIONS = "\n(A) a cat\n(B) a dog"
 class Remote(FakeAdapter):
     """A remote endpoint (so 16 requests may run at once) that counts them."""
 
-    capabilities = Capabilities(roles=ALL_ROLES, supports_tools=True, supports_images=True,
-                                max_images=64, local=False)  # fmt: skip
+    capabilities = Capabilities(
+        roles=ALL_ROLES, supports_tools=True, supports_images=True, max_images=64, local=False
+    )
     lock = threading.Lock()
     now = most = 0
 
@@ -55,11 +56,20 @@ def agent(request: ChatRequest) -> ToolCall:
 
 
 def test_sixteen_threads_write_the_library_without_loss_or_duplicates(tmp_path: Path) -> None:
-    data = make_lvbench(tmp_path / "data", [
-        {"key": "k0", "uid": str(i), "question": f"Question {i}: what is shown?{OPTIONS}",
-         "answer": "B", "question_type": ["reasoning"], "time_reference": ""}
-        for i in range(QUESTIONS)
-    ])  # fmt: skip
+    data = make_lvbench(
+        tmp_path / "data",
+        [
+            {
+                "key": "k0",
+                "uid": str(i),
+                "question": f"Question {i}: what is shown?{OPTIONS}",
+                "answer": "B",
+                "question_type": ["reasoning"],
+                "time_reference": "",
+            }
+            for i in range(QUESTIONS)
+        ],
+    )
     settings = settings_with(home=tmp_path / "home", default_concurrency=16)
     adapters = {
         "llm": Remote("function", function=agent),
@@ -73,8 +83,11 @@ def test_sixteen_threads_write_the_library_without_loss_or_duplicates(tmp_path: 
     with Models.from_adapters(adapters, settings) as models:
         summary = run_benchmark(
             RunConfig("lvbench", data, concurrency=16, strategy_options={"browse_frames": 8}),
-            settings=settings, models=models, library=library, out=tmp_path / "run",
-        )  # fmt: skip
+            settings=settings,
+            models=models,
+            library=library,
+            out=tmp_path / "run",
+        )
     assert (summary.ran, summary.errors, summary.concurrency) == (QUESTIONS, 0, 16)
     assert Remote.most > 1  # questions really overlapped
     rows = rows_in(tmp_path / "run" / "predictions.jsonl")
@@ -92,11 +105,20 @@ def test_sixteen_threads_write_the_library_without_loss_or_duplicates(tmp_path: 
 
 def test_videoagent2_context_is_built_once_for_concurrent_questions(tmp_path: Path) -> None:
     """Questions on one video, eight at a time: the general context is built before them, once."""
-    data = make_lvbench(tmp_path / "data", [
-        {"key": "k0", "uid": str(i), "question": f"Question {i}: what is shown?{OPTIONS}",
-         "answer": "B", "question_type": ["reasoning"], "time_reference": ""}
-        for i in range(8)
-    ])  # fmt: skip
+    data = make_lvbench(
+        tmp_path / "data",
+        [
+            {
+                "key": "k0",
+                "uid": str(i),
+                "question": f"Question {i}: what is shown?{OPTIONS}",
+                "answer": "B",
+                "question_type": ["reasoning"],
+                "time_reference": "",
+            }
+            for i in range(8)
+        ],
+    )
 
     def llm(request: ChatRequest) -> str:
         if "A long video" in request.messages[-1].text:
@@ -107,17 +129,27 @@ def test_videoagent2_context_is_built_once_for_concurrent_questions(tmp_path: Pa
     caption = Remote("echo", {"reply": "#C C looks at the wall."})
     agent_llm = Remote("function", function=llm)
     adapters = {
-        "llm": agent_llm, "vlm": caption, "embed": FakeAdapter("hash", {"dim": "32"}),
-        "asr": FakeAdapter("echo", {"text": "hello"}), "ocr": FakeAdapter(),
+        "llm": agent_llm,
+        "vlm": caption,
+        "embed": FakeAdapter("hash", {"dim": "32"}),
+        "asr": FakeAdapter("echo", {"text": "hello"}),
+        "ocr": FakeAdapter(),
         "detector": FakeAdapter(),
-    }  # fmt: skip
+    }
     with Models.from_adapters(adapters, settings) as models:
         summary = run_benchmark(
-            RunConfig("lvbench", data, strategy="videoagent2", concurrency=8,
-                      strategy_options={"context": "build"}),
-            settings=settings, models=models, library=Library(tmp_path / "lib"),
+            RunConfig(
+                "lvbench",
+                data,
+                strategy="videoagent2",
+                concurrency=8,
+                strategy_options={"context": "build"},
+            ),
+            settings=settings,
+            models=models,
+            library=Library(tmp_path / "lib"),
             out=tmp_path / "run",
-        )  # fmt: skip
+        )
     assert (summary.ran, summary.errors) == (8, 0)
     summaries = [r for r in agent_llm.requests if "A long video" in r.messages[-1].text]
     # the context's own summary: one build, not one per thread (and no index summary, unread)

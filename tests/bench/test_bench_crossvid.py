@@ -23,49 +23,125 @@ FOUR = ["A. Video 1", "B. Video 2", "C. Video 3", "D. Video 4"]
 MOVIES = [f"movie/m{i}.mp4" for i in range(1, 5)]
 QA = {
     "BU": [
-        {"id": 0, "question": "Which videos show an animal drinking?", "options": FOUR,
-         "videos": [f"behavior/b{i}.mp4" for i in range(1, 5)], "answer": ["A", "C"]},
-        {"id": 1, "question": "Which videos show a bird?", "options": FOUR,
-         "videos": [f"behavior/b{i}.mp4" for i in range(1, 5)], "answer": ["B"]},
+        {
+            "id": 0,
+            "question": "Which videos show an animal drinking?",
+            "options": FOUR,
+            "videos": [f"behavior/b{i}.mp4" for i in range(1, 5)],
+            "answer": ["A", "C"],
+        },
+        {
+            "id": 1,
+            "question": "Which videos show a bird?",
+            "options": FOUR,
+            "videos": [f"behavior/b{i}.mp4" for i in range(1, 5)],
+            "answer": ["B"],
+        },
     ],
-    "NC": [{"id": 0, "question": "Which film ends in a wedding?", "options": FOUR, "videos": MOVIES, "answer": "B"}],
-    "CC": [{"id": 0, "question": "Who uses a whisk?", "options": FOUR, "videos": MOVIES, "answer": "D"}],
+    "NC": [
+        {
+            "id": 0,
+            "question": "Which film ends in a wedding?",
+            "options": FOUR,
+            "videos": MOVIES,
+            "answer": "B",
+        }
+    ],
+    "CC": [
+        {"id": 0, "question": "Who uses a whisk?", "options": FOUR, "videos": MOVIES, "answer": "D"}
+    ],
     "PEA": [
-        {"id": 0, "question": "Which video has the error?", "options": FOUR[:3],
-         "videos": ["assembly/a1.mp4", "assembly/a2.mp4", "assembly/a3.mp4"],
-         "begin": [0, 5, 10], "end": [30, 35, 40], "answer": "A"},
+        {
+            "id": 0,
+            "question": "Which video has the error?",
+            "options": FOUR[:3],
+            "videos": ["assembly/a1.mp4", "assembly/a2.mp4", "assembly/a3.mp4"],
+            "begin": [0, 5, 10],
+            "end": [30, 35, 40],
+            "answer": "A",
+        },
     ],
     "PI": [
-        {"id": 0, "video": "movie/m9.mp4", "beginning": [[0, 30]], "ending": [[200, 230]],
-         "options": [f"{c}. event {c}" for c in "ABCDEF"], "answer": "E"},
+        {
+            "id": 0,
+            "video": "movie/m9.mp4",
+            "beginning": [[0, 30]],
+            "ending": [[200, 230]],
+            "options": [f"{c}. event {c}" for c in "ABCDEF"],
+            "answer": "E",
+        },
     ],
     "FSA": [
-        {"id": 0, "video A": "cook/c1.mp4", "video B": "cook/c2.mp4", "ref_segment": [12, 20], "answer": [30, 40]},
-        {"id": 1, "video A": "cook/c1.mp4", "video B": "cook/c2.mp4", "ref_segment": [40, 50], "answer": [10, 20]},
+        {
+            "id": 0,
+            "video A": "cook/c1.mp4",
+            "video B": "cook/c2.mp4",
+            "ref_segment": [12, 20],
+            "answer": [30, 40],
+        },
+        {
+            "id": 1,
+            "video A": "cook/c1.mp4",
+            "video B": "cook/c2.mp4",
+            "ref_segment": [40, 50],
+            "answer": [10, 20],
+        },
     ],
-    "PSS": [{"id": 0, "video": "cook/c3.mp4", "segments": {"1": [[0, 10]], "2": [[10, 20]], "3": [[20, 30]]},
-             "answer": "2->3->1"}],
+    "PSS": [
+        {
+            "id": 0,
+            "video": "cook/c3.mp4",
+            "segments": {"1": [[0, 10]], "2": [[10, 20]], "3": [[20, 30]]},
+            "answer": "2->3->1",
+        }
+    ],
     "MSR": [
-        {"id": 0, "vid": "0001-02", "question": "Where is {A3} relative to {B1}? Is {A3} moving?",
-         "objects": [{"id": 3}, {"id": 1}], "options": ["A. {A3} is left of {B1}", "B. {A3} is right of {B1}"],
-         "answer": "A"},
+        {
+            "id": 0,
+            "vid": "0001-02",
+            "question": "Where is {A3} relative to {B1}? Is {A3} moving?",
+            "objects": [{"id": 3}, {"id": 1}],
+            "options": ["A. {A3} is left of {B1}", "B. {A3} is right of {B1}"],
+            "answer": "A",
+        },
     ],
-    "MOC": [{"id": 0, "vid": "0002-01", "question": "How many cars pass?", "objects": [],
-             "options": ["A. 1", "B. 2", "C. 3"], "answer": "C"}],
+    "MOC": [
+        {
+            "id": 0,
+            "vid": "0002-01",
+            "question": "How many cars pass?",
+            "objects": [],
+            "options": ["A. 1", "B. 2", "C. 3"],
+            "answer": "C",
+        }
+    ],
     "CCQA": [
-        {"id": i, "video A": "cook/c1.mp4", "video B": "cook/c2.mp4", "question": f"How do the cooks differ? ({i})",
-         "answer": "Cook A fries the onions; cook B boils them.", "scoring_points": points}
+        {
+            "id": i,
+            "video A": "cook/c1.mp4",
+            "video B": "cook/c2.mp4",
+            "question": f"How do the cooks differ? ({i})",
+            "answer": "Cook A fries the onions; cook B boils them.",
+            "scoring_points": points,
+        }
         for i, points in enumerate([["A fries", "B boils"], ["p1", "p2", "p3"], ["q1", "q2"]])
     ],
-}  # fmt: skip
+}
 
 PREDICTIONS = {
-    "BU-0": "AC", "BU-1": "BD",  # right; wrong
-    "NC-0": "B", "PEA-0": "A", "PI-0": "E",  # CC-0 unanswered
-    "FSA-0": "32,40", "FSA-1": [0, 10],  # IoU 0.8; 0
-    "PSS-0": "2->3->1", "MSR-0": "A", "MOC-0": "B",
-    "CCQA-0": "Cook A fries, cook B boils too.", "CCQA-1": "They differ.",  # CCQA-2 unanswered
-}  # fmt: skip
+    "BU-0": "AC",
+    "BU-1": "BD",  # right; wrong
+    "NC-0": "B",
+    "PEA-0": "A",
+    "PI-0": "E",  # CC-0 unanswered
+    "FSA-0": "32,40",
+    "FSA-1": [0, 10],  # IoU 0.8; 0
+    "PSS-0": "2->3->1",
+    "MSR-0": "A",
+    "MOC-0": "B",
+    "CCQA-0": "Cook A fries, cook B boils too.",
+    "CCQA-1": "They differ.",  # CCQA-2 unanswered
+}
 
 
 @pytest.fixture
@@ -97,9 +173,17 @@ def test_every_task_and_crossvid_averages(data: Path) -> None:
     scores = evaluate(crossvid, loaded, PREDICTIONS, judge=scripted_judge(calls))
     tasks = {k: round(g.score, 4) for k, g in scores.sections["task"].items()}
     assert tasks == {
-        "BU": 50.0, "NC": 100.0, "CC": 0.0, "PEA": 100.0, "PI": 100.0, "FSA": 40.0,
-        "PSS": 100.0, "MSR": 100.0, "MOC": 0.0, "CCQA": 50.0,
-    }  # fmt: skip
+        "BU": 50.0,
+        "NC": 100.0,
+        "CC": 0.0,
+        "PEA": 100.0,
+        "PI": 100.0,
+        "FSA": 40.0,
+        "PSS": 100.0,
+        "MSR": 100.0,
+        "MOC": 0.0,
+        "CCQA": 50.0,
+    }
     dims = scores.sections["dimension"]
     assert (
         dims["C.Avg"].score == 62.5 and dims["T.Avg"].score == 80.0 and dims["M.Avg"].score == 50.0
@@ -202,10 +286,12 @@ def test_runner_rows_stand_for_answers_written_in_the_tasks_form(
     """The runner's parsed answers are compared as the answer the scripts would have read: option
     indices as letters in order, an order joined by ``->``; a null is no answer at all."""
     rows = [
-        {"id": "BU-0", "parsed": [0, 2]}, {"id": "NC-0", "parsed": 1},
-        {"id": "PSS-0", "parsed": [2, 3, 1]}, {"id": "FSA-0", "parsed": [30, 40]},
+        {"id": "BU-0", "parsed": [0, 2]},
+        {"id": "NC-0", "parsed": 1},
+        {"id": "PSS-0", "parsed": [2, 3, 1]},
+        {"id": "FSA-0", "parsed": [30, 40]},
         {"id": "CC-0", "parsed": None},
-    ]  # fmt: skip
+    ]
     path = tmp_path / "predictions.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows))
     loaded = crossvid.load(data, split="BU,NC,CC,PSS,FSA")
@@ -219,8 +305,10 @@ def test_a_null_answer_is_a_row_and_counts(data: Path, tmp_path: Path) -> None:
     """The scripts keep a row whose answer is null: ``None == pair["answer"]`` is wrong, and FSA's
     ``None.split`` fails into its ``except``, which records IoU 0. The task score is the mean over
     every row, so the row stays in the denominator."""
-    rows = {"NC": [{"id": 0, "answer": None}], "FSA": [{"id": 0, "answer": None},
-            {"id": 1, "answer": "10,20"}]}  # fmt: skip
+    rows = {
+        "NC": [{"id": 0, "answer": None}],
+        "FSA": [{"id": 0, "answer": None}, {"id": 1, "answer": "10,20"}],
+    }
     assert _score_file(data, tmp_path / "nulls.json", rows, "NC,FSA") == {"NC": 0.0, "FSA": 50.0}
 
 
@@ -228,8 +316,11 @@ def test_every_row_counts_and_its_stored_verdict_is_summed(data: Path, tmp_path:
     """A script reading its results file back prints ``len([p for p in results if p["correct"]])
     / len(results)`` (FSA: ``sum(p["iou"]) / len(results)``): every row counts, a repeated id as
     often as it is listed, and by the verdict stored in the row."""
-    rows = [{"id": 0, "answer": "B", "correct": True}, {"id": 0, "answer": "C", "correct": False},
-            {"id": 0, "answer": "C", "correct": True}]  # fmt: skip
+    rows = [
+        {"id": 0, "answer": "B", "correct": True},
+        {"id": 0, "answer": "C", "correct": False},
+        {"id": 0, "answer": "C", "correct": True},
+    ]
     path = tmp_path / "NC_result.json"
     path.write_text(json.dumps(rows))
     nc = crossvid.load(data, split="NC")
@@ -248,8 +339,12 @@ def test_open_rows_are_each_judged_null_included(data: Path, tmp_path: Path) -> 
     path.write_text(json.dumps(rows))
     loaded = crossvid.load(data, split="CCQA")
     calls: list[ChatRequest] = []
-    scores = evaluate(crossvid, loaded, crossvid.read_predictions(path, loaded.samples),
-                      judge=scripted_judge(calls))  # fmt: skip
+    scores = evaluate(
+        crossvid,
+        loaded,
+        crossvid.read_predictions(path, loaded.samples),
+        judge=scripted_judge(calls),
+    )
     outputs = [c.messages[-1].text.split("- Model's Output: ")[1].split("\n")[0] for c in calls]
     assert outputs == ["None", "B boils", "x"]
     # CCQA-0: 2 of 4 points, twice over; CCQA-1's verdict (two entries for three points) fails
@@ -284,8 +379,18 @@ def test_bad_files_are_one_line_and_exit_1(
 ) -> None:
     preds = tmp_path / "p.json"
     preds.write_bytes(content)
-    out = vidagent("bench", "score", "crossvid", "--data", str(data), "--split", split,
-                   "--predictions", str(preds), home=_isolated_home)  # fmt: skip
+    out = vidagent(
+        "bench",
+        "score",
+        "crossvid",
+        "--data",
+        str(data),
+        "--split",
+        split,
+        "--predictions",
+        str(preds),
+        home=_isolated_home,
+    )
     assert out.returncode == 1 and out.stderr.strip().count("\n") == 0
     assert message in out.stderr and "Traceback" not in out.stderr
 

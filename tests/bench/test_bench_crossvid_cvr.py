@@ -22,29 +22,94 @@ from vidagent.trace import ChildStarted, PhaseChanged, Trace
 
 FOUR = ["A. Video 1", "B. Video 2", "C. Video 3", "D. Video 4"]
 QA: dict[str, list[dict[str, Any]]] = {
-    "BU": [{"id": 0, "question": "Which videos show a moving scene?", "options": FOUR,
-            "videos": [f"movie/m{i}.mp4" for i in range(1, 5)], "answer": ["A", "C"]}],
-    "NC": [{"id": 0, "question": "Which film ends in a wedding?", "options": FOUR,
-            "videos": [f"movie/m{i}.mp4" for i in range(1, 5)], "answer": "B"}],
-    "PEA": [{"id": 0, "question": "Which video has the error?", "options": FOUR[:3],
-             "videos": ["cook/c1.mp4", "cook/c2.mp4", "cook/c3.mp4"],
-             "begin": [0, 1, 2], "end": [3, 4, 5], "answer": "A"}],
-    "PI": [{"id": 0, "video": "movie/m1.mp4", "beginning": [[0, 1.5]], "ending": [[2.5, 4]],
-            "options": [f"{c}. event {c}" for c in "ABCDEF"], "answer": "E"}],
-    "FSA": [{"id": 0, "video A": "cook/c1.mp4", "video B": "cook/c2.mp4", "ref_segment": [1, 3],
-             "answer": [2, 4]}],
-    "PSS": [{"id": 0, "video": "cook/c3.mp4",
-             "segments": {"1": [[0, 2]], "2": [[2, 4]], "3": [[4, 6]]}, "answer": "2->3->1"}],
-    "MSR": [{"id": 0, "vid": "0001-02", "question": "Where is {A1} relative to {B2}?",
-             "objects": [{"id": 7}, {"id": 9}], "options": ["A. {A1} is left of {B2}",
-             "B. {A1} is right of {B2}"], "answer": "A"}],
-    "CCQA": [{"id": 0, "video A": "cook/c1.mp4", "video B": "cook/c2.mp4",
-              "question": "How do the cooks differ?", "answer": "A fries; B boils.",
-              "scoring_points": ["A fries", "B boils"]}],
-}  # fmt: skip
+    "BU": [
+        {
+            "id": 0,
+            "question": "Which videos show a moving scene?",
+            "options": FOUR,
+            "videos": [f"movie/m{i}.mp4" for i in range(1, 5)],
+            "answer": ["A", "C"],
+        }
+    ],
+    "NC": [
+        {
+            "id": 0,
+            "question": "Which film ends in a wedding?",
+            "options": FOUR,
+            "videos": [f"movie/m{i}.mp4" for i in range(1, 5)],
+            "answer": "B",
+        }
+    ],
+    "PEA": [
+        {
+            "id": 0,
+            "question": "Which video has the error?",
+            "options": FOUR[:3],
+            "videos": ["cook/c1.mp4", "cook/c2.mp4", "cook/c3.mp4"],
+            "begin": [0, 1, 2],
+            "end": [3, 4, 5],
+            "answer": "A",
+        }
+    ],
+    "PI": [
+        {
+            "id": 0,
+            "video": "movie/m1.mp4",
+            "beginning": [[0, 1.5]],
+            "ending": [[2.5, 4]],
+            "options": [f"{c}. event {c}" for c in "ABCDEF"],
+            "answer": "E",
+        }
+    ],
+    "FSA": [
+        {
+            "id": 0,
+            "video A": "cook/c1.mp4",
+            "video B": "cook/c2.mp4",
+            "ref_segment": [1, 3],
+            "answer": [2, 4],
+        }
+    ],
+    "PSS": [
+        {
+            "id": 0,
+            "video": "cook/c3.mp4",
+            "segments": {"1": [[0, 2]], "2": [[2, 4]], "3": [[4, 6]]},
+            "answer": "2->3->1",
+        }
+    ],
+    "MSR": [
+        {
+            "id": 0,
+            "vid": "0001-02",
+            "question": "Where is {A1} relative to {B2}?",
+            "objects": [{"id": 7}, {"id": 9}],
+            "options": ["A. {A1} is left of {B2}", "B. {A1} is right of {B2}"],
+            "answer": "A",
+        }
+    ],
+    "CCQA": [
+        {
+            "id": 0,
+            "video A": "cook/c1.mp4",
+            "video B": "cook/c2.mp4",
+            "question": "How do the cooks differ?",
+            "answer": "A fries; B boils.",
+            "scoring_points": ["A fries", "B boils"],
+        }
+    ],
+}
 # What the scripted master answers: right everywhere but NC (C for B); FSA overlaps half.
-ANSWERS = {"BU": ["C", "A"], "NC": "C", "PEA": "A", "PI": "E", "FSA": [2, 3], "PSS": "2->3->1",
-           "MSR": "A", "CCQA": "Video 1 fries the onions while Video 2 boils them."}  # fmt: skip
+ANSWERS = {
+    "BU": ["C", "A"],
+    "NC": "C",
+    "PEA": "A",
+    "PI": "E",
+    "FSA": [2, 3],
+    "PSS": "2->3->1",
+    "MSR": "A",
+    "CCQA": "Video 1 fries the onions while Video 2 boils them.",
+}
 JUDGE = '<score>{"coverage": [true, true], "correctness": [true, false]}</score>'
 
 
@@ -62,16 +127,29 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for folder, names, seconds in (("movie", "m1 m2 m3 m4", 4), ("cook", "c1 c2 c3", 6)):
         (root / "videos" / folder).mkdir(parents=True)
         for n, name in enumerate(names.split()):
-            make_video(root / "videos" / folder / f"{name}.mp4", duration=seconds, fps=10,
-                       size=(160, 96), shots=1 + n % 2, audio="tone")  # fmt: skip
+            make_video(
+                root / "videos" / folder / f"{name}.mp4",
+                duration=seconds,
+                fps=10,
+                size=(160, 96),
+                shots=1 + n % 2,
+                audio="tone",
+            )
     for view in (1, 2):
         frames = root / "uav" / "frames" / str(view) / f"0001-02-{view}"
         frames.mkdir(parents=True)
         for i in range(12):
             cv2.imwrite(str(frames / f"{i:07d}.jpg"), np.full((270, 480, 3), 30 * view, np.uint8))
         (root / "uav" / "bbox" / str(view)).mkdir(parents=True)
-        boxes = [{"id": obj, "bbox": {str(i): {"xtl": 10, "ytl": 10, "xbr": 60, "ybr": 40}
-                                      for i in range(3, 12)}} for obj in (7, 9)]  # fmt: skip
+        boxes = [
+            {
+                "id": obj,
+                "bbox": {
+                    str(i): {"xtl": 10, "ytl": 10, "xbr": 60, "ybr": 40} for i in range(3, 12)
+                },
+            }
+            for obj in (7, 9)
+        ]
         (root / "uav" / "bbox" / str(view) / "0001-02.json").write_text(json.dumps(boxes))
     return root
 
@@ -103,19 +181,31 @@ def test_every_task_runs_and_scores_with_crossvids_averages(data: Path, tmp_path
     seen: dict[str, list[dict[str, Any]]] = {}
     settings = load_settings(SPECS)
     models = Models.from_adapters(
-        {"llm": master(seen), "vlm": FakeAdapter("echo", {"reply": "a kitchen"}),
-         "embed": FakeAdapter("hash", {"dim": "32"}),
-         "asr": FakeAdapter("echo", {"text": "now we stir"})}, settings,
-    )  # fmt: skip
+        {
+            "llm": master(seen),
+            "vlm": FakeAdapter("echo", {"reply": "a kitchen"}),
+            "embed": FakeAdapter("hash", {"dim": "32"}),
+            "asr": FakeAdapter("echo", {"text": "now we stir"}),
+        },
+        settings,
+    )
     out = tmp_path / "run"
-    summary = run_benchmark(RunConfig("crossvid", data, strategy="cvr"), models=models,
-                            settings=settings, out=out)  # fmt: skip
+    summary = run_benchmark(
+        RunConfig("crossvid", data, strategy="cvr"), models=models, settings=settings, out=out
+    )
     assert (summary.questions, summary.ran, summary.errors) == (8, 8, 0)
     rows = read_rows(out / "predictions.jsonl")
     parsed = {k: r["parsed"] for k, r in rows.items()}
-    assert parsed == {"BU-0": [0, 2], "NC-0": 2, "PEA-0": 0, "PI-0": 4, "FSA-0": [2.0, 3.0],
-                      "PSS-0": [2, 3, 1], "MSR-0": 0,
-                      "CCQA-0": "Video 1 fries the onions while Video 2 boils them."}  # fmt: skip
+    assert parsed == {
+        "BU-0": [0, 2],
+        "NC-0": 2,
+        "PEA-0": 0,
+        "PI-0": 4,
+        "FSA-0": [2.0, 3.0],
+        "PSS-0": [2, 3, 1],
+        "MSR-0": 0,
+        "CCQA-0": "Video 1 fries the onions while Video 2 boils them.",
+    }
     # what the master was told: clip lengths (PEA's begin/end, PI's and PSS's pieces of one
     # file), frame counts for the drone views, where the boxed objects are
     assert [v["duration_seconds"] for v in seen["PEA"][0]["videos"]] == [3.0, 3.0, 3.0]
@@ -140,31 +230,71 @@ def test_every_task_runs_and_scores_with_crossvids_averages(data: Path, tmp_path
     assert [v["spans"] for v in videos] == [[[0.0, 2.0]], [[2.0, 4.0]], [[4.0, 6.0]]]
 
     # the report scores CCQA through the judge: 3 of 4 points
-    judged = vidagent("bench", "report", str(out), "--judge", f"fake:echo?reply={JUDGE}",
-                      "--no-plots", "--resamples", "0", "--json", "--out", str(tmp_path / "rep"),
-                      home=tmp_path / "home")  # fmt: skip
+    judged = vidagent(
+        "bench",
+        "report",
+        str(out),
+        "--judge",
+        f"fake:echo?reply={JUDGE}",
+        "--no-plots",
+        "--resamples",
+        "0",
+        "--json",
+        "--out",
+        str(tmp_path / "rep"),
+        home=tmp_path / "home",
+    )
     assert judged.returncode == 0, judged.stderr
     report = json.loads(judged.stdout)["runs"][0]
     tasks = {k: v["score"] for k, v in report["scores"]["sections"]["task"].items()}
-    assert tasks == {"BU": 100.0, "NC": 0.0, "PEA": 100.0, "PI": 100.0, "FSA": 50.0,
-                     "PSS": 100.0, "MSR": 100.0, "CCQA": 75.0}  # fmt: skip
+    assert tasks == {
+        "BU": 100.0,
+        "NC": 0.0,
+        "PEA": 100.0,
+        "PI": 100.0,
+        "FSA": 50.0,
+        "PSS": 100.0,
+        "MSR": 100.0,
+        "CCQA": 75.0,
+    }
     dims = {k: v["score"] for k, v in report["scores"]["sections"]["dimension"].items()}
     assert dims == pytest.approx({"C.Avg": 200 / 3, "T.Avg": 250 / 3, "M.Avg": 100.0})
 
 
 def test_the_cli_runs_crossvid_with_cvr(data: Path, tmp_path: Path) -> None:
     replies = [
-        json.dumps({"action": "observe", "thought": "all", "params": {"observation_targets": [
-            {"video_index": i, "num_frames": 2} for i in (1, 2, 3)], "focus_prompt": "steps?"}}),
+        json.dumps(
+            {
+                "action": "observe",
+                "thought": "all",
+                "params": {
+                    "observation_targets": [{"video_index": i, "num_frames": 2} for i in (1, 2, 3)],
+                    "focus_prompt": "steps?",
+                },
+            }
+        ),
         json.dumps({"action": "answer", "thought": "done", "final_answer": "2->3->1"}),
-    ]  # fmt: skip
+    ]
     env = {f"VIDAGENT_{k.upper()}": v for k, v in SPECS.items()}
     env["VIDAGENT_LLM"] = "fake:scripted?replies=" + json.dumps(replies)
     env["VIDAGENT_VLM"] = "perception:describer?answer=0"
     out = tmp_path / "run"
-    ran = vidagent("bench", "run", "crossvid", "--data", str(data), "--split", "PSS",
-                   "--strategy", "cvr", "--out", str(out), "-q", home=tmp_path / "home",
-                   env=env)  # fmt: skip
+    ran = vidagent(
+        "bench",
+        "run",
+        "crossvid",
+        "--data",
+        str(data),
+        "--split",
+        "PSS",
+        "--strategy",
+        "cvr",
+        "--out",
+        str(out),
+        "-q",
+        home=tmp_path / "home",
+        env=env,
+    )
     assert ran.returncode == 0, ran.stderr
     assert "PSS" in ran.stdout and "100.0" in ran.stdout
     (row,) = read_rows(out / "predictions.jsonl").values()

@@ -48,9 +48,11 @@ def test_json_and_csv_read_a_value_the_same_way(
     uids = sorted(answers)[:3]
     written = [str(answers[uids[0]]), "ABCDE"[answers[uids[1]]], answers[uids[2]]]
     as_json = tmp_path / "p.json"
-    as_json.write_text(json.dumps(dict(zip(uids, written))))
+    as_json.write_text(json.dumps(dict(zip(uids, written, strict=False))))
     as_csv = tmp_path / "p.csv"
-    as_csv.write_text("q_uid,answer\n" + "".join(f"{u},{w}\n" for u, w in zip(uids, written)))
+    as_csv.write_text(
+        "q_uid,answer\n" + "".join(f"{u},{w}\n" for u, w in zip(uids, written, strict=False))
+    )
     loaded = egoschema.load(shared_benchmarks / "egoschema")
     read = [egoschema.read_predictions(path, loaded.samples) for path in (as_json, as_csv)]
     assert read[0] == read[1] == {u: answers[u] for u in uids}

@@ -28,10 +28,16 @@ def test_types_groups_and_overall(tmp_path: Path) -> None:
     assert [s.id for s in loaded.samples][:2] == ["6102982194_2", "8319941339_7"]
     assert loaded.samples[3].categories == ("TN", "T") and loaded.samples[3].extras["type"] == "TP"
     preds = tmp_path / "res.json"
-    preds.write_text(json.dumps({
-        "6102982194_2": {"prediction": 2, "answer": 2}, "8319941339_7": {"prediction": 0, "answer": 1},
-        "5852331173_1": {"prediction": 3, "answer": 3}, "8626931151_5": {"prediction": 4, "answer": 4},
-    }))  # fmt: skip
+    preds.write_text(
+        json.dumps(
+            {
+                "6102982194_2": {"prediction": 2, "answer": 2},
+                "8319941339_7": {"prediction": 0, "answer": 1},
+                "5852331173_1": {"prediction": 3, "answer": 3},
+                "8626931151_5": {"prediction": 4, "answer": 4},
+            }
+        )
+    )
     scores = evaluate(intentqa, loaded, intentqa.read_predictions(preds, loaded.samples))
     assert scores.split == "test" and scores.overall.score == 60.0
     assert {k: g.score for k, g in scores.sections["type"].items()} == {

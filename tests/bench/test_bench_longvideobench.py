@@ -15,12 +15,22 @@ lvb = get_benchmark("longvideobench")
 
 def _row(qid: str, group: int, category: str, answer: int) -> dict:
     return {
-        "video_id": f"v{qid}", "question": f"What happens in {qid}?", "question_wo_referring_query": "",
-        "candidates": ["one", "two", "three", "four"], "correct_choice": answer, "position": [1],
-        "topic_category": "NP-News-Programs", "question_category": category, "level": "L2-Relation",
-        "id": qid, "video_path": f"v{qid}.mp4", "subtitle_path": f"v{qid}_en.json",
-        "duration_group": group, "starting_timestamp_for_subtitles": 0, "duration": group * 0.9,
-    }  # fmt: skip
+        "video_id": f"v{qid}",
+        "question": f"What happens in {qid}?",
+        "question_wo_referring_query": "",
+        "candidates": ["one", "two", "three", "four"],
+        "correct_choice": answer,
+        "position": [1],
+        "topic_category": "NP-News-Programs",
+        "question_category": category,
+        "level": "L2-Relation",
+        "id": qid,
+        "video_path": f"v{qid}.mp4",
+        "subtitle_path": f"v{qid}_en.json",
+        "duration_group": group,
+        "starting_timestamp_for_subtitles": 0,
+        "duration": group * 0.9,
+    }
 
 
 ROWS = [

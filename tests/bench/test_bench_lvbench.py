@@ -20,27 +20,57 @@ VIDEOS = [
         "type": "sports",
         "video_info": {"duration_minutes": 70.2},
         "qa": [
-            {"uid": 1, "question": "What colour is the ball?" + OPTIONS, "answer": "B",
-             "question_type": ["key information retrieval"], "time_reference": "00:10-00:12"},
-            {"uid": 2, "question": "Who scores first?" + OPTIONS, "answer": "A",
-             "question_type": ["entity recognition", "temporal grounding"], "time_reference": ""},
-            {"uid": 3, "question": "Why does the game stop?" + OPTIONS, "answer": "D",
-             "question_type": ["reasoning"], "time_reference": ""},
+            {
+                "uid": 1,
+                "question": "What colour is the ball?" + OPTIONS,
+                "answer": "B",
+                "question_type": ["key information retrieval"],
+                "time_reference": "00:10-00:12",
+            },
+            {
+                "uid": 2,
+                "question": "Who scores first?" + OPTIONS,
+                "answer": "A",
+                "question_type": ["entity recognition", "temporal grounding"],
+                "time_reference": "",
+            },
+            {
+                "uid": 3,
+                "question": "Why does the game stop?" + OPTIONS,
+                "answer": "D",
+                "question_type": ["reasoning"],
+                "time_reference": "",
+            },
         ],
     },
     {
         "key": "def456",
         "type": "documentary",
         "qa": [
-            {"uid": 4, "question": "When does the storm start?" + OPTIONS, "answer": "C",
-             "question_type": ["event understanding", "temporal grounding"], "time_reference": ""},
-            {"uid": 5, "question": "What is the film about?" + OPTIONS, "answer": "A",
-             "question_type": ["summarization"], "time_reference": ""},
-            {"uid": 6, "question": "Which tool is used\nat the end?" + OPTIONS, "answer": "B",
-             "question_type": ["key information retrieval", "reasoning"], "time_reference": ""},
+            {
+                "uid": 4,
+                "question": "When does the storm start?" + OPTIONS,
+                "answer": "C",
+                "question_type": ["event understanding", "temporal grounding"],
+                "time_reference": "",
+            },
+            {
+                "uid": 5,
+                "question": "What is the film about?" + OPTIONS,
+                "answer": "A",
+                "question_type": ["summarization"],
+                "time_reference": "",
+            },
+            {
+                "uid": 6,
+                "question": "Which tool is used\nat the end?" + OPTIONS,
+                "answer": "B",
+                "question_type": ["key information retrieval", "reasoning"],
+                "time_reference": "",
+            },
         ],
     },
-]  # fmt: skip
+]
 #: uid 3 unanswered; uid 5 answered with a word, which names no option.
 ANSWERS = {"1": "B", "2": "C", "4": "C", "5": "none of them", "6": "B"}
 

@@ -42,13 +42,24 @@ HEADER = ["index", "video", "video_type", "question", "answer", "dimensions", "v
 #: (index, video, question, answer, dimensions). Video v3 is never generated.
 QUESTIONS = [
     (1, "v1", "What is the video about?", "A cooking show", ["Video Topic"]),
-    (2, "v1", "How many eggs break, and why?", "Three, the pan is too hot",
-     ["Counting", "Causal Reasoning"]),
+    (
+        2,
+        "v1",
+        "How many eggs break, and why?",
+        "Three, the pan is too hot",
+        ["Counting", "Causal Reasoning"],
+    ),
     (3, "v2", "Is there a dog?", "No", ["Hallucination"]),
     (4, "v2", "What does the sign say?", "OPEN", ["OCR"]),
-    (5, "v3", "How are the two people related?", "Siblings", ["Social Relation", "Human Interaction"]),
+    (
+        5,
+        "v3",
+        "How are the two people related?",
+        "Siblings",
+        ["Social Relation", "Human Interaction"],
+    ),
     (6, "v3", "What is 3 + 4 eggs?", "7", ["Mathematical Calculation"]),
-]  # fmt: skip
+]
 #: Question 4 unanswered; the judge's reply for 3 is not an integer.
 PREDICTIONS = {"1": "A cookery programme", "2": "two", "3": "The dog", "5": "friends", "6": "9"}
 REPLIES = {"1": "3", "2": " 1\n", "3": "Score: 2", "5": "2", "6": "0"}
@@ -61,8 +72,9 @@ def write_tsv(data: Path, rows: list[tuple[Any, ...]] = QUESTIONS) -> Path:
         writer = csv.writer(f, delimiter="\t")
         writer.writerow(HEADER)
         for index, video, question, answer, dims in rows:
-            writer.writerow([index, video, "cooking", question, answer, str(dims),
-                             f"./video/{video}.mp4"])  # fmt: skip
+            writer.writerow(
+                [index, video, "cooking", question, answer, str(dims), f"./video/{video}.mp4"]
+            )
     return data
 
 
@@ -142,8 +154,16 @@ def test_scores_are_vlmevalkits_valid_and_all_ratings(data: Path) -> None:
             assert g.strict == pytest.approx(official[f"{rating}_all"][key]), (name, key)
             valid = official[f"{rating}_valid"][key]
             assert g.score == pytest.approx(0.0 if math.isnan(valid) else valid), (name, key)
-    assert set(fine) == {"Video Topic", "Counting", "Causal Reasoning", "Hallucination", "OCR",
-                         "Social Relation", "Human Interaction", "Mathematical Calculation"}  # fmt: skip
+    assert set(fine) == {
+        "Video Topic",
+        "Counting",
+        "Causal Reasoning",
+        "Hallucination",
+        "OCR",
+        "Social Relation",
+        "Human Interaction",
+        "Mathematical Calculation",
+    }
 
 
 def test_the_judge_gets_the_official_prompts_at_temperature_0(data: Path) -> None:
@@ -168,9 +188,19 @@ def test_the_judge_gets_the_official_prompts_at_temperature_0(data: Path) -> Non
 
 @pytest.mark.parametrize(
     ("reply", "score"),
-    [("2", 2), (" 3\n", 3), ("0", 0), ("+1", 1), ("Score: 2", None), ("2.", None), ("two", None),
-     ("-1", None), ("", None), ("5", 5)],
-)  # fmt: skip
+    [
+        ("2", 2),
+        (" 3\n", 3),
+        ("0", 0),
+        ("+1", 1),
+        ("Score: 2", None),
+        ("2.", None),
+        ("two", None),
+        ("-1", None),
+        ("", None),
+        ("5", 5),
+    ],
+)
 def test_a_reply_is_a_score_only_when_it_is_an_integer(reply: str, score: int | None) -> None:
     """``int(x) if istype(x, int) else -1``; -1 (any negative) is the failure mark; 5 is kept."""
     assert parse_rating(reply).score == score
@@ -194,8 +224,12 @@ def test_loader_reads_the_released_tsv_and_lists_missing_videos(data: Path) -> N
     assert len(loaded.samples) == 6 and loaded.split == "all"
     s = loaded.samples[1]
     assert (s.id, s.question, s.answer, s.options, s.task) == (
-        "2", "How many eggs break, and why?", "Three, the pan is too hot", (), "open",
-    )  # fmt: skip
+        "2",
+        "How many eggs break, and why?",
+        "Three, the pan is too hot",
+        (),
+        "open",
+    )
     assert s.categories == ("Counting", "Causal Reasoning")
     assert s.videos == (data / "video" / "v1.mp4",) and s.extras["video"] == "v1"
     assert mmbv.prompt(s) == "How many eggs break, and why?"
@@ -230,8 +264,18 @@ def test_cli_scores_with_the_judge_spec(data: Path, tmp_path: Path, _isolated_ho
     preds = tmp_path / "p.json"
     preds.write_text(json.dumps({"1": "a show", "2": "two", "3": "no"}))
     judge = 'fake:scripted?replies=["3", "3", "a three"]'
-    out = vidagent("bench", "score", "mmbench_video", "--data", str(data), "--predictions",
-                   str(preds), "--judge", judge, home=_isolated_home)  # fmt: skip
+    out = vidagent(
+        "bench",
+        "score",
+        "mmbench_video",
+        "--data",
+        str(data),
+        "--predictions",
+        str(preds),
+        "--judge",
+        judge,
+        home=_isolated_home,
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0] == "MMBench-Video all: 6 questions, 3 predictions, 3 unanswered"
@@ -241,8 +285,18 @@ def test_cli_scores_with_the_judge_spec(data: Path, tmp_path: Path, _isolated_ho
     )
     assert lines[-1].startswith("note: the judge gave no usable score for 1 answers")
     env = {"VIDAGENT_LLM": "fake:echo?reply=2"}  # without --judge: the llm role
-    out = vidagent("bench", "score", "mmbench-video", "--data", str(data), "--predictions",
-                   str(preds), "--json", home=_isolated_home, env=env)  # fmt: skip
+    out = vidagent(
+        "bench",
+        "score",
+        "mmbench-video",
+        "--data",
+        str(data),
+        "--predictions",
+        str(preds),
+        "--json",
+        home=_isolated_home,
+        env=env,
+    )
     report = json.loads(out.stdout)
     assert report["overall"] == {"score": 2.0, "strict": 1.0, "questions": 6, "answered": 3}
     assert report["sections"]["coarse"]["CP"]["score"] == 2.0
@@ -263,8 +317,18 @@ def test_bad_predictions_are_one_line_and_exit_1(
 ) -> None:
     preds = tmp_path / "p.json"
     preds.write_bytes(content)
-    out = vidagent("bench", "score", "mmbench_video", "--data", str(data), "--predictions",
-                   str(preds), "--judge", "fake:echo?reply=2", home=_isolated_home)  # fmt: skip
+    out = vidagent(
+        "bench",
+        "score",
+        "mmbench_video",
+        "--data",
+        str(data),
+        "--predictions",
+        str(preds),
+        "--judge",
+        "fake:echo?reply=2",
+        home=_isolated_home,
+    )
     assert out.returncode == 1 and out.stderr.strip().count("\n") == 0
     assert message in out.stderr and "Traceback" not in out.stderr
 
@@ -280,8 +344,16 @@ def test_bad_data_is_one_line_and_exit_1(tmp_path: Path, _isolated_home: Path) -
         (tmp_path / "empty", "MMBench-Video.tsv not found in"),
         (bad, "MMBench-Video.tsv: no 'answer' column; expected tab-separated columns"),
     ):
-        out = vidagent("bench", "score", "mmbench_video", "--data", str(folder), "--predictions",
-                       str(preds), home=_isolated_home)  # fmt: skip
+        out = vidagent(
+            "bench",
+            "score",
+            "mmbench_video",
+            "--data",
+            str(folder),
+            "--predictions",
+            str(preds),
+            home=_isolated_home,
+        )
         assert out.returncode == 1 and out.stderr.strip().count("\n") == 0
         assert message in out.stderr and "Traceback" not in out.stderr
 

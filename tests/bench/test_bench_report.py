@@ -39,14 +39,24 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     before questions 3, 4 and 5 got a row (unanswered: left out of LVBench's official number,
     which counts the uids present in the answers file)."""
     root = tmp_path_factory.mktemp("lvbench")
-    data = make_lvbench(root / "data", [
-        {"key": key, "uid": uid, "question": f"Question {uid}: what is shown?{OPTIONS}",
-         "answer": answer, "question_type": categories, "time_reference": ""}
-        for uid, key, categories, answer in QUESTIONS
-    ])  # fmt: skip
+    data = make_lvbench(
+        root / "data",
+        [
+            {
+                "key": key,
+                "uid": uid,
+                "question": f"Question {uid}: what is shown?{OPTIONS}",
+                "answer": answer,
+                "question_type": categories,
+                "time_reference": "",
+            }
+            for uid, key, categories, answer in QUESTIONS
+        ],
+    )
     home = {"home": root / "home"}
-    always = run_benchmark(RunConfig("lvbench", data), settings=settings_with(**home),
-                           out=root / "always-b")  # fmt: skip
+    always = run_benchmark(
+        RunConfig("lvbench", data), settings=settings_with(**home), out=root / "always-b"
+    )
 
     def unsure(request: ChatRequest) -> str:
         text = request.messages[-1].text
@@ -54,8 +64,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
     settings = settings_with(**home)
     with hub(settings, FakeAdapter.function(unsure)) as models:
-        other = run_benchmark(RunConfig("lvbench", data), settings=settings, out=root / "unsure",
-                              models=models)  # fmt: skip
+        other = run_benchmark(
+            RunConfig("lvbench", data), settings=settings, out=root / "unsure", models=models
+        )
     rows = other.out / "predictions.jsonl"
     kept = [r for r in rows.read_text().splitlines() if json.loads(r)["id"] not in "345"]
     rows.write_text("".join(f"{r}\n" for r in kept))
@@ -71,8 +82,17 @@ def test_report_puts_official_beside_strict_per_category_and_writes_files(
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("LVBench all: accuracy; official (unanswered questions left out)")
-    assert lines[1].split() == ["accuracy", "always-b", "official", "always-b", "strict",
-                                "unsure", "official", "unsure", "strict"]  # fmt: skip
+    assert lines[1].split() == [
+        "accuracy",
+        "always-b",
+        "official",
+        "always-b",
+        "strict",
+        "unsure",
+        "official",
+        "unsure",
+        "strict",
+    ]
     # always-b: 4 of 8 right. unsure: 3 right (1, 2, 6) of 5 answered; strict 3 of 8.
     overall = lines[2]
     assert overall.startswith("overall")
@@ -90,8 +110,14 @@ def test_report_puts_official_beside_strict_per_category_and_writes_files(
         unsure["scores"]["overall"]["score"] == 60.0
         and unsure["scores"]["overall"]["strict"] == 37.5
     )
-    assert unsure["counts"] == {"questions": 8, "answered": 5, "errors": 0, "missing_videos": 0,
-                                "not_run": 3, "scored": 8}  # fmt: skip
+    assert unsure["counts"] == {
+        "questions": 8,
+        "answered": 5,
+        "errors": 0,
+        "missing_videos": 0,
+        "not_run": 3,
+        "scored": 8,
+    }
     assert unsure["means"]["steps"] == 1.0 and unsure["means"]["tokens"] > 0
     assert unsure["models"]["llm"] == "fake:function" and unsure["strategy"] == "dvd"
     for key, interval in unsure["intervals"].items():
@@ -114,8 +140,15 @@ def test_report_puts_official_beside_strict_per_category_and_writes_files(
         png = (out / name).read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
 
-    again = vidagent("bench", "report", *map(str, runs), "--out", str(tmp_path / "again"),
-                     "--no-plots", home=_isolated_home)  # fmt: skip
+    again = vidagent(
+        "bench",
+        "report",
+        *map(str, runs),
+        "--out",
+        str(tmp_path / "again"),
+        "--no-plots",
+        home=_isolated_home,
+    )
     assert again.stdout.splitlines()[:-1] == lines[:-1]  # seeded: the same intervals
     assert sorted(p.name for p in (tmp_path / "again").iterdir()) == ["report.json", "report.md"]
 
@@ -129,8 +162,9 @@ def test_report_errors_are_one_line(tmp_path: Path, _isolated_home: Path) -> Non
 
 
 def test_intervals_are_percentiles_of_seeded_resamples() -> None:
-    samples = [Sample(f"q{i}", (), "?", ("a", "b"), answer=0, categories=("CW", "C"))
-               for i in range(100)]  # fmt: skip
+    samples = [
+        Sample(f"q{i}", (), "?", ("a", "b"), answer=0, categories=("CW", "C")) for i in range(100)
+    ]
     outcomes = [Outcome(s.id, float(i % 2)) for i, s in enumerate(samples)]
     intervals = bootstrap(nextqa, samples, outcomes, resamples=1000, seed=7)
     lo, hi = intervals["overall"].score

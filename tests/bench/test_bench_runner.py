@@ -78,9 +78,10 @@ def test_a_run_writes_one_row_per_question_a_manifest_and_traces(
     assert manifest["samples"] == [f"{v}_{q}" for v, q, *_ in NEXTQA]
     assert manifest["missing_videos"] == [{"id": "v3_0", "path": str(nextqa / "videos" / "v3.mp4")}]
     assert manifest["concurrency"] == {
-        "requested": 4, "threads": 1,
+        "requested": 4,
+        "threads": 1,
         "endpoints": {f"fake:echo?log={log}&reply=(B)": 1, "perception:describer": 1},
-    }  # fmt: skip
+    }
     assert manifest["settings"]["cache"] == "off" and manifest["settings"]["openai_api_key"] == ""
 
     calls = len(log.read_text().splitlines())
@@ -117,8 +118,11 @@ def test_resuming_with_another_model_is_refused_naming_it(nextqa: Path, tmp_path
             out=out,
         )
     with pytest.raises(UserError, match=r"another budget\.steps \(was 15, now 3\)"):
-        run_benchmark(RunConfig("nextqa", nextqa, limit=1, budget=_budget(steps=3)),
-                      settings=settings_with(), out=out)  # fmt: skip
+        run_benchmark(
+            RunConfig("nextqa", nextqa, limit=1, budget=_budget(steps=3)),
+            settings=settings_with(),
+            out=out,
+        )
 
 
 def test_resume_compares_the_prompts_both_runs_have() -> None:
@@ -192,8 +196,12 @@ def test_questions_run_concurrently_up_to_the_endpoint_limit(nextqa: Path, tmp_p
                     state["now"] -= 1
 
     with hub(settings, Remote("echo", {"reply": "B"})) as models:
-        summary = run_benchmark(RunConfig("nextqa", nextqa, concurrency=8), settings=settings,
-                                out=tmp_path / "run", models=models)  # fmt: skip
+        summary = run_benchmark(
+            RunConfig("nextqa", nextqa, concurrency=8),
+            settings=settings,
+            out=tmp_path / "run",
+            models=models,
+        )
     assert (summary.concurrency, summary.requested_concurrency, summary.ran) == (3, 8, 5)
     assert state["most"] == 3
 
@@ -239,8 +247,9 @@ def test_a_killed_run_resumes_without_redoing_or_losing_a_question(
 
 
 def test_bench_run_errors_are_one_line(nextqa: Path, _isolated_home: Path) -> None:
-    out = vidagent("bench", "run", "nextqa", "--data", str(nextqa), "--set", "nope=1",
-                   home=_isolated_home)  # fmt: skip
+    out = vidagent(
+        "bench", "run", "nextqa", "--data", str(nextqa), "--set", "nope=1", home=_isolated_home
+    )
     assert out.returncode == 1
     assert out.stderr.strip().splitlines()[-1].startswith("error: dvd has no option nope; ")
     out = vidagent("bench", "run", "nextqa", "--data", str(nextqa / "absent"), home=_isolated_home)

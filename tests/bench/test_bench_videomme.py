@@ -20,11 +20,18 @@ OPTS = ["A. A red car.", "B. A blue bus.", "C. A bike.", "D. Nothing."]
 
 def _row(qid: str, video: str, duration: str, domain: str, task: str, answer: str) -> dict:
     return {
-        "video_id": qid.split("-")[0], "duration": duration, "domain": domain,
+        "video_id": qid.split("-")[0],
+        "duration": duration,
+        "domain": domain,
         "sub_category": "Football" if domain == "Sports Competition" else "Astronomy",
-        "url": f"https://www.youtube.com/watch?v={video}", "videoID": video, "question_id": qid,
-        "task_type": task, "question": f"Question {qid}?", "options": OPTS, "answer": answer,
-    }  # fmt: skip
+        "url": f"https://www.youtube.com/watch?v={video}",
+        "videoID": video,
+        "question_id": qid,
+        "task_type": task,
+        "question": f"Question {qid}?",
+        "options": OPTS,
+        "answer": answer,
+    }
 
 
 ROWS = [
@@ -63,15 +70,26 @@ def _official_file(path: Path, responses: dict[str, str] | None = None) -> Path:
     responses = responses or {qid: response for qid, (response, _) in RESPONSES.items()}
     videos: dict[str, dict] = {}
     for row in ROWS:
-        video = videos.setdefault(row["video_id"], {
-            "video_id": row["video_id"], "duration": row["duration"], "domain": row["domain"],
-            "sub_category": row["sub_category"], "questions": [],
-        })  # fmt: skip
-        video["questions"].append({
-            "question_id": row["question_id"], "task_type": row["task_type"],
-            "question": row["question"], "options": OPTS, "answer": row["answer"],
-            "response": responses[row["question_id"]],
-        })  # fmt: skip
+        video = videos.setdefault(
+            row["video_id"],
+            {
+                "video_id": row["video_id"],
+                "duration": row["duration"],
+                "domain": row["domain"],
+                "sub_category": row["sub_category"],
+                "questions": [],
+            },
+        )
+        video["questions"].append(
+            {
+                "question_id": row["question_id"],
+                "task_type": row["task_type"],
+                "question": row["question"],
+                "options": OPTS,
+                "answer": row["answer"],
+                "response": responses[row["question_id"]],
+            }
+        )
     path.write_text(json.dumps(list(videos.values())))
     return path
 
@@ -196,8 +214,17 @@ def test_question_id_files_read_letters_by_the_official_rule(data: Path, tmp_pat
 
 def test_cli_scores_the_official_file(data: Path, tmp_path: Path, _isolated_home: Path) -> None:
     preds = _official_file(tmp_path / "results.json")
-    out = vidagent("bench", "score", "videomme", "--data", str(data), "--predictions", str(preds),
-                   "--json", home=_isolated_home)  # fmt: skip
+    out = vidagent(
+        "bench",
+        "score",
+        "videomme",
+        "--data",
+        str(data),
+        "--predictions",
+        str(preds),
+        "--json",
+        home=_isolated_home,
+    )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["overall"]["score"] == 50.0 and report["missing"] == 2
@@ -212,18 +239,34 @@ def test_cli_scores_the_official_file(data: Path, tmp_path: Path, _isolated_home
         (b"[]", "p.json: not a predictions file; expected the official results list"),
         (b'{"999-1": "A"}', "none of the 1 predictions matches a videomme all question"),
         (
-            json.dumps([{"duration": "short", "questions": [
-                {"question_id": "999-1", "task_type": "OCR Problems", "response": "A"}]}]).encode(),
+            json.dumps(
+                [
+                    {
+                        "duration": "short",
+                        "questions": [
+                            {"question_id": "999-1", "task_type": "OCR Problems", "response": "A"}
+                        ],
+                    }
+                ]
+            ).encode(),
             "none of the 1 predictions matches a videomme all question",
         ),
     ],
-)  # fmt: skip
+)
 def test_bad_files_are_one_line_and_exit_1(
     content: bytes, message: str, data: Path, tmp_path: Path, _isolated_home: Path
 ) -> None:
     preds = tmp_path / "p.json"
     preds.write_bytes(content)
-    out = vidagent("bench", "score", "videomme", "--data", str(data), "--predictions", str(preds),
-                   home=_isolated_home)  # fmt: skip
+    out = vidagent(
+        "bench",
+        "score",
+        "videomme",
+        "--data",
+        str(data),
+        "--predictions",
+        str(preds),
+        home=_isolated_home,
+    )
     assert out.returncode == 1 and out.stderr.strip().count("\n") == 0
     assert message in out.stderr and "Traceback" not in out.stderr

@@ -550,7 +550,9 @@ def test_a_reply_cut_by_its_cap_is_asked_again_then_kept_and_counted() -> None:
 
     replies = iter([ChatResponse("half", finish_reason="length"), ChatResponse("WHOLE")])
     stage = Summarize()
-    text, data = stage.summarize_lines(_hub(lambda r: next(replies), context=8192, local=True), _lines(3))
+    text, data = stage.summarize_lines(
+        _hub(lambda r: next(replies), context=8192, local=True), _lines(3)
+    )
     assert text == "WHOLE" and data["cut"] == 0 and stage.note == ""
 
 

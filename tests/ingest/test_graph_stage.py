@@ -41,23 +41,37 @@ def fig8(request: ChatRequest) -> str:
     return json.dumps(
         {
             "video_analysis": [
-                {"subject_id": "Subject_1", "subject_name": "Man in red shirt",
-                 "appearance_timeline": [["00:00:00", "00:00:10"]], "attributes": ["red shirt"],
-                 "actions_events": [{"action": "waves", "timestamp": ["00:00:02", "00:00:03"]}]},
-                {"subject_id": "Subject_2", "subject_name": "Reader",
-                 "appearance_timeline": [["00:00:00", "00:00:12"]], "attributes": [],
-                 "actions_events": []},
-                {"subject_id": "Subject_3", "subject_name": "Onlooker",
-                 "appearance_timeline": [["00:00:05", "00:00:10"]], "attributes": [],
-                 "actions_events": []},
+                {
+                    "subject_id": "Subject_1",
+                    "subject_name": "Man in red shirt",
+                    "appearance_timeline": [["00:00:00", "00:00:10"]],
+                    "attributes": ["red shirt"],
+                    "actions_events": [{"action": "waves", "timestamp": ["00:00:02", "00:00:03"]}],
+                },
+                {
+                    "subject_id": "Subject_2",
+                    "subject_name": "Reader",
+                    "appearance_timeline": [["00:00:00", "00:00:12"]],
+                    "attributes": [],
+                    "actions_events": [],
+                },
+                {
+                    "subject_id": "Subject_3",
+                    "subject_name": "Onlooker",
+                    "appearance_timeline": [["00:00:05", "00:00:10"]],
+                    "attributes": [],
+                    "actions_events": [],
+                },
             ],
             "interactions": [
-                {"subjects_involved": ["Subject_1", "Subject_2"],
-                 "interaction_description": "Subject_1 hands Subject_2 a book",
-                 "timestamp": ["00:00:05", "00:00:08"]},
+                {
+                    "subjects_involved": ["Subject_1", "Subject_2"],
+                    "interaction_description": "Subject_1 hands Subject_2 a book",
+                    "timestamp": ["00:00:05", "00:00:08"],
+                },
             ],
         }
-    )  # fmt: skip
+    )
 
 
 def make_ctx(tmp_path: Path, video: Path, adapters: dict[str, Adapter]) -> IngestContext:
@@ -92,9 +106,11 @@ def test_the_extractor_reads_the_captions_with_fig_8_and_the_graph_is_stored(
     (request,) = llm.requests
     assert request.messages == (
         Message("system", load_prompt("avi_graph")),
-        Message("user", "[0s–5s] " + CAPTIONS[0] + "\n[5s–10s] " + CAPTIONS[1]
-                + "\n[10s–12s] " + CAPTIONS[2]),
-    )  # fmt: skip
+        Message(
+            "user",
+            "[0s–5s] " + CAPTIONS[0] + "\n[5s–10s] " + CAPTIONS[1] + "\n[10s–12s] " + CAPTIONS[2],
+        ),
+    )
     assert request.response_schema == SCHEMA and request.temperature == 0.0
     graph = ctx.library.entity_graph(ctx.video.video_id)
     assert graph is not None
@@ -105,10 +121,14 @@ def test_the_extractor_reads_the_captions_with_fig_8_and_the_graph_is_stored(
     }
     (edge,) = graph.edges
     assert (edge.src, edge.dst, edge.relation, edge.span) == (
-        "Subject_1", "Subject_2", "Subject_1 hands Subject_2 a book", (5.0, 8.0)
-    )  # fmt: skip
-    assert all(n.name_vector is not None and n.name_vector.shape == (32,)
-               for n in graph.nodes.values())  # fmt: skip
+        "Subject_1",
+        "Subject_2",
+        "Subject_1 hands Subject_2 a book",
+        (5.0, 8.0),
+    )
+    assert all(
+        n.name_vector is not None and n.name_vector.shape == (32,) for n in graph.nodes.values()
+    )
     assert graph.nodes["Subject_2"].freq == 1.0  # on screen longest, in every clip
     assert stage.note == "3 people, 1 edges, 0 super-nodes from 1 windows"
     found = graph.retrieve("What does the man in red shirt give?", None)
@@ -226,9 +246,12 @@ def test_a_strategy_or_the_user_names_the_stage(tmp_path: Path, small_video: Pat
     llm: Any = FakeAdapter.function(fig8)
     hub = Models.from_adapters({"llm": llm, "embed": FakeAdapter("hash", {"dim": "32"})}, settings)
     result = index_video(
-        small_video, library=tmp_path / "lib", settings=settings, models=hub,
+        small_video,
+        library=tmp_path / "lib",
+        settings=settings,
+        models=hub,
         stages=("graph",),
-    )  # fmt: skip
+    )
     assert [r.stage for r in result.stages] == ["graph"]
     assert result.video is not None and "graph" in result.video.stages
     # No captions yet: an empty graph that says why, without asking the extractor.

@@ -99,9 +99,13 @@ def test_real_clip_reads_the_same_lines_without_the_gate_with_one_onnxruntime_en
     plain_lib = Library(settings.library_uri)
     with Models(settings) as models:
         plain = index_path(
-            result.path, library=plain_lib, settings=settings, models=models,
-            stages=("read_text",), options={"read_text": {"gate": False}},
-        )  # fmt: skip
+            result.path,
+            library=plain_lib,
+            settings=settings,
+            models=models,
+            stages=("read_text",),
+            options={"read_text": {"gate": False}},
+        )
     ungated = {c.clip_index: c.ocr_text for c in plain_lib.clips(plain.video.video_id)}  # type: ignore[union-attr]
     assert gated == ungated
     note = next(r.note for r in result.stages if r.stage == "read_text")

@@ -288,8 +288,11 @@ def test_ocr_lines_are_deduplicated_in_first_seen_order(
 
     def read(rgb: np.ndarray) -> list[TextLine]:
         n = next(calls)
-        return [TextLine("Title", (0, 0, 1, 1), 0.9), TextLine(f"frame {n // 2}", (0, 0, 1, 1), 0.9),
-                TextLine("  TITLE ", (0, 0, 1, 1), 0.9)]  # fmt: skip
+        return [
+            TextLine("Title", (0, 0, 1, 1), 0.9),
+            TextLine(f"frame {n // 2}", (0, 0, 1, 1), 0.9),
+            TextLine("  TITLE ", (0, 0, 1, 1), 0.9),
+        ]
 
     ctx = make_context(
         small_video, Models.from_adapters({"ocr": FakeAdapter(read_text_fn=read)}, settings)

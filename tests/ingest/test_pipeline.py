@@ -190,7 +190,9 @@ def test_independent_stages_run_at_once_while_the_embedder_loads(
     assert result.seconds < added - 0.2
 
 
-def test_without_overlap_the_stages_run_one_after_another(small_video: Path, tmp_path: Path) -> None:
+def test_without_overlap_the_stages_run_one_after_another(
+    small_video: Path, tmp_path: Path
+) -> None:
     settings = load_settings({**FAKES, "cache": "off"})
     lib = Library(tmp_path / "lib")
     models = fake_models(settings)
@@ -233,13 +235,23 @@ def test_ocr_and_detection_take_their_frames_from_the_structure_pass_or_one_deco
         for role, method in (("ocr", "read_text"), ("detector", "detect")):
             adapter = models._adapters[role]  # type: ignore[index]
             call = getattr(adapter, method)
-            setattr(adapter, method, lambda images, *a, _c=call, _s=frames: (
-                _s.extend((i.size, int(i.sum())) for i in images), _c(images, *a))[1])  # fmt: skip
+            setattr(
+                adapter,
+                method,
+                lambda images, *a, _c=call, _s=frames: (
+                    _s.extend((i.size, int(i.sum())) for i in images),
+                    _c(images, *a),
+                )[1],
+            )
         decodes.clear()
         result = index_path(
-            small_video, library=lib, settings=settings, models=models,
-            stages=("read_text", "detect"), overlap=overlap,
-        )  # fmt: skip
+            small_video,
+            library=lib,
+            settings=settings,
+            models=models,
+            stages=("read_text", "detect"),
+            overlap=overlap,
+        )
         assert runs(result) == {"read_text": 3, "detect": 3}
         vid = result.video.video_id  # type: ignore[union-attr]
         assert all(c.ocr_text == "HELLO" and "person" in c.detections for c in lib.clips(vid))
@@ -267,16 +279,23 @@ def test_kept_frames_are_let_go_once_no_stage_left_samples_frames(
     vlm = models._adapters["vlm"]  # type: ignore[index]
     chat = vlm.chat
     vlm.chat = lambda request: (  # type: ignore[method-assign]
-        held_at_caption.append(len(kept[0].frames)), chat(request))[1]  # fmt: skip
+        held_at_caption.append(len(kept[0].frames)),
+        chat(request),
+    )[1]
     detected: list[int] = []
     detector = models._adapters["detector"]  # type: ignore[index]
     detect = detector.detect
     detector.detect = lambda images, *a: (  # type: ignore[method-assign]
-        detected.append(len(kept[0].frames)), detect(images, *a))[1]  # fmt: skip
+        detected.append(len(kept[0].frames)),
+        detect(images, *a),
+    )[1]
     result = index_path(
-        small_video, library=Library(tmp_path / "lib"), settings=settings, models=models,
+        small_video,
+        library=Library(tmp_path / "lib"),
+        settings=settings,
+        models=models,
         stages=("read_text", "detect", "caption"),
-    )  # fmt: skip
+    )
     assert runs(result) == {"read_text": 3, "detect": 3, "caption": 3}
     assert detected and min(detected) == 6  # held while OCR and detection read them
     assert held_at_caption and max(held_at_caption) == 0
@@ -309,9 +328,13 @@ def test_ocr_reads_run_ahead_of_the_clips_they_store_and_store_the_same(
         ocr.capabilities = dataclasses.replace(ocr.capabilities, batch_size=1, concurrency=2)
         lib = Library(tmp_path / f"lib-{ahead}")
         result = index_path(
-            small_video, library=lib, settings=settings, models=models,
-            stages=("read_text",), options={"read_text": {"batch": 1, "fps": 2.0}},
-        )  # fmt: skip
+            small_video,
+            library=lib,
+            settings=settings,
+            models=models,
+            stages=("read_text",),
+            options={"read_text": {"batch": 1, "fps": 2.0}},
+        )
         vid = result.video.video_id  # type: ignore[union-attr]
         stored[ahead] = {c.clip_index: c.ocr_text for c in lib.clips(vid)}
         assert most[0] == ahead + 1  # reads at once
@@ -338,9 +361,7 @@ def test_sigkill_at_any_moment_then_rerun_finishes_exactly(tmp_path: Path) -> No
     cmd = [sys.executable, "-m", "vidagent", "index", str(video), "--json", "--no-progress"]
     for delay in (1.5, 2.5, 3.5):
         # Leaving the block closes the pipes and reaps the killed process.
-        with subprocess.Popen(
-            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        ) as proc:
+        with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
             time.sleep(delay)
             proc.send_signal(signal.SIGKILL)
             proc.wait()

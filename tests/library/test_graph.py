@@ -23,12 +23,20 @@ from vidagent.library.graph_extract import (
 CLIPS_4 = [(i, 5.0 * i, 5.0 * i + 5) for i in range(4)]  # 0-20 s
 
 
-def subject(sid: str | None, name: str, timeline: list[Any], attrs: list[str] | None = None,
-            actions: list[Any] | None = None) -> dict[str, Any]:  # fmt: skip
+def subject(
+    sid: str | None,
+    name: str,
+    timeline: list[Any],
+    attrs: list[str] | None = None,
+    actions: list[Any] | None = None,
+) -> dict[str, Any]:
     return {
-        "subject_id": sid, "subject_name": name, "appearance_timeline": timeline,
-        "attributes": attrs or [], "actions_events": actions or [],
-    }  # fmt: skip
+        "subject_id": sid,
+        "subject_name": name,
+        "appearance_timeline": timeline,
+        "attributes": attrs or [],
+        "actions_events": actions or [],
+    }
 
 
 def interaction(who: list[str], text: str, t: list[Any]) -> dict[str, Any]:
@@ -51,22 +59,38 @@ def extraction(subjects: list[dict[str, Any]], interactions: list[dict[str, Any]
 @pytest.mark.parametrize(
     ("value", "seconds"),
     [
-        ("00:01:05", 65.0), ("1:05", 65.0), ("12.5s", 12.5), ("12.5", 12.5), (7, 7.0),
-        (3.25, 3.25), ("01:00:00.5", 3600.5), ("40 seconds", 40.0), ("unknown", None),
-        (None, None), (-3, None), (True, None),
+        ("00:01:05", 65.0),
+        ("1:05", 65.0),
+        ("12.5s", 12.5),
+        ("12.5", 12.5),
+        (7, 7.0),
+        (3.25, 3.25),
+        ("01:00:00.5", 3600.5),
+        ("40 seconds", 40.0),
+        ("unknown", None),
+        (None, None),
+        (-3, None),
+        (True, None),
     ],
-)  # fmt: skip
+)
 def test_times_are_read_in_every_form_models_write(value: Any, seconds: float | None) -> None:
     assert parse_seconds(value) == seconds
 
 
 def test_a_fenced_reply_with_prose_around_it_is_read() -> None:
     body = reply(
-        [subject("Subject_1", "Man in red shirt", [["00:00:00", "00:00:12"]], ["red shirt"],
-                 [{"action": "sits down", "timestamp": ["3s", "5s"]}]),
-         subject(None, "Anna", [[5, 20], ["0:18", "0:25"]])],
+        [
+            subject(
+                "Subject_1",
+                "Man in red shirt",
+                [["00:00:00", "00:00:12"]],
+                ["red shirt"],
+                [{"action": "sits down", "timestamp": ["3s", "5s"]}],
+            ),
+            subject(None, "Anna", [[5, 20], ["0:18", "0:25"]]),
+        ],
         [interaction(["Subject_1", "Anna"], "Subject_1 gives Anna a book", ["00:00:06", 9])],
-    )  # fmt: skip
+    )
     found = parse_extraction(f"Here is the analysis:\n```json\n{body}\n```\nHope it helps!")
     assert found is not None
     man, anna = found.subjects
@@ -88,13 +112,22 @@ def test_a_reply_without_the_object_is_not_an_extraction() -> None:
 
 def test_nodes_edges_and_an_event_node_for_a_group_interaction() -> None:
     found = extraction(
-        [subject("Subject_1", "Man in red shirt", [[0, 12]], ["red shirt"],
-                 [{"action": "sits down", "timestamp": [3, 5]}]),
-         subject(None, "Anna", [[5, 9]]),
-         subject(None, "Bob", [[15, 15]])],
-        [interaction(["Subject_1", "Anna"], "Subject_1 gives Anna a book", [6, 9]),
-         interaction(["Anna", "Subject_1", "Bob"], "Anna greets both", [15, 16])],
-    )  # fmt: skip
+        [
+            subject(
+                "Subject_1",
+                "Man in red shirt",
+                [[0, 12]],
+                ["red shirt"],
+                [{"action": "sits down", "timestamp": [3, 5]}],
+            ),
+            subject(None, "Anna", [[5, 9]]),
+            subject(None, "Bob", [[15, 15]]),
+        ],
+        [
+            interaction(["Subject_1", "Anna"], "Subject_1 gives Anna a book", [6, 9]),
+            interaction(["Anna", "Subject_1", "Bob"], "Anna greets both", [15, 16]),
+        ],
+    )
     g = EntityGraph.build("v", found, CLIPS_4)
     assert {i: (n.kind, n.name, n.clips) for i, n in g.nodes.items()} == {
         "Subject_1": ("human", "Man in red shirt", [0, 1, 2]),
@@ -116,20 +149,31 @@ def test_nodes_edges_and_an_event_node_for_a_group_interaction() -> None:
 
 def test_windows_are_merged_by_id_then_by_name_and_repeated_interactions_kept_once() -> None:
     first = extraction(
-        [subject("Subject_1", "Man in red shirt", [[0, 100]], ["red shirt"]),
-         subject(None, "Woman in blue", [[50, 290]], ["blue dress"])],
+        [
+            subject("Subject_1", "Man in red shirt", [[0, 100]], ["red shirt"]),
+            subject(None, "Woman in blue", [[50, 290]], ["blue dress"]),
+        ],
         [interaction(["Subject_1", "Woman in blue"], "they shake hands", [270, 280])],
-    )  # fmt: skip
+    )
     second = extraction(
-        [subject("Subject_1", "man wearing red", [[270, 400]], ["Red shirt", "glasses"]),
-         subject(None, "woman in blue!", [[280, 330]], ["smiling"])],
-        [interaction(["Woman in blue", "Subject_1"], "the man and woman shake hands", [275, 285]),
-         interaction(["Subject_1", "Woman in blue"], "they wave goodbye", [390, 395])],
-    )  # fmt: skip
+        [
+            subject("Subject_1", "man wearing red", [[270, 400]], ["Red shirt", "glasses"]),
+            subject(None, "woman in blue!", [[280, 330]], ["smiling"]),
+        ],
+        [
+            interaction(
+                ["Woman in blue", "Subject_1"], "the man and woman shake hands", [275, 285]
+            ),
+            interaction(["Subject_1", "Woman in blue"], "they wave goodbye", [390, 395]),
+        ],
+    )
     merged = merge_extractions([first, second])
     man, woman = merged.subjects
-    assert (man.subject_id, man.name, man.timeline) == ("Subject_1", "Man in red shirt",
-                                                       [(0, 100), (270, 400)])  # fmt: skip
+    assert (man.subject_id, man.name, man.timeline) == (
+        "Subject_1",
+        "Man in red shirt",
+        [(0, 100), (270, 400)],
+    )
     assert man.attributes == ["red shirt", "glasses"]
     assert (woman.subject_id, woman.timeline) == (None, [(50, 330)])
     assert woman.attributes == ["blue dress", "smiling"]
@@ -145,17 +189,22 @@ def star(center: str, others: list[str], text: str) -> list[dict[str, Any]]:
 
 def grouped_graph() -> tuple[EntityGraph, dict[str, np.ndarray]]:
     """Two groups of four (a band, a kitchen) and a pair, no relations between them."""
-    band = [subject(f"B{i}", f"band member {i}", [[10 * i, 10 * i + 30]], attrs)
-            for i, attrs in enumerate([["Red shirt", "guitar"], ["red shirt"],
-                                       ["red shirt", "drums"], ["hat"]])]  # fmt: skip
-    kitchen = [subject(f"K{i}", f"cook {i}", [[200 + i, 260]], ["apron", "White hat"])
-               for i in range(4)]  # fmt: skip
+    band = [
+        subject(f"B{i}", f"band member {i}", [[10 * i, 10 * i + 30]], attrs)
+        for i, attrs in enumerate(
+            [["Red shirt", "guitar"], ["red shirt"], ["red shirt", "drums"], ["hat"]]
+        )
+    ]
+    kitchen = [
+        subject(f"K{i}", f"cook {i}", [[200 + i, 260]], ["apron", "White hat"]) for i in range(4)
+    ]
     pair = [subject("P0", "passer-by", [[300, 310]]), subject("P1", "dog walker", [[300, 320]])]
     found = extraction(
         band + kitchen + pair,
-        star("B0", ["B1", "B2", "B3"], "plays with") + star("K0", ["K1", "K2", "K3"], "cooks with")
+        star("B0", ["B1", "B2", "B3"], "plays with")
+        + star("K0", ["K1", "K2", "K3"], "cooks with")
         + [interaction(["P0", "P1"], "nods to", [305, 306])],
-    )  # fmt: skip
+    )
     g = EntityGraph.build("v", found, [(i, 5.0 * i, 5.0 * i + 5) for i in range(70)])
     # The band and the kitchen have the very same embedding: only Eq. 10's two-hop mask
     # (no path joins them) keeps them apart.
@@ -180,8 +229,9 @@ def test_dense_groups_of_more_than_three_become_super_nodes() -> None:
 
 
 def test_fewer_than_six_people_are_not_clustered() -> None:
-    g = EntityGraph.build("v", extraction([subject(f"S{i}", f"p{i}", []) for i in range(5)], []),
-                          CLIPS_4)  # fmt: skip
+    g = EntityGraph.build(
+        "v", extraction([subject(f"S{i}", f"p{i}", []) for i in range(5)], []), CLIPS_4
+    )
     assert g.add_super_nodes({n: np.ones(3) for n in g.nodes}) == []
     assert "fewer than 6" in g.notes[-1]
 
@@ -189,12 +239,18 @@ def test_fewer_than_six_people_are_not_clustered() -> None:
 def chain() -> EntityGraph:
     """Anna -> Bob -> Carl -> Dora over four 5 s clips (0-20 s)."""
     found = extraction(
-        [subject("A", "Anna", [[0, 10]]), subject("B", "Bob", [[0, 20]]),
-         subject("C", "Carl", [[5, 7]]), subject("D", "Dora", [])],
-        [interaction(["A", "B"], "Anna calls Bob", [1, 2]),
-         interaction(["B", "C"], "Bob pays Carl", [6, 7]),
-         interaction(["C", "D"], "Carl hugs Dora", [18, 19])],
-    )  # fmt: skip
+        [
+            subject("A", "Anna", [[0, 10]]),
+            subject("B", "Bob", [[0, 20]]),
+            subject("C", "Carl", [[5, 7]]),
+            subject("D", "Dora", []),
+        ],
+        [
+            interaction(["A", "B"], "Anna calls Bob", [1, 2]),
+            interaction(["B", "C"], "Bob pays Carl", [6, 7]),
+            interaction(["C", "D"], "Carl hugs Dora", [18, 19]),
+        ],
+    )
     g = EntityGraph.build("v", found, CLIPS_4)
     for k, n in enumerate(g.nodes.values()):
         n.name_vector = np.eye(4, dtype=np.float32)[k]
@@ -347,11 +403,16 @@ def test_an_old_library_takes_a_graph_without_a_migration(tmp_path: Path) -> Non
 
 def test_an_id_is_named_only_as_a_whole_word() -> None:
     found = extraction(
-        [subject("Subject_1", "Ann", [[0, 5]]), subject("Subject_12", "Ben", [[0, 5]]),
-         subject("Subject_2", "Cy", [[0, 5]])],
-        [interaction(["Subject_1", "Subject_2"], "Ann waves to Cy", [1, 2]),
-         interaction(["Subject_12", "Subject_2"], "Ben waves to Cy", [3, 4])],
-    )  # fmt: skip
+        [
+            subject("Subject_1", "Ann", [[0, 5]]),
+            subject("Subject_12", "Ben", [[0, 5]]),
+            subject("Subject_2", "Cy", [[0, 5]]),
+        ],
+        [
+            interaction(["Subject_1", "Subject_2"], "Ann waves to Cy", [1, 2]),
+            interaction(["Subject_12", "Subject_2"], "Ben waves to Cy", [3, 4]),
+        ],
+    )
     g = EntityGraph.build("v", found, CLIPS_4)
     g.score()
     for query in ("What does Subject_12 do?", "what does subject_12 do"):
@@ -362,9 +423,11 @@ def test_an_id_is_named_only_as_a_whole_word() -> None:
 def test_one_replys_interactions_at_overlapping_times_are_all_kept() -> None:
     found = extraction(
         [subject("A", "Ann", [[0, 20]]), subject("B", "Ben", [[0, 20]])],
-        [interaction(["A", "B"], "Ann hands Ben a book", [5, 8]),
-         interaction(["B", "A"], "Ben thanks Ann", [7, 9])],
-    )  # fmt: skip
+        [
+            interaction(["A", "B"], "Ann hands Ben a book", [5, 8]),
+            interaction(["B", "A"], "Ben thanks Ann", [7, 9]),
+        ],
+    )
     g = EntityGraph.build("v", found, CLIPS_4)
     assert [(e.src, e.dst, e.relation) for e in g.edges] == [
         ("A", "B", "Ann hands Ben a book"),

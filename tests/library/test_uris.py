@@ -84,6 +84,13 @@ def test_every_command_works_on_a_file_uri_library(
 
     assert video_id in run("remove", "small.mp4")
     assert json.loads(run("list", "--json")) == []
-    missing = vidagent("--library", (tmp_path / "none").as_uri(), "search", "all", "x",
-                       home=_isolated_home, env=fake_env)  # fmt: skip
+    missing = vidagent(
+        "--library",
+        (tmp_path / "none").as_uri(),
+        "search",
+        "all",
+        "x",
+        home=_isolated_home,
+        env=fake_env,
+    )
     assert missing.returncode == 1 and missing.stderr.startswith("error: no Library at file://")

@@ -138,10 +138,14 @@ def test_tapped_frames_are_prepared_on_the_decode_workers(shots_video, monkeypat
     list(iter_sampled_frames(shots_video.path, fps=1.0, size=64, on_frame=plain.push))
     list(
         iter_sampled_frames(
-            shots_video.path, fps=1.0, size=64, workers=2,
-            on_frame=prepared.push_hsv, on_frame_prepare=to_hsv_noting,
+            shots_video.path,
+            fps=1.0,
+            size=64,
+            workers=2,
+            on_frame=prepared.push_hsv,
+            on_frame_prepare=to_hsv_noting,
         )
-    )  # fmt: skip
+    )
     assert prepared.finish(16.0) == plain.finish(16.0)  # the same cuts from prepared frames
     assert preparers and all(name.startswith("vidagent-decode") for name in preparers)
 

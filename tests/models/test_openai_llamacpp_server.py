@@ -99,18 +99,25 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "port": port,
         "models": [
             {"model": str(GGUF), "model_alias": "smollm2", "n_ctx": 2048, "verbose": False},
-            {"model": str(GGUF), "model_alias": "smollm2-embed", "n_ctx": 2048,
-             "embedding": True, "verbose": False},
+            {
+                "model": str(GGUF),
+                "model_alias": "smollm2-embed",
+                "n_ctx": 2048,
+                "embedding": True,
+                "verbose": False,
+            },
         ],
-    }  # fmt: skip
+    }
     (work / "config.json").write_text(json.dumps(config))
     log = work / "server.log"
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "llama_cpp.server", "--config_file", str(work / "config.json")],
-            stdout=out, stderr=subprocess.STDOUT, env=env,
-        )  # fmt: skip
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
     url = f"http://127.0.0.1:{port}/v1"
     try:
         _wait_ready(url, proc, log)
@@ -150,8 +157,9 @@ def test_plain_chat_answers_with_usage(base_url: str, settings: Settings) -> Non
     assert response.usage.input_tokens > 0 and response.usage.output_tokens > 0
     (record,) = client.ledger.records()
     assert (record.input_tokens, record.output_tokens) == (
-        response.usage.input_tokens, response.usage.output_tokens,
-    )  # fmt: skip
+        response.usage.input_tokens,
+        response.usage.output_tokens,
+    )
     client.close()
 
 

@@ -53,11 +53,13 @@ def whisper_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
                 return {"segments": [{"start": 0.0}]}
             t = whisper.transcribe(TranscribeRequest(pcm.astype(np.float32) / 32767.0))
         return {
-            "language": t.language, "text": t.text,
+            "language": t.language,
+            "text": t.text,
             "segments": [{"start": s.t0, "end": s.t1, "text": s.text} for s in t.segments],
-            "words": [{"start": w.t0, "end": w.t1, "word": w.text} for s in t.segments
-                      for w in s.words],
-        }  # fmt: skip
+            "words": [
+                {"start": w.t0, "end": w.t1, "word": w.text} for s in t.segments for w in s.words
+            ],
+        }
 
     live = serve(app)
     yield f"{live.url}/v1", forms
@@ -84,10 +86,12 @@ def test_a_served_whisper_transcribes_the_narrated_clip(
     assert all(0.0 <= s.t0 < s.t1 <= 30.5 for s in transcript.segments)
     assert sum(len(s.words) for s in transcript.segments) >= 10  # word times came back
     assert forms[-1] == {
-        "model": ["whisper-tiny"], "response_format": ["verbose_json"],
-        "timestamp_granularities[]": ["segment", "word"], "language": ["en"],
+        "model": ["whisper-tiny"],
+        "response_format": ["verbose_json"],
+        "timestamp_granularities[]": ["segment", "word"],
+        "language": ["en"],
         "temperature": ["0.0"],
-    }  # fmt: skip
+    }
 
 
 def test_a_body_without_the_promised_fields_is_a_malformed_response(

@@ -35,7 +35,7 @@ def test_colour_shares_count_every_sampled_pixel_once() -> None:
         small = rgb[:: max(1, rgb.shape[0] // 48), :: max(1, rgb.shape[1] // 64)].reshape(-1, 3)
         values, counts = np.unique((small // 32) * 32 + 16, axis=0, return_counts=True)
         shares: dict[str, float] = {}
-        for value, count in zip(values, counts):
+        for value, count in zip(values, counts, strict=False):
             shares[colour_name(value)] = shares.get(colour_name(value), 0.0) + count / len(small)
         return sorted(shares.items(), key=lambda kv: -kv[1])[:3]
 

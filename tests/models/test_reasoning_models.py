@@ -32,18 +32,28 @@ def openai_rules(path: str, body: Any) -> Behaviour | None:
     if not path.endswith("/chat/completions") or not Parameters.of(body["model"], {}).reasoning:
         return None
     if "max_tokens" in body:
-        return _unsupported("Unsupported parameter: 'max_tokens' is not supported with this "
-                            "model. Use 'max_completion_tokens' instead.", "max_tokens")  # fmt: skip
+        return _unsupported(
+            "Unsupported parameter: 'max_tokens' is not supported with this "
+            "model. Use 'max_completion_tokens' instead.",
+            "max_tokens",
+        )
     if body.get("temperature", 1) != 1:
-        return _unsupported(f"Unsupported value: 'temperature' does not support "
-                            f"{body['temperature']} with this model. Only the default (1) value "
-                            "is supported.", "temperature")  # fmt: skip
+        return _unsupported(
+            f"Unsupported value: 'temperature' does not support "
+            f"{body['temperature']} with this model. Only the default (1) value "
+            "is supported.",
+            "temperature",
+        )
     return None
 
 
 def _unsupported(message: str, param: str) -> Behaviour:
-    error = {"message": message, "type": "invalid_request_error", "param": param,
-             "code": "unsupported_parameter"}  # fmt: skip
+    error = {
+        "message": message,
+        "type": "invalid_request_error",
+        "param": param,
+        "code": "unsupported_parameter",
+    }
     return Behaviour(400, {"error": error})
 
 
@@ -90,11 +100,16 @@ def test_spec_options_override_and_cap() -> None:
 
 @pytest.mark.parametrize(
     ("option", "problem"),
-    [("reasoning_effort=turbo", "reasoning_effort='turbo' must be one of minimal, low, medium, high"),
-     ("max_output_tokens=0", "max_output_tokens='0' must be > 0"),
-     ("max_images=0", "max_images must be at least 1"),
-     ("reasoning=maybe", "reasoning='maybe' must be 0 or 1")],
-)  # fmt: skip
+    [
+        (
+            "reasoning_effort=turbo",
+            "reasoning_effort='turbo' must be one of minimal, low, medium, high",
+        ),
+        ("max_output_tokens=0", "max_output_tokens='0' must be > 0"),
+        ("max_images=0", "max_images must be at least 1"),
+        ("reasoning=maybe", "reasoning='maybe' must be 0 or 1"),
+    ],
+)
 def test_bad_options_are_one_line_config_errors(option: str, problem: str) -> None:
     settings = load_settings({"openai_base_url": "http://127.0.0.1:9/v1"})
     with pytest.raises(ConfigError, match=problem.replace("(", r"\(").replace(")", r"\)")):
@@ -123,9 +138,15 @@ def test_dvd_runs_with_o3_as_reasoning_and_inspection_model(
         Behaviour(body=completion("The text reads HELLO VIDAGENT.")),
         Behaviour(body=completion("", tool_calls=[_call("answer", {"answer": "B"})])),
     )
-    remote = load_settings({**INDEX_SPECS, "llm": "openai:o3?reasoning_effort=high",
-                            "vlm": "openai:o3", "openai_base_url": server.base_url,
-                            "max_retries": 0})  # fmt: skip
+    remote = load_settings(
+        {
+            **INDEX_SPECS,
+            "llm": "openai:o3?reasoning_effort=high",
+            "vlm": "openai:o3",
+            "openai_base_url": server.base_url,
+            "max_retries": 0,
+        }
+    )
     with Models(remote) as models:
         answer = DVDAgent(library, models).run(Question("What text?", (video_id,), ("A", "B")))
     assert (answer.letter, answer.reason) == ("B", "answered")
@@ -139,14 +160,18 @@ def test_dvd_runs_with_o3_as_reasoning_and_inspection_model(
 def _call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     import json
 
-    return {"id": f"call_{name}", "type": "function",
-            "function": {"name": name, "arguments": json.dumps(arguments)}}  # fmt: skip
+    return {
+        "id": f"call_{name}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
 
 
 def test_a_context_window_in_the_spec_fits_requests_to_it(server: FaultServer) -> None:
     """A vLLM model with a small window: the spec says so, and long requests are fitted."""
-    settings = load_settings({"openai_base_url": server.base_url,
-                              "llm": "openai:qwen?context_tokens=1000"})  # fmt: skip
+    settings = load_settings(
+        {"openai_base_url": server.base_url, "llm": "openai:qwen?context_tokens=1000"}
+    )
     long = (Message("system", "s"), Message("user", "q"), Message("user", "x" * 20000))
     with Models(settings) as models:
         models.client("llm").chat(ChatRequest(long, max_tokens=100))
@@ -171,7 +196,9 @@ def test_frame_inspect_sends_frames_unspliced_up_to_the_limit() -> None:
 def test_a_smaller_server_limit_forces_splicing_and_says_so() -> None:
     plan = layout([float(t) for t in range(250)], 20, splice=5)
     assert plan.per_image == 13
-    assert plan.note == "250 frames were spliced 13 to an image to fit the model's limit of 20 images"
+    assert (
+        plan.note == "250 frames were spliced 13 to an image to fit the model's limit of 20 images"
+    )
 
 
 def test_the_describer_measures_unspliced_frames() -> None:

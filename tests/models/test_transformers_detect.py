@@ -55,16 +55,26 @@ def build_owl(path: Path, version: int = 1) -> Path:
     torch.manual_seed(0)
     config = getattr(hf, f"{name}Config")(
         text_config={
-            "vocab_size": len(vocab), "hidden_size": 16, "intermediate_size": 32,
-            "num_hidden_layers": 1, "num_attention_heads": 2, "max_position_embeddings": 16,
-            "bos_token_id": bos, "eos_token_id": eos, "pad_token_id": eos,
+            "vocab_size": len(vocab),
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "max_position_embeddings": 16,
+            "bos_token_id": bos,
+            "eos_token_id": eos,
+            "pad_token_id": eos,
         },
         vision_config={
-            "image_size": 32, "patch_size": 32 // GRID, "hidden_size": 16,
-            "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
+            "image_size": 32,
+            "patch_size": 32 // GRID,
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
         },
         projection_dim=16,
-    )  # fmt: skip
+    )
     model = getattr(hf, f"{name}ForObjectDetection")(config).eval()
     with torch.no_grad():
         model.box_head.dense2.weight.zero_()
@@ -95,18 +105,34 @@ def build_grounding_dino(path: Path) -> Path:
     torch.manual_seed(0)
     config = GroundingDinoConfig(
         backbone_config=SwinConfig(
-            image_size=64, patch_size=4, embed_dim=8, depths=[1, 1, 1, 1],
-            num_heads=[1, 1, 1, 1], window_size=2, out_features=["stage2", "stage3", "stage4"],
+            image_size=64,
+            patch_size=4,
+            embed_dim=8,
+            depths=[1, 1, 1, 1],
+            num_heads=[1, 1, 1, 1],
+            window_size=2,
+            out_features=["stage2", "stage3", "stage4"],
         ),
         text_config=BertConfig(
-            vocab_size=len(words), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-            intermediate_size=32, max_position_embeddings=64,
+            vocab_size=len(words),
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=64,
         ),
-        d_model=32, encoder_layers=1, decoder_layers=2, encoder_ffn_dim=32, decoder_ffn_dim=32,
-        encoder_attention_heads=2, decoder_attention_heads=2, num_queries=12,
+        d_model=32,
+        encoder_layers=1,
+        decoder_layers=2,
+        encoder_ffn_dim=32,
+        decoder_ffn_dim=32,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        num_queries=12,
         max_text_len=8,  # room for 2 names a prompt: three names take two passes
-        encoder_n_points=1, decoder_n_points=1,
-    )  # fmt: skip
+        encoder_n_points=1,
+        decoder_n_points=1,
+    )
     GroundingDinoForObjectDetection(config).eval().save_pretrained(path)
     GroundingDinoProcessor(image_processor=images, tokenizer=tokenizer).save_pretrained(path)
     return path
@@ -138,7 +164,7 @@ def detector(path: Path, **options: str) -> TransformersDetector:
 def in_frame(found: list[list[Detection]]) -> bool:
     return all(
         0 <= d.box[0] < d.box[2] <= rgb.shape[1] and 0 <= d.box[1] < d.box[3] <= rgb.shape[0]
-        for ds, rgb in zip(found, FRAMES)
+        for ds, rgb in zip(found, FRAMES, strict=False)
         for d in ds
     )
 
@@ -162,7 +188,7 @@ def test_owlvit_boxes_are_in_pixels_of_each_frame_labelled_with_the_names_asked(
 ) -> None:
     found = detector(owlvit, threshold="0", nms="1").detect(FRAMES, NAMES)
     assert [len(ds) for ds in found] == [GRID * GRID, GRID * GRID]  # every patch, both frames
-    for ds, rgb in zip(found, FRAMES):
+    for ds, rgb in zip(found, FRAMES, strict=False):
         expected = grid_boxes(rgb.shape[1], rgb.shape[0])
         for d in ds:
             assert min(np.abs(np.subtract(d.box, e)).max() for e in expected) < 0.05, d.box
@@ -172,7 +198,7 @@ def test_owlvit_boxes_are_in_pixels_of_each_frame_labelled_with_the_names_asked(
 
 def test_owlv2_boxes_allow_for_its_padding_to_a_square(owlv2: Path) -> None:
     found = detector(owlv2, threshold="0", nms="1").detect(FRAMES, NAMES)
-    for ds, rgb in zip(found, FRAMES):
+    for ds, rgb in zip(found, FRAMES, strict=False):
         expected = grid_boxes(rgb.shape[1], rgb.shape[0], square=True)
         assert len(ds) == len(expected) < GRID * GRID  # cells wholly in the padding are gone
         for d in ds:
@@ -256,11 +282,21 @@ def test_the_tools_find_and_track_any_name_with_it(
     video_id = content_id(counter_video)
     library.put_video(
         VideoRecord(
-            video_id, str(counter_video), counter_video.name, info.size_bytes, info.duration,
-            info.fps, info.width, info.height, info.rotation, info.codec, info.has_audio,
-            "2026-01-01T00:00:00", {},
+            video_id,
+            str(counter_video),
+            counter_video.name,
+            info.size_bytes,
+            info.duration,
+            info.fps,
+            info.width,
+            info.height,
+            info.rotation,
+            info.codec,
+            info.has_audio,
+            "2026-01-01T00:00:00",
+            {},
         )
-    )  # fmt: skip
+    )
     settings = load_settings({"cache": "off", "detector": f"transformers:{owlvit}?threshold=0"})
     ctx = ToolContext(library, Models(settings), [video_id])
     obs = detect_objects(ctx, {"time": 6, "objects": ["the red mug", "a teapot"]})

@@ -324,8 +324,13 @@ def test_paths_outside_the_media_roots_are_refused(
     (outside / "secret.mp4").write_bytes(small_video.read_bytes())
     (media / "link.mp4").symlink_to(outside / "secret.mp4")
     (media / "linkdir").symlink_to(outside)
-    for path in ("../outside/secret.mp4", str(outside / "secret.mp4"), "link.mp4",
-                 "linkdir/secret.mp4", "/etc/passwd"):  # fmt: skip
+    for path in (
+        "../outside/secret.mp4",
+        str(outside / "secret.mp4"),
+        "link.mp4",
+        "linkdir/secret.mp4",
+        "/etc/passwd",
+    ):
         r = api.post("/api/videos", json={"path": path})
         assert r.status_code == 403, path
         assert r.json() == {

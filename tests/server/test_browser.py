@@ -156,8 +156,14 @@ def browser() -> Iterator[Any]:
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--mute-audio",
-                "--window-size=1280,900", "--autoplay-policy=no-user-gesture-required"):  # fmt: skip
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--mute-audio",
+        "--window-size=1280,900",
+        "--autoplay-policy=no-user-gesture-required",
+    ):
         options.add_argument(arg)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SE_OFFLINE", "true")  # never let Selenium Manager download a driver
@@ -245,8 +251,11 @@ def test_a_search_result_click_seeks_the_player(
     first = css(browser, "#clips tr.clickable")[0].find_elements("css selector", "td")
     assert first[0].text == "0:00–0:05" and "perception describer" in first[1].text
     # the player can read the file through the API (Range requests, the token in the URL)
-    wait_for(browser, lambda d: d.execute_script("return document.getElementById('player').readyState") >= 1,
-             "the player to load the video")  # fmt: skip
+    wait_for(
+        browser,
+        lambda d: d.execute_script("return document.getElementById('player').readyState") >= 1,
+        "the player to load the video",
+    )
 
     browser.find_element("css selector", "#search input[name=query]").send_keys("blue picture")
     browser.find_element("css selector", "#search button").click()
@@ -301,11 +310,14 @@ def test_an_ask_streams_steps_and_draws_its_evidence(
     assert len(evidence) == 2 and all(v == served.video_id for v, _, _ in evidence)
     marks = css(browser, f".timeline[data-video-id='{served.video_id}'] .mark")
     drawn = sorted(
-        (float(m.get_attribute("data-t0")), float(m.get_attribute("data-t1")),
-         float(m.value_of_css_property("left").removesuffix("px")),
-         float(m.value_of_css_property("width").removesuffix("px")))
+        (
+            float(m.get_attribute("data-t0")),
+            float(m.get_attribute("data-t1")),
+            float(m.value_of_css_property("left").removesuffix("px")),
+            float(m.value_of_css_property("width").removesuffix("px")),
+        )
         for m in marks
-    )  # fmt: skip
+    )
     bar = browser.find_element("css selector", ".timeline").size["width"] - 2  # less its border
     assert [(t0, t1) for t0, t1, _, _ in drawn] == sorted((t0, t1) for _, t0, t1 in evidence)
     for t0, t1, left, width in drawn:
@@ -356,9 +368,15 @@ def nested_trace(video_id: str) -> list[Event]:
     ]
     grandchild = {**node, "id": 3, "span": [6, 9], "parent": 2, "depth": 2, "explanation": ""}
     search: dict[str, Any] = {
-        "frames": [], "anchor_frames": [], "entropy": 0.5, "candidates": [], "new_queries": [],
-        "queries": ["text"], "anchors": [], "memory": [],
-    }  # fmt: skip
+        "frames": [],
+        "anchor_frames": [],
+        "entropy": 0.5,
+        "candidates": [],
+        "new_queries": [],
+        "queries": ["text"],
+        "anchors": [],
+        "memory": [],
+    }
     video = {"video_id": video_id, "name": "small.mp4", "duration": 12.0}
     return [
         RunStarted(0.0, "master", "Which sign?", [], [video], {}, {}, run="m"),

@@ -41,11 +41,16 @@ JSON_ONLY = Capabilities(
     roles=frozenset({"llm"}), supports_tools=False, supports_json_schema=True, local=True
 )
 SCRIPT = [
-    json.dumps({"thought": "look", "action": {"name": "clip_search",
-                                              "arguments": {"event_description": "HELLO"}}}),
-    json.dumps({"thought": "found it", "action": {"name": "answer",
-                                                  "arguments": {"answer": "(B)"}}}),
-]  # fmt: skip
+    json.dumps(
+        {
+            "thought": "look",
+            "action": {"name": "clip_search", "arguments": {"event_description": "HELLO"}},
+        }
+    ),
+    json.dumps(
+        {"thought": "found it", "action": {"name": "answer", "arguments": {"answer": "(B)"}}}
+    ),
+]
 
 
 @pytest.fixture
@@ -263,9 +268,16 @@ def test_http_beyond_loopback_needs_a_token(session: Session) -> None:
         match="refusing to listen on 0.0.0.0 without a token: pass --token or set VIDAGENT_TOKEN",
     ):
         http_app(server, host="0.0.0.0")
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
     accept = {"accept": "application/json, text/event-stream"}
     with TestClient(http_app(server, host="0.0.0.0", token="s3cret")) as web:
         assert web.post("/mcp", json=init, headers=accept).status_code == 401
@@ -290,8 +302,12 @@ def test_the_cli_refuses_a_public_bind_without_a_token(_isolated_home: Path) -> 
 async def test_vidagent_mcp_over_stdio(
     library_dir: Path, media: Path, _isolated_home: Path
 ) -> None:
-    env = {**os.environ, "VIDAGENT_HOME": str(_isolated_home), "HF_HUB_OFFLINE": "1",
-           **{f"VIDAGENT_{k.upper()}": v for k, v in INDEX_SPECS.items()}}  # fmt: skip
+    env = {
+        **os.environ,
+        "VIDAGENT_HOME": str(_isolated_home),
+        "HF_HUB_OFFLINE": "1",
+        **{f"VIDAGENT_{k.upper()}": v for k, v in INDEX_SPECS.items()},
+    }
     args = ["-m", "vidagent", "--library", str(library_dir), "mcp", "--media-root", str(media)]
     params = StdioServerParameters(command=sys.executable, args=args, env=env)
     async with Client(params, read_timeout_seconds=60) as client:
@@ -325,9 +341,12 @@ def http_server(library_dir: Path, _isolated_home: Path) -> Iterator[str]:
     env = {**os.environ, "VIDAGENT_HOME": str(_isolated_home), "VIDAGENT_TOKEN": "s3cret"}
     args = ["--library", str(library_dir), "mcp", "--transport", "http", "--port", str(port)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "vidagent", *args], env=env, text=True,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        [sys.executable, "-m", "vidagent", *args],
+        env=env,
+        text=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         wait_for_port(port, proc)
         yield f"http://127.0.0.1:{port}/mcp"

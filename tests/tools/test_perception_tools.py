@@ -43,11 +43,21 @@ def add_video(library: Library, path: Path) -> str:
     video_id = content_id(path)
     library.put_video(
         VideoRecord(
-            video_id, str(path), path.name, info.size_bytes, info.duration, info.fps,
-            info.width, info.height, info.rotation, info.codec, info.has_audio,
-            "2026-01-01T00:00:00", {},
+            video_id,
+            str(path),
+            path.name,
+            info.size_bytes,
+            info.duration,
+            info.fps,
+            info.width,
+            info.height,
+            info.rotation,
+            info.codec,
+            info.has_audio,
+            "2026-01-01T00:00:00",
+            {},
         )
-    )  # fmt: skip
+    )
     return video_id
 
 
@@ -158,7 +168,9 @@ def test_zoom_caption_sends_the_enlarged_area(tmp_path: Path, counter_video: Pat
     assert obs.confidence == pytest.approx(0.7)
 
 
-def test_a_vlm_that_takes_no_images_is_the_users_to_fix(tmp_path: Path, counter_video: Path) -> None:
+def test_a_vlm_that_takes_no_images_is_the_users_to_fix(
+    tmp_path: Path, counter_video: Path
+) -> None:
     """A configuration problem is not the model's to fix: it stops with the one-line fix."""
     blind = FakeAdapter(capabilities=Capabilities(roles=frozenset({"vlm"})))
     with pytest.raises(ConfigError, match="takes no images; set it to a vision model"):

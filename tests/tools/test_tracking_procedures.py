@@ -153,7 +153,7 @@ def test_template_tracker_follows_a_moving_object_both_ways() -> None:
     start = 7
     points = TemplateTracker().track(frames, start, truth[start])
     assert points[start] == TrackPoint(truth[start], 1.0)
-    for point, box in zip(points, truth):
+    for point, box in zip(points, truth, strict=False):
         assert point.box is not None and iou(point.box, box) > 0.8
         assert 0.9 < point.confidence <= 1.0
 

@@ -224,11 +224,21 @@ def video_context(
     video_id = content_id(video)
     library.put_video(
         VideoRecord(
-            video_id, str(video), video.name, info.size_bytes, info.duration, info.fps,
-            info.width, info.height, info.rotation, info.codec, info.has_audio,
-            "2026-01-01T00:00:00", {},
+            video_id,
+            str(video),
+            video.name,
+            info.size_bytes,
+            info.duration,
+            info.fps,
+            info.width,
+            info.height,
+            info.rotation,
+            info.codec,
+            info.has_audio,
+            "2026-01-01T00:00:00",
+            {},
         )
-    )  # fmt: skip
+    )
     vlm = FakeAdapter.function(answer)
     options = ToolOptions(perception=PerceptionOptions(object_detector="vlm", **perception))
     return ToolContext(

@@ -85,10 +85,16 @@ def test_the_checkpoint_masters_the_cvr_strategy_with_the_same_prompts(
 
     monkeypatch.setattr(TransformersChat, "chat", spy)
     answer = ask(
-        [str(c) for c in clips], "Which video has two shots?", options=["Video 1", "Video 2"],
-        strategy="cvr", settings=settings, library=tmp_path / "lib", budget=Budget(steps=1),
-        trace=tmp_path / "trace.jsonl", constrain_json="off",
-    )  # fmt: skip
+        [str(c) for c in clips],
+        "Which video has two shots?",
+        options=["Video 1", "Video 2"],
+        strategy="cvr",
+        settings=settings,
+        library=tmp_path / "lib",
+        budget=Budget(steps=1),
+        trace=tmp_path / "trace.jsonl",
+        constrain_json="off",
+    )
     trace = answer.trace
     assert trace is not None
     assert trace.of(RunStarted)[0].models["llm"] == f"transformers:{ckpt}"
@@ -105,8 +111,9 @@ def test_train_eval_prints_both_masters_scores(trained: tuple[Path, Path], tmp_p
     assert lines[0] == "2 held-out scripts, greedy, max 1 turns"
     assert re.match(r"untrained  reward \d\.\d{3}  well-formed \d+\.\d%  accuracy", lines[1])
     assert lines[2].startswith("  trained  reward ") and str(ckpt) in lines[2]
-    missing = vidagent("train", "eval", "--config", str(path), "--set", "run.output_dir=/nowhere",
-                       home=tmp_path)  # fmt: skip
+    missing = vidagent(
+        "train", "eval", "--config", str(path), "--set", "run.output_dir=/nowhere", home=tmp_path
+    )
     assert missing.returncode == 1
     assert missing.stderr.strip() == (
         "error: no checkpoint in /nowhere; train first: vidagent train cvr"

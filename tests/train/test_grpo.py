@@ -136,7 +136,10 @@ def test_a_short_run_logs_every_metric_checkpoints_and_plots(tiny: Path, tmp_pat
     # The checkpoint is a from_pretrained folder that differs from the start (it trained).
     trained = load_causal_lm(str(report.checkpoint))
     start = load_causal_lm(str(tiny))
-    diff = [(a - b).abs().max().item() for a, b in zip(trained.parameters(), start.parameters())]
+    diff = [
+        (a - b).abs().max().item()
+        for a, b in zip(trained.parameters(), start.parameters(), strict=False)
+    ]
     assert max(diff) > 0
 
 
@@ -149,8 +152,12 @@ def test_bad_configs_are_one_line_errors(tiny: Path, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no training config at"):
         load_config(tmp_path / "none.toml")
     # counts a loop divides by or steps through, and shares, are checked before any work
-    for key, value in [("warmup.check_every", 0), ("warmup.stop_at", 1.5),
-                       ("grpo.mini_batch_size", 0), ("rollout.max_turns", 0)]:  # fmt: skip
+    for key, value in [
+        ("warmup.check_every", 0),
+        ("warmup.stop_at", 1.5),
+        ("grpo.mini_batch_size", 0),
+        ("rollout.max_turns", 0),
+    ]:
         with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
             load_config(path, {key: value})
 

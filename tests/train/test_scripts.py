@@ -64,8 +64,11 @@ def test_template_scripts_are_valid_deterministic_and_answerable(task: str) -> N
 
 def test_a_which_video_template_puts_the_decisive_event_in_the_answer_s_videos() -> None:
     for s in generate("BU", 8):
-        holders = {i for i, v in enumerate(s["videos"])
-                   if any("pants heavily" in e["visual"] for e in v["timeline"])}  # fmt: skip
+        holders = {
+            i
+            for i, v in enumerate(s["videos"])
+            if any("pants heavily" in e["visual"] for e in v["timeline"])
+        }
         assert {"ABCD".index(x) for x in s["answer"]} == holders
     for s in generate("FSA", 4):
         start, end = json.loads(s["answer"])
@@ -73,10 +76,16 @@ def test_a_which_video_template_puts_the_decisive_event_in_the_answer_s_videos()
 
 
 def _raw(**changes: Any) -> dict[str, Any]:
-    video = {"duration": 20, "timeline": [{"start": 0, "end": 8, "visual": "a dog runs",
-                                           "caption": "Go!"}]}  # fmt: skip
-    raw = {"question": "Which video shows a dog?", "options": ["A. Video 1", "B. Video 2",
-           "C. Video 3", "D. Video 4"], "answer": "B", "videos": [video] * 4}  # fmt: skip
+    video = {
+        "duration": 20,
+        "timeline": [{"start": 0, "end": 8, "visual": "a dog runs", "caption": "Go!"}],
+    }
+    raw = {
+        "question": "Which video shows a dog?",
+        "options": ["A. Video 1", "B. Video 2", "C. Video 3", "D. Video 4"],
+        "answer": "B",
+        "videos": [video] * 4,
+    }
     raw.update(changes)
     return raw
 
@@ -159,15 +168,38 @@ def test_a_torn_last_line_is_skipped_and_a_missing_set_is_a_clear_error(tmp_path
 
 def test_the_cli_writes_template_scripts_resumably_and_refuses_bad_tasks(tmp_path: Path) -> None:
     out = tmp_path / "set"
-    done = vidagent("train", "scripts", "--task", "pss", "--n", "3", "--out", str(out),
-                    "--generator", "template", home=tmp_path)  # fmt: skip
+    done = vidagent(
+        "train",
+        "scripts",
+        "--task",
+        "pss",
+        "--n",
+        "3",
+        "--out",
+        str(out),
+        "--generator",
+        "template",
+        home=tmp_path,
+    )
     assert done.returncode == 0 and "3 written, 3 in all" in done.stdout
-    done = vidagent("train", "scripts", "--task", "PSS", "--n", "5", "--out", str(out),
-                    "--generator", "template", home=tmp_path)  # fmt: skip
+    done = vidagent(
+        "train",
+        "scripts",
+        "--task",
+        "PSS",
+        "--n",
+        "5",
+        "--out",
+        str(out),
+        "--generator",
+        "template",
+        home=tmp_path,
+    )
     assert "2 written, 5 in all" in done.stdout
     assert len({r["id"] for r in read_jsonl(out / "pss.jsonl")}) == 5
-    bad = vidagent("train", "scripts", "--task", "XYZ", "--n", "1", "--out", str(out),
-                   home=tmp_path)  # fmt: skip
+    bad = vidagent(
+        "train", "scripts", "--task", "XYZ", "--n", "1", "--out", str(out), home=tmp_path
+    )
     assert bad.returncode == 1 and bad.stderr.strip().splitlines() == [
         "error: unknown script task 'XYZ'; tasks: MSR, MOC, PSS, PI, NC, FSA, CC, BU, PEA"
     ]

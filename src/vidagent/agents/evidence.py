@@ -126,9 +126,13 @@ class Finder:
         used = (by_matches or list(range(len(top))))[:SPANS]
         score = dense + self.lexical_weight * lexical
         return OptionScore(
-            score, dense, lexical, tuple(sorted(matched)), tuple(span(hits[n]) for n in used),
+            score,
+            dense,
+            lexical,
+            tuple(sorted(matched)),
+            tuple(span(hits[n]) for n in used),
             tuple(hits[n] for n in used),
-        )  # fmt: skip
+        )
 
 
 def best(scores: Sequence[OptionScore]) -> list[int]:
@@ -169,7 +173,7 @@ def clip_line(hit: ClipHit, *, several: bool = False) -> str:
 def render_options(options: Sequence[str], scores: Sequence[OptionScore], several: bool) -> str:
     """The evidence of each option, then the option it supports best (none on a tie)."""
     lines = [HEAD_OPTIONS]
-    for i, (option, s) in enumerate(zip(options, scores)):
+    for i, (option, s) in enumerate(zip(options, scores, strict=False)):
         found = ", ".join(f'"{w}"' for w in s.matches) if s.matches else "none of its words"
         lines.append(f"({option_letter(i)}) {option}: found {found}.")
         # An option none of whose words were found still shows its nearest clips: hiding them

@@ -87,10 +87,8 @@ REFUSED_MADE = (
 def call_key(name: str, arguments: Any) -> str:
     """What makes two tool calls identical: the tool and its (decoded) arguments."""
     if isinstance(arguments, str):  # the raw JSON a native tool call carries
-        try:
+        with contextlib.suppress(json.JSONDecodeError):
             arguments = json.loads(arguments)
-        except json.JSONDecodeError:
-            pass
     return f"{name}:{json.dumps(arguments, sort_keys=True, default=str)}"
 
 
@@ -241,9 +239,11 @@ class Run:
         from vidagent.models.base import ChatRequest
 
         request = ChatRequest(
-            tuple(self.messages), tools=tuple(toolbox.specs()), tool_choice="auto",
+            tuple(self.messages),
+            tools=tuple(toolbox.specs()),
+            tool_choice="auto",
             max_tokens=self.agent.turn_tokens(),
-        )  # fmt: skip
+        )
         with self.active():
             response = self.llm.chat(request)
         self.messages.append(Message("assistant", response.text, tool_calls=response.tool_calls))
@@ -276,10 +276,8 @@ class Run:
         """
         arguments = action.arguments
         if isinstance(arguments, str):
-            try:
+            with contextlib.suppress(json.JSONDecodeError):  # the tool reports bad JSON
                 arguments = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError:
-                pass  # the tool reports the bad JSON to the model
         key = call_key(action.name, arguments)
         refused = self._refusal(key)
         if refused is not None:
@@ -326,11 +324,18 @@ class Run:
         if obs.evidence and not obs.error:  # a span the call named twice is evidence once
             self.evidence = tuple(dict.fromkeys(obs.evidence))[:EVIDENCE_SPANS]
         self.emit(
-            Observed, call_id=action.id, tool=action.name, text=obs.text,
-            confidence=obs.confidence, evidence=[e.to_list() for e in obs.evidence],
-            frames=obs.frames, model_calls=obs.model_calls, error=obs.error,
-            seconds=round(seconds, 4), adjusted=list(obs.adjusted),
-        )  # fmt: skip
+            Observed,
+            call_id=action.id,
+            tool=action.name,
+            text=obs.text,
+            confidence=obs.confidence,
+            evidence=[e.to_list() for e in obs.evidence],
+            frames=obs.frames,
+            model_calls=obs.model_calls,
+            error=obs.error,
+            seconds=round(seconds, 4),
+            adjusted=list(obs.adjusted),
+        )
         if remember:
             if self.mode() == "native" and action.id in self._native_ids():
                 message = Message("tool", obs.text, tool_call_id=action.id, name=action.name)
@@ -429,7 +434,12 @@ class Run:
         text, options = text.strip(), self.question.options
         choice = extract_choice(text, options) if options else None
         return Answer(
-            text=text, choice=choice, parsed=choice is not None if options else bool(text),
-            forced=forced, reason=reason, confidence=confidence, evidence=self.evidence,
+            text=text,
+            choice=choice,
+            parsed=choice is not None if options else bool(text),
+            forced=forced,
+            reason=reason,
+            confidence=confidence,
+            evidence=self.evidence,
             note=note,
-        )  # fmt: skip
+        )

@@ -129,7 +129,9 @@ class EstimateReport:
             "path": str(self.path),
             "duration": self.estimate.duration,
             "clips": self.estimate.clips,
-            "stages": [r.__dict__ | {"cost_usd": c or 0.0} for r, c in zip(rows, self.costs)],
+            "stages": [
+                r.__dict__ | {"cost_usd": c or 0.0} for r, c in zip(rows, self.costs, strict=False)
+            ],
         }
 
 

@@ -50,7 +50,7 @@ def plot_categories(reports: Sequence[RunReport], path: Path) -> Path:
     widest = max(len(_keys(runs, section)) * len(runs) for _, runs, section in panels)
     fig = figure.Figure(figsize=(max(6.0, 0.35 * widest + 2), 3.2 * len(panels)))
     axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
-    for ax, (title, runs, section) in zip(axes, panels):
+    for ax, (title, runs, section) in zip(axes, panels, strict=False):
         keys = _keys(runs, section)
         width = 0.8 / len(runs)
         for n, run in enumerate(runs):
@@ -101,20 +101,23 @@ def plot_accuracy_vs_cost(reports: Sequence[RunReport], path: Path) -> Path:
     """
     figure = require_matplotlib()
     by_cost = any((r.means.get("cost_usd") or 0.0) > 0 for r in reports)
-    key, label = ("cost_usd", "mean cost per question (USD)") if by_cost else (
-        "tokens", "mean tokens per question (no prices configured)")  # fmt: skip
+    key, label = (
+        ("cost_usd", "mean cost per question (USD)")
+        if by_cost
+        else ("tokens", "mean tokens per question (no prices configured)")
+    )
     fig = figure.Figure(figsize=(6.5, 4.5))
     ax = fig.subplots()
     for (bench, split), runs in _by_group(reports).items():
         xs = [r.means.get(key) or 0.0 for r in runs]
         ys = [r.scores.overall.score for r in runs]
         lows, highs = [], []
-        for r, y in zip(runs, ys):
+        for r, y in zip(runs, ys, strict=False):
             lo, hi = r.intervals["overall"].score if "overall" in r.intervals else (y, y)
             lows.append(max(0.0, y - lo))
             highs.append(max(0.0, hi - y))
         ax.errorbar(xs, ys, yerr=[lows, highs], fmt="o", capsize=3, label=f"{bench} {split}")
-        for r, x, y in zip(runs, xs, ys):
+        for r, x, y in zip(runs, xs, ys, strict=False):
             ax.annotate(r.name, (x, y), textcoords="offset points", xytext=(5, 5), fontsize=8)
     ax.set_xlabel(label)
     ax.set_ylabel("official overall score")

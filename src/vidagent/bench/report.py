@@ -33,10 +33,20 @@ if TYPE_CHECKING:
 RESAMPLES = 1000
 LEVEL = 0.95
 #: Per-question means in the cost table: row field -> column title.
-MEANS = {"steps": "steps", "frames": "frames", "tokens": "tokens", "cost_usd": "cost $",
-         "latency_s": "latency s"}  # fmt: skip
-_MEAN_FORMAT = {"steps": "{:.1f}", "frames": "{:.0f}", "tokens": "{:,.0f}", "cost_usd": "{:.4f}",
-                "latency_s": "{:.2f}"}  # fmt: skip
+MEANS = {
+    "steps": "steps",
+    "frames": "frames",
+    "tokens": "tokens",
+    "cost_usd": "cost $",
+    "latency_s": "latency s",
+}
+_MEAN_FORMAT = {
+    "steps": "{:.1f}",
+    "frames": "{:.0f}",
+    "tokens": "{:,.0f}",
+    "cost_usd": "{:.4f}",
+    "latency_s": "{:.2f}",
+}
 
 
 @dataclass(frozen=True)
@@ -223,9 +233,11 @@ def load_run(
 
 
 def _counts(
-    manifest: Mapping[str, Any], wanted: Sequence[str], rows: Mapping[str, Mapping[str, Any]],
+    manifest: Mapping[str, Any],
+    wanted: Sequence[str],
+    rows: Mapping[str, Mapping[str, Any]],
     scored: int,
-) -> dict[str, int]:  # fmt: skip
+) -> dict[str, int]:
     missing = {m["id"] for m in manifest.get("missing_videos", [])}
     ok = [r for r in rows.values() if r.get("error") is None]
     return {
@@ -295,14 +307,32 @@ def score_table(reports: Sequence[RunReport]) -> tuple[list[str], list[list[str]
 
 def cost_table(reports: Sequence[RunReport]) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the per-run counts and per-question means."""
-    head = ["run", "benchmark", "strategy", "llm", "questions", "answered", "errors",
-            "missing videos", "not run", *MEANS.values()]  # fmt: skip
+    head = [
+        "run",
+        "benchmark",
+        "strategy",
+        "llm",
+        "questions",
+        "answered",
+        "errors",
+        "missing videos",
+        "not run",
+        *MEANS.values(),
+    ]
     rows = []
     for r in reports:
         m, c = r.manifest, r.counts
-        row = [r.name, f"{m['benchmark']} {m['split']}", m["strategy"],
-               m.get("models", {}).get("llm", ""), str(c["questions"]), str(c["answered"]),
-               str(c["errors"]), str(c["missing_videos"]), str(c["not_run"])]  # fmt: skip
+        row = [
+            r.name,
+            f"{m['benchmark']} {m['split']}",
+            m["strategy"],
+            m.get("models", {}).get("llm", ""),
+            str(c["questions"]),
+            str(c["answered"]),
+            str(c["errors"]),
+            str(c["missing_videos"]),
+            str(c["not_run"]),
+        ]
         for key in MEANS:
             value = r.means.get(key)
             row.append("–" if value is None else _MEAN_FORMAT[key].format(value))
@@ -353,7 +383,10 @@ def _aligned(head: list[str], rows: list[list[str]], *, indent: bool = False) ->
     def line(cells_: list[str]) -> str:
         if len(cells_) == 1:
             return cells_[0]
-        padded = [cells_[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(cells_[1:], widths[1:]))]
+        padded = [
+            cells_[0].ljust(widths[0]),
+            *(c.rjust(w) for c, w in zip(cells_[1:], widths[1:], strict=False)),
+        ]
         return "  ".join(padded).rstrip()
 
     return "\n".join(line(r) for r in [head, *rows])

@@ -46,8 +46,20 @@ class RunFolderError(UserError):
 
 
 #: Manifest fields that decide the answers; a resume must match them all.
-IDENTITY = ("benchmark", "split", "data", "videos", "subset", "ids", "strategy",
-            "strategy_settings", "budget", "models", "prompts", "index_settings")  # fmt: skip
+IDENTITY = (
+    "benchmark",
+    "split",
+    "data",
+    "videos",
+    "subset",
+    "ids",
+    "strategy",
+    "strategy_settings",
+    "budget",
+    "models",
+    "prompts",
+    "index_settings",
+)
 #: Settings that change the index or the endpoint (the rest are operational: retries, cache).
 INDEX_SETTINGS = ("clip_seconds", "sample_fps", "thumb_size", "openai_base_url")
 

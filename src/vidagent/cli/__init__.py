@@ -89,7 +89,16 @@ def _crash_log(e: BaseException) -> str:
     return f"its traceback is in {f.name}"
 
 
-__all__ = ["cli", "echo_json", "hms", "main", "parse_sets", "parse_time", "session_of", "settings_of"]
+__all__ = [
+    "cli",
+    "echo_json",
+    "hms",
+    "main",
+    "parse_sets",
+    "parse_time",
+    "session_of",
+    "settings_of",
+]
 
 # Register the commands (imported for their side effect on ``cli``).
-from vidagent.cli import ask, bench, bench_run, index, info, library, mcp, serve, train  # noqa: F401
+from vidagent.cli import ask, bench, bench_run, index, info, library, mcp, serve, train  # noqa: E402, F401

@@ -12,7 +12,9 @@ import click
 from vidagent.cli.base import cli, echo_json, parse_sets, session_of
 
 
-def _live(renderer: Callable[[Any], str | None], *, quiet: bool, stream: TextIO) -> Callable[[Any], None]:
+def _live(
+    renderer: Callable[[Any], str | None], *, quiet: bool, stream: TextIO
+) -> Callable[[Any], None]:
     """The live display of a run: each event the renderer draws, on ``stream`` (none if quiet)."""
 
     def show(event: Any) -> None:
@@ -35,7 +37,11 @@ def _live(renderer: Callable[[Any], str | None], *, quiet: bool, stream: TextIO)
     type=click.Path(dir_okay=False),
     help="trace JSONL file [default: $VIDAGENT_HOME/traces/…]",
 )
-@click.option("--max-steps", type=int, help="reasoning steps or search rounds [strategy's own: dvd 15, videoagent2 5, eea 10, avi 10, cvr 20 turns, retrieval 1]")
+@click.option(
+    "--max-steps",
+    type=int,
+    help="reasoning steps or search rounds [strategy's own: dvd 15, videoagent2 5, eea 10, avi 10, cvr 20 turns, retrieval 1]",
+)
 @click.option("--max-frames", type=int, help="frames looked at [2000]")
 @click.option("--max-tokens", type=int, help="tokens over all model calls [1000000]")
 @click.option("--max-seconds", type=float, help="wall-clock seconds [3600]")
@@ -58,10 +64,23 @@ def _live(renderer: Callable[[Any], str | None], *, quiet: bool, stream: TextIO)
 @click.option("--quiet", "-q", is_flag=True, help="do not show the steps")
 @click.option("--json", "as_json", is_flag=True, help="print the answer and totals as JSON")
 @click.pass_context
-def ask(ctx: click.Context, args: tuple[str, ...], options: tuple[str, ...], strategy: str,
-        trace_path: str | None, max_steps: int | None, max_frames: int | None,
-        max_tokens: int | None, max_seconds: float | None, max_cost: float | None,
-        tool_mode: str, sets: tuple[str, ...], calls: bool, quiet: bool, as_json: bool) -> None:  # fmt: skip
+def ask(
+    ctx: click.Context,
+    args: tuple[str, ...],
+    options: tuple[str, ...],
+    strategy: str,
+    trace_path: str | None,
+    max_steps: int | None,
+    max_frames: int | None,
+    max_tokens: int | None,
+    max_seconds: float | None,
+    max_cost: float | None,
+    tool_mode: str,
+    sets: tuple[str, ...],
+    calls: bool,
+    quiet: bool,
+    as_json: bool,
+) -> None:
     """Answer QUESTION about one or more videos (files are indexed first where needed).
 
     Each step is shown as it happens: thought, tool, arguments, a short observation. The
@@ -73,16 +92,28 @@ def ask(ctx: click.Context, args: tuple[str, ...], options: tuple[str, ...], str
     if len(args) < 2:
         raise click.UsageError("give at least one VIDEO and a QUESTION")
     *videos, question = args
-    given: dict[str, Any] = {"steps": max_steps, "frames": max_frames, "tokens": max_tokens,
-             "seconds": max_seconds, "cost_usd": max_cost}  # fmt: skip
+    given: dict[str, Any] = {
+        "steps": max_steps,
+        "frames": max_frames,
+        "tokens": max_tokens,
+        "seconds": max_seconds,
+        "cost_usd": max_cost,
+    }
     budget = Budget(**{k: v for k, v in given.items() if v is not None})
     renderer = Renderer(calls=calls)
     show = _live(renderer, quiet=quiet, stream=sys.stderr if as_json else sys.stdout)
     result = session_of(ctx).ask(
-        videos, question, options=options, strategy=strategy, budget=budget,
-        trace=trace_path or True, on_event=show, tool_mode=tool_mode,  # type: ignore[arg-type]
-        progress=not quiet, strategy_options=parse_sets(sets),
-    )  # fmt: skip
+        videos,
+        question,
+        options=options,
+        strategy=strategy,
+        budget=budget,
+        trace=trace_path or True,
+        on_event=show,
+        tool_mode=tool_mode,  # type: ignore[arg-type]
+        progress=not quiet,
+        strategy_options=parse_sets(sets),
+    )
     if as_json:
         echo_json(result.to_json())
         return
@@ -99,16 +130,30 @@ def ask(ctx: click.Context, args: tuple[str, ...], options: tuple[str, ...], str
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False), help="trace JSONL file")
 @click.option("--max-steps", type=int, help="tool iterations [avi: 10]")
 @click.option(
-    "--tool-mode", type=click.Choice(["auto", "native", "json"]), default="auto",
-    show_default=True, help="native tool calls or JSON actions",
-)  # fmt: skip
+    "--tool-mode",
+    type=click.Choice(["auto", "native", "json"]),
+    default="auto",
+    show_default=True,
+    help="native tool calls or JSON actions",
+)
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="a strategy option")
 @click.option("--quiet", "-q", is_flag=True, help="do not show the steps")
-@click.option("--json", "as_json", is_flag=True, help="print the interval, answer and totals as JSON")
+@click.option(
+    "--json", "as_json", is_flag=True, help="print the interval, answer and totals as JSON"
+)
 @click.pass_context
-def ground(ctx: click.Context, video: str, event: str, strategy: str, trace_path: str | None,
-           max_steps: int | None, tool_mode: str, sets: tuple[str, ...], quiet: bool,
-           as_json: bool) -> None:  # fmt: skip
+def ground(
+    ctx: click.Context,
+    video: str,
+    event: str,
+    strategy: str,
+    trace_path: str | None,
+    max_steps: int | None,
+    tool_mode: str,
+    sets: tuple[str, ...],
+    quiet: bool,
+    as_json: bool,
+) -> None:
     """Find when EVENT happens in VIDEO: its [start, end] in seconds and the evidence.
 
     AVI (the default) grounds in its own mode: it retrieves candidate clips, refines the
@@ -120,10 +165,16 @@ def ground(ctx: click.Context, video: str, event: str, strategy: str, trace_path
 
     show = _live(Renderer(), quiet=quiet, stream=sys.stderr if as_json else sys.stdout)
     result = session_of(ctx).ground(
-        video, event, strategy=strategy, budget=Budget(steps=max_steps) if max_steps else None,
-        trace=trace_path or True, on_event=show, tool_mode=tool_mode,
-        progress=not quiet, strategy_options=parse_sets(sets),
-    )  # fmt: skip
+        video,
+        event,
+        strategy=strategy,
+        budget=Budget(steps=max_steps) if max_steps else None,
+        trace=trace_path or True,
+        on_event=show,
+        tool_mode=tool_mode,
+        progress=not quiet,
+        strategy_options=parse_sets(sets),
+    )
     if as_json:
         echo_json(result.to_json())
         return

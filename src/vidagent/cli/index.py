@@ -266,7 +266,7 @@ def _dry_run(reports: Iterable[EstimateReport], settings: Settings, as_json: boo
         click.echo(
             f"  {'stage':<12} {'spec':<38} {'calls':>6} {'frames':>7} {'in tok':>9} {'out tok':>8} {'cost $':>8} {'time':>8}"
         )
-        for r, c in zip(rows, report.costs):
+        for r, c in zip(rows, report.costs, strict=False):
             shown = f"{c:.4f}" if c is not None else "-"
             click.echo(
                 f"  {r.stage:<12} {r.spec[:38]:<38} {r.calls:>6} {r.frames:>7} {r.input_tokens:>9} "

@@ -37,8 +37,14 @@ from vidagent.cli.base import cli, session_of
     help="a folder whose videos clients may index (repeatable; default: the current directory)",
 )
 @click.pass_context
-def mcp(ctx: click.Context, transport: str, host: str, port: int, token: str | None,
-        media_roots: tuple[str, ...]) -> None:  # fmt: skip
+def mcp(
+    ctx: click.Context,
+    transport: str,
+    host: str,
+    port: int,
+    token: str | None,
+    media_roots: tuple[str, ...],
+) -> None:
     """Serve the Library to MCP clients: tools list_videos, index_video, search, ask and
     get_frames; resources vidagent://videos and vidagent://traces."""
     from vidagent.server.mcp import MediaRoots, build_server, run

@@ -54,7 +54,7 @@ def serve(
     max_upload_mb: int,
     cors_origins: tuple[str, ...],
 ) -> None:
-    """Serve the HTTP API (and the web UI) over this home's Library."""  # fmt: skip
+    """Serve the HTTP API (and the web UI) over this home's Library."""
     from vidagent.server.security import require_token_for_host
 
     require_token_for_host(host, token)
@@ -65,9 +65,12 @@ def serve(
     except ImportError:
         raise BackendMissingError("the HTTP server (fastapi, uvicorn)", "serve") from None
     app = create_app(
-        settings_of(ctx), token=token or None, media_roots=media_roots,
-        max_upload_bytes=max_upload_mb * 1024 * 1024, cors_origins=cors_origins,
-    )  # fmt: skip
+        settings_of(ctx),
+        token=token or None,
+        media_roots=media_roots,
+        max_upload_bytes=max_upload_mb * 1024 * 1024,
+        cors_origins=cors_origins,
+    )
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"vidagent serving on http://{shown}:{port}", err=True)
     uvicorn.run(app, host=host, port=port, log_level="info")

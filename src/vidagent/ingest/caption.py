@@ -374,7 +374,7 @@ class Caption(Stage):
         times = self.frame_times(clip, max_images)
         frames = frames_at(info, times, size=self.frame_size)  # (N, H, W, 3) uint8
         parts: list[str | ImagePart] = [self.user_prompt(clip, registry)]
-        for t, rgb in zip(times, frames):
+        for t, rgb in zip(times, frames, strict=False):
             parts += [f"t={clock(t)}", ImagePart(encode_jpeg(rgb, self.jpeg_quality))]
         system = Message("system", load_prompt("dvd_caption_system"))
         return ChatRequest(

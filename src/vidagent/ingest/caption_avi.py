@@ -54,7 +54,7 @@ def avi_request(
 
     frames = frames_at(info, times, size=size)  # (N, H, W, 3) uint8
     parts: list[str | ImagePart] = [avi_prompt(clip)]
-    for t, rgb in zip(times, frames):
+    for t, rgb in zip(times, frames, strict=False):
         parts += [seconds_label(t), ImagePart(encode_jpeg(rgb, quality))]
     return ChatRequest(messages=(Message("user", tuple(parts)),), json_mode=True, temperature=0.0)
 

@@ -79,19 +79,23 @@ def build_segment_context(
                 return stored.text, _payload(lines, "index", stored.data.get("cut", 0))
             return _summarize(models, lines, "index")
 
-        return library.memo(video_id, "context", key, producer=summary_fp, inputs_hash=inputs,
-                            build=from_index)[0]  # fmt: skip
+        return library.memo(
+            video_id, "context", key, producer=summary_fp, inputs_hash=inputs, build=from_index
+        )[0]
     vlm = models.client("captioner")
     producer = "|".join([summary_fp, vlm.spec, prompt_hash("videoagent2_segment_caption")])
     inputs = text_hash("built", json.dumps(record.stages, sort_keys=True))
 
     def build() -> tuple[str, dict[str, Any]]:
         spans = uniform_clips(record.duration, segment_seconds)
-        built = [Line(s.t0, s.t1, _caption(library, models, record, s.t0, s.t1, fps)) for s in spans]
+        built = [
+            Line(s.t0, s.t1, _caption(library, models, record, s.t0, s.t1, fps)) for s in spans
+        ]
         return _summarize(models, built, "built")
 
-    return library.memo(video_id, "context", key, producer=producer, inputs_hash=inputs,
-                        build=build)[0]  # fmt: skip
+    return library.memo(
+        video_id, "context", key, producer=producer, inputs_hash=inputs, build=build
+    )[0]
 
 
 def _payload(lines: list[Line], source: str, cut: int) -> dict[str, Any]:
@@ -116,10 +120,16 @@ def _caption(
         return _describe(library, record, t0, t1, times)
     clip = f"The clip spans {str(Line(t0, t1, '')).partition(': ')[0]}."
     text, _ = ask_about_frames(
-        client, record.source, times, width=record.width, height=record.height,
-        short_side=SEGMENT_SIDE, system=load_prompt("videoagent2_segment_caption").strip(),
-        prompt=clip, max_tokens=120,
-    )  # fmt: skip
+        client,
+        record.source,
+        times,
+        width=record.width,
+        height=record.height,
+        short_side=SEGMENT_SIDE,
+        system=load_prompt("videoagent2_segment_caption").strip(),
+        prompt=clip,
+        max_tokens=120,
+    )
     return " ".join(text.split())
 
 
@@ -134,9 +144,13 @@ def _describe(
     speech = " ".join(s.text.strip() for s in library.transcript(vid, t0, t1))
     first = clips[0] if clips else ClipRow(vid, 0, t0, t1)
     row = dataclasses.replace(
-        first, t0=t0, t1=t1, detections=json.dumps(found), ocr_text="\n".join(ocr),
+        first,
+        t0=t0,
+        t1=t1,
+        detections=json.dumps(found),
+        ocr_text="\n".join(ocr),
         transcript=speech,
-    )  # fmt: skip
+    )
     thumbs = [f for f in library.frames(vid, t0, t1) if f.t < t1]
     picked = {min(thumbs, key=lambda f: abs(f.t - t)).t for t in times} if thumbs else set()
     frames = [(f.t, decode_jpeg(f.jpeg)) for f in thumbs if f.t in picked]

@@ -95,7 +95,7 @@ class Detect(Stage):
         at = 0
         for clip, frames in waiting:
             records = []
-            for (t, rgb), detections in zip(frames, found[at : at + len(frames)]):
+            for (t, rgb), detections in zip(frames, found[at : at + len(frames)], strict=False):
                 sx, sy = width / rgb.shape[1], height / rgb.shape[0]
                 records += [_record(t, d, sx, sy, width, height) for d in detections]
             at += len(frames)

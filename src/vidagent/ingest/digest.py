@@ -215,9 +215,11 @@ def _embed(
     """Vectors of the ``pool`` sentences (N, D) and of the clips' ``texts`` (K, D), in one call
     for all but the texts ``known`` holds."""
     hashes = [text_hash(t) for t in texts]
-    missing = [t for t, h in zip(texts, hashes) if h not in known]
+    missing = [t for t, h in zip(texts, hashes, strict=False) if h not in known]
     embedded = client.embed(pool + missing).vectors  # (N + M, D)
-    fresh = dict(zip(missing, embedded[len(pool) :]))
-    clip_vectors = [known[h] if h in known else fresh[t] for t, h in zip(texts, hashes)]
+    fresh = dict(zip(missing, embedded[len(pool) :], strict=False))
+    clip_vectors = [
+        known[h] if h in known else fresh[t] for t, h in zip(texts, hashes, strict=False)
+    ]
     dim = embedded.shape[1]
     return embedded[: len(pool)], np.array(clip_vectors, np.float32).reshape(-1, dim)

@@ -66,7 +66,9 @@ class Embed(Stage):
             else ctx.models.limiter.limit_for(client.adapter.endpoint, False)
         )
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            for chunk, batch, result in zip(chunks, texts, pool.map(client.embed, texts)):
+            for chunk, batch, result in zip(
+                chunks, texts, pool.map(client.embed, texts), strict=False
+            ):
                 vectors = result.vectors  # (B, D) float32
                 # A new model empties the table on its first batch; pending() already returned
                 # every clip in that case, so nothing is left without a vector.

@@ -91,7 +91,7 @@ class EmbedFrames(Stage):
         wanted = {c.clip_index for c in clips}
         todo, replace = self._todo(ctx)
         owners = _clip_of([f.t for f in todo], every)
-        frames = [f for f, k in zip(todo, owners) if k in wanted]
+        frames = [f for f, k in zip(todo, owners, strict=False) if k in wanted]
         replace = replace and set(owners) <= wanted  # never drop vectors of clips not asked for
         last = {k: i for i, k in enumerate(k for k in owners if k in wanted)}  # clip -> its last
         for i in range(0, len(frames), self.batch):

@@ -91,8 +91,13 @@ SCHEMA: dict[str, Any] = {
                         },
                     },
                 },
-                "required": ["subject_id", "subject_name", "appearance_timeline", "attributes",
-                             "actions_events"],
+                "required": [
+                    "subject_id",
+                    "subject_name",
+                    "appearance_timeline",
+                    "attributes",
+                    "actions_events",
+                ],
             },
         },
         "interactions": {
@@ -109,7 +114,7 @@ SCHEMA: dict[str, Any] = {
         },
     },
     "required": ["video_analysis", "interactions"],
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True)
@@ -251,8 +256,9 @@ class Graph(Stage):
                 raise
             self.windows -= 1
             half = len(lines) // 2
-            return merge_extractions([self._window(client, lines[:half]),
-                                      self._window(client, lines[half:])])  # fmt: skip
+            return merge_extractions(
+                [self._window(client, lines[:half]), self._window(client, lines[half:])]
+            )
         self.failed.append(f"{secs(lines[0].t0)}-{secs(lines[-1].t1)}")
         return Extraction()
 
@@ -264,10 +270,10 @@ class Graph(Stage):
         humans = [n for n in graph.nodes.values() if n.kind == "human"]
         texts = [f"{n.name}; {', '.join(n.attributes)}" for n in humans]
         vectors = client.embed(texts).vectors if texts else np.zeros((0, 0), np.float32)
-        graph.add_super_nodes({n.node_id: v for n, v in zip(humans, vectors)})
+        graph.add_super_nodes({n.node_id: v for n, v in zip(humans, vectors, strict=False)})
         nodes = list(graph.nodes.values())
         names = client.embed([n.name for n in nodes]).vectors  # (N, D) float32
-        for n, v in zip(nodes, names):
+        for n, v in zip(nodes, names, strict=False):
             n.name_vector = v
 
     def estimate(self, info: VideoInfo, clips: int, settings: Settings) -> StageEstimate:
@@ -280,9 +286,15 @@ class Graph(Stage):
         input_tokens = clips * per_caption * WINDOW // step + calls * prompt
         output_tokens = calls * self.output_tokens
         return StageEstimate(
-            self.name, self.role, spec, calls=calls, input_tokens=input_tokens,
+            self.name,
+            self.role,
+            spec,
+            calls=calls,
+            input_tokens=input_tokens,
             output_tokens=output_tokens,
             seconds=(input_tokens / 300 + output_tokens / 20) if local else calls * 30.0,
-            notes=[f"windows of {WINDOW} captions, {WINDOW // OVERLAP_SHARE} shared",
-                   f"{per_caption} tokens per caption"],
-        )  # fmt: skip
+            notes=[
+                f"windows of {WINDOW} captions, {WINDOW // OVERLAP_SHARE} shared",
+                f"{per_caption} tokens per caption",
+            ],
+        )

@@ -171,7 +171,11 @@ class _FrameReader:
         out: list[tuple[int, list[TextLine]]] = []
         for i in range(0, len(queue), self.batch):
             part = queue[i : i + self.batch]
-            out += zip((slot for slot, _ in part), self.client.read_text([f for _, f in part]))
+            out += zip(
+                (slot for slot, _ in part),
+                self.client.read_text([f for _, f in part]),
+                strict=False,
+            )
         return out
 
     def collect(self) -> None:

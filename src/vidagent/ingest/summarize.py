@@ -212,9 +212,13 @@ class Summarize(Stage):
             segments = ctx.library.transcript(ctx.video.video_id)
             rule, spec = ctx.settings.embed_text, ctx.settings.spec("embed")
             text, data = digest(
-                ctx.models.client("embed"), clips, segments, ctx.video.duration, embed_text=rule,
+                ctx.models.client("embed"),
+                clips,
+                segments,
+                ctx.video.duration,
+                embed_text=rule,
                 known=ctx.library.clip_vectors_by_text(ctx.video.video_id, spec),
-            )  # fmt: skip
+            )
             chosen, pool = len(data["sentences"]), data["candidates"]
             self.note = f"extractive digest: {chosen} of {pool} indexed sentences"
             return text, data
@@ -283,7 +287,11 @@ class Summarize(Stage):
             levels.append([{"t0": s.t0, "t1": s.t1, "text": s.text} for s in summaries])
             lines = summaries
         text = self._ask(client, lines)
-        notes = [f"hierarchical: {self.calls} llm calls over {len(levels) + 1} levels"] if levels else []
+        notes = (
+            [f"hierarchical: {self.calls} llm calls over {len(levels) + 1} levels"]
+            if levels
+            else []
+        )
         notes += [f"{self.cut} repl(ies) cut by the output limit"] if self.cut else []
         self.note = "; ".join(notes)
         return text, {"levels": levels, "cut": self.cut}
@@ -294,9 +302,10 @@ class Summarize(Stage):
         cap = reply_cap(client)
         for attempt in (cap, 2 * cap if cap else None):
             request = ChatRequest(
-                messages=(Message("user", summary_prompt(lines)),), temperature=0.0,
+                messages=(Message("user", summary_prompt(lines)),),
+                temperature=0.0,
                 max_tokens=attempt,
-            )  # fmt: skip
+            )
             self.calls += 1
             reply = client.chat(request)
             if reply.finish_reason != "length":
@@ -323,9 +332,14 @@ class Summarize(Stage):
     def estimate(self, info: VideoInfo, clips: int, settings: Settings) -> StageEstimate:
         if summary_method(settings) == "extractive":
             return StageEstimate(
-                self.name, "embed", settings.spec("embed"), calls=1, input_tokens=clips * 150,
-                seconds=clips / 50, notes=["extractive digest of the index: no llm call"],
-            )  # fmt: skip
+                self.name,
+                "embed",
+                settings.spec("embed"),
+                calls=1,
+                input_tokens=clips * 150,
+                seconds=clips / 50,
+                notes=["extractive digest of the index: no llm call"],
+            )
         spec = settings.spec(self.role)
         per_caption = 100 if settings.spec("captioner").startswith("perception:") else 250
         captions = clips * per_caption

@@ -243,7 +243,7 @@ def merge_extractions(parts: list[Extraction]) -> Extraction:
             twin = next(
                 (
                     j
-                    for j, o in zip(interactions, origin)
+                    for j, o in zip(interactions, origin, strict=False)
                     if o != k
                     and set(j.participants) == set(i.participants)
                     and _overlap(j.span, i.span)

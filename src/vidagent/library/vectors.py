@@ -77,7 +77,7 @@ class Vectors:
             rows = [
                 {"video_id": video_id, "clip_index": c.clip_index, "t0": c.t0, "t1": c.t1}
                 | {"text_hash": h, "vector": v}
-                for c, v, h in zip(clips, vectors.astype(np.float32), hashes)
+                for c, v, h in zip(clips, vectors.astype(np.float32), hashes, strict=False)
             ]
             schema = vectors_schema(bound["dim"])
             self.tables.merge("clip_vectors", rows, schema, replace=video_id if replace else None)
@@ -130,7 +130,7 @@ class Vectors:
                 )
             rows = [
                 {"video_id": video_id, "t": round(float(t), 3), "vector": v}
-                for t, v in zip(times, vectors.astype(np.float32))
+                for t, v in zip(times, vectors.astype(np.float32), strict=False)
             ]
             schema = frame_vectors_schema(bound["dim"])
             self.tables.merge("frame_vectors", rows, schema, replace=video_id if replace else None)

@@ -298,8 +298,9 @@ class Adapter:
             value = None
         if value is None or math.isnan(value) or value < minimum:
             kind = "a whole number" if whole else "a number"
-            raise ConfigError(f"{self.spec}: option {name} must be {kind} >= {minimum:g}, "
-                              f"not {raw!r}")  # fmt: skip
+            raise ConfigError(
+                f"{self.spec}: option {name} must be {kind} >= {minimum:g}, not {raw!r}"
+            )
         return value
 
     @property

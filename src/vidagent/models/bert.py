@@ -221,15 +221,20 @@ class TorchBert(NumpyBert):
                 context = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)  # (B,H,L,D/H)
                 context = context.transpose(1, 2).reshape(b, length, d)
                 x = F.layer_norm(
-                    dense(context, f"{p}.attention.output.dense") + x, (d,),
+                    dense(context, f"{p}.attention.output.dense") + x,
+                    (d,),
                     w[f"{p}.attention.output.LayerNorm.weight"],
-                    w[f"{p}.attention.output.LayerNorm.bias"], eps,
-                )  # fmt: skip
+                    w[f"{p}.attention.output.LayerNorm.bias"],
+                    eps,
+                )
                 inner = F.gelu(dense(x, f"{p}.intermediate.dense"))  # (B, L, 4D), exact GELU
                 x = F.layer_norm(
-                    dense(inner, f"{p}.output.dense") + x, (d,),
-                    w[f"{p}.output.LayerNorm.weight"], w[f"{p}.output.LayerNorm.bias"], eps,
-                )  # fmt: skip
+                    dense(inner, f"{p}.output.dense") + x,
+                    (d,),
+                    w[f"{p}.output.LayerNorm.weight"],
+                    w[f"{p}.output.LayerNorm.bias"],
+                    eps,
+                )
             pooled = (x * keep[:, :, None]).sum(dim=1) / keep.sum(dim=1).clamp(min=1e-9)[:, None]
             return F.normalize(pooled, dim=1).numpy().astype(np.float32)  # (B, D)
 

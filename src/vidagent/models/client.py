@@ -528,9 +528,14 @@ class Models:
             client = self._clients.get(role)
             if client is None:
                 client = Client(
-                    self._adapter(role), settings=self.settings, limiter=self.limiter,
-                    ledger=self.ledger, cache=self.cache, role=role, sleep=self._sleep,
-                )  # fmt: skip
+                    self._adapter(role),
+                    settings=self.settings,
+                    limiter=self.limiter,
+                    ledger=self.ledger,
+                    cache=self.cache,
+                    role=role,
+                    sleep=self._sleep,
+                )
                 self._clients[role] = client
             return client
 

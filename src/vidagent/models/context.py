@@ -94,7 +94,9 @@ def fit_messages(messages: Sequence[Message], limit: int) -> tuple[list[Message]
     return out, "; ".join(parts) + f" to fit {limit} tokens"
 
 
-def fit_request(request: ChatRequest, context_tokens: int, shrink: float = 1.0) -> tuple[ChatRequest, str]:
+def fit_request(
+    request: ChatRequest, context_tokens: int, shrink: float = 1.0
+) -> tuple[ChatRequest, str]:
     """``request`` fitted into a context window of ``context_tokens`` (times ``shrink``), with
     room for the reply; the note says what was removed."""
     reply = request.max_tokens or DEFAULT_REPLY

@@ -76,9 +76,7 @@ class LlamaCppAdapter(Adapter):
             )
         self.path = path
         self.n_ctx: int = self.number("n_ctx", 8192, minimum=1)
-        self.capabilities = dataclasses.replace(
-            type(self).capabilities, context_tokens=self.n_ctx
-        )
+        self.capabilities = dataclasses.replace(type(self).capabilities, context_tokens=self.n_ctx)
         # llama-cpp-python defaults to half the cores; on small machines that halves speed.
         self.threads = self.number("n_threads", 0) or os.cpu_count() or 1
         self._llama: Any = None

@@ -90,9 +90,19 @@ OPENAI_HOST = "api.openai.com"
 DEFAULT_MAX_IMAGES = 50  # the DVD paper's layout: 50 images a request (Azure's limit)
 _ROLES = frozenset({"llm", "vlm", "embed", "asr"})
 _KNOWN_OPTIONS = (
-    "base_url", "api_key_env", "timeout", "tools", "images", "json_schema", "schema_style",
-    "max_images", "reasoning", "reasoning_effort", "max_output_tokens", "context_tokens",
-)  # fmt: skip
+    "base_url",
+    "api_key_env",
+    "timeout",
+    "tools",
+    "images",
+    "json_schema",
+    "schema_style",
+    "max_images",
+    "reasoning",
+    "reasoning_effort",
+    "max_output_tokens",
+    "context_tokens",
+)
 EFFORTS = ("minimal", "low", "medium", "high")
 _REASONING_NAME = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
 _ERROR_TEXT_LIMIT = 300
@@ -401,9 +411,14 @@ class OpenAIAdapter(Adapter):
     #: What an OpenAI-compatible server offers unless the spec says otherwise (tools, images
     #: and JSON schema on); a spec's options refine it per instance.
     capabilities = Capabilities(
-        roles=_ROLES, supports_tools=True, supports_images=True, supports_json_schema=True,
-        max_images=DEFAULT_MAX_IMAGES, batch_size=64, local=False,
-    )  # fmt: skip
+        roles=_ROLES,
+        supports_tools=True,
+        supports_images=True,
+        supports_json_schema=True,
+        max_images=DEFAULT_MAX_IMAGES,
+        batch_size=64,
+        local=False,
+    )
 
     def __init__(
         self,
@@ -448,9 +463,14 @@ class OpenAIAdapter(Adapter):
             raise ConfigError("openai spec needs a model name, e.g. openai:gpt-4o-mini")
         r = _resolve(options, settings)
         return cls(
-            model, options, base_url=r.base_url, api_key=r.api_key, timeout=r.timeout,
-            capabilities=r.capabilities, schema_style=r.schema_style,
-        )  # fmt: skip
+            model,
+            options,
+            base_url=r.base_url,
+            api_key=r.api_key,
+            timeout=r.timeout,
+            capabilities=r.capabilities,
+            schema_style=r.schema_style,
+        )
 
     @property
     def endpoint(self) -> str:
@@ -480,11 +500,16 @@ class OpenAIAdapter(Adapter):
             body["reasoning_effort"] = params.effort
         if request.tools:
             body["tools"] = [
-                {"type": "function", "function": {
-                    "name": t.name, "description": t.description, "parameters": t.parameters,
-                }}
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    },
+                }
                 for t in request.tools
-            ]  # fmt: skip
+            ]
         if request.tool_choice is not None:
             body["tool_choice"] = request.tool_choice
         response_format = self._response_format(request)

@@ -146,7 +146,7 @@ class OpenCVDetector(Adapter):
         # Haar level weights are unbounded margins; squash them to (0, 1) for a comparable score.
         return [
             Detection("face", _box(r, scale), float(1.0 / (1.0 + np.exp(-float(w)))))
-            for r, w in zip(rects, np.asarray(weights).reshape(-1))
+            for r, w in zip(rects, np.asarray(weights).reshape(-1), strict=False)
         ]
 
 

@@ -150,7 +150,7 @@ class PerceptionDescriber(Adapter):
         detections = self.detector.detect(frames) if self.detector else [[] for _ in frames]
         texts = self.ocr.read_text(frames) if self.ocr else [[] for _ in frames]
         prev = None
-        for i, (rgb, dets, text) in enumerate(zip(frames, detections, texts)):
+        for i, (rgb, dets, text) in enumerate(zip(frames, detections, texts, strict=False)):
             grey = rgb.mean(axis=2)  # (H, W) float
             facts = [f"brightness {grey.mean() / 255:.2f}"]
             facts.append("colours " + ", ".join(f"{n} {s:.0%}" for n, s in dominant_colours(rgb)))

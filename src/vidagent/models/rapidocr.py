@@ -75,8 +75,9 @@ class RapidOCRAdapter(Adapter):
         self.threads = self.number("threads", 1)
         self.runtime = self.options.get("runtime", "auto")
         if self.runtime not in RUNTIMES:
-            raise ConfigError(f"{self.spec}: runtime must be one of {', '.join(RUNTIMES)}, "
-                              f"not {self.runtime!r}")  # fmt: skip
+            raise ConfigError(
+                f"{self.spec}: runtime must be one of {', '.join(RUNTIMES)}, not {self.runtime!r}"
+            )
         self._engines: queue.SimpleQueue[Any] | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -127,9 +128,10 @@ class RapidOCRAdapter(Adapter):
                         engine(sample)
                     except RuntimeError as e:  # a runtime that cannot run on this machine
                         other = "onnxruntime" if openvino else "openvino"
-                        raise ProviderError(f"the OCR engine failed to load ({describe(e)}); "
-                                            f"try runtime={other}",
-                                            endpoint=self.spec) from None  # fmt: skip
+                        raise ProviderError(
+                            f"the OCR engine failed to load ({describe(e)}); try runtime={other}",
+                            endpoint=self.spec,
+                        ) from None
                     engines.put(engine)
                     if openvino and first is None:
                         first = engine
@@ -156,7 +158,10 @@ class RapidOCRAdapter(Adapter):
             engines.put(engine)
         lines = []
         for box, text, score in zip(
-            result.boxes if result.boxes is not None else [], result.txts or (), result.scores or ()
+            result.boxes if result.boxes is not None else [],
+            result.txts or (),
+            result.scores or (),
+            strict=False,
         ):
             if score < self.min_score or sum(ch.isalnum() for ch in text) < 2:
                 continue

@@ -123,8 +123,9 @@ class SentenceTransformerAdapter(Adapter):
         super().__init__(model, options)
         self.runtime = self.options.get("runtime", "auto")
         if self.runtime not in RUNTIMES:
-            raise ConfigError(f"{self.spec}: runtime must be one of {', '.join(RUNTIMES)}, "
-                              f"not {self.runtime!r}")  # fmt: skip
+            raise ConfigError(
+                f"{self.spec}: runtime must be one of {', '.join(RUNTIMES)}, not {self.runtime!r}"
+            )
         self.batch_size = self.number("batch_size", 64, minimum=1)
         self._numpy: Encoder | None = None
         self._bulk: Encoder | None = None  # the runtime of large requests, once loaded
@@ -147,8 +148,10 @@ class SentenceTransformerAdapter(Adapter):
                     Path(_location(self.model))
                 )
             if self.runtime in ("numpy", "openvino") and not self._plain:
-                raise ConfigError(f"{self.spec}: not a BERT model with mean pooling, which "
-                                  f"runtime={self.runtime} computes; use runtime=torch")  # fmt: skip
+                raise ConfigError(
+                    f"{self.spec}: not a BERT model with mean pooling, which "
+                    f"runtime={self.runtime} computes; use runtime=torch"
+                )
             bulk = self._bulk_runtime()
             few = texts <= FEW_TEXTS and self._bulk is None
             if self._plain and (bulk == "numpy" or (self.runtime == "auto" and few)):
@@ -182,18 +185,25 @@ class SentenceTransformerAdapter(Adapter):
                 return OpenVinoBert(Path(_location(self.model)))
             except (RuntimeError, ImportError) as e:  # OpenVINO cannot build it on this machine
                 if self.runtime == "openvino":
-                    raise ProviderError(f"OpenVINO could not build the model ({describe(e)}); "
-                                        "try runtime=torch", endpoint=self.spec) from None  # fmt: skip
-                _log.warning("%s: OpenVINO could not build the model (%s); embedding with %s",
-                             self.spec, describe(e), "torch" if module_available("torch")
-                             else "NumPy")  # fmt: skip
+                    raise ProviderError(
+                        f"OpenVINO could not build the model ({describe(e)}); try runtime=torch",
+                        endpoint=self.spec,
+                    ) from None
+                _log.warning(
+                    "%s: OpenVINO could not build the model (%s); embedding with %s",
+                    self.spec,
+                    describe(e),
+                    "torch" if module_available("torch") else "NumPy",
+                )
                 plain = TorchBert if module_available("torch") else NumpyBert
                 return plain(Path(_location(self.model)))
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError:
             raise BackendMissingError("sentence-transformers", "embed") from None
-        return _SentenceTransformersEncoder(SentenceTransformer(_location(self.model), device="cpu"))
+        return _SentenceTransformersEncoder(
+            SentenceTransformer(_location(self.model), device="cpu")
+        )
 
     def warm(self) -> None:
         self._encoder(FEW_TEXTS + 1)  # ingest is a bulk job: the runtime of large requests

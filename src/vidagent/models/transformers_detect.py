@@ -176,7 +176,9 @@ class TransformersDetector(Adapter):
                     raw = _owl(processor, model, batch, names, self.threshold, self.device)
                 else:
                     raw = _grounding(processor, model, batch, names, self.threshold, self.device)
-                found += [self._tidy(ds, rgb.shape[:2]) for ds, rgb in zip(raw, batch)]
+                found += [
+                    self._tidy(ds, rgb.shape[:2]) for ds, rgb in zip(raw, batch, strict=False)
+                ]
         return found
 
     def _tidy(self, found: list[Detection], shape: tuple[int, ...]) -> list[Detection]:
@@ -232,7 +234,7 @@ def _owl(
     )
     found: list[list[Detection]] = []
     for r in results:
-        rows = zip(r["boxes"].tolist(), r["scores"].tolist(), r["labels"].tolist())
+        rows = zip(r["boxes"].tolist(), r["scores"].tolist(), r["labels"].tolist(), strict=False)
         found.append([Detection(names[k], (x0, y0, x1, y1), s) for (x0, y0, x1, y1), s, k in rows])
     return found
 

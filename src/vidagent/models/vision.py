@@ -59,7 +59,11 @@ def labelled_images(
     parts: list[str | ImagePart] = []
     for i, image in enumerate(splice(frames, per_image)):
         span = times[i * per_image : (i + 1) * per_image]
-        label = f"t={at_label(span[0])}" if len(span) == 1 else f"t={at_label(span[0])}-{at_label(span[-1])}"
+        label = (
+            f"t={at_label(span[0])}"
+            if len(span) == 1
+            else f"t={at_label(span[0])}-{at_label(span[-1])}"
+        )
         parts += [label, ImagePart(encode_jpeg(image, quality=85))]
     return tuple(parts)
 
@@ -82,7 +86,9 @@ class Layout:
     note: str = ""
 
 
-def layout(times: Sequence[float], max_images: int, *, splice: int = 1, describer: bool = False) -> Layout:
+def layout(
+    times: Sequence[float], max_images: int, *, splice: int = 1, describer: bool = False
+) -> Layout:
     """The frames to send and their splicing: ``splice`` to an image (DVD's global browse: 5),
     more only when the model's image limit forces it. A describer measures each frame on its
     own, so it is never sent spliced frames: past its limit it gets that many, spread evenly."""
@@ -133,7 +139,8 @@ def ask_about_frames(
     frames = frames_at(source, plan.times, size=size)  # (N, H, W, 3) uint8
     content = (*labelled_images(frames, plan.times, plan.per_image), prompt)
     request = ChatRequest(
-        (Message("system", system), Message("user", content)), temperature=0.0,
+        (Message("system", system), Message("user", content)),
+        temperature=0.0,
         max_tokens=max_tokens,
-    )  # fmt: skip
+    )
     return client.chat(request).text.strip(), plan.note

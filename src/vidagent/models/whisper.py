@@ -90,9 +90,11 @@ class FasterWhisperAdapter(Adapter):
     def transcribe(self, request: TranscribeRequest) -> Transcript:
         with self._lock:
             segments, info = self._load().transcribe(
-                request.audio, language=request.language, word_timestamps=True,
+                request.audio,
+                language=request.language,
+                word_timestamps=True,
                 **self.decoding(request),
-            )  # fmt: skip
+            )
             out = tuple(
                 Segment(
                     t0=float(s.start),

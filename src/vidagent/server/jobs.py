@@ -72,10 +72,16 @@ class Job:
     def to_json(self) -> dict[str, Any]:
         """The job as the API shows it."""
         return {
-            "job_id": self.job_id, "kind": self.kind, "state": self.state,
-            "progress": self.progress, "result": self.result, "error": self.error,
-            "created": self.created, "finished": self.finished, "params": self.params,
-        }  # fmt: skip
+            "job_id": self.job_id,
+            "kind": self.kind,
+            "state": self.state,
+            "progress": self.progress,
+            "result": self.result,
+            "error": self.error,
+            "created": self.created,
+            "finished": self.finished,
+            "params": self.params,
+        }
 
     def _record(self) -> dict[str, Any]:
         kept = self.events if self.kind == "index" else []

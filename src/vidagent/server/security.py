@@ -115,11 +115,17 @@ class TokenGuard:
             await self.app(scope, receive, send)
             return
         body = b'{"detail":"missing or wrong token: send Authorization: Bearer <token>"}'
-        await send({
-            "type": "http.response.start", "status": 401,
-            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer"),
-                        (b"content-length", str(len(body)).encode())],
-        })  # fmt: skip
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"www-authenticate", b"Bearer"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 

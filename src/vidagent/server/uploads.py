@@ -50,11 +50,14 @@ class _FilePart:
 
     def callbacks(self) -> dict[str, Any]:
         return {
-            "on_part_begin": self._begin, "on_header_field": self._field,
-            "on_header_value": self._val, "on_header_end": self._header_end,
-            "on_headers_finished": self._headers_done, "on_part_data": self._data,
+            "on_part_begin": self._begin,
+            "on_header_field": self._field,
+            "on_header_value": self._val,
+            "on_header_end": self._header_end,
+            "on_headers_finished": self._headers_done,
+            "on_part_data": self._data,
             "on_part_end": self._part_end,
-        }  # fmt: skip
+        }
 
     def _begin(self) -> None:
         self._headers, self._header, self._value = {}, b"", b""

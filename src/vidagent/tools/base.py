@@ -280,7 +280,9 @@ def _describe(schema: dict[str, Any]) -> str:
 
 def _bounds(schema: dict[str, Any]) -> dict[str, Any]:
     """The bounds of a property, looking inside ``anyOf`` (an optional number)."""
-    found: dict[str, Any] = {k: schema[k] for k in ("minimum", "maximum", "maxLength") if k in schema}
+    found: dict[str, Any] = {
+        k: schema[k] for k in ("minimum", "maximum", "maxLength") if k in schema
+    }
     for sub in schema.get("anyOf", []):
         found |= _bounds(sub)
     return found

@@ -517,7 +517,9 @@ def backends(ctx: ToolContext) -> tuple[ObjectDetector, ObjectTracker]:
 
 def to_fraction(box: Box, width: int, height: int) -> Box:
     """Pixels of a ``width`` x ``height`` frame to fractions of it, clipped to the frame."""
-    x0, y0, x1, y1 = (min(max(v / s, 0.0), 1.0) for v, s in zip(box, (width, height) * 2))
+    x0, y0, x1, y1 = (
+        min(max(v / s, 0.0), 1.0) for v, s in zip(box, (width, height) * 2, strict=False)
+    )
     return (x0, y0, x1, y1)
 
 

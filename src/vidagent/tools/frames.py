@@ -79,9 +79,17 @@ def ask_vlm(
     record = ctx.library.get_video(video_id)
     client = ctx.require_models("tool_vlm", "this tool").client("tool_vlm")
     return ask_about_frames(
-        client, record.source, times, width=record.width, height=record.height,
-        short_side=short_side, system=system, prompt=prompt, max_tokens=max_tokens, splice=splice,
-    )  # fmt: skip
+        client,
+        record.source,
+        times,
+        width=record.width,
+        height=record.height,
+        short_side=short_side,
+        system=system,
+        prompt=prompt,
+        max_tokens=max_tokens,
+        splice=splice,
+    )
 
 
 @tool

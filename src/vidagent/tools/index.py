@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 #: its view, named so that agents need not import the Library to say so.
 Store: TypeAlias = "Library"
 
+
 def search_text(
     library: Library,
     client: Client,

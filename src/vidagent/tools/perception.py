@@ -231,7 +231,7 @@ def _captions_text(
     """The observation text and its confidence: the mean clause confidence, 0 when none."""
     clauses = [c for caption in captions for c in parse_clause_confidences(caption)]
     confidence = mean_confidence(clauses)
-    rows = [f"- {label}: {caption}" for label, caption in zip(labels, captions)]
+    rows = [f"- {label}: {caption}" for label, caption in zip(labels, captions, strict=False)]
     given = sum(c.confidence is not None for c in clauses)
     footer = (
         f"Mean clause confidence {confidence:.2f} over {given} clauses."

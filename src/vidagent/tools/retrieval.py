@@ -128,10 +128,14 @@ def _event_summary(ctx: ToolContext, video_id: str, query: str) -> tuple[str, in
 
     def build() -> tuple[str, dict[str, Any]]:
         text, note = ask_vlm(
-            ctx, video_id, times, short_side=height,
+            ctx,
+            video_id,
+            times,
+            short_side=height,
             system=load_prompt("dvd_frame_inspect_system").strip(),
-            prompt=template.replace("[question]", query), splice=opts.browse_splice,
-        )  # fmt: skip
+            prompt=template.replace("[question]", query),
+            splice=opts.browse_splice,
+        )
         return text, {"query": query, "frames": n, "height": height, "layout": note}
 
     found, built = ctx.library.memo(

@@ -382,7 +382,8 @@ def observe_objects(
     calls, notes = detector_report(detector)
     cost.calls += calls
     by_time = {
-        t: [replace(d, box=to_fraction(d.box, w, h)) for d in ds] for t, ds in zip(times, found)
+        t: [replace(d, box=to_fraction(d.box, w, h)) for d in ds]
+        for t, ds in zip(times, found, strict=False)
     }
     rows = [f"{what} (detector {detector.name}, tracker {tracker.name}, window ±{alpha} frames):"]
     rows += [f"Note: {note}." for note in notes]
@@ -446,7 +447,7 @@ def observe_track(
     start = f"the detection at {times[i]:.1f}s scoring {ds[0].score:.2f}"
     rows = [f"{head} ({tracker.name} at {rate:.0f} fps, started from {start}):{said}"]
     reported = [points[nearest(fine, t)] for t in times]
-    for t, p in zip(times, reported):
+    for t, p in zip(times, reported, strict=False):
         place = f"box {fmt_box(p.box)}, confidence {p.confidence:.2f}" if p.box else "lost"
         rows.append(f"- {t:.1f}s: {place}")
     confidence = sum(p.confidence for p in reported) / len(reported)

@@ -57,8 +57,11 @@ def save(
     if (tmp / "adapter_config.json").is_file():
         (tmp / "base_model.txt").write_text(base_model + "\n", encoding="utf-8")
     torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
-    rng = {"python": random.getstate(), "numpy": np.random.get_state(),
-           "torch": torch.get_rng_state()}  # fmt: skip
+    rng = {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "torch": torch.get_rng_state(),
+    }
     torch.save(rng, tmp / "rng.pt")
     (tmp / STATE).write_text(json.dumps({**state, "step": step}, indent=2), encoding="utf-8")
     shutil.rmtree(final, ignore_errors=True)

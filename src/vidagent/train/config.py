@@ -54,8 +54,9 @@ class LoraSection(_Section):
 class DataSection(_Section):
     #: ``template`` (the deterministic generator) or a script set (JSONL file or folder).
     scripts: str = "template"
-    tasks: list[str] = Field(default_factory=lambda: ["NC", "CC", "PEA", "BU", "PI", "MSR", "MOC",
-                                                      "PSS", "FSA"])  # fmt: skip
+    tasks: list[str] = Field(
+        default_factory=lambda: ["NC", "CC", "PEA", "BU", "PI", "MSR", "MOC", "PSS", "FSA"]
+    )
     template_per_task: int = 64
     #: scripts held out of training for ``vidagent train eval`` (the last ones after shuffling)
     heldout: int = 16

@@ -75,5 +75,6 @@ def score_model(
     """Load ``model`` (a name :func:`~vidagent.train.policy.load_causal_lm` takes) and score it."""
     tokenizer = load_tokenizer(tokenizer_from)
     gen = Generator(load_causal_lm(model), tokenizer, 0.0, 1.0, max_new_tokens, max_prompt_tokens)
-    return score_chat(label, model, gen, scripts, max_turns=max_turns, visual=visual,
-                      generic=generic)  # fmt: skip
+    return score_chat(
+        label, model, gen, scripts, max_turns=max_turns, visual=visual, generic=generic
+    )

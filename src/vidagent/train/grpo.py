@@ -78,8 +78,9 @@ def batch_for(step: int, train: list[dict[str, Any]], size: int, seed: int) -> l
     return [train[order[(b * size + j) % len(train)]] for j in range(size)]
 
 
-def grpo_token_loss(logps: Any, old: Any, ref: Any | None, adv: Any, clip_eps: float,
-                    beta: float) -> tuple[Any, Any, Any]:  # fmt: skip
+def grpo_token_loss(
+    logps: Any, old: Any, ref: Any | None, adv: Any, clip_eps: float, beta: float
+) -> tuple[Any, Any, Any]:
     """Per-token loss, KL and whether clipped, each ``(B, C)``; ``adv`` is ``(B, 1)``."""
     import torch
 
@@ -118,8 +119,9 @@ class Trainer:
             self.ref = load_causal_lm(self.base, cfg.model.dtype).to(self.acc.device)
             self.ref.requires_grad_(False)
         params = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(params, lr=cfg.optim.lr, betas=cfg.optim.betas,
-                                           weight_decay=cfg.optim.weight_decay)  # fmt: skip
+        self.optimizer = torch.optim.AdamW(
+            params, lr=cfg.optim.lr, betas=cfg.optim.betas, weight_decay=cfg.optim.weight_decay
+        )
         self.model, self.optimizer = self.acc.prepare(self.model, self.optimizer)
         self.start = 0
         if self.resume is not None:
@@ -129,8 +131,9 @@ class Trainer:
             from vidagent.config import load_settings
             from vidagent.train.llm import llm_chat
 
-            self.visual = llm_chat(cfg.simulator.visual, load_settings({}),
-                                   temperature=cfg.simulator.temperature)  # fmt: skip
+            self.visual = llm_chat(
+                cfg.simulator.visual, load_settings({}), temperature=cfg.simulator.temperature
+            )
 
     def _warm_up(self) -> str:
         """The format warm-up's folder, trained now unless a previous run left it complete."""
@@ -143,8 +146,9 @@ class Trainer:
             if self.acc.is_main_process:
                 torch.manual_seed(self.cfg.run.seed)
                 model = load_causal_lm(self.cfg.model.name, self.cfg.model.dtype)
-                report = warmup.warm_up(self.cfg, model, self.tokenizer, self.train_set,
-                                        log=self.log)  # fmt: skip
+                report = warmup.warm_up(
+                    self.cfg, model, self.tokenizer, self.train_set, log=self.log
+                )
                 self.out.mkdir(parents=True, exist_ok=True)
                 warmup.save(folder, model, self.tokenizer, report)
                 del model
@@ -161,9 +165,13 @@ class Trainer:
             if self.resume is not None:
                 model = PeftModel.from_pretrained(base, name, is_trainable=True)
             else:
-                lora = LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha,
-                                  lora_dropout=cfg.lora.dropout,
-                                  target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM")  # fmt: skip
+                lora = LoraConfig(
+                    r=cfg.lora.r,
+                    lora_alpha=cfg.lora.alpha,
+                    lora_dropout=cfg.lora.dropout,
+                    target_modules=cfg.lora.target_modules,
+                    task_type="CAUSAL_LM",
+                )
                 model = get_peft_model(base, lora)
         else:
             model = load_causal_lm(name, cfg.model.dtype)
@@ -194,14 +202,27 @@ class Trainer:
         mine = batch[acc.process_index :: acc.num_processes]
         torch.manual_seed(cfg.run.seed * 1_000_003 + step * 97 + acc.process_index)
         r = cfg.rollout
-        gen = Generator(acc.unwrap_model(self.model), self.tokenizer, r.temperature, r.top_p,
-                        r.max_new_tokens, r.max_prompt_tokens)  # fmt: skip
+        gen = Generator(
+            acc.unwrap_model(self.model),
+            self.tokenizer,
+            r.temperature,
+            r.top_p,
+            r.max_new_tokens,
+            r.max_prompt_tokens,
+        )
         gen.model.eval()
         trajs: list[Trajectory] = []
         for script in mine:
-            group = [rollout(script, gen, max_turns=r.max_turns, visual=self.visual,
-                             generic=cfg.data.prompt == "generic")
-                     for _ in range(r.group_size)]  # fmt: skip
+            group = [
+                rollout(
+                    script,
+                    gen,
+                    max_turns=r.max_turns,
+                    visual=self.visual,
+                    generic=cfg.data.prompt == "generic",
+                )
+                for _ in range(r.group_size)
+            ]
             advs = group_advantages([t.reward.total for t in group])
             for t, a in zip(group, advs, strict=True):
                 for s in t.samples:
@@ -217,11 +238,15 @@ class Trainer:
         import torch
 
         cfg, acc = self.cfg, self.acc
-        groups = [trajs[i : i + cfg.rollout.group_size]
-                  for i in range(0, len(trajs), cfg.rollout.group_size)]  # fmt: skip
+        groups = [
+            trajs[i : i + cfg.rollout.group_size]
+            for i in range(0, len(trajs), cfg.rollout.group_size)
+        ]
         per_mini = max(1, cfg.grpo.mini_batch_size // acc.num_processes)
-        minis = [[s for g in groups[i : i + per_mini] for t in g for s in t.samples]
-                 for i in range(0, len(groups), per_mini)]  # fmt: skip
+        minis = [
+            [s for g in groups[i : i + per_mini] for t in g for s in t.samples]
+            for i in range(0, len(groups), per_mini)
+        ]
         pad, temp = self.tokenizer.pad_token_id, cfg.rollout.temperature
         self.model.eval()
         off_policy = cfg.grpo.ppo_epochs > 1 or len(minis) > 1
@@ -256,15 +281,21 @@ class Trainer:
             micro = micros[i] if real else micros[0] if micros else []
             if not micro:
                 continue
-            logps, mask, ent = token_logps(self.model, micro, self.tokenizer.pad_token_id,
-                                           cfg.rollout.temperature, entropy=True)  # fmt: skip
+            logps, mask, ent = token_logps(
+                self.model,
+                micro,
+                self.tokenizer.pad_token_id,
+                cfg.rollout.temperature,
+                entropy=True,
+            )
             c = mask.shape[1]
 
             old = _stack([s.old_logps for s in micro], c, logps.detach())
             ref = _stack([s.ref_logps for s in micro], c, logps.detach()) if cfg.grpo.beta else None
             adv = torch.tensor([[s.advantage] for s in micro], device=logps.device)
-            loss_t, kl, clipped = grpo_token_loss(logps, old, ref, adv, cfg.grpo.clip_eps,
-                                                  cfg.grpo.beta)  # fmt: skip
+            loss_t, kl, clipped = grpo_token_loss(
+                logps, old, ref, adv, cfg.grpo.clip_eps, cfg.grpo.beta
+            )
             loss = (loss_t * mask).sum() / max(1, tokens) * (1.0 if real else 0.0)
             ctx = acc.no_sync(self.model) if i < count - 1 else contextlib.nullcontext()
             with ctx:
@@ -311,28 +342,53 @@ class Trainer:
         if not self.acc.is_main_process:
             return None
         return checkpoint.save(
-            self.out, step, model=self.acc.unwrap_model(self.model), tokenizer=self.tokenizer,
-            optimizer=self.optimizer, base_model=self.base,
-            state={"epoch": (step - 1) // max(1, math.ceil(len(self.train_set) / self.cfg.grpo.batch_size)),
-                   "config": self.cfg.model_dump()},
+            self.out,
+            step,
+            model=self.acc.unwrap_model(self.model),
+            tokenizer=self.tokenizer,
+            optimizer=self.optimizer,
+            base_model=self.base,
+            state={
+                "epoch": (step - 1)
+                // max(1, math.ceil(len(self.train_set) / self.cfg.grpo.batch_size)),
+                "config": self.cfg.model_dump(),
+            },
             keep=self.cfg.run.keep_checkpoints,
-        )  # fmt: skip
+        )
 
-    def _row(self, step: int, trajs: list[Trajectory], stats: dict[str, float],
-             seconds: float) -> dict[str, Any]:  # fmt: skip
+    def _row(
+        self, step: int, trajs: list[Trajectory], stats: dict[str, float], seconds: float
+    ) -> dict[str, Any]:
         import torch
 
-        local = [[t.reward.total, t.reward.format, t.reward.answer, t.master_tokens,
-                  len(t.episode.turns) if t.episode else 0,
-                  1.0 if t.reason in ("answered", "forced_answer") else 0.0] for t in trajs]  # fmt: skip
+        local = [
+            [
+                t.reward.total,
+                t.reward.format,
+                t.reward.answer,
+                t.master_tokens,
+                len(t.episode.turns) if t.episode else 0,
+                1.0 if t.reason in ("answered", "forced_answer") else 0.0,
+            ]
+            for t in trajs
+        ]
         stacked = self.acc.gather(torch.tensor(local, dtype=torch.float64, device=self.acc.device))
         mean = stacked.mean(0).tolist()
-        return {"step": step, "reward": mean[0], "reward_format": mean[1],
-                "reward_answer": mean[2], "response_length": mean[3], "turns": mean[4],
-                "answered": mean[5], "kl": stats.get("kl", 0.0),
-                "entropy": stats.get("entropy", 0.0), "clip_fraction": stats.get("clipped", 0.0),
-                "loss": stats.get("loss", 0.0), "trajectories": len(stacked),
-                "seconds": round(seconds, 2)}  # fmt: skip
+        return {
+            "step": step,
+            "reward": mean[0],
+            "reward_format": mean[1],
+            "reward_answer": mean[2],
+            "response_length": mean[3],
+            "turns": mean[4],
+            "answered": mean[5],
+            "kl": stats.get("kl", 0.0),
+            "entropy": stats.get("entropy", 0.0),
+            "clip_fraction": stats.get("clipped", 0.0),
+            "loss": stats.get("loss", 0.0),
+            "trajectories": len(stacked),
+            "seconds": round(seconds, 2),
+        }
 
 
 def _stack(rows: list[Any], width: int, like: Any) -> Any:
@@ -346,10 +402,12 @@ def _stack(rows: list[Any], width: int, like: Any) -> Any:
 
 
 def _line(row: dict[str, Any], total: int) -> str:
-    return (f"step {row['step']}/{total}  reward {row['reward']:.3f}  format "
-            f"{row['reward_format']:.3f}  answer {row['reward_answer']:.3f}  kl {row['kl']:.2e}  "
-            f"entropy {row['entropy']:.3f}  tokens {row['response_length']:.0f}  "
-            f"{row['seconds']:.0f}s")  # fmt: skip
+    return (
+        f"step {row['step']}/{total}  reward {row['reward']:.3f}  format "
+        f"{row['reward_format']:.3f}  answer {row['reward_answer']:.3f}  kl {row['kl']:.2e}  "
+        f"entropy {row['entropy']:.3f}  tokens {row['response_length']:.0f}  "
+        f"{row['seconds']:.0f}s"
+    )
 
 
 def train(cfg: TrainConfig, *, log: Callable[[str], None] = print) -> TrainReport:

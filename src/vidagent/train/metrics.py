@@ -11,9 +11,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-PLOTTED = [("reward", "total reward"), ("reward_format", "format reward R_fmt"),
-           ("reward_answer", "answer reward R_ans"), ("kl", "KL to reference"),
-           ("entropy", "entropy (nats/token)"), ("response_length", "master tokens / episode")]  # fmt: skip
+PLOTTED = [
+    ("reward", "total reward"),
+    ("reward_format", "format reward R_fmt"),
+    ("reward_answer", "answer reward R_ans"),
+    ("kl", "KL to reference"),
+    ("entropy", "entropy (nats/token)"),
+    ("response_length", "master tokens / episode"),
+]
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:

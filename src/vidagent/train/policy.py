@@ -79,8 +79,10 @@ class Generator:
             out = self.model.generate(
                 input_ids=torch.tensor([ids], device=self.model.device),
                 attention_mask=torch.ones(1, len(ids), dtype=torch.long, device=self.model.device),
-                pad_token_id=self.tokenizer.pad_token_id, top_k=None, **kwargs,
-            )  # fmt: skip
+                pad_token_id=self.tokenizer.pad_token_id,
+                top_k=None,
+                **kwargs,
+            )
         completion = out[0, len(ids) :].tolist()
         eos = self.tokenizer.eos_token_id
         if eos in completion:  # keep the stop token: the policy learns to end its turn
@@ -126,8 +128,13 @@ def token_logps(
         mask[i, c - len(s.completion_ids) :] = 1
     ids, attn, mask = ids.to(device), attn.to(device), mask.to(device)
     positions = (attn.cumsum(-1) - 1).clamp(min=0)
-    logits = model(input_ids=ids, attention_mask=attn, position_ids=positions,
-                   logits_to_keep=c + 1, use_cache=False).logits  # fmt: skip
+    logits = model(
+        input_ids=ids,
+        attention_mask=attn,
+        position_ids=positions,
+        logits_to_keep=c + 1,
+        use_cache=False,
+    ).logits
     logits = logits[:, :-1, :] / temperature  # (B, C, V): position t predicts token t + 1
     logps = selective_log_softmax(logits, ids[:, -c:])
     ent = None

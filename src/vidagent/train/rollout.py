@@ -48,8 +48,14 @@ def play(
     filled up (:class:`~vidagent.train.policy.ContextFull`: it ends unanswered, reward 0)."""
     env = ScriptEnvironment(script, visual)
     try:
-        episode = run_master(chat, env, query=script["question"], options=script["options"] or None,
-                             task=None if generic else script["task"], max_turns=max_turns)  # fmt: skip
+        episode = run_master(
+            chat,
+            env,
+            query=script["question"],
+            options=script["options"] or None,
+            task=None if generic else script["task"],
+            max_turns=max_turns,
+        )
     except ContextFull:
         return None, "context_full"
     return episode, episode.reason

@@ -349,17 +349,26 @@ def synthesize(
             except ScriptError as e:
                 error = str(e)
                 messages = [*messages, {"role": "assistant", "content": reply}]
-                messages.append({"role": "user", "content": f"Invalid: {error}. Reply again "
-                                 "with one corrected JSON object only."})  # fmt: skip
+                messages.append(
+                    {
+                        "role": "user",
+                        "content": f"Invalid: {error}. Reply again "
+                        "with one corrected JSON object only.",
+                    }
+                )
                 continue
             if script["id"] in seen:
                 append_jsonl(rejects, {"config_index": index, "error": "duplicate", "model": model})
                 duplicates += 1
             else:
                 script["meta"].update(
-                    source="llm", model=model, prompt_hash=prompt_hash(f"cvr_script_{code.lower()}"),
-                    config_index=index, config=cfg, seed=seed,
-                )  # fmt: skip
+                    source="llm",
+                    model=model,
+                    prompt_hash=prompt_hash(f"cvr_script_{code.lower()}"),
+                    config_index=index,
+                    config=cfg,
+                    seed=seed,
+                )
                 append_jsonl(path, script)
                 seen.add(script["id"])
                 written += 1

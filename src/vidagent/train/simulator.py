@@ -100,12 +100,17 @@ class ScriptEnvironment:
     def _request(slices: list[tuple[ObserveTarget, list[Any]]], focus: str) -> str:
         mapping, n = [], 0
         for t, _ in slices:
-            mapping.append(f"Frames {n + 1}-{n + t.num_frames} are from Video {t.video_index} "
-                           f"({t.start:.1f}s to {t.end:.1f}s)")  # fmt: skip
+            mapping.append(
+                f"Frames {n + 1}-{n + t.num_frames} are from Video {t.video_index} "
+                f"({t.start:.1f}s to {t.end:.1f}s)"
+            )
             n += t.num_frames
         script = ScriptEnvironment._read(slices)
-        return (f"[Video script (Ground Truth)]\n{script}\n\n[Frame Mapping Information]\n"
-                + "\n".join(mapping) + f"\n\n[Query]\n{focus}")  # fmt: skip
+        return (
+            f"[Video script (Ground Truth)]\n{script}\n\n[Frame Mapping Information]\n"
+            + "\n".join(mapping)
+            + f"\n\n[Query]\n{focus}"
+        )
 
     def get_caption(self, video_index: int, start: float | None, end: float | None) -> str:
         self.calls.append(("get_caption", (video_index, start, end)))
@@ -117,6 +122,8 @@ class ScriptEnvironment:
             if ev["caption"]
         ]
         if not lines:
-            return (f"No speech detected in Video {video_index} between {s:.1f}s and {e:.1f}s "
-                    "(or generation failed).")  # fmt: skip
+            return (
+                f"No speech detected in Video {video_index} between {s:.1f}s and {e:.1f}s "
+                "(or generation failed)."
+            )
         return "\n".join([f"Caption for Video {video_index} ({s:.1f}s - {e:.1f}s):", *lines])

@@ -16,43 +16,69 @@ from typing import Any
 
 from vidagent.train.scripts import TASKS, task_code, validate
 
-FILLER = ["the camera pans across the room", "a person walks past in the background",
-          "the scene stays still for a moment", "someone adjusts a chair",
-          "light flickers on the wall", "a door closes in the distance"]  # fmt: skip
+FILLER = [
+    "the camera pans across the room",
+    "a person walks past in the background",
+    "the scene stays still for a moment",
+    "someone adjusts a chair",
+    "light flickers on the wall",
+    "a door closes in the distance",
+]
 #: task -> (question, target event, near-miss events)
 WHICH = {
-    "NC": ("Which video features a scene where the detective hides the brass key?",
-           "the detective hides the brass key under a floorboard",
-           ["the detective drops the brass key while running",
+    "NC": (
+        "Which video features a scene where the detective hides the brass key?",
+        "the detective hides the brass key under a floorboard",
+        [
+            "the detective drops the brass key while running",
             "the detective hides a red notebook under a floorboard",
-            "the detective hands the brass key to a stranger"]),
-    "CC": ("Which video shows the cook cracking the eggs with one hand?",
-           "the cook cracks the eggs with one hand over the bowl",
-           ["the cook cracks the eggs on the bowl's rim with both hands",
+            "the detective hands the brass key to a stranger",
+        ],
+    ),
+    "CC": (
+        "Which video shows the cook cracking the eggs with one hand?",
+        "the cook cracks the eggs with one hand over the bowl",
+        [
+            "the cook cracks the eggs on the bowl's rim with both hands",
             "the cook whisks eggs that were already cracked",
-            "the cook peels boiled eggs"]),
-    "PEA": ("In which video does the assembler attach the arm before the cabin, then detach it?",
-            "the assembler attaches the arm before the cabin, notices, and detaches the arm",
-            ["the assembler attaches the cabin and then the arm",
-             "the assembler inspects the arm and puts it down",
-             "the assembler attaches the bucket to the arm"]),
-    "BU": ("Which videos show the animal resting due to exhaustion rather than sleeping?",
-           "the lion pants heavily and lies down after a long chase",
-           ["the lion sleeps calmly in the shade", "the lion stalks slowly through grass",
-            "the lion grooms a cub"]),
-}  # fmt: skip
-CONFLICTS = {"an accidental fire": "the walls are blackened with soot and the room smells of smoke",
-             "a flood": "the floor is covered in mud and water lines mark the walls",
-             "a robbery": "the safe stands open and empty, drawers pulled out",
-             "a storm cutting power": "candles light the room and the clocks have stopped",
-             "a betrayal by a partner": "the partner's desk is cleared and his badge lies torn",
-             "an injury": "the hero walks with a crutch and a bandaged leg"}  # fmt: skip
-PHASES = ["the raw vegetables are washed under running water",
-          "the vegetables are chopped into small cubes on a board",
-          "oil is heated in a pan until it shimmers",
-          "the cubes are stir-fried until golden",
-          "salt and pepper are sprinkled over the pan",
-          "the dish is plated and garnished with herbs"]  # fmt: skip
+            "the cook peels boiled eggs",
+        ],
+    ),
+    "PEA": (
+        "In which video does the assembler attach the arm before the cabin, then detach it?",
+        "the assembler attaches the arm before the cabin, notices, and detaches the arm",
+        [
+            "the assembler attaches the cabin and then the arm",
+            "the assembler inspects the arm and puts it down",
+            "the assembler attaches the bucket to the arm",
+        ],
+    ),
+    "BU": (
+        "Which videos show the animal resting due to exhaustion rather than sleeping?",
+        "the lion pants heavily and lies down after a long chase",
+        [
+            "the lion sleeps calmly in the shade",
+            "the lion stalks slowly through grass",
+            "the lion grooms a cub",
+        ],
+    ),
+}
+CONFLICTS = {
+    "an accidental fire": "the walls are blackened with soot and the room smells of smoke",
+    "a flood": "the floor is covered in mud and water lines mark the walls",
+    "a robbery": "the safe stands open and empty, drawers pulled out",
+    "a storm cutting power": "candles light the room and the clocks have stopped",
+    "a betrayal by a partner": "the partner's desk is cleared and his badge lies torn",
+    "an injury": "the hero walks with a crutch and a bandaged leg",
+}
+PHASES = [
+    "the raw vegetables are washed under running water",
+    "the vegetables are chopped into small cubes on a board",
+    "oil is heated in a pan until it shimmers",
+    "the cubes are stir-fried until golden",
+    "salt and pepper are sprinkled over the pan",
+    "the dish is plated and garnished with herbs",
+]
 STEPS = [
     ("cracking the eggs", "cracks two eggs into a bowl", "breaks eggs against a cup"),
     ("whisking", "whisks the eggs with a fork", "beats the eggs with chopsticks"),
@@ -86,46 +112,73 @@ def _which(task: str, rng: random.Random) -> dict[str, Any]:
     n = TASKS[task][1] or 4
     k = rng.choice([1, 1, 2, 3]) if task == "BU" else 1
     targets = sorted(rng.sample(range(n), k))
-    videos = [_timeline(_with_key(target if i in targets else rng.choice(misses), rng), rng)
-              for i in range(n)]  # fmt: skip
-    return {"question": question, "options": [f"{'ABCD'[i]}. Video {i + 1}" for i in range(n)],
-            "answer": "".join("ABCD"[i] for i in targets), "videos": videos}  # fmt: skip
+    videos = [
+        _timeline(_with_key(target if i in targets else rng.choice(misses), rng), rng)
+        for i in range(n)
+    ]
+    return {
+        "question": question,
+        "options": [f"{'ABCD'[i]}. Video {i + 1}" for i in range(n)],
+        "answer": "".join("ABCD"[i] for i in targets),
+        "videos": videos,
+    }
 
 
 def _plot(rng: random.Random) -> dict[str, Any]:
     names = rng.sample(list(CONFLICTS), 6)
     right = rng.randrange(6)
-    begin = _timeline([("two agents talk in a quiet office", "We leave at dawn."),
-                       ("one agent locks a cabinet", ""),
-                       (rng.choice(FILLER), "Keep this between us.")], rng)  # fmt: skip
+    begin = _timeline(
+        [
+            ("two agents talk in a quiet office", "We leave at dawn."),
+            ("one agent locks a cabinet", ""),
+            (rng.choice(FILLER), "Keep this between us."),
+        ],
+        rng,
+    )
     end = _timeline(_with_key(CONFLICTS[names[right]], rng), rng)
     options = [f"{'ABCDEF'[i]}. The middle shows {c}." for i, c in enumerate(names)]
-    question = ("Given the Beginning and Ending clips of a movie scene, infer what most likely "
-                "happened in the middle.")  # fmt: skip
-    return {"question": question, "options": options, "answer": "ABCDEF"[right],
-            "videos": [begin, end]}  # fmt: skip
+    question = (
+        "Given the Beginning and Ending clips of a movie scene, infer what most likely "
+        "happened in the middle."
+    )
+    return {
+        "question": question,
+        "options": options,
+        "answer": "ABCDEF"[right],
+        "videos": [begin, end],
+    }
 
 
 def _views(task: str, rng: random.Random) -> dict[str, Any]:
     if task == "MOC":
         k = rng.randint(1, 3)
         a = [(f"red car {{A{i}}} drives north in lane 1", "") for i in range(1, k + 1)]
-        b = [(f"red car {{B{i}}} enters the junction ({{A{i}}} is now {{B{i}}})", "")
-             for i in range(1, k + 1)]  # fmt: skip
+        b = [
+            (f"red car {{B{i}}} enters the junction ({{A{i}}} is now {{B{i}}})", "")
+            for i in range(1, k + 1)
+        ]
         a.insert(rng.randint(0, len(a)), ("a red truck waits at the light", ""))
         b.insert(rng.randint(0, len(b)), ("a blue car turns right", ""))
         counts = sorted({k, k + 1, k + 2, max(0, k - 1), k + 3})[:4]
         options = [f"{'ABCD'[i]}. {c}" for i, c in enumerate(counts)]
-        return {"question": "How many distinct red cars appear across both views?",
-                "options": options, "answer": "ABCD"[counts.index(k)],
-                "videos": [_timeline(a, rng), _timeline(b, rng)]}  # fmt: skip
+        return {
+            "question": "How many distinct red cars appear across both views?",
+            "options": options,
+            "answer": "ABCD"[counts.index(k)],
+            "videos": [_timeline(a, rng), _timeline(b, rng)],
+        }
     rel = rng.randrange(4)
     a = [("{A1} passes behind a parked truck and is hidden", ""), (rng.choice(FILLER), "")]
-    b = [(f"{{B1}} (the same car as {{A1}}) is {RELATIONS[rel]} the bus {{B2}}", ""),
-         (rng.choice(FILLER), "")]  # fmt: skip
-    return {"question": "While {A1} is hidden in View A, where is it relative to the bus {B2}?",
-            "options": [f"{'ABCD'[i]}. {r} the bus" for i, r in enumerate(RELATIONS)],
-            "answer": "ABCD"[rel], "videos": [_timeline(a, rng), _timeline(b, rng)]}  # fmt: skip
+    b = [
+        (f"{{B1}} (the same car as {{A1}}) is {RELATIONS[rel]} the bus {{B2}}", ""),
+        (rng.choice(FILLER), ""),
+    ]
+    return {
+        "question": "While {A1} is hidden in View A, where is it relative to the bus {B2}?",
+        "options": [f"{'ABCD'[i]}. {r} the bus" for i, r in enumerate(RELATIONS)],
+        "answer": "ABCD"[rel],
+        "videos": [_timeline(a, rng), _timeline(b, rng)],
+    }
 
 
 def _sort(rng: random.Random) -> dict[str, Any]:
@@ -134,8 +187,10 @@ def _sort(rng: random.Random) -> dict[str, Any]:
     shown = rng.sample(range(n), n)  # shown[j] = phase of clip j + 1
     videos = [_timeline(_fill(phases[p], rng, 1), rng) for p in shown]
     order = "->".join(str(shown.index(p) + 1) for p in range(n))
-    question = ("Review these video clips. They are shuffled segments from a single cooking "
-                "video. Please determine their correct chronological order.")  # fmt: skip
+    question = (
+        "Review these video clips. They are shuffled segments from a single cooking "
+        "video. Please determine their correct chronological order."
+    )
     return {"question": question, "options": [], "answer": order, "videos": videos}
 
 
@@ -144,11 +199,17 @@ def _align(rng: random.Random) -> dict[str, Any]:
     b = _timeline([(f"the cook {s[2]}", "") for s in STEPS], rng)
     k = rng.randrange(len(STEPS))
     ref, ans = a["timeline"][k], b["timeline"][k]
-    question = (f"Provide you two cooking videos, which step in Video 2 is functionally "
-                f"equivalent to the step shown between {ref['start']:.0f}s and "
-                f"{ref['end']:.0f}s in Video 1?")  # fmt: skip
-    return {"question": question, "options": [],
-            "answer": json.dumps([ans["start"], ans["end"]]), "videos": [a, b]}  # fmt: skip
+    question = (
+        f"Provide you two cooking videos, which step in Video 2 is functionally "
+        f"equivalent to the step shown between {ref['start']:.0f}s and "
+        f"{ref['end']:.0f}s in Video 1?"
+    )
+    return {
+        "question": question,
+        "options": [],
+        "answer": json.dumps([ans["start"], ans["end"]]),
+        "videos": [a, b],
+    }
 
 
 def template_script(task: str, index: int, seed: int = 0) -> dict[str, Any]:
@@ -165,8 +226,13 @@ def template_script(task: str, index: int, seed: int = 0) -> dict[str, Any]:
         raw = _sort(rng)
     else:
         raw = _align(rng)
-    raw["meta"] = {"source": "template", "model": "template", "prompt_hash": "template",
-                   "config_index": index, "seed": seed}  # fmt: skip
+    raw["meta"] = {
+        "source": "template",
+        "model": "template",
+        "prompt_hash": "template",
+        "config_index": index,
+        "seed": seed,
+    }
     return validate(raw, code)
 
 

@@ -23,6 +23,7 @@ The warmed-up policy is saved to ``<output_dir>/warmup/`` (a ``from_pretrained``
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import shutil
@@ -42,8 +43,11 @@ from vidagent.train.policy import Generator, Sample, token_logps
 from vidagent.train.simulator import ScriptEnvironment
 
 REPORT = "warmup.json"
-THOUGHTS = ["I will give my answer now.", "This is the last turn, so I answer.",
-            "Answering with the option I judge most likely."]  # fmt: skip
+THOUGHTS = [
+    "I will give my answer now.",
+    "This is the last turn, so I answer.",
+    "Answering with the option I judge most likely.",
+]
 FOCUS = "Describe the setting, the people and objects, and the main actions in each video."
 
 
@@ -60,11 +64,15 @@ def first_turn(script: dict[str, Any], *, max_turns: int, generic: bool) -> list
         raise _Stop
 
     env = ScriptEnvironment(script)
-    try:
-        run_master(chat, env, query=script["question"], options=script["options"] or None,
-                   task=None if generic else script["task"], max_turns=max_turns)  # fmt: skip
-    except _Stop:
-        pass
+    with contextlib.suppress(_Stop):
+        run_master(
+            chat,
+            env,
+            query=script["question"],
+            options=script["options"] or None,
+            task=None if generic else script["task"],
+            max_turns=max_turns,
+        )
     return seen[0]
 
 
@@ -85,17 +93,26 @@ def _random_answer(script: dict[str, Any], generic: bool, rng: random.Random) ->
     return rng.choice(letters)
 
 
-def target_action(script: dict[str, Any], *, max_turns: int, generic: bool,
-                  rng: random.Random) -> str:  # fmt: skip
+def target_action(
+    script: dict[str, Any], *, max_turns: int, generic: bool, rng: random.Random
+) -> str:
     """A valid first-turn action for ``script`` that teaches no answer (see the module doc)."""
     if max_turns == 1:
-        doc: dict[str, Any] = {"action": "answer", "thought": rng.choice(THOUGHTS),
-                               "final_answer": _random_answer(script, generic, rng)}  # fmt: skip
+        doc: dict[str, Any] = {
+            "action": "answer",
+            "thought": rng.choice(THOUGHTS),
+            "final_answer": _random_answer(script, generic, rng),
+        }
     else:
-        targets = [{"video_index": i, "start_time": 0, "end_time": v["duration"], "num_frames": 16}
-                   for i, v in enumerate(script["videos"], 1)]  # fmt: skip
-        doc = {"action": "observe", "thought": "First, a coarse overview of every video.",
-               "params": {"observation_targets": targets, "focus_prompt": FOCUS}}  # fmt: skip
+        targets = [
+            {"video_index": i, "start_time": 0, "end_time": v["duration"], "num_frames": 16}
+            for i, v in enumerate(script["videos"], 1)
+        ]
+        doc = {
+            "action": "observe",
+            "thought": "First, a coarse overview of every video.",
+            "params": {"observation_targets": targets, "focus_prompt": FOCUS},
+        }
     return json.dumps(doc, ensure_ascii=False)
 
 
@@ -103,15 +120,20 @@ def valid_first_reply(text: str, script: dict[str, Any], *, max_turns: int, gene
     """Whether ``text`` passes the master's parser as a first reply (on a forced turn: an answer)."""
     env = ScriptEnvironment(script)
     try:
-        action = parse_master_action(text, task=None if generic else script["task"],
-                                     videos=list(env.videos), options=script["options"] or None)  # fmt: skip
+        action = parse_master_action(
+            text,
+            task=None if generic else script["task"],
+            videos=list(env.videos),
+            options=script["options"] or None,
+        )
     except CvrFormatError:
         return False
     return max_turns > 1 or action.kind == "answer"
 
 
-def valid_rate(model: Any, tokenizer: Any, scripts: list[dict[str, Any]], cfg: TrainConfig,
-               n: int, seed: int) -> float:  # fmt: skip
+def valid_rate(
+    model: Any, tokenizer: Any, scripts: list[dict[str, Any]], cfg: TrainConfig, n: int, seed: int
+) -> float:
     """The share of ``n`` first replies, sampled as rollouts sample them, that are valid."""
     import torch
 
@@ -127,8 +149,14 @@ def valid_rate(model: Any, tokenizer: Any, scripts: list[dict[str, Any]], cfg: T
     return ok / max(1, n)
 
 
-def warm_up(cfg: TrainConfig, model: Any, tokenizer: Any, scripts: list[dict[str, Any]],
-            *, log: Callable[[str], None] = print) -> dict[str, Any]:  # fmt: skip
+def warm_up(
+    cfg: TrainConfig,
+    model: Any,
+    tokenizer: Any,
+    scripts: list[dict[str, Any]],
+    *,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
     """Train ``model`` in place on valid first actions until the valid rate reaches ``stop_at``
     (or ``max_steps``); the report that :func:`save` writes as ``warmup.json``."""
     import torch
@@ -138,8 +166,11 @@ def warm_up(cfg: TrainConfig, model: Any, tokenizer: Any, scripts: list[dict[str
     rng = random.Random(f"{cfg.run.seed}:warmup")
     order = rng.sample(scripts, len(scripts))
     probe_set = order[::-1]  # probed on other scripts first than the ones just trained on
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=w.lr,
-                            weight_decay=cfg.optim.weight_decay)  # fmt: skip
+    opt = torch.optim.AdamW(
+        [p for p in model.parameters() if p.requires_grad],
+        lr=w.lr,
+        weight_decay=cfg.optim.weight_decay,
+    )
     gen = Generator(model, tokenizer, max_prompt_tokens=r.max_prompt_tokens)
     report: dict[str, Any] = {"steps": 0, "loss": [], "checks": [], "stopped": "max_steps"}
     t0 = time.monotonic()
@@ -162,8 +193,10 @@ def warm_up(cfg: TrainConfig, model: Any, tokenizer: Any, scripts: list[dict[str
         if step % w.check_every == 0 or step == w.max_steps:
             rate = valid_rate(model, tokenizer, probe_set, cfg, w.probe, cfg.run.seed + step)
             report["checks"].append({"step": step, "valid_rate": rate})
-            log(f"warm-up step {step}/{w.max_steps}  loss {loss.item():.3f}  valid first replies "
-                f"{rate:.0%} of {w.probe}  {time.monotonic() - t0:.0f}s")  # fmt: skip
+            log(
+                f"warm-up step {step}/{w.max_steps}  loss {loss.item():.3f}  valid first replies "
+                f"{rate:.0%} of {w.probe}  {time.monotonic() - t0:.0f}s"
+            )
             if rate >= w.stop_at:
                 report["stopped"] = "stop_at"
                 break

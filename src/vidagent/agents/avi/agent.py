@@ -173,14 +173,17 @@ class AVIAgent(Agent):
     def phase_tools(self, phase: Phase) -> tuple[Tool, ...]:
         """The tools a phase offers (Eq. 8), as the options leave them."""
         retrieve = tuple(
-            t for t in RETRIEVE_TOOLS
+            t
+            for t in RETRIEVE_TOOLS
             if (self._graph() or t.name != "graph_retrieve_tool")
             and (self.options.clip_merge or t.name != "clip_merge_tool")
-        )  # fmt: skip
+        )
         return {
-            "retrieve": retrieve, "perceive": PERCEIVE_TOOLS, "review": (),
+            "retrieve": retrieve,
+            "perceive": PERCEIVE_TOOLS,
+            "review": (),
             "free": retrieve + PERCEIVE_TOOLS,
-        }[phase]  # fmt: skip
+        }[phase]
 
     def toolbox(self, phase: Phase, several: bool = False) -> Toolbox:
         """What the model may call in ``phase``; JSON actions add the stage switch (and the answer
@@ -203,17 +206,19 @@ class AVIAgent(Agent):
         instruction = load_prompt(INSTRUCTIONS.get(phase, "avi_review")).strip()
         lengths = [self.index.video(v) for v in question.video_ids]
         length = (
-            f"{lengths[0].duration:.1f}" if len(lengths) == 1
+            f"{lengths[0].duration:.1f}"
+            if len(lengths) == 1
             else ", ".join(f"{v.duration:.1f} ({v.name}, id {v.video_id[:12]})" for v in lengths)
-        )  # fmt: skip
+        )
         return (
-            load_prompt("avi_system").strip()
+            load_prompt("avi_system")
+            .strip()
             .replace("<current_stage >", STAGE_NAMES[phase])
             .replace("<core_protocol >", load_prompt("avi_core_protocol").strip())
             .replace("<stage_instruction >", instruction)
             .replace("<tool_descriptions >", "\n".join(lines))
             .replace("<video_length >", length)
-        )  # fmt: skip
+        )
 
     def user_prompt(self, question: Question) -> str:
         if question.task == "ground":
@@ -307,8 +312,9 @@ class AVIAgent(Agent):
         ):
             obs = Observation(
                 "Error: call object_detect_tool, boundary_detect_tool or text_extract_tool first; "
-                "frame_analysis_tool is the last resort.", error=True,
-            )  # fmt: skip
+                "frame_analysis_tool is the last resort.",
+                error=True,
+            )
             run.record(call, obs)
         else:
             # A repeat of an earlier call is refused by the runtime (refuse_repeats = "all").

@@ -167,9 +167,12 @@ class CVRAgent(Agent):
         question = run.question
         task = task_of(question) or (self.options.task.upper() if self.options.task else None)
         env = VideoEnvironment(
-            run, inputs_of(question), use_index=self.options.index != "off",
-            long_side=self.options.long_side, visual_max_tokens=self.options.visual_max_tokens,
-        )  # fmt: skip
+            run,
+            inputs_of(question),
+            use_index=self.options.index != "off",
+            long_side=self.options.long_side,
+            visual_max_tokens=self.options.visual_max_tokens,
+        )
         if not env.videos:
             raise ConfigError("cvr needs at least one video")
         run.state = {"task": task, "env": env, "messages": []}
@@ -178,11 +181,16 @@ class CVRAgent(Agent):
 
         def on_action(turn: EpisodeTurn) -> None:
             run.step = run.meter.steps = turn.turn
-            for n, (raw, problem) in enumerate(zip(turn.attempts, turn.errors), start=1):
+            for n, (raw, problem) in enumerate(
+                zip(turn.attempts, turn.errors, strict=False), start=1
+            ):
                 run.emit(FormatError, attempt=n, problem=problem, reply=raw)
             assert turn.action is not None
-            call = {"id": f"{turn.action.kind}_{turn.turn}", "name": turn.action.kind,
-                    "arguments": turn.action.as_dict()}  # fmt: skip
+            call = {
+                "id": f"{turn.action.kind}_{turn.turn}",
+                "name": turn.action.kind,
+                "arguments": turn.action.as_dict(),
+            }
             run.emit(AgentTurn, thought=turn.action.thought, tool_calls=[call], mode="json")
             if turn.action.kind != "answer":
                 run.emit(
@@ -192,7 +200,9 @@ class CVRAgent(Agent):
         def on_turn(turn: EpisodeTurn) -> None:
             if turn.action is None:
                 run.step = run.meter.steps = turn.turn
-                for n, (raw, problem) in enumerate(zip(turn.attempts, turn.errors), start=1):
+                for n, (raw, problem) in enumerate(
+                    zip(turn.attempts, turn.errors, strict=False), start=1
+                ):
                     run.emit(FormatError, attempt=n, problem=problem, reply=raw)
                 return
             if turn.action.kind == "answer":
@@ -200,26 +210,52 @@ class CVRAgent(Agent):
             if turn.action.kind == "observe" and env.last_evidence:
                 run.evidence = env.last_evidence
             run.emit(
-                Observed, call_id=f"{turn.action.kind}_{turn.turn}", tool=turn.action.kind,
+                Observed,
+                call_id=f"{turn.action.kind}_{turn.turn}",
+                tool=turn.action.kind,
                 text=turn.observation if turn.observation is not None else turn.tool_error or "",
-                confidence=None, evidence=[e.to_list() for e in env.last_evidence],
-                frames=env.last_frames, model_calls=env.last_calls, error=turn.tool_error is not None,
-                seconds=0.0, adjusted=[env.last_note] if env.last_note else [],
-            )  # fmt: skip
+                confidence=None,
+                evidence=[e.to_list() for e in env.last_evidence],
+                frames=env.last_frames,
+                model_calls=env.last_calls,
+                error=turn.tool_error is not None,
+                seconds=0.0,
+                adjusted=[env.last_note] if env.last_note else [],
+            )
 
         episode = run_master(
-            lambda messages: self._chat(run, messages), env, query=question.text,
-            options=list(question.options) or None, task=task, max_turns=turns,
-            on_turn=on_turn, on_action=on_action,
-        )  # fmt: skip
+            lambda messages: self._chat(run, messages),
+            env,
+            query=question.text,
+            options=list(question.options) or None,
+            task=task,
+            max_turns=turns,
+            on_turn=on_turn,
+            on_action=on_action,
+        )
         run.state["messages"] = episode.messages
-        reasons = {"answered": "answered", "forced_answer": "max_steps",
-                   "format_failure": "format_errors", "no_answer": "max_steps"}  # fmt: skip
-        note = "" if episode.final_answer is not None else (
-            "no valid action after 3 attempts" if episode.reason == "format_failure"
-            else "no answer on the last turn")  # fmt: skip
-        return self._answer(run, episode.final_answer, forced=episode.forced,
-                            reason=reasons[episode.reason], note=note)  # fmt: skip
+        reasons = {
+            "answered": "answered",
+            "forced_answer": "max_steps",
+            "format_failure": "format_errors",
+            "no_answer": "max_steps",
+        }
+        note = (
+            ""
+            if episode.final_answer is not None
+            else (
+                "no valid action after 3 attempts"
+                if episode.reason == "format_failure"
+                else "no answer on the last turn"
+            )
+        )
+        return self._answer(
+            run,
+            episode.final_answer,
+            forced=episode.forced,
+            reason=reasons[episode.reason],
+            note=note,
+        )
 
     def _answer(
         self, run: Run, final: str | None, *, forced: bool, reason: str, note: str = ""
@@ -230,8 +266,15 @@ class CVRAgent(Agent):
         text = final or ""
         choice = LETTERS.index(text) if fmt == "letter" and len(text) == 1 else None
         parsed = bool(text) and (choice is not None or fmt != "letter" or not question.options)
-        return Answer(text=text, choice=choice, parsed=parsed, forced=forced, reason=reason,
-                      evidence=run.evidence, note=note)  # fmt: skip
+        return Answer(
+            text=text,
+            choice=choice,
+            parsed=parsed,
+            forced=forced,
+            reason=reason,
+            evidence=run.evidence,
+            note=note,
+        )
 
     def force_answer(self, run: Run, reason: str, note: str = "") -> Answer:
         """A spent budget (or a model error): one more master turn, past the budget, where only
@@ -254,12 +297,23 @@ class CVRAgent(Agent):
         for _ in range(CVR_FORMAT_RETRIES):
             raw = self._chat(run, messages, check=False)
             try:
-                action = parse_master_action(raw, task=state.get("task"), videos=env.videos,
-                                             options=list(run.question.options) or None)  # fmt: skip
+                action = parse_master_action(
+                    raw,
+                    task=state.get("task"),
+                    videos=env.videos,
+                    options=list(run.question.options) or None,
+                )
             except CvrFormatError as e:
                 run.emit(FormatError, attempt=1, problem=str(e), reply=raw)
                 continue
             if action.kind == "answer":
                 return self._answer(run, action.final_answer, forced=True, reason=reason, note=note)
-        return self._answer(run, None, forced=True, reason=reason,
-                            note=f"{note}; no answer on the forced turn" if note else "no answer on the forced turn")  # fmt: skip
+        return self._answer(
+            run,
+            None,
+            forced=True,
+            reason=reason,
+            note=f"{note}; no answer on the forced turn"
+            if note
+            else "no answer on the forced turn",
+        )

@@ -47,8 +47,14 @@ class Source:
 
     def clip_time(self, t: float) -> float:
         """A source time in the clip's timeline (the nearest piece's)."""
-        best = min(self.pieces, key=lambda p: 0 if p.src_start <= t <= p.src_end else min(
-            abs(t - p.src_start), abs(t - p.src_end)))  # fmt: skip
+        best = min(
+            self.pieces,
+            key=lambda p: (
+                0
+                if p.src_start <= t <= p.src_end
+                else min(abs(t - p.src_start), abs(t - p.src_end))
+            ),
+        )
         inside = min(max(t, best.src_start), best.src_end)
         return inside - best.src_start + best.clip_start
 
@@ -111,22 +117,34 @@ class VideoEnvironment:
             )
         summary = self.run.agent.index.global_summary(record.video_id) if self.use_index else ""
         length = sum(p.length for p in pieces)
-        video = CvrVideo(index, round(length, 3), has_audio=record.has_audio,
-                         summary=summary or None)  # fmt: skip
+        video = CvrVideo(
+            index, round(length, 3), has_audio=record.has_audio, summary=summary or None
+        )
         indexed = self.use_index and "transcribe" in record.stages
-        return Source(video, given, path=record.source, fps=record.fps,
-                      frame_count=max(1, round(record.duration * record.fps)), pieces=pieces,
-                      indexed_speech=indexed)  # fmt: skip
+        return Source(
+            video,
+            given,
+            path=record.source,
+            fps=record.fps,
+            frame_count=max(1, round(record.duration * record.fps)),
+            pieces=pieces,
+            indexed_speech=indexed,
+        )
 
     def describe(self) -> list[dict[str, Any]]:
         """What the trace records of the videos: source, clip spans, audio, index use."""
         return [
-            {"video_index": s.video.index, "source": s.given.label or s.path,
-             "spans": [list(x) for x in s.given.spans], "frames_based": s.video.frames_based,
-             "has_audio": s.video.has_audio, "indexed_speech": s.indexed_speech,
-             "summary_shown": s.video.summary is not None}
+            {
+                "video_index": s.video.index,
+                "source": s.given.label or s.path,
+                "spans": [list(x) for x in s.given.spans],
+                "frames_based": s.video.frames_based,
+                "has_audio": s.video.has_audio,
+                "indexed_speech": s.indexed_speech,
+                "summary_shown": s.video.summary is not None,
+            }
             for s in self.sources
-        ]  # fmt: skip
+        ]
 
     # -- observe ------------------------------------------------------------------------------
 
@@ -134,8 +152,9 @@ class VideoEnvironment:
         v = source.video.index
         if source.video.frames_based:
             indices = cvr_frames.folder_indices(target.start, target.end, count, len(source.files))
-            images = cvr_frames.folder_images(source.files, indices, source.given.boxes,
-                                              long_side=self.long_side)  # fmt: skip
+            images = cvr_frames.folder_images(
+                source.files, indices, source.given.boxes, long_side=self.long_side
+            )
             line = cvr_frames.folder_mapping_line(
                 v, int(target.start), int(target.end), len(images)
             )
@@ -162,10 +181,18 @@ class VideoEnvironment:
         limit = client.capabilities.max_images or sum(t.num_frames for t in targets)
         asked = [t.num_frames for t in targets]
         counts = asked if sum(asked) <= limit else cvr_frames.allocate(limit, asked)
-        note = "" if counts == asked else (
-            f"the visual model takes {limit} images: frames per target {asked} became {counts}")  # fmt: skip
-        child = self.run.child("visual_agent", focus_prompt=focus_prompt,
-                               targets=[dataclasses.asdict(t) for t in targets])  # fmt: skip
+        note = (
+            ""
+            if counts == asked
+            else (
+                f"the visual model takes {limit} images: frames per target {asked} became {counts}"
+            )
+        )
+        child = self.run.child(
+            "visual_agent",
+            focus_prompt=focus_prompt,
+            targets=[dataclasses.asdict(t) for t in targets],
+        )
         shots: list[Shot] = []
         try:
             for target, count in zip(targets, counts, strict=True):
@@ -184,10 +211,16 @@ class VideoEnvironment:
             for label, image in zip(shot.labels, shot.images, strict=True):
                 content += [label, image]
         frames = sum(len(s.images) for s in shots)
-        child.phase("frames", mapping=mapping, frames=frames, labels=[x for s in shots for x in s.labels],
-                    note=note)  # fmt: skip
-        request = ChatRequest((Message("user", tuple(content)),), temperature=0.0,
-                              max_tokens=self.visual_max_tokens)  # fmt: skip
+        child.phase(
+            "frames",
+            mapping=mapping,
+            frames=frames,
+            labels=[x for s in shots for x in s.labels],
+            note=note,
+        )
+        request = ChatRequest(
+            (Message("user", tuple(content)),), temperature=0.0, max_tokens=self.visual_max_tokens
+        )
         with child.active():
             reply = strip_think(client.chat(request).text)
         child.phase("reply", text=reply)

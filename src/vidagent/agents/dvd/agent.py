@@ -93,8 +93,13 @@ class DVDOptions:
         unknown = sorted(set(self.tools) - set(SEARCH_TOOLS))
         if unknown:
             raise ConfigError(f"dvd option tools: unknown {unknown}; choose from {SEARCH_TOOLS}")
-        sizes = (self.browse_frames, self.browse_height, self.browse_splice, self.inspect_frames,
-                 self.inspect_height)  # fmt: skip
+        sizes = (
+            self.browse_frames,
+            self.browse_height,
+            self.browse_splice,
+            self.inspect_frames,
+            self.inspect_height,
+        )
         if min(sizes) < 1:
             raise ConfigError("dvd options browse_* and inspect_* must be at least 1")
 
@@ -121,12 +126,14 @@ class DVDAgent(Agent):
         return ToolOptions(
             question=question.prompt,
             retrieval=RetrievalOptions(
-                caption_words=self._caption_words(), browse_frames=o.browse_frames,
-                browse_height=o.browse_height, browse_splice=o.browse_splice,
+                caption_words=self._caption_words(),
+                browse_frames=o.browse_frames,
+                browse_height=o.browse_height,
+                browse_splice=o.browse_splice,
                 speech_and_text=o.index == "rich",
             ),
             frames=FrameOptions(inspect_frames=o.inspect_frames, inspect_height=o.inspect_height),
-        )  # fmt: skip
+        )
 
     def solve(self, run: Run) -> Answer:
         question = run.question

@@ -218,8 +218,15 @@ class _Search:
     max_images: int = 10**6  # the model's image limit
 
     def node(self, vid: str, start: int, end: int, parent: Node | None, round_: int) -> Node:
-        made = Node(len(self.nodes), vid, start, end, parent.id if parent else None,
-                    parent.depth + 1 if parent else 0, round_)  # fmt: skip
+        made = Node(
+            len(self.nodes),
+            vid,
+            start,
+            end,
+            parent.id if parent else None,
+            parent.depth + 1 if parent else 0,
+            round_,
+        )
         self.nodes[made.id] = made
         if parent is not None:
             parent.children.append(made.id)
@@ -298,10 +305,13 @@ class EEAAgent(Agent):
             st.queries = self.discover_queries(run)
             self.retrieve(st, st.queries)
         run.phase(
-            "queries", queries=list(st.queries), anchors=[a.to_dict() for a in st.anchors],
-            retriever=st.retriever.name if st.retriever else None, frames_per_round=st.budget,
+            "queries",
+            queries=list(st.queries),
+            anchors=[a.to_dict() for a in st.anchors],
+            retriever=st.retriever.name if st.retriever else None,
+            frames_per_round=st.budget,
             memory_size=st.capacity,
-        )  # fmt: skip
+        )
         return st
 
     def round(self, run: Run, rnd: int, selected: list[Node]) -> dict[str, Any]:
@@ -315,7 +325,9 @@ class EEAAgent(Agent):
         picks = sorted(picks, key=lambda a: (-a.phi, a.t))[: o.anchor_budget]
         gaps = [(n.video_id, n.start, n.end) for n in selected]
         budget = min(st.budget, o.max_frames - run.meter.frames)  # never past max_frames
-        frames, spans = coverage_sample(gaps, [(a.video_id, a.t) for a in picks], budget, st.observed)
+        frames, spans = coverage_sample(
+            gaps, [(a.video_id, a.t) for a in picks], budget, st.observed
+        )
         children = []
         for vid, a, b in spans:
             parent = next(n for n in selected if n.video_id == vid and n.start <= a and b <= n.end)
@@ -336,8 +348,9 @@ class EEAAgent(Agent):
         if o.recompute_u:
             for c in st.candidates():
                 c.u = query_score(anchor_phis(c, st.anchors, raw=o.fusion_scale == "raw"), o.tau)
-        st.entropy = fuse(st.candidates(), temperature=o.entropy_temperature, mode=o.fusion,
-                          scale=o.fusion_scale)  # fmt: skip
+        st.entropy = fuse(
+            st.candidates(), temperature=o.entropy_temperature, mode=o.fusion, scale=o.fusion_scale
+        )
         st.memory = update_memory(st.memory, frames, children, st.capacity, rnd)
         # DQM update
         new: list[str] = []
@@ -351,17 +364,27 @@ class EEAAgent(Agent):
             record["choice"] = self.select(run)
         finally:
             run.emit(
-                SearchRound, round=rnd,
+                SearchRound,
+                round=rnd,
                 expanded=[n.to_dict() for n in selected],
                 frames=[[v, t] for v, t in frames],
-                anchor_frames=[[a.video_id, a.t] for a in picks if (a.video_id, a.t) in set(frames)],
-                children=[c.to_dict() for c in children], entropy=round(st.entropy, 4),
-                candidates=[c.to_dict() for c in st.candidates()], new_queries=new,
-                queries=list(st.queries), anchors=[a.to_dict() for a in st.anchors],
-                memory=[[m.video_id, m.t, m.score] for m in st.memory], choice=record["choice"],
-                retrieval={"retriever": st.retriever.name if st.retriever else None,
-                           "queries": st.searched, "clips": len(st.clips)},
-            )  # fmt: skip
+                anchor_frames=[
+                    [a.video_id, a.t] for a in picks if (a.video_id, a.t) in set(frames)
+                ],
+                children=[c.to_dict() for c in children],
+                entropy=round(st.entropy, 4),
+                candidates=[c.to_dict() for c in st.candidates()],
+                new_queries=new,
+                queries=list(st.queries),
+                anchors=[a.to_dict() for a in st.anchors],
+                memory=[[m.video_id, m.t, m.score] for m in st.memory],
+                choice=record["choice"],
+                retrieval={
+                    "retriever": st.retriever.name if st.retriever else None,
+                    "queries": st.searched,
+                    "clips": len(st.clips),
+                },
+            )
         return record
 
     # -- Dynamic Query Management --------------------------------------------------------------
@@ -401,8 +424,15 @@ class EEAAgent(Agent):
 
     # -- the reward model -------------------------------------------------------------------------
 
-    def reward(self, run: Run, rnd: int, selected: list[Node], frames: list[Frame],
-               children: list[Node], candidate_count: int) -> None:  # fmt: skip
+    def reward(
+        self,
+        run: Run,
+        rnd: int,
+        selected: list[Node],
+        frames: list[Frame],
+        children: list[Node],
+        candidate_count: int,
+    ) -> None:
         """Set r and the explanation of each child (Table 7 in round 1, Table 8 after)."""
         st = run.state
         segments = "\n".join(f"Segment {c.id}: {self._span(st, c)}" for c in children)
@@ -537,8 +567,15 @@ class EEAAgent(Agent):
         describer = self.models.client("tool_vlm").capabilities.describer
         return "llm" if describer else "tool_vlm"
 
-    def _call(self, run: Run, content: Sequence[str | ImagePart], schema: dict[str, Any] | None,
-              *, role: str = "tool_vlm", check: bool = True) -> str:  # fmt: skip
+    def _call(
+        self,
+        run: Run,
+        content: Sequence[str | ImagePart],
+        schema: dict[str, Any] | None,
+        *,
+        role: str = "tool_vlm",
+        check: bool = True,
+    ) -> str:
         """One model call; the schema constrains local models only (remote ones get the
         paper's prompt alone)."""
         if check:
@@ -549,9 +586,11 @@ class EEAAgent(Agent):
         message = Message("user", content[0] if text_only else tuple(content))  # type: ignore[arg-type]
         with run.active():
             response = client.structured(
-                [message], schema if local else None, max_tokens=LOCAL_REPLY if local else None,
+                [message],
+                schema if local else None,
+                max_tokens=LOCAL_REPLY if local else None,
                 temperature=self.options.temperature,
-            )  # fmt: skip
+            )
         return response.text
 
     def _fill(self, name: str, question: Question) -> str:

@@ -56,11 +56,17 @@ class Node:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "id": self.id, "video_id": self.video_id, "span": [self.start, self.end],
-            "parent": self.parent, "depth": self.depth, "round": self.round,
-            "r": round(self.r, 2), "u": round(self.u, 4), "h": round(self.h, 4),
+            "id": self.id,
+            "video_id": self.video_id,
+            "span": [self.start, self.end],
+            "parent": self.parent,
+            "depth": self.depth,
+            "round": self.round,
+            "r": round(self.r, 2),
+            "u": round(self.u, 4),
+            "h": round(self.h, 4),
             "explanation": self.explanation,
-        }  # fmt: skip
+        }
 
 
 @dataclass(frozen=True)
@@ -92,9 +98,13 @@ class Anchor:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "video_id": self.video_id, "t": self.t, "phi": round(self.phi, 4),
-            "phi_n": round(self.phi_n, 4), "span": list(self.span), "queries": list(self.queries),
-        }  # fmt: skip
+            "video_id": self.video_id,
+            "t": self.t,
+            "phi": round(self.phi, 4),
+            "phi_n": round(self.phi_n, 4),
+            "span": list(self.span),
+            "queries": list(self.queries),
+        }
 
 
 @dataclass
@@ -189,10 +199,12 @@ def select_anchors(
     """SGE step 1: the top-``k`` anchors by similarity strictly inside ``node``, skipping those
     already observed (spec B.11 #7)."""
     inside = [
-        a for a in anchors
-        if a.video_id == node.video_id and node.start < a.t < node.end
+        a
+        for a in anchors
+        if a.video_id == node.video_id
+        and node.start < a.t < node.end
         and (a.video_id, a.t) not in observed
-    ]  # fmt: skip
+    ]
     return sorted(inside, key=lambda a: (-a.phi, a.t))[: max(0, k)]
 
 
@@ -292,8 +304,9 @@ def anchor_phis(node: Node, anchors: Iterable[Anchor], raw: bool = False) -> lis
     ]
 
 
-def fuse(candidates: Sequence[Node], *, temperature: float = 1.0, mode: str = "uarf",
-         scale: str = "unit") -> float:  # fmt: skip
+def fuse(
+    candidates: Sequence[Node], *, temperature: float = 1.0, mode: str = "uarf", scale: str = "unit"
+) -> float:
     """Set ``h`` of every candidate and return H.
 
     ``mode``: ``uarf`` fuses h = (1 - H) r + H u; ``r`` keeps the intrinsic reward alone (the

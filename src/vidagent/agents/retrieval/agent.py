@@ -55,8 +55,15 @@ if TYPE_CHECKING:
     from vidagent.agents.run import Run
     from vidagent.library.schema import ClipHit
 
-__all__ = ["DENSE_TOP", "STOP_WORDS", "TIE", "OptionScore", "RetrievalAgent", "RetrievalOptions",
-           "words"]  # fmt: skip
+__all__ = [
+    "DENSE_TOP",
+    "STOP_WORDS",
+    "TIE",
+    "OptionScore",
+    "RetrievalAgent",
+    "RetrievalOptions",
+    "words",
+]
 
 
 @dataclass(frozen=True)
@@ -123,25 +130,34 @@ class RetrievalAgent(Agent):
     def _choose(self, run: Run, finder: Finder) -> Answer:
         q = run.question
         scores = finder.options(q.text, q.options, q.video_ids)
-        for i, (option, scored) in enumerate(zip(q.options, scores)):
+        for i, (option, scored) in enumerate(zip(q.options, scores, strict=False)):
             run.phase(
-                "retrieval", option=f"({option_letter(i)}) {option}", score=round(scored.score, 4),
-                dense=round(scored.dense, 4), lexical=round(scored.lexical, 4),
-                matches=list(scored.matches), spans=[e.to_list() for e in scored.spans],
-            )  # fmt: skip
+                "retrieval",
+                option=f"({option_letter(i)}) {option}",
+                score=round(scored.score, 4),
+                dense=round(scored.dense, 4),
+                lexical=round(scored.lexical, 4),
+                matches=list(scored.matches),
+                spans=[e.to_list() for e in scored.spans],
+            )
         top = best(scores)
         score = round(scores[top[0]].score, 4)
         if len(top) > 1:
             tied = ", ".join(f"({option_letter(i)})" for i in top)
             return Answer(
-                "", parsed=False, reason="tie", confidence=score,
+                "",
+                parsed=False,
+                reason="tie",
+                confidence=score,
                 note=f"options {tied} tie at {scores[top[0]].score:.4f}; a baseline does not guess",
-            )  # fmt: skip
+            )
         i = top[0]
         return Answer(
-            f"({option_letter(i)}) {q.options[i]}", choice=i, confidence=score,
+            f"({option_letter(i)}) {q.options[i]}",
+            choice=i,
+            confidence=score,
             evidence=scores[i].spans,
-        )  # fmt: skip
+        )
 
     def score_option(self, hits: list[ClipHit], option_words: set[str]) -> OptionScore:
         """An option's score from the clips its query retrieved (best first) and its words."""

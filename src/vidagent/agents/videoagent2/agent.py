@@ -187,8 +187,9 @@ class VideoAgent2Agent(Agent):
         reuses them; else no stage, or, with the perception describer as captioner (the offline
         default), the rows it describes segments from (speech, on-screen text, detections)."""
         o, settings = self.options, self.models.settings
-        reuse = reuses_index(o.context, settings.clip_seconds, settings.sample_fps,
-                             o.segment_seconds, o.fps)  # fmt: skip
+        reuse = reuses_index(
+            o.context, settings.clip_seconds, settings.sample_fps, o.segment_seconds, o.fps
+        )
         describer = self.models.client("captioner").capabilities.describer
         facts = ("transcribe", "read_text", "detect") if describer else ()
         searched = ("caption", "embed") if self.evidence_first_on() else ()  # what it searches
@@ -202,8 +203,12 @@ class VideoAgent2Agent(Agent):
     def context_request(self) -> dict[str, Any]:
         """B_1's settings, for :func:`vidagent.ingest.context.build_segment_context`."""
         o = self.options
-        return {"segment_seconds": o.segment_seconds, "fps": o.fps, "mode": o.context,
-                "cache": o.cache_context}  # fmt: skip
+        return {
+            "segment_seconds": o.segment_seconds,
+            "fps": o.fps,
+            "mode": o.context,
+            "cache": o.cache_context,
+        }
 
     def tool_options(self, question: Question) -> ToolOptions:
         return ToolOptions(question=question.prompt, perception=self.options.tool_options)

@@ -197,7 +197,7 @@ def parse_box(value: Any, width: int, height: int) -> tuple[float, float, float,
     if len(numbers) != 4:
         return f"bbox {value!r} must be [xmin, ymin, xmax, ymax]"
     if max(numbers) > 1.0:  # pixels of the displayed frame, as the paper's bbox is
-        numbers = [v / s for v, s in zip(numbers, (width, height) * 2)]
+        numbers = [v / s for v, s in zip(numbers, (width, height) * 2, strict=False)]
     x0, y0, x1, y1 = numbers
     return (x0, y0, x1, y1)
 

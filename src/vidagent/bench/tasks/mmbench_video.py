@@ -102,8 +102,14 @@ JUDGE_TEMPLATE = "Question: {Q}\nGroundtruth answer: {A}\nCandidate answer: {P}\
 #: Coarse dimension -> its fine-grained dimensions (``MMV_DIMENSIONS``), in VLMEvalKit's order.
 DIMENSIONS = {
     "CP": ("Video Topic", "Video Emotion", "Video Scene", "Video Style"),
-    "FP-S": ("OCR", "Object Recognition", "Attribute Recognition", "Event Recognition",
-             "Human Motion", "Counting"),
+    "FP-S": (
+        "OCR",
+        "Object Recognition",
+        "Attribute Recognition",
+        "Event Recognition",
+        "Human Motion",
+        "Counting",
+    ),
     "FP-C": ("Spatial Relationship", "Human-object Interaction", "Human Interaction"),
     "HL": ("Hallucination",),
     "LR": ("Structuralized Image-Text Understanding", "Mathematical Calculation"),
@@ -111,7 +117,7 @@ DIMENSIONS = {
     "RR": ("Natural Relation", "Physical Relation", "Social Relation"),
     "CSR": ("Common Sense Reasoning",),
     "TR": ("Counterfactual Reasoning", "Causal Reasoning", "Future Prediction"),
-}  # fmt: skip
+}
 GROUPS = {"Perception": ("CP", "FP-C", "FP-S", "HL"), "Reasoning": ("LR", "AR", "RR", "CSR", "TR")}
 FINE = tuple(d for dims in DIMENSIONS.values() for d in dims)
 COARSE = (*DIMENSIONS, *GROUPS)
@@ -218,8 +224,12 @@ def score(
         if r is None:
             outcomes.append(unanswered(s, SCALE))
         elif r.score is None:
-            detail = {"prediction": given[s.id], "judge_failed": 1, "judge_error": r.error,
-                      "judge_reply": r.reply}  # fmt: skip
+            detail = {
+                "prediction": given[s.id],
+                "judge_failed": 1,
+                "judge_error": r.error,
+                "judge_reply": r.reply,
+            }
             outcomes.append(Outcome(s.id, 0.0, SCALE, answered=False, detail=detail))
         else:
             detail = {"prediction": given[s.id], "rating": r.score}

@@ -131,7 +131,9 @@ def score(
         if p is None:
             outcomes.append(unanswered(s))
             continue
-        pred, reference = (p["prediction"], p.get("answer", s.answer)) if isinstance(p, dict) else (p, s.answer)
+        pred, reference = (
+            (p["prediction"], p.get("answer", s.answer)) if isinstance(p, dict) else (p, s.answer)
+        )
         outcomes.append(Outcome(s.id, float(reference == pred), detail={"prediction": pred}))
     return outcomes
 

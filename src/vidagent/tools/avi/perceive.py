@@ -109,12 +109,16 @@ def object_detect_tool(
     found = detector.detect(list(frames), targets)
     threshold = ctx.options.perception.detect_threshold  # AVI: 0.35, Grounding DINO's box threshold
     calls, notes = detector_report(detector)
-    rows = [(f"Detections of {', '.join(targets)} in {len(times)} frame(s){v.name} "
-            f"(detector {detector.name}, NMS IoU {NMS_IOU}):")]  # fmt: skip
+    rows = [
+        (
+            f"Detections of {', '.join(targets)} in {len(times)} frame(s){v.name} "
+            f"(detector {detector.name}, NMS IoU {NMS_IOU}):"
+        )
+    ]
     rows += [f"Note: {n}." for n in notes]
     counts: dict[str, list[int]] = defaultdict(list)
     scores: list[float] = []
-    for t, dets in zip(times, found):
+    for t, dets in zip(times, found, strict=False):
         kept = nms([d for d in dets if d.score >= threshold])
         per = Counter(d.label for d in kept)
         for label in targets:
@@ -129,9 +133,13 @@ def object_detect_tool(
             scores.append(d.score)
     if not scores:
         rows.append("Nothing found above the detection threshold.")
-    rows.append("Counts per frame: " + "; ".join(
-        f"{label}: max {max(c)}, median {statistics.median(c):g}" for label, c in sorted(counts.items())
-    ))  # fmt: skip
+    rows.append(
+        "Counts per frame: "
+        + "; ".join(
+            f"{label}: max {max(c)}, median {statistics.median(c):g}"
+            for label, c in sorted(counts.items())
+        )
+    )
     rows.append("Boxes are fractions of the frame [x0, y0, x1, y1].")
     confidence = float(np.mean(scores)) if scores else 0.0
     return Observation(
@@ -157,7 +165,7 @@ def text_extract_tool(
     frames = Region().frames(v, times, DETECT_SIDE, cost)  # (N, H, W, 3) uint8
     read = client.read_text(list(frames))
     rows, before = [], set[str]()
-    for t, lines in zip(times, read):
+    for t, lines in zip(times, read, strict=False):
         now = {
             ln.text.strip(): ln.score
             for ln in lines
@@ -237,14 +245,21 @@ def frame_analysis_tool(
     ranges = _ranges(ctx, v, time_ranges)
     times = inspect_times(ranges, FPS, ANALYSIS_FRAMES)
     reply, note = ask_vlm(
-        ctx, v.video_id, times, short_side=ANALYSIS_HEIGHT,
+        ctx,
+        v.video_id,
+        times,
+        short_side=ANALYSIS_HEIGHT,
         system="You are a helpful assistant to answer questions.",
         prompt=ANALYSIS_PROMPT.format(question=question),
-    )  # fmt: skip
+    )
     return Observation(
-        reply or "Error: the model returned nothing.", None, _evidence(v, ranges), len(times), 1,
+        reply or "Error: the model returned nothing.",
+        None,
+        _evidence(v, ranges),
+        len(times),
+        1,
         adjusted=(note,) if note else (),
-    )  # fmt: skip
+    )
 
 
 PERCEIVE_TOOLS = (object_detect_tool, boundary_detect_tool, text_extract_tool, frame_analysis_tool)

@@ -62,9 +62,12 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
 
 
 def merge_clips(
-    clips: Sequence[ClipRow], vectors: np.ndarray, *, gap: float = MERGE_GAP,
+    clips: Sequence[ClipRow],
+    vectors: np.ndarray,
+    *,
+    gap: float = MERGE_GAP,
     cosine: float = MERGE_COSINE,
-) -> list[list[ClipRow]]:  # fmt: skip
+) -> list[list[ClipRow]]:
     """Groups of ``clips`` (with their caption ``vectors``, (N, D)) to merge, in time order.
 
     Two clips of one video that follow each other in time merge when the second starts at most
@@ -158,9 +161,10 @@ def clip_merge_tool(
     video_id = ctx.resolve_video(video)
     ranges = [ctx.clamp_span(video_id, *sorted(pair)) for pair in time_ranges]
     clips = [
-        c for c in ctx.library.clips(video_id)
+        c
+        for c in ctx.library.clips(video_id)
         if any(c.t0 < t1 and t0 < c.t1 or c.t0 == t0 for t0, t1 in ranges)
-    ]  # fmt: skip
+    ]
     if not clips:
         return Observation(text="No clips in those time ranges.", error=True)
     client = ctx.require_models("embed", "clip_merge_tool").client("embed")

@@ -28,9 +28,13 @@ if TYPE_CHECKING:
     from vidagent.models.client import Client
 
 PAPER_DECODING = Decoding(
-    beam_size=5, temperature=0.0, log_prob_threshold=-1.0, no_speech_threshold=0.6,
-    condition_on_previous_text=False, vad=False,
-)  # fmt: skip
+    beam_size=5,
+    temperature=0.0,
+    log_prob_threshold=-1.0,
+    no_speech_threshold=0.6,
+    condition_on_previous_text=False,
+    vad=False,
+)
 
 SAMPLE_RATE = 16000
 

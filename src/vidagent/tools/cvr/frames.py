@@ -173,8 +173,16 @@ def folder_images(
                 continue
             x0, y0, x1, y1 = (int(v * scale) for v in box)
             cv2.rectangle(bgr, (x0, y0), (x1, y1), (0, 255, 0), 2)
-            cv2.putText(bgr, name, (x0, max(10, y0 - 3)), cv2.FONT_HERSHEY_SIMPLEX, 0.4,
-                        (0, 255, 0), 1, cv2.LINE_AA)  # fmt: skip
+            cv2.putText(
+                bgr,
+                name,
+                (x0, max(10, y0 - 3)),
+                cv2.FONT_HERSHEY_SIMPLEX,
+                0.4,
+                (0, 255, 0),
+                1,
+                cv2.LINE_AA,
+            )
         rgb = np.ascontiguousarray(bgr[:, :, ::-1])  # (H, W, 3) uint8
         out.append(ImagePart(encode_jpeg(rgb, quality=85)))
     return out
