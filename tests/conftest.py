@@ -12,6 +12,12 @@ from factories import FAKE_SPECS
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Under pytest-xdist each worker is one process among several on the same cores: its share is
+# the cores divided among the workers, as a process pool's worker gets (models size their
+# thread pools from OMP_NUM_THREADS, and so do the interpreters the tests start). Without it two
+# workers each running llama.cpp on every core spin against each other, several times slower.
+if workers := int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0")):
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
 
 
 @pytest.fixture(autouse=True)
@@ -73,3 +79,12 @@ def still_tracker() -> Iterator[None]:
 def fake_env() -> dict[str, str]:
     """``VIDAGENT_*`` variables selecting :data:`FAKE_SPECS`, for CLI subprocesses."""
     return {f"VIDAGENT_{role.upper()}": spec for role, spec in FAKE_SPECS.items()}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files that load a bundled model (the ``models`` mark: SmolLM2, Whisper, OCR on real
+    clips) run first, in their collected order, and the rest after: with one worker per core
+    the minutes-long model files then run side by side from the start instead of one of them
+    holding the last worker while the other is idle."""
+    heavy = {item.path for item in items if item.get_closest_marker("models")}
+    items.sort(key=lambda item: item.path not in heavy)  # stable: order within each kept

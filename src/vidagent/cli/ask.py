@@ -9,7 +9,14 @@ from typing import Any, TextIO
 
 import click
 
-from vidagent.cli.base import cli, echo_json, parse_sets, session_of
+from vidagent.cli.base import (
+    cli,
+    echo_json,
+    parse_sets,
+    session_of,
+    strategy_sets_option,
+    tool_mode_option,
+)
 
 
 def _live(
@@ -46,20 +53,8 @@ def _live(
 @click.option("--max-tokens", type=int, help="tokens over all model calls [1000000]")
 @click.option("--max-seconds", type=float, help="wall-clock seconds [3600]")
 @click.option("--max-cost", type=float, help="US dollars, from configured prices [5]")
-@click.option(
-    "--tool-mode",
-    type=click.Choice(["auto", "native", "json"]),
-    default="auto",
-    show_default=True,
-    help="native tool calls or JSON actions",
-)
-@click.option(
-    "--set",
-    "sets",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="a strategy option, e.g. prefill_global_browse=true",
-)
+@tool_mode_option
+@strategy_sets_option
 @click.option("--calls", is_flag=True, help="also show every model call")
 @click.option("--quiet", "-q", is_flag=True, help="do not show the steps")
 @click.option("--json", "as_json", is_flag=True, help="print the answer and totals as JSON")
@@ -129,14 +124,8 @@ def ask(
 @click.option("--strategy", "-s", default="avi", show_default=True, help="agent strategy")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False), help="trace JSONL file")
 @click.option("--max-steps", type=int, help="tool iterations [avi: 10]")
-@click.option(
-    "--tool-mode",
-    type=click.Choice(["auto", "native", "json"]),
-    default="auto",
-    show_default=True,
-    help="native tool calls or JSON actions",
-)
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="a strategy option")
+@tool_mode_option
+@strategy_sets_option
 @click.option("--quiet", "-q", is_flag=True, help="do not show the steps")
 @click.option(
     "--json", "as_json", is_flag=True, help="print the interval, answer and totals as JSON"

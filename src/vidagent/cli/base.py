@@ -18,7 +18,17 @@ from vidagent.timecode import hms
 if TYPE_CHECKING:
     from vidagent.app import Session
 
-__all__ = ["cli", "echo_json", "hms", "parse_sets", "parse_time", "session_of", "settings_of"]
+__all__ = [
+    "cli",
+    "echo_json",
+    "hms",
+    "parse_sets",
+    "parse_time",
+    "session_of",
+    "settings_of",
+    "strategy_sets_option",
+    "tool_mode_option",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -61,6 +71,24 @@ def parse_sets(sets: tuple[str, ...]) -> dict[str, Any]:
         except json.JSONDecodeError:
             out[key] = value
     return out
+
+
+#: ``--tool-mode``, for the commands that run a strategy (ask, ground, bench run).
+tool_mode_option = click.option(
+    "--tool-mode",
+    type=click.Choice(["auto", "native", "json"]),
+    default="auto",
+    show_default=True,
+    help="native tool calls or JSON actions",
+)
+#: ``--set KEY=VALUE``: a strategy option, parsed by :func:`parse_sets`.
+strategy_sets_option = click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="a strategy option, a JSON value where it parses (e.g. top_k=8)",
+)
 
 
 def _role_options(fn: F) -> F:

