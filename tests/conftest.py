@@ -79,12 +79,3 @@ def still_tracker() -> Iterator[None]:
 def fake_env() -> dict[str, str]:
     """``VIDAGENT_*`` variables selecting :data:`FAKE_SPECS`, for CLI subprocesses."""
     return {f"VIDAGENT_{role.upper()}": spec for role, spec in FAKE_SPECS.items()}
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files that load a bundled model (the ``models`` mark: SmolLM2, Whisper, OCR on real
-    clips) run first, in their collected order, and the rest after: with one worker per core
-    the minutes-long model files then run side by side from the start instead of one of them
-    holding the last worker while the other is idle."""
-    heavy = {item.path for item in items if item.get_closest_marker("models")}
-    items.sort(key=lambda item: item.path not in heavy)  # stable: order within each kept

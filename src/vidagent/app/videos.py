@@ -72,6 +72,7 @@ def search(
     """Clips most similar to ``text`` in meaning, best first, embedded with the model that
     made the Library's vectors (whatever the session's embed role says)."""
     from vidagent.library.search import bound_embedding
+    from vidagent.tools.index import search_text
 
     if not text.strip():
         raise ConfigError("nothing to search for: the search text is empty")
@@ -83,8 +84,7 @@ def search(
     if client.spec != bound:
         client = core.hub_with(embed=bound).client("embed")
     ids = [lib.resolve(v) for v in videos] if videos else None
-    vector = client.embed([text]).vectors[0]  # (D,)
-    hits = lib.search_clips(vector, video_ids=ids, t_from=t_from, t_to=t_to, k=top)
+    hits = search_text(lib, client, text, ids, k=top, t_from=t_from, t_to=t_to)
     return [SearchHit(h) for h in hits]
 
 

@@ -9,7 +9,7 @@ purpose: it reads, it never writes, and each method is one thing a strategy read
 
 :func:`search_text` is the one sequence "check that the Library's vectors were made by this
 embedder, embed the query, search the clip vectors", which the view, ``clip_search``, AVI's
-``clip_retrieve_tool`` and the boundary scorer share.
+``clip_retrieve_tool``, the boundary scorer and the application layer's ``search`` share.
 """
 
 from __future__ import annotations
@@ -47,14 +47,14 @@ def search_text(
     library: Library,
     client: Client,
     query: str,
-    video_ids: Sequence[str],
+    video_ids: Sequence[str] | None,
     *,
     k: int,
     t_from: float | None = None,
     t_to: float | None = None,
 ) -> list[ClipHit]:
-    """The ``k`` clips of ``video_ids`` whose embedded text is nearest ``query``, best first,
-    optionally only those overlapping ``[t_from, t_to]``.
+    """The ``k`` clips of ``video_ids`` (None: every video) whose embedded text is nearest
+    ``query``, best first, optionally only those overlapping ``[t_from, t_to]``.
 
     Raises:
         LibraryError: the Library has no clip vectors yet.
@@ -62,7 +62,8 @@ def search_text(
     """
     require_embedding(library, client.spec)
     vector = client.embed([query]).vectors[0]  # (D,)
-    return library.search_clips(vector, video_ids=list(video_ids), t_from=t_from, t_to=t_to, k=k)
+    ids = list(video_ids) if video_ids is not None else None
+    return library.search_clips(vector, video_ids=ids, t_from=t_from, t_to=t_to, k=k)
 
 
 class IndexView:
