@@ -226,11 +226,9 @@ def test_no_import_cycle_but_the_named_ones() -> None:
 
 
 def test_every_part_of_the_package_has_a_rank() -> None:
-    parts = {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir()}
-    parts = {p for p in parts if not p.startswith((".", "_")) or p == "__main__"}
-    parts -= {"py", "static"}
-    parts = {p for p in parts if (PACKAGE / p).is_dir() or (PACKAGE / f"{p}.py").is_file()}
-    for name in parts | {"vidagent"}:
+    modules = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"}
+    packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    for name in modules | packages | {"vidagent"}:
         rank(name)
 
 
