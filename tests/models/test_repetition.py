@@ -23,9 +23,22 @@ def test_ordinary_text_and_short_runs_do_not_trip_it() -> None:
     guard = RepetitionGuard()
     sentence = [464, 582, 9808, 262, 3420, 290, 11114, 656, 262, 2119, 810, 257, 3290, 44]
     assert not guard.degenerate(list(range(200)))
-    assert not guard.degenerate(sentence * 5)  # a unit of 14 tokens: longer than longest_unit
+    assert not guard.degenerate(sentence * 5)  # a unit of 14 tokens said 5 times: 70 tokens
+    assert not guard.degenerate(list(range(200)) + sentence * 4)  # a refrain, said 4 times
     assert not guard.degenerate([1, 2, 3] * 10 + list(range(100, 134)))  # the run ended
     assert not guard.tripped
+
+
+def test_a_sentence_said_over_and_over_trips_the_long_unit_check() -> None:
+    # SmolLM2 on transformers, DVD's first step on the demo clip: one transcript sentence of 14
+    # tokens written into a JSON string until the 512-token cap.
+    sentence = [464, 582, 9808, 262, 3420, 290, 11114, 656, 262, 2119, 810, 257, 3290, 44]
+    reply = [90, 1, 13] + sentence * 36
+    guard = RepetitionGuard()
+    cut = next(n for n in range(1, len(reply) + 1) if guard.degenerate(reply[:n]))
+    assert 3 + 160 <= cut < 3 + 14 * 13  # within a few repeats past 160 tokens, not at 507
+    assert not RepetitionGuard().degenerate(reply[:100])
+    assert RepetitionGuard(span=128, longest_unit=16).long_unit == 64  # characters: 64
 
 
 def test_fed_piece_by_piece_it_trips_as_soon_as_the_tail_is_degenerate() -> None:
@@ -43,6 +56,8 @@ def test_fed_piece_by_piece_it_trips_as_soon_as_the_tail_is_degenerate() -> None
 def test_units_must_fit_the_span_twice() -> None:
     with pytest.raises(ValueError, match="longest_unit"):
         RepetitionGuard(span=10, longest_unit=6)
+    with pytest.raises(ValueError, match="long_unit"):
+        RepetitionGuard(long_span=100, long_unit=60)
 
 
 @pytest.mark.models
