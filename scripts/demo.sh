@@ -8,7 +8,7 @@
 # on the offline accuracy set, so a first-place right answer would show that bias, not a reading.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --quick
 clip=$(bash scripts/fetch-media.sh wannaworktogether.mp4)
 export VIDAGENT_HOME=${VIDAGENT_HOME:-$PWD/.cache/demo-home}
 export HF_HUB_OFFLINE=1

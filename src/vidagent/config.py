@@ -41,18 +41,31 @@ else:  # pragma: no cover - exercised on 3.10 only
 ENV_PREFIX = "VIDAGENT_"
 
 #: The embedded offline defaults (see DESIGN.md, "Models: roles and spec strings").
-#: The embedded smoke-test llm (SmolLM2-135M): it runs the pipeline offline, but too weak and
-#: too slow on a CPU for work that only a capable model makes worth its cost (AVI's entity graph).
-SMOKE_TEST_LLM = "llamacpp:smollm2"
+#: The embedded smoke-test llm (SmolLM2-135M), on either runtime: it runs the pipeline offline,
+#: but too weak and too slow on a CPU for work that only a capable model makes worth its cost
+#: (AVI's entity graph).
+SMOKE_TEST_LLMS = ("llamacpp:smollm2", "transformers:smollm2")
 
 
 def is_smoke_test_llm(spec: str) -> bool:
-    """Whether ``spec`` names the embedded smoke-test llm (any SmolLM2 GGUF it ships)."""
-    return spec.startswith(SMOKE_TEST_LLM)
+    """Whether ``spec`` names the embedded smoke-test llm (the SmolLM2 GGUF it ships)."""
+    return spec.startswith(SMOKE_TEST_LLMS)
+
+
+def embedded_llm() -> str:
+    """The embedded llm's spec: SmolLM2-135M on llama.cpp where llama-cpp-python is installed
+    (``vidagent[llm]``, built from source for minutes), else on transformers where that is
+    (``vidagent[llm-torch]``, wheels only: the quick install of ``scripts/demo.sh``). Found
+    without importing either."""
+    from importlib.util import find_spec
+
+    if find_spec("llama_cpp") is None and find_spec("transformers") is not None:
+        return "transformers:smollm2-135m"
+    return "llamacpp:smollm2-135m"
 
 
 DEFAULT_SPECS: dict[str, str] = {
-    "llm": "llamacpp:smollm2-135m",
+    "llm": embedded_llm(),
     "vlm": "perception:describer",
     "embed": "sentence-transformers:all-minilm-l6-v2",
     "image_embed": "none:",

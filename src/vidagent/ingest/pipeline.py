@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from vidagent.config import SMOKE_TEST_LLM
+from vidagent.config import SMOKE_TEST_LLMS
 from vidagent.exceptions import ConfigError, MediaError
 from vidagent.ingest.base import IngestContext, Stage, StageEstimate
 from vidagent.ingest.sampling import FrameShare, KeptFrames
@@ -72,7 +72,7 @@ STAGE_REGISTRY: Registry[Callable[[], Stage]] = Registry("vidagent.stages", "sta
 #: Spec prefixes of llms that cannot extract a graph unasked: the embedded smoke-test SmolLM2
 #: (config's default) and the scripted test models (``fake:``), whose replies are written for
 #: the stages a test names.
-NO_GRAPH_LLMS = (SMOKE_TEST_LLM, "fake:")
+NO_GRAPH_LLMS = (*SMOKE_TEST_LLMS, "fake:")
 
 
 def default_stages(settings: Settings) -> tuple[str, ...]:
