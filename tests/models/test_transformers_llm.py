@@ -50,6 +50,8 @@ def test_objects_that_list_their_properties_take_no_others() -> None:
     open_map = {"type": "object", "properties": {}, "additionalProperties": {"type": "string"}}
     assert closed_objects(open_map) == open_map  # a schema that says so keeps its other keys
     assert "additionalProperties" not in ACTION  # the caller's schema is not changed
+    named = closed_objects({"type": "object", "properties": {"properties": {"type": "string"}}})
+    assert named["properties"] == {"properties": {"type": "string"}}  # a key named so
 
 
 @pytest.fixture(scope="module")

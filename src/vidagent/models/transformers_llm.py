@@ -147,6 +147,9 @@ def status(model: str, options: dict[str, str], settings: Settings) -> BackendSt
     return BackendStatus(model, True, f"transformers, {gguf or path.name}{follows}")
 
 
+SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")
+
+
 def closed_objects(schema: Any) -> Any:
     """``schema`` with ``additionalProperties: false`` on every object schema that lists
     ``properties`` and says nothing of others (llama.cpp's reading of such a schema)."""
@@ -154,7 +157,13 @@ def closed_objects(schema: Any) -> Any:
         return [closed_objects(s) for s in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {k: closed_objects(v) for k, v in schema.items()}
+    out = {
+        # A map of names to schemas: its keys are names, never keywords.
+        k: {name: closed_objects(sub) for name, sub in v.items()}
+        if k in SCHEMA_MAPS and isinstance(v, dict)
+        else closed_objects(v)
+        for k, v in schema.items()
+    }
     if "properties" in out and "additionalProperties" not in out:
         out["additionalProperties"] = False
     return out
@@ -170,7 +179,7 @@ def _quiet_gguf() -> None:
     from transformers import modeling_gguf_pytorch_utils as gguf_utils
     from transformers.utils import logging as hf_logging
 
-    hf_logging.disable_progress_bar()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     gguf_utils.tqdm = partial(tqdm, disable=True)  # type: ignore[attr-defined]
 
 
