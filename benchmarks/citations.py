@@ -263,6 +263,9 @@ def main() -> None:
         rows = [r for r in rows if r["id"] in set(args.only.split(","))]
     if args.part:
         rows = [r for r in rows if r["part"] == args.part]
+    from _cpu import describe
+
+    print(describe(), flush=True)
     print(f"{len(rows)} questions; load average {os.getloadavg()[0]:.1f}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         home = args.home or Path(tmp)
