@@ -347,3 +347,73 @@ def test_a_spoken_phrase_is_cited_over_the_caption_that_quotes_it(library: Libra
     assert [c.caption for c in library.clips(VID) if c.clip_index == 1] == [quoted]
     (c,) = answered(ask(library, COST, "B", [(4.0, 8.0)])).citations
     assert (c["label"], c["source"], c["t0"], c["t1"]) == ("supported", "speech", 5.0, 7.3)
+
+
+DESCRIBED = (
+    "[perception describer: measured facts, not a vision-language model] People were not "
+    "checked. No on-screen text. Picture: mostly black (70%), red (28%), white (2%); brightness "
+    '0.11 (dark); little motion (0.03). One continuous shot. Speech: "so a license is totally".'
+)
+
+
+def described(library: Library) -> Library:
+    """The fixture's second clip captioned by the perception describer: a dark, partly red
+    picture, and a quote of the clip's speech."""
+    library.put_clips(
+        VID,
+        [ClipRow(VID, 1, 4.0, 8.0, caption=DESCRIBED, transcript="so a license is totally free")],
+    )
+    return library
+
+
+def test_the_colours_of_the_frame_do_not_support_a_claim_about_a_thing_in_it(
+    library: Library,
+) -> None:
+    # 28% of the frame is red: that says nothing about a car, and "red" alone used to make
+    # the describer's caption support "the narrator's car is red"
+    q = Question("What colour is the narrator's car?", (VID,), ("red", "blue"))
+    answer = ask(described(library), q, "A", [(4.0, 8.0)])
+    e = answered(answer)
+    assert [c["label"] for c in e.citations] == ["unsupported"]
+    assert e.abstained and answer.letter == "A"
+
+
+def test_the_frames_measured_darkness_supports_a_claim_about_the_picture(
+    library: Library,
+) -> None:
+    # "dark" is in the question, offered as an alternative: it is what the option answers
+    q = Question("Is the scene dark or brightly lit?", (VID,), ("bright daylight", "dark, lit"))
+    e = answered(ask(described(library), q, "B", [(4.0, 8.0)]))
+    (c,) = e.citations
+    assert c["label"] != "unsupported" and not e.abstained
+    assert c["source"] == "caption" and c["text"].startswith("Picture: mostly black")
+    assert "dark" in c["text"]
+
+
+def test_a_contraction_is_no_content_word(library: Library) -> None:
+    # "don't" once counted as the words "don" and "t", found in any phrase with a don't
+    said = "please don't give it up"
+    timed = [[0.5 + 0.5 * i, 0.9 + 0.5 * i, w, 0.9] for i, w in enumerate(said.split())]
+    library.put_transcript(
+        VID, [TranscriptSegment(VID, 0, 0.5, 3.4, said, json.dumps(timed), "fake:echo")]
+    )
+    q = Question("What does copyright protect against?", (VID,), ("uses you don't consent to",))
+    e = answered(ask(library, q, "A", [(0.0, 4.0)]))
+    assert [c["label"] for c in e.citations] == ["unsupported"] and e.abstained
+
+
+def test_the_describers_quote_of_the_speech_is_left_to_the_transcript() -> None:
+    from vidagent.agents.verify import caption_sentences
+
+    picture = DESCRIBED[DESCRIBED.index("Picture:") : DESCRIBED.index(" One continuous")]
+    assert caption_sentences(DESCRIBED) == [
+        ("People were not checked.", False),
+        ("No on-screen text.", False),
+        (picture, True),
+        ("One continuous shot.", False),
+    ]
+    # a vision model's caption is read sentence by sentence, nothing left out
+    assert caption_sentences('A man talks. Speech: "hi".') == [
+        ("A man talks.", False),
+        ('Speech: "hi".', False),
+    ]

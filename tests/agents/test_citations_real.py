@@ -47,3 +47,33 @@ def test_a_spoken_answer_is_tightened_and_an_unanswerable_question_abstains(
     assert planet is not None and planet.verification is not None
     assert planet.abstained and planet.letter is not None
     assert all(c.label == "unsupported" for c in planet.verification.citations)
+
+
+def test_the_frames_colours_support_the_picture_and_not_a_thing_in_it(tmp_path: Path) -> None:
+    clip = get_clip("Megamind.avi")
+    settings = load_settings({"home": tmp_path, "cache": "off"}, env={})
+    with Session(settings) as session:
+        taxi = session.ask(
+            clip,
+            "What colour is the taxi parked outside the restaurant?",
+            options=["yellow", "black", "green"],
+            strategy="retrieval",
+            trace=False,
+        ).answer
+        dark = session.ask(
+            clip,
+            "Is the picture mostly dark or mostly bright?",
+            options=["mostly dark", "mostly bright"],
+            strategy="retrieval",
+            trace=False,
+        ).answer
+    # the describer measured the frames mostly black: no taxi is in them, so "black" there
+    # supports nothing about one (it did before: the caption held the option's word)
+    assert taxi is not None and taxi.verification is not None
+    assert taxi.abstained
+    assert all(c.label == "unsupported" for c in taxi.verification.citations)
+    # ... and it does support that the picture is dark (brightness 0.11-0.14 measured)
+    assert dark is not None and dark.verification is not None
+    assert dark.letter == "A" and not dark.abstained
+    picture = [c for c in dark.verification.citations if c.label == "supported"]
+    assert picture and all(c.text.startswith("Picture:") for c in picture)

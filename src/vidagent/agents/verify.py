@@ -4,7 +4,9 @@ answer the strategy returned, before it is recorded).
 
 What is checked. The answer is split into **claims**: for a multiple-choice question one claim,
 the question with the chosen option (its *key words* are the option's content words not in the
-question, since the question's own words are in the video whatever was chosen); for a free-form
+question, since the question's own words are in the video whatever was chosen; and, when the
+question offers alternatives, ``dark or brightly lit?``, the option's words among them that no
+other option holds: ``dark`` is what the option ``dark, lit by candles`` answers); for a free-form
 answer each sentence is a claim (its key words are its content words not in the question, all
 of them when that leaves none); for a grounding answer, the event described. Each cited span
 (the strategy's evidence, at most five) is read through the index (:class:`~vidagent.tools.index.
@@ -12,19 +14,37 @@ IndexView`): the clips overlapping it and, inside them,
 
 - **speech**: each transcript segment's words (with their own times);
 - **on-screen text**: each distinct OCR line of a clip;
-- **caption**: each clip's caption;
+- **caption**: each sentence of a clip's caption (a sentence supports a claim on its own, not
+  the paragraph's sum; of the perception describer's caption, the label is no content and the
+  quote of the clip's speech is left to the transcript, which knows its words' times);
 - **detections**: each label detected in a clip (``3 person detections``), at its frames' times;
 - **graph events**: each relation and timed action of the entity graph overlapping the span.
 
 Each piece is scored for a claim as ``support = DENSE_WEIGHT * max(cos, 0) + LEXICAL_WEIGHT *
 lexical`` (``cos``: the ``embed`` role's cosine between the claim and the piece, one batched
 embedding call per answer; ``lexical``: the share of the claim's key words found in the piece;
-a claim without key words is scored by ``cos`` alone). A span's support for a claim is its best
+a claim without key words is scored by ``cos`` alone; words are read as
+:func:`~vidagent.agents.evidence.words` reads them, but a contraction is one word, ``don't`` no
+content word rather than ``don`` and ``t``). A span's support for a claim is its best
 piece's; its label is ``supported`` (``>= SUPPORTED``), ``weak`` (``>= WEAK``) or
 ``unsupported``. The weights and thresholds were chosen before measuring (an even mix; a
 span whose words hold all the claim's key words is supported whatever its cosine);
 ``benchmarks/citations.py`` measures what they give with MiniLM on the real clips (docs/strategies/index.md,
 "Checked citations and abstention").
+
+What the question asks about. The perception describer's ``Picture:`` sentence holds pixel
+statistics of the whole frame (its dominant colours, brightness, motion): they describe the
+picture, not any thing in it, so they are scored only for a claim about the picture itself,
+one whose question asks about nothing but the picture (its content words outside the option are
+all in :data:`PICTURE_WORDS`: ``Is the scene dark or brightly lit?``). A frame that is 28% red
+says nothing of the narrator's car, and the word ``red`` in it no longer supports "the narrator's
+car is red". Other pieces are scored for every claim: a caption, a line or a phrase that holds
+the answer's words is what a person checking it would read (a phrase using the option's word in
+another sense, ``Red Hat`` for ``red``, can still match: the embedder's term is the only
+guard there). Requiring the question's other words in the cited span as well was tried and
+measured (``benchmarks/citations.py``): it withheld more right answers than wrong ones, since a
+question's words are seldom the video's ("Which organisation does the video promote?" is
+answered by "Creative Commons", said with neither "organisation" nor "promote").
 
 Of a span's pieces, the one cited is the most precise among those earning the best label (the
 narrowest in time, so a spoken phrase wins over the clip caption that quotes it), then the one
@@ -65,7 +85,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from vidagent.agents.evidence import words
+from vidagent.agents.evidence import words as content_words
+from vidagent.models.perception import LABEL as DESCRIBER_LABEL
 from vidagent.tools.base import Evidence
 
 if TYPE_CHECKING:
@@ -100,6 +121,22 @@ VISION_FRAMES = 2
 #: The text of a free-form answer withheld for want of evidence.
 INSUFFICIENT = "insufficient evidence"
 SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
+#: A question offering alternatives (``dark or brightly lit?``): its words may be the answer's.
+ALTERNATIVES = re.compile(r"\bor\b", re.IGNORECASE)
+#: How the perception describer's sentence of whole-frame pixel statistics opens
+#: (:func:`vidagent.ingest.describe.describe_clip`).
+PICTURE_SENTENCE = "Picture:"
+#: How the describer's caption ends when the clip has speech: a quote of it.
+SPEECH_QUOTE = re.compile(r'\s*Speech: ".*"\.\s*$', re.DOTALL)
+#: Words (as :func:`~vidagent.agents.evidence.words` gives them) that ask about the picture
+#: itself, not a thing in it: a question whose content words outside the option are all here
+#: can be supported by the describer's whole-frame statistics (module docstring).
+_PICTURE = (
+    "video clip scene picture image frame screen shot camera view footage background whole "
+    "overall colour color light lit lighting bright brightly brightness dark darkness dim "
+    "motion move moving static still fixed show shown look appear visible mostly dominant"
+)
+PICTURE_WORDS = frozenset(_PICTURE.split())
 
 
 @dataclass(frozen=True)
@@ -158,10 +195,18 @@ class Citation:
 
 @dataclass(frozen=True)
 class Claim:
-    """A statement of the answer that its citations are checked for."""
+    """A statement of the answer that its citations are checked for.
+
+    Attributes:
+        text: the statement (the question with the option, or a sentence).
+        key_words: the words its support must hold (module docstring).
+        about_picture: the question asks about the picture itself, so the describer's
+            whole-frame statistics may support it (module docstring).
+    """
 
     text: str
     key_words: frozenset[str]
+    about_picture: bool = False
 
     def to_json(self, citations: Sequence[Citation], number: int) -> dict[str, Any]:
         mine = [i for i, c in enumerate(citations) if c.claim == number]
@@ -209,9 +254,23 @@ class Piece:
     source: Source
     text: str
     words: tuple[tuple[float, float, str], ...] = field(default=(), repr=False)
+    #: the describer's whole-frame statistics (colours, brightness, motion)
+    picture: bool = False
 
 
 # -- claims --------------------------------------------------------------------------------------
+
+#: A contraction of a function word (``don't``, ``you're``, ``we'll``): no content of its own.
+CONTRACTION = re.compile(r"\b[a-z]+'(?:t|re|ll|ve|d|m)\b", re.IGNORECASE)
+POSSESSIVE = re.compile(r"'s\b", re.IGNORECASE)
+
+
+def words(text: str) -> set[str]:
+    """The content words of ``text`` (:func:`vidagent.agents.evidence.words`), contractions
+    read whole: ``don't`` is no content word (not ``don`` and ``t``), ``narrator's`` is
+    ``narrator`` and ``it's`` is ``it``."""
+    plain = CONTRACTION.sub(" ", text.replace("\u2019", "'"))
+    return content_words(POSSESSIVE.sub("", plain))
 
 
 def claims_of(question: Question, answer: Answer) -> tuple[Claim, ...]:
@@ -222,16 +281,42 @@ def claims_of(question: Question, answer: Answer) -> tuple[Claim, ...]:
     if question.options:
         if answer.choice is not None:
             option = question.options[answer.choice]
-            key = words(option) - asked or words(option)
-            return (Claim(f"{question.text.strip()} {option.strip()}", frozenset(key)),)
+            others = [o for i, o in enumerate(question.options) if i != answer.choice]
+            return (
+                Claim(
+                    f"{question.text.strip()} {option.strip()}",
+                    option_key_words(question.text, option, others),
+                    about_picture(question.text, option),
+                ),
+            )
         key = words(answer.text) - asked
-        return (Claim(f"{question.text.strip()} {answer.text.strip()}", frozenset(key)),)
+        text = f"{question.text.strip()} {answer.text.strip()}"
+        return (Claim(text, frozenset(key), about_picture(question.text, answer.text)),)
     found = []
     for sentence in SENTENCE.split(answer.text.strip()):
         sentence = sentence.strip()
         if sentence and words(sentence):
-            found.append(Claim(sentence, frozenset(words(sentence) - asked or words(sentence))))
+            own = frozenset(words(sentence) - asked or words(sentence))
+            found.append(Claim(sentence, own, about_picture(question.text, sentence)))
     return tuple(found)
+
+
+def option_key_words(question: str, option: str, others: Sequence[str]) -> frozenset[str]:
+    """The words an option's support must hold: its own outside the question, and, when the
+    question offers alternatives, those of the question that no other option holds."""
+    asked, own = words(question), words(option)
+    key = own - asked
+    if ALTERNATIVES.search(question):
+        offered = set().union(*(words(o) for o in others)) if others else set()
+        key |= (own & asked) - offered
+    return frozenset(key or own)
+
+
+def about_picture(question: str, answer: str) -> bool:
+    """Whether ``question`` asks about the picture itself: its content words outside the
+    answer's are all :data:`PICTURE_WORDS` (``Is the scene dark or brightly lit?``, not ``What
+    colour is the narrator's car?``)."""
+    return not (words(question) - words(answer) - PICTURE_WORDS)
 
 
 # -- what the index holds inside a span -----------------------------------------------------------
@@ -271,8 +356,10 @@ def _speech(index: IndexView, video_id: str, lo: float, hi: float) -> list[Piece
 def _clip_pieces(clip: ClipRow) -> list[Piece]:
     vid, t0, t1 = clip.video_id, clip.t0, clip.t1
     found = [Piece(vid, t0, t1, "on-screen text", line.strip()) for line in _lines(clip.ocr_text)]
-    if clip.caption.strip():
-        found.append(Piece(vid, t0, t1, "caption", clip.caption.strip()))
+    found += [
+        Piece(vid, t0, t1, "caption", text, picture=picture)
+        for text, picture in caption_sentences(clip.caption)
+    ]
     seen: dict[str, list[float]] = {}
     try:
         detections = json.loads(clip.detections or "[]")
@@ -285,6 +372,23 @@ def _clip_pieces(clip: ClipRow) -> list[Piece]:
         noun = label if len(times) == 1 else f"{label} ({len(times)} detections)"
         found.append(Piece(vid, min(times), max(times), "detection", f"{noun} seen"))
     return found
+
+
+def caption_sentences(caption: str) -> list[tuple[str, bool]]:
+    """A caption's sentences, each with whether it is the perception describer's whole-frame
+    statistics. Of a describer's caption, the label is no content and the closing quote of
+    the clip's speech is left out: the transcript's segments are pieces with their own words'
+    times, and the quote, scored as well as they are, would cite the whole clip instead."""
+    text = caption.strip()
+    describer = text.startswith(DESCRIBER_LABEL)
+    if describer:
+        text = SPEECH_QUOTE.sub("", text[len(DESCRIBER_LABEL) :]).strip()
+    out = []
+    for sentence in SENTENCE.split(text):
+        sentence = sentence.strip()
+        if sentence:
+            out.append((sentence, describer and sentence.startswith(PICTURE_SENTENCE)))
+    return out
 
 
 def _lines(text: str) -> list[str]:
@@ -376,7 +480,7 @@ class Checker:
         scored = [
             (score(claim, p, float(cosines[k, column[p.text]])), n, p)
             for n, p in enumerate(pieces)
-            if p.text in column
+            if p.text in column and (claim.about_picture or not p.picture)
         ]
         cited = (span.t0, span.t1)
         if not scored:
