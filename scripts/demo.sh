@@ -49,7 +49,8 @@ cat <<'EOF'
 Offline, the answers come from retrieval (11 of 13 right on the offline accuracy set): the
 index (speech, on-screen text, detections, clip embeddings) is real, but SmolLM2-135M cannot
 reason (as DVD's master it answers (A) in 8 or 9 of 12 questions, whatever the evidence) and the
-"vlm" is a describer of measured facts, not a vision-language model. With a real model endpoint (ask and ground then default to the agents):
+"vlm" is a describer of measured facts, not a vision-language model. With a real model endpoint
+(ask and ground then default to the agents):
   - DVD, VideoAgent2, EEA and AVI plan, search and inspect frames themselves (evidence first
     turns itself off for any llm but the embedded one: evidence_first=auto);
   - clip captions describe what is seen (a VLM), not colours and box counts;
