@@ -278,7 +278,9 @@ def test_dvd_as_published_captions_without_transcripts_and_embeds_the_caption_al
     assert clips and all(c.caption.endswith("Speech was not transcribed.") for c in clips)
     assert "hello there" not in clips[0].caption
     assert clips[0].transcript == "hello there"  # kept in the index, unseen by the captions
-    assert all(c.caption_model.endswith("|no-transcripts") for c in clips)
+    # the describer read no transcript: its fingerprint says so, and so do the facts it read
+    assert all("|no-transcripts|" in c.caption_model for c in clips)
+    assert not any("transcribe" in c.caption_model.rpartition("|facts=")[2] for c in clips)
     assert hashes == {c.clip_index: text_hash(c.caption.strip()) for c in clips}
     trace = result.answer.trace if result.answer else None
     assert trace is not None

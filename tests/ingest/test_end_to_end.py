@@ -96,3 +96,25 @@ def test_burned_in_text_is_read_and_found(tmp_path: Path) -> None:
     with Models(settings) as models:
         hits = search(lib, "emergency fire exit", models=models, top=2)
     assert {h.clip.clip_index for h in hits} == {2, 3}
+
+
+def test_a_describer_caption_is_written_again_when_a_perception_stage_runs_after_it(
+    tmp_path: Path,
+) -> None:
+    # The describer's caption states what the perception stages found, or that they had not
+    # run: indexing detections after the captions must not leave "People were not checked."
+    video = tmp_path / "walk.mp4"
+    make_video(video, duration=10, shots=1)
+    settings = load_settings({"home": tmp_path / "home", "cache": "off"})
+    first = index_video(video, settings=settings, stages=("caption",))
+    lib = Library(settings.library_uri)
+    vid = first.structure.video.video_id
+    assert all("People were not checked." in c.caption for c in lib.clips(vid))
+    index_video(video, settings=settings, stages=("detect",))
+    again = index_video(video, settings=settings, stages=("caption",))
+    captioned = {r.stage: r for r in again.stages}["caption"]
+    assert captioned.clips == len(lib.clips(vid))  # every caption pending again, none skipped
+    assert not any("People were not checked." in c.caption for c in lib.clips(vid))
+    assert all(c.caption_model.endswith("|facts=detect") for c in lib.clips(vid))
+    unchanged = index_video(video, settings=settings, stages=("caption",))
+    assert {r.stage: r for r in unchanged.stages}["caption"].clips == 0  # now up to date

@@ -231,10 +231,22 @@ class Caption(Stage):
     def pending(self, ctx: IngestContext) -> list[ClipRow]:
         if self._independent(ctx.settings):
             return super().pending(ctx)  # no registry chain: each clip stands alone
-        fp = self.fingerprint(ctx.settings)
         clips = ctx.library.clips(ctx.video.video_id)
-        first = next((k for k, c in enumerate(clips) if c.caption_model != fp), len(clips))
+        mark = self._marker(ctx.settings)
+        first = next((k for k, c in enumerate(clips) if c.caption_model != mark(c)), len(clips))
         return clips[first:]
+
+    def _marker(self, settings: Settings) -> Callable[[ClipRow], str]:
+        """What a clip's ``caption_model`` holds once captioned under ``settings``: the
+        fingerprint, and for the describer the perception stages it read (:func:`facts_read`;
+        the transcript only where captions see it)."""
+        from vidagent.models.registry import provider_capabilities
+
+        fp = self.fingerprint(settings)
+        if not provider_capabilities(settings.spec(self.role)).describer:
+            return lambda clip: fp
+        transcripts = settings.caption_transcripts
+        return lambda clip: fp + facts_read(clip, transcripts)
 
     def _independent(self, settings: Settings) -> bool:
         """AVI's captions on a VLM: every clip captioned on its own (the describer chains)."""
@@ -305,8 +317,9 @@ class Caption(Stage):
             return entries
         log.info("caption: rebuilding the subject registry before clip %d", first)
         kept = {sid: e for sid, e in entries.items() if int(e.get("first_clip", first)) < first}
+        mark = self._marker(ctx.settings)
         for clip in ctx.library.clips(ctx.video.video_id):
-            if clip.clip_index < first and clip.caption_model == fp:
+            if clip.clip_index < first and clip.caption_model == mark(clip):
                 for sid in json.loads(clip.subjects or "[]"):
                     kept.setdefault(sid, _subject({}, clip))
         return kept
@@ -465,9 +478,12 @@ class Caption(Stage):
         return ids
 
     # -- the perception describer path ----------------------------------------------------------
+    # A describer's caption states what the perception stages had found when it was written
+    # ("People were not checked." before detection ran): its fingerprint names the stages it
+    # read (facts_read), so a stage run later makes the caption pending again.
 
     def _run_describer(self, ctx: IngestContext, clips: list[ClipRow], bar: tqdm) -> None:
-        fp = self.fingerprint(ctx.settings)
+        mark = self._marker(ctx.settings)
         video = ctx.video
         cuts = [s.t0 for s in ctx.library.shots(video.video_id)[1:]]
         registry = self._registry if self._registry is not None else {}
@@ -486,7 +502,7 @@ class Caption(Stage):
                 "clip_index": clip.clip_index,
                 "caption": describe_clip(clip, thumbs, cuts, seen),
             }
-            update |= {"subjects": json.dumps(present), "caption_model": fp}
+            update |= {"subjects": json.dumps(present), "caption_model": mark(clip)}
             self._registry = registry
             self.finished(ctx, update, bar)
 
@@ -532,3 +548,23 @@ class Caption(Stage):
                 else "calls run one after another: each needs the previous clip's registry",
             ],
         )
+
+
+#: The perception stages whose rows a describer's caption states, by their clips column.
+FACT_STAGES = (
+    ("transcribe", "transcript_model"),
+    ("read_text", "ocr_model"),
+    ("detect", "detect_model"),
+)
+
+
+def facts_read(clip: ClipRow, transcripts: bool = True) -> str:
+    """The fingerprint suffix naming the perception stages that had filled ``clip`` (the
+    describer's captions state their facts, or that they were not checked); the transcript's
+    only when ``transcripts`` (captions that see it)."""
+    read = [
+        stage
+        for stage, column in FACT_STAGES
+        if getattr(clip, column) and (transcripts or stage != "transcribe")
+    ]
+    return "|facts=" + "+".join(read)
