@@ -66,6 +66,7 @@ import os
 import re
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
@@ -341,6 +342,21 @@ def _error_text(response: httpx.Response) -> str:
         text = err if err is not None else text
     text = str(text).strip() or response.reason_phrase
     return str(text) if len(text) <= _ERROR_TEXT_LIMIT else text[: _ERROR_TEXT_LIMIT - 1] + "…"
+
+
+@contextmanager
+def _transport_errors(endpoint: str) -> Iterator[None]:
+    """A timeout or a failed connection inside the block, as vidagent's errors."""
+    try:
+        yield
+    except httpx.TimeoutException as e:
+        raise ProviderTimeout(
+            f"no answer within the timeout ({type(e).__name__})", endpoint=endpoint
+        ) from None
+    except httpx.TransportError as e:
+        raise ServerError(
+            f"connection failed: {type(e).__name__}: {e}", endpoint=endpoint
+        ) from None
 
 
 def _raise_for_status(response: httpx.Response, endpoint: str) -> None:
@@ -665,19 +681,11 @@ class OpenAIAdapter(Adapter):
         self, path: str, body: dict[str, Any], files: dict[str, Any] | None = None
     ) -> dict[str, Any]:
         """POST ``body`` as JSON, or as multipart form fields beside ``files``."""
-        try:
+        with _transport_errors(self.endpoint):
             if files is None:
                 response = self._http.post(path, json=body)
             else:
                 response = self._http.post(path, data=body, files=files)
-        except httpx.TimeoutException as e:
-            raise ProviderTimeout(
-                f"no answer within the timeout ({type(e).__name__})", endpoint=self.endpoint
-            ) from None
-        except httpx.TransportError as e:
-            raise ServerError(
-                f"connection failed: {type(e).__name__}: {e}", endpoint=self.endpoint
-            ) from None
         _raise_for_status(response, self.endpoint)
         try:
             data = response.json()
@@ -695,19 +703,14 @@ class OpenAIAdapter(Adapter):
         where the reply turns degenerate (module docstring)."""
         body = {**body, "stream": True, "stream_options": {"include_usage": True}}
         try:
-            with self._http.stream("POST", path, json=body) as response:
+            with (
+                _transport_errors(self.endpoint),
+                self._http.stream("POST", path, json=body) as response,
+            ):
                 if not 200 <= response.status_code < 300:
                     response.read()
                     _raise_for_status(response, self.endpoint)
                 return _read_stream(response.iter_lines(), self.model)
-        except httpx.TimeoutException as e:
-            raise ProviderTimeout(
-                f"no answer within the timeout ({type(e).__name__})", endpoint=self.endpoint
-            ) from None
-        except httpx.TransportError as e:
-            raise ServerError(
-                f"connection failed: {type(e).__name__}: {e}", endpoint=self.endpoint
-            ) from None
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
             raise self._malformed("chat completion stream", e) from None
 
