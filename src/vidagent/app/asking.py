@@ -49,7 +49,7 @@ MEASURED_OFFLINE = {
         "videoagent2": "4 of 13 right (31%, chance 33%), median 105 s a question",
     },
     "transformers": {
-        "dvd": "6 of 13 right (46%, chance 33%; (A) in 9 of 12), median 36 s a question",
+        "dvd": "6 of 13 right (46%, chance 33%; (A) in 9 of 12), median 27 s a question",
     },
 }
 RUNTIMES = {"llamacpp": "llama.cpp", "transformers": "transformers"}
