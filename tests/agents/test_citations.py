@@ -412,8 +412,70 @@ def test_the_describers_quote_of_the_speech_is_left_to_the_transcript() -> None:
         (picture, True),
         ("One continuous shot.", False),
     ]
+    # the quote of the on-screen lines is left to the lines, each a piece of its own
+    shown = DESCRIBED.replace("No on-screen text.", 'On-screen text: "Sara Kraft." | "NARRATOR".')
+    assert [s for s, _ in caption_sentences(shown)][:2] == [
+        "People were not checked.",
+        picture,
+    ]
     # a vision model's caption is read sentence by sentence, nothing left out
     assert caption_sentences('A man talks. Speech: "hi".') == [
         ("A man talks.", False),
         ('Speech: "hi".', False),
     ]
+
+
+def test_a_span_repeating_one_word_of_the_answer_is_weak_beside_one_that_states_it(
+    library: Library,
+) -> None:
+    # "free" is said at 0.5-3.4 s as well; the span that says "totally free" is the citation,
+    # the other one only repeats a word of it (a word the video says throughout)
+    said = "how much does a license cost feel free"
+    timed = [[0.5 + 0.3 * i, 0.7 + 0.3 * i, w, 0.9] for i, w in enumerate(said.split())]
+    spoken = TranscriptSegment(VID, 1, 4.2, 8.5, SPOKEN, json.dumps(WORDS), "fake:echo")
+    library.put_transcript(
+        VID, [TranscriptSegment(VID, 0, 0.5, 2.9, said, json.dumps(timed), "fake:echo"), spoken]
+    )
+    e = answered(ask(library, COST, "B", [(0.0, 4.0), (4.0, 8.0)]))
+    repeats, states = e.citations
+    assert repeats["text"].endswith("feel free") and repeats["support"] >= 0.5
+    assert (repeats["label"], states["label"]) == ("weak", "supported")
+    assert not e.abstained
+    # alone, the span that repeats the word is still the answer's best support
+    (alone,) = answered(ask(library, COST, "B", [(0.0, 4.0)])).citations
+    assert alone["label"] == "supported"
+
+
+CREDITS = "MUSIC + SOUND DESIGN\nLesser\nNARRATOR\nSara Kraft"
+
+
+@pytest.mark.parametrize(
+    ("question", "label"),
+    [
+        ("Who is credited as the narrator?", "supported"),
+        ("Who is credited for the sound design?", "weak"),
+        ("Who wrote the script?", "weak"),
+    ],
+)
+def test_a_name_on_screen_answers_only_what_its_heading_says(
+    library: Library, question: str, label: str
+) -> None:
+    # a credits screen: every name is on it, but only the line beside a name says what it is
+    library.put_clips(VID, [ClipRow(VID, 2, 8.0, 12.0, ocr_text=CREDITS)])
+    q = Question(question, (VID,), ("Eric Steuer", "Sara Kraft"))
+    (c,) = answered(ask(library, q, "B", [(8.0, 12.0)])).citations
+    assert (c["source"], c["text"], c["label"]) == ("on-screen text", "Sara Kraft", label)
+
+
+def test_a_span_that_cuts_a_sentence_cites_the_sentence(library: Library) -> None:
+    # the cited clip ends at 4.0 s, inside "...people anywhere to use it": the sentence is read
+    # whole, and the citation tightened to its words, past the clip's end
+    said = "you are enabling people anywhere to use it"
+    timed = [[2.0 + 0.5 * i, 2.3 + 0.5 * i, w, 0.9] for i, w in enumerate(said.split())]
+    library.put_transcript(
+        VID, [TranscriptSegment(VID, 0, 2.0, 5.8, said, json.dumps(timed), "fake:echo")]
+    )
+    q = Question("Who do you enable to use it?", (VID,), ("people anywhere", "only lawyers"))
+    (c,) = answered(ask(library, q, "A", [(0.0, 4.0)])).citations
+    assert (c["label"], c["source"]) == ("supported", "speech")
+    assert "people anywhere" in c["text"] and c["t1"] > 4.0

@@ -12,11 +12,13 @@ of them when that leaves none); for a grounding answer, the event described. Eac
 (the strategy's evidence, at most five) is read through the index (:class:`~vidagent.tools.index.
 IndexView`): the clips overlapping it and, inside them,
 
-- **speech**: each transcript segment's words (with their own times);
-- **on-screen text**: each distinct OCR line of a clip;
+- **speech**: each transcript segment with a word inside the span, read whole (a span that cuts
+  a sentence cites the sentence), its words with their own times;
+- **on-screen text**: each distinct OCR line of a clip, with the lines beside it;
 - **caption**: each sentence of a clip's caption (a sentence supports a claim on its own, not
-  the paragraph's sum; of the perception describer's caption, the label is no content and the
-  quote of the clip's speech is left to the transcript, which knows its words' times);
+  the paragraph's sum; of the perception describer's caption, the label is no content, the
+  quote of the clip's speech is left to the transcript, which knows its words' times, and the
+  quote of its on-screen lines to the lines);
 - **detections**: each label detected in a clip (``3 person detections``), at its frames' times;
 - **graph events**: each relation and timed action of the entity graph overlapping the span.
 
@@ -27,7 +29,18 @@ a claim without key words is scored by ``cos`` alone; words are read as
 :func:`~vidagent.agents.evidence.words` reads them, but a contraction is one word, ``don't`` no
 content word rather than ``don`` and ``t``). A span's support for a claim is its best
 piece's; its label is ``supported`` (``>= SUPPORTED``), ``weak`` (``>= WEAK``) or
-``unsupported``. The weights and thresholds were chosen before measuring (an even mix; a
+``unsupported``, but two rules make a supported citation ``weak``, support unchanged:
+
+- **a bare value on screen** (:func:`unlabelled`): an on-screen line holding nothing but the
+  answer's key words (a name, a number) with none of the question's other words on the lines
+  beside it. A credits screen shows every name; ``Sara Kraft`` under ``NARRATOR`` answers
+  "Who is credited as the narrator?" and not "Who wrote the script?";
+- **a span that says less of the claim than another** cited for it: of a claim's supported
+  citations, those holding fewer of its key words than the best one are weak. When one span
+  says "totally free" and another only "free" (a word the video says throughout), the first
+  is where the answer is.
+
+Neither changes the answer's support, so neither makes an answer abstain. The weights and thresholds were chosen before measuring (an even mix; a
 span whose words hold all the claim's key words is supported whatever its cosine);
 ``benchmarks/citations.py`` measures what they give with MiniLM on the real clips (docs/strategies/index.md,
 "Checked citations and abstention").
@@ -46,9 +59,9 @@ measured (``benchmarks/citations.py``): it withheld more right answers than wron
 question's words are seldom the video's ("Which organisation does the video promote?" is
 answered by "Creative Commons", said with neither "organisation" nor "promote").
 
-Of a span's pieces, the one cited is the most precise among those earning the best label (the
-narrowest in time, so a spoken phrase wins over the clip caption that quotes it), then the one
-with the highest support. Times are tightened to where the support is: a spoken piece to the words of the claim it holds
+Of a span's pieces, the one cited is, among those earning the best label, the one holding most
+of the claim's key words, then the most precise (the narrowest in time, so a spoken phrase wins
+over a clip's caption), then the one with the highest support. Times are tightened to where the support is: a spoken piece to the words of the claim it holds
 (the first to the last matched word, :data:`PAD_WORDS` words of context either side, within
 its segment), or to the segment's words when no key word matched; a detection to the frames it
 was seen in; a graph event to its own interval; an on-screen line or a caption to its clip
@@ -80,7 +93,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -128,6 +141,8 @@ ALTERNATIVES = re.compile(r"\bor\b", re.IGNORECASE)
 PICTURE_SENTENCE = "Picture:"
 #: How the describer's caption ends when the clip has speech: a quote of it.
 SPEECH_QUOTE = re.compile(r'\s*Speech: ".*"\.\s*$', re.DOTALL)
+#: The describer's quote of the clip's on-screen lines: ``On-screen text: "a" | "b".``
+ON_SCREEN_QUOTE = re.compile(r'On-screen text: ".*?"\.(?=\s|$)', re.DOTALL)
 #: Words (as :func:`~vidagent.agents.evidence.words` gives them) that ask about the picture
 #: itself, not a thing in it: a question whose content words outside the option are all here
 #: can be supported by the describer's whole-frame statistics (module docstring).
@@ -202,11 +217,14 @@ class Claim:
         key_words: the words its support must hold (module docstring).
         about_picture: the question asks about the picture itself, so the describer's
             whole-frame statistics may support it (module docstring).
+        asked: the question's content words that are not key words: what a bare value on
+            screen must be labelled with to answer it (module docstring).
     """
 
     text: str
     key_words: frozenset[str]
     about_picture: bool = False
+    asked: frozenset[str] = frozenset()
 
     def to_json(self, citations: Sequence[Citation], number: int) -> dict[str, Any]:
         mine = [i for i, c in enumerate(citations) if c.claim == number]
@@ -256,6 +274,8 @@ class Piece:
     words: tuple[tuple[float, float, str], ...] = field(default=(), repr=False)
     #: the describer's whole-frame statistics (colours, brightness, motion)
     picture: bool = False
+    #: an on-screen line's neighbours in its clip (the lines above and below it)
+    beside: str = ""
 
 
 # -- claims --------------------------------------------------------------------------------------
@@ -282,22 +302,27 @@ def claims_of(question: Question, answer: Answer) -> tuple[Claim, ...]:
         if answer.choice is not None:
             option = question.options[answer.choice]
             others = [o for i, o in enumerate(question.options) if i != answer.choice]
+            key = option_key_words(question.text, option, others)
             return (
                 Claim(
                     f"{question.text.strip()} {option.strip()}",
-                    option_key_words(question.text, option, others),
+                    key,
                     about_picture(question.text, option),
+                    frozenset(asked - key),
                 ),
             )
-        key = words(answer.text) - asked
+        key = frozenset(words(answer.text) - asked)
         text = f"{question.text.strip()} {answer.text.strip()}"
-        return (Claim(text, frozenset(key), about_picture(question.text, answer.text)),)
+        return (Claim(text, key, about_picture(question.text, answer.text), frozenset(asked)),)
     found = []
     for sentence in SENTENCE.split(answer.text.strip()):
         sentence = sentence.strip()
         if sentence and words(sentence):
             own = frozenset(words(sentence) - asked or words(sentence))
-            found.append(Claim(sentence, own, about_picture(question.text, sentence)))
+            claim = Claim(
+                sentence, own, about_picture(question.text, sentence), frozenset(asked - own)
+            )
+            found.append(claim)
     return tuple(found)
 
 
@@ -341,21 +366,24 @@ def pieces_in(index: IndexView, span: Evidence) -> list[Piece]:
 def _speech(index: IndexView, video_id: str, lo: float, hi: float) -> list[Piece]:
     pieces = []
     for seg in index.transcript(video_id, lo, hi):
-        timed = [(float(w[0]), float(w[1]), str(w[2])) for w in json.loads(seg.words or "[]")]
-        inside = tuple(w for w in timed if lo <= (w[0] + w[1]) / 2 <= hi)
-        if inside:
-            text = " ".join(w[2].strip() for w in inside)
-            pieces.append(Piece(video_id, inside[0][0], inside[-1][1], "speech", text, inside))
+        timed = tuple((float(w[0]), float(w[1]), str(w[2])) for w in json.loads(seg.words or "[]"))
+        # a segment with a word inside the span is read whole: a span that cuts a sentence
+        # cites the sentence, and the citation is tightened to its words
+        if any(lo <= (w[0] + w[1]) / 2 <= hi for w in timed):
+            text = " ".join(w[2].strip() for w in timed)
+            pieces.append(Piece(video_id, timed[0][0], timed[-1][1], "speech", text, timed))
         elif not timed and seg.text.strip():  # a transcript without word times
-            pieces.append(
-                Piece(video_id, max(seg.t0, lo), min(seg.t1, hi), "speech", seg.text.strip())
-            )
+            pieces.append(Piece(video_id, seg.t0, seg.t1, "speech", seg.text.strip()))
     return pieces
 
 
 def _clip_pieces(clip: ClipRow) -> list[Piece]:
     vid, t0, t1 = clip.video_id, clip.t0, clip.t1
-    found = [Piece(vid, t0, t1, "on-screen text", line.strip()) for line in _lines(clip.ocr_text)]
+    lines = _lines(clip.ocr_text)
+    found = [
+        Piece(vid, t0, t1, "on-screen text", line, beside=" ".join(lines[max(i - 1, 0) : i + 2]))
+        for i, line in enumerate(lines)
+    ]
     found += [
         Piece(vid, t0, t1, "caption", text, picture=picture)
         for text, picture in caption_sentences(clip.caption)
@@ -376,13 +404,16 @@ def _clip_pieces(clip: ClipRow) -> list[Piece]:
 
 def caption_sentences(caption: str) -> list[tuple[str, bool]]:
     """A caption's sentences, each with whether it is the perception describer's whole-frame
-    statistics. Of a describer's caption, the label is no content and the closing quote of
-    the clip's speech is left out: the transcript's segments are pieces with their own words'
-    times, and the quote, scored as well as they are, would cite the whole clip instead."""
+    statistics. Of a describer's caption, the label is no content, and its quotes of the
+    clip's speech and on-screen text are left out: the transcript's segments are pieces with
+    their own words' times, and the quote, scored as well as they are, would cite the whole
+    clip instead; the OCR lines are pieces one line at a time, and the quote, every line in
+    one sentence, would let a name support a question its line does not answer."""
     text = caption.strip()
     describer = text.startswith(DESCRIBER_LABEL)
     if describer:
-        text = SPEECH_QUOTE.sub("", text[len(DESCRIBER_LABEL) :]).strip()
+        text = SPEECH_QUOTE.sub("", text[len(DESCRIBER_LABEL) :])
+        text = ON_SCREEN_QUOTE.sub(" ", text).strip()
     out = []
     for sentence in SENTENCE.split(text):
         sentence = sentence.strip()
@@ -402,6 +433,24 @@ def label_of(support: float) -> Label:
     if support >= SUPPORTED:
         return "supported"
     return "weak" if support >= WEAK else "unsupported"
+
+
+def unlabelled(claim: Claim, piece: Piece) -> bool:
+    """Whether ``piece`` is a bare value on screen that nothing beside it ties to the question:
+    an on-screen line holding only the claim's key words (a name, a number) whose neighbouring
+    lines (a credit's role, a form's field) hold none of the question's words. ``Sara Kraft``
+    under ``NARRATOR`` answers "Who is credited as the narrator?", not "Who wrote the
+    script?"."""
+    if piece.source != "on-screen text" or not claim.asked:
+        return False
+    own = words(piece.text)
+    return bool(own) and own <= claim.key_words and not (words(piece.beside) & claim.asked)
+
+
+def piece_label(claim: Claim, piece: Piece, support: float) -> Label:
+    """``support``'s label, at most ``weak`` for a bare value on screen (:func:`unlabelled`)."""
+    label = label_of(support)
+    return "weak" if label == "supported" and unlabelled(claim, piece) else label
 
 
 def lexical(claim: Claim, piece: Piece) -> float:
@@ -444,22 +493,29 @@ class Checker:
         return self.durations[video_id]
 
     def check(self, claims: Sequence[Claim], spans: Sequence[Evidence]) -> list[Citation]:
-        """Each span checked for its best claim, and for every other claim it supports."""
+        """Each span checked for its best claim, and for every other claim it supports; a
+        supported citation that holds fewer of its claim's key words than another is weak
+        (module docstring)."""
         per_span = [pieces_in(self.index, s) for s in spans]
         texts = list(dict.fromkeys(p.text for ps in per_span for p in ps))[:MAX_PIECES]
         cosines = self._cosines([c.text for c in claims], texts)  # (claims, pieces)
         column = {t: i for i, t in enumerate(texts)}
-        out: list[Citation] = []
+        kept: list[tuple[Citation, float]] = []
         for span, pieces in zip(spans, per_span, strict=True):
             found = [
                 self._best(k, claim, span, pieces, cosines, column)
                 for k, claim in enumerate(claims)
             ]
-            best = max(range(len(found)), key=lambda k: found[k].support) if found else None
-            for k, citation in enumerate(found):
-                if k == best or citation.label != "unsupported":
-                    out.append(citation)
-        return out
+            best = max(range(len(found)), key=lambda k: found[k][0].support) if found else None
+            kept += [f for k, f in enumerate(found) if k == best or f[0].label != "unsupported"]
+        most = [
+            max((cover for c, cover in kept if c.claim == k and c.label == "supported"), default=0)
+            for k in range(len(claims))
+        ]
+        return [
+            replace(c, label="weak") if c.label == "supported" and cover < most[c.claim] else c
+            for c, cover in kept
+        ]
 
     def _cosines(self, claims: list[str], texts: list[str]) -> np.ndarray:
         if not claims or not texts:
@@ -476,26 +532,31 @@ class Checker:
         pieces: Sequence[Piece],
         cosines: np.ndarray,
         column: dict[str, int],
-    ) -> Citation:
-        scored = [
-            (score(claim, p, float(cosines[k, column[p.text]])), n, p)
-            for n, p in enumerate(pieces)
-            if p.text in column and (claim.about_picture or not p.picture)
-        ]
+    ) -> tuple[Citation, float]:
+        """The citation of ``span`` for claim ``k``, and the share of the claim's key words
+        its piece holds."""
+        scored = []
+        for n, p in enumerate(pieces):
+            if p.text in column and (claim.about_picture or not p.picture):
+                support = score(claim, p, float(cosines[k, column[p.text]]))
+                scored.append((piece_label(claim, p, support), support, lexical(claim, p), n, p))
         cited = (span.t0, span.t1)
         if not scored:
-            return Citation(span.video_id, span.t0, span.t1, cited, "unsupported", 0.0, claim=k)
-        # Among the pieces that earn the best label, the one that pins the time closest wins
-        # (a spoken phrase over the clip's caption that quotes it), then the higher support.
-        support, _, piece = max(
-            scored, key=lambda x: (RANK[label_of(x[0])], x[2].t0 - x[2].t1, x[0], -x[1])
+            return Citation(span.video_id, span.t0, span.t1, cited, "unsupported", 0.0, claim=k), 0
+        # Among the pieces that earn the best label, the one holding most of the key words
+        # wins, then the one that pins the time closest (a spoken phrase over a clip's
+        # caption), then the higher support.
+        label, support, cover, _, piece = max(
+            scored, key=lambda x: (RANK[x[0]], x[2], x[4].t0 - x[4].t1, x[1], -x[3])
         )
         if support < WEAK:  # nothing to point at: the cited span stays as it was
-            return Citation(span.video_id, span.t0, span.t1, cited, "unsupported", support, claim=k)
+            unsupported = Citation(
+                span.video_id, span.t0, span.t1, cited, "unsupported", support, claim=k
+            )
+            return unsupported, 0
         t0, t1, text = tightened(claim, piece, self.duration(span.video_id))
-        return Citation(
-            span.video_id, t0, t1, cited, label_of(support), support, piece.source, text, k
-        )
+        citation = Citation(span.video_id, t0, t1, cited, label, support, piece.source, text, k)
+        return citation, cover
 
 
 # -- the answer's verdict -----------------------------------------------------------------------
