@@ -24,6 +24,8 @@ MiniLM, faster-whisper tiny.en, RapidOCR, OpenCV) and ``abstain=auto``; DVD and 
 - **abstain (unanswerable)**: the share of unanswerable questions that abstained;
 - **false abstain**: the share of answerable questions that abstained, and how many of those
   answers were right (withholding a wrong answer is what abstention is for);
+- **right answers withheld**: the share of right answers that abstained (the checker's own
+  error, whatever the strategy's accuracy);
 - **selective accuracy**: right answers over the questions that did not abstain (an answered
   unanswerable question is wrong), with the coverage (share not abstaining).
 
@@ -92,6 +94,7 @@ class Tally:
     abstained_none: int = 0
     abstained_real: int = 0
     abstained_right: int = 0
+    right: int = 0
     kept: int = 0
     kept_right: int = 0
     seconds: list[float] = field(default_factory=list)
@@ -108,6 +111,7 @@ class Tally:
             self.answerable += 1
             self.abstained_real += abstained
             self.abstained_right += abstained and right
+            self.right += right
             # a wrong answer has no true span: its supported citations count, never inside
             spans = q["spans"] if right else []
             for c in v.citations if v else ():
@@ -141,6 +145,7 @@ class Tally:
             f"{mean(self.tight_len)} / {mean(self.cited_len)} | "
             f"{share(self.abstained_none, self.unanswerable)} | "
             f"{share(self.abstained_real, self.answerable)}, {self.abstained_right} right | "
+            f"{share(self.abstained_right, self.right)} | "
             f"{share(self.kept_right, self.kept)} | {share(self.kept, total)} | "
             f"{mean(self.seconds)} |"
         )
@@ -296,9 +301,9 @@ def main() -> None:
     print(
         "| strategy | part | supported inside true span | overlapping | time error s | "
         "tightened / cited length s | abstain (unanswerable) | false abstain | "
-        "selective accuracy | coverage | mean seconds |"
+        "right answers withheld | selective accuracy | coverage | mean seconds |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, tallies in results.items():
         for part, tally in tallies.items():
             print(tally.row(f"{name} | {part}"))

@@ -40,10 +40,11 @@ piece's; its label is ``supported`` (``>= SUPPORTED``), ``weak`` (``>= WEAK``) o
   says "totally free" and another only "free" (a word the video says throughout), the first
   is where the answer is.
 
-Neither changes the answer's support, so neither makes an answer abstain. The weights and thresholds were chosen before measuring (an even mix; a
-span whose words hold all the claim's key words is supported whatever its cosine);
-``benchmarks/citations.py`` measures what they give with MiniLM on the real clips (docs/strategies/index.md,
-"Checked citations and abstention").
+Neither changes the answer's support, so neither makes an answer abstain. The weights and
+thresholds were chosen before measuring (an even mix; a span whose words hold all the claim's
+key words is supported whatever its cosine); the two rules were found on the first three parts
+of ``benchmarks/citations.py``'s question set and measured on its fourth, written after them
+(docs/strategies/index.md, "Checked citations and abstention").
 
 What the question asks about. The perception describer's ``Picture:`` sentence holds pixel
 statistics of the whole frame (its dominant colours, brightness, motion): they describe the
@@ -57,17 +58,19 @@ another sense, ``Red Hat`` for ``red``, can still match: the embedder's term is 
 guard there). Requiring the question's other words in the cited span as well was tried and
 measured (``benchmarks/citations.py``): it withheld more right answers than wrong ones, since a
 question's words are seldom the video's ("Which organisation does the video promote?" is
-answered by "Creative Commons", said with neither "organisation" nor "promote").
+answered by "Creative Commons", said with neither "organisation" nor "promote"). Only a bare
+value on screen needs them (above): a name alone says nothing of what it answers.
 
 Of a span's pieces, the one cited is, among those earning the best label, the one holding most
 of the claim's key words, then the most precise (the narrowest in time, so a spoken phrase wins
-over a clip's caption), then the one with the highest support. Times are tightened to where the support is: a spoken piece to the words of the claim it holds
-(the first to the last matched word, :data:`PAD_WORDS` words of context either side, within
-its segment), or to the segment's words when no key word matched; a detection to the frames it
-was seen in; a graph event to its own interval; an on-screen line or a caption to its clip
-(the index keeps an OCR line per clip, not the frame it was read in). A tightened time may
-leave the cited span (an instant cited by EEA's frame memory becomes the phrase around it) but
-never the video: it is clamped to ``[0, duration]``.
+over a clip's caption), then the one with the highest support. Times are tightened to where
+the support is: a spoken piece to the words of the claim it holds (the first to the last
+matched word, :data:`PAD_WORDS` words of context either side, within its segment), or to the
+segment's words when no key word matched; a detection to the frames it was seen in; a graph
+event to its own interval; an on-screen line or a caption to its clip (the index keeps an OCR
+line per clip, not the frame it was read in). A tightened time may leave the cited span (an
+instant cited by EEA's frame memory becomes the phrase around it, a clip that cuts a sentence
+the sentence's words) but never the video: it is clamped to ``[0, duration]``.
 
 Where a vision model is configured (``tool_vlm`` takes images and is not the perception
 describer), the cited spans' frames are also shown to it in one batched call (two frames per
