@@ -16,7 +16,8 @@ MiniLM, faster-whisper tiny.en, RapidOCR, OpenCV) and ``abstain=auto``; DVD and 
 ``benchmarks/offline_accuracy.py``). Per strategy and part it prints:
 
 - **precision**: of the ``supported`` citations of answerable questions, the share inside one
-  of the answer's true spans (and the share overlapping one); a wrong answer has no true span,
+  of the answer's true spans (and the share overlapping one); two cited spans tightened to the
+  same time (two clips of one sentence) are one citation; a wrong answer has no true span,
   so its supported citations count and are never inside; no tolerance: the spans are written
   from the index's word times and clip bounds, rounded outward to a tenth of a second;
 - **time error**: seconds of a right answer's supported citation outside the nearest true
@@ -114,9 +115,12 @@ class Tally:
             self.right += right
             # a wrong answer has no true span: its supported citations count, never inside
             spans = q["spans"] if right else []
+            places = set()
             for c in v.citations if v else ():
-                if c.label != "supported":
+                # two cited clips that tighten to the same phrase are one place cited
+                if c.label != "supported" or (c.video_id, c.t0, c.t1, c.claim) in places:
                     continue
+                places.add((c.video_id, c.t0, c.t1, c.claim))
                 self.supported += 1
                 self.tight_len.append(c.t1 - c.t0)
                 self.cited_len.append(c.cited[1] - c.cited[0])

@@ -446,23 +446,25 @@ def test_a_span_repeating_one_word_of_the_answer_is_weak_beside_one_that_states_
     assert alone["label"] == "supported"
 
 
-CREDITS = "MUSIC + SOUND DESIGN\nLesser\nNARRATOR\nSara Kraft"
+CREDITS = "MUSIC + SOUND DESIGN\nLesser\nNARRATOR\nSara Kraft\nSCRIPT\nEric Steuer"
 
 
 @pytest.mark.parametrize(
-    ("question", "label"),
+    ("question", "options", "label"),
     [
-        ("Who is credited as the narrator?", "supported"),
-        ("Who is credited for the sound design?", "weak"),
-        ("Who wrote the script?", "weak"),
+        ("Who is credited as the narrator?", ("Eric Steuer", "Sara Kraft"), "supported"),
+        ("Who is credited for the sound design?", ("Eric Steuer", "Sara Kraft"), "weak"),
+        ("Who wrote the script?", ("Eric Steuer", "Sara Kraft"), "weak"),
+        # no other option is shown: the line showing this one is all there is to read
+        ("Who wrote the script?", ("Ryan Junell", "Sara Kraft"), "supported"),
     ],
 )
-def test_a_name_on_screen_answers_only_what_its_heading_says(
-    library: Library, question: str, label: str
+def test_a_name_on_screen_among_its_rivals_answers_only_what_its_heading_says(
+    library: Library, question: str, options: tuple[str, str], label: str
 ) -> None:
-    # a credits screen: every name is on it, but only the line beside a name says what it is
+    # a credits roll shows every name: only the line beside a name says what it is credited for
     library.put_clips(VID, [ClipRow(VID, 2, 8.0, 12.0, ocr_text=CREDITS)])
-    q = Question(question, (VID,), ("Eric Steuer", "Sara Kraft"))
+    q = Question(question, (VID,), options)
     (c,) = answered(ask(library, q, "B", [(8.0, 12.0)])).citations
     assert (c["source"], c["text"], c["label"]) == ("on-screen text", "Sara Kraft", label)
 

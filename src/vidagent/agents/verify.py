@@ -14,7 +14,7 @@ IndexView`): the clips overlapping it and, inside them,
 
 - **speech**: each transcript segment with a word inside the span, read whole (a span that cuts
   a sentence cites the sentence), its words with their own times;
-- **on-screen text**: each distinct OCR line of a clip, with the lines beside it;
+- **on-screen text**: each distinct OCR line of a clip, with the line above it;
 - **caption**: each sentence of a clip's caption (a sentence supports a claim on its own, not
   the paragraph's sum; of the perception describer's caption, the label is no content, the
   quote of the clip's speech is left to the transcript, which knows its words' times, and the
@@ -31,10 +31,12 @@ content word rather than ``don`` and ``t``). A span's support for a claim is its
 piece's; its label is ``supported`` (``>= SUPPORTED``), ``weak`` (``>= WEAK``) or
 ``unsupported``, but two rules make a supported citation ``weak``, support unchanged:
 
-- **a bare value on screen** (:func:`unlabelled`): an on-screen line holding nothing but the
-  answer's key words (a name, a number) with none of the question's other words on the lines
-  beside it. A credits screen shows every name; ``Sara Kraft`` under ``NARRATOR`` answers
-  "Who is credited as the narrator?" and not "Who wrote the script?";
+- **a bare value on screen among its rivals** (:func:`unlabelled`): an on-screen line holding
+  nothing but the answer's key words (a name, a number) with none of the question's other
+  words on the line above it, in a video that also shows another option on a line of its
+  own. A credits roll shows every name; ``Sara Kraft`` under ``NARRATOR`` answers "Who is
+  credited as the narrator?" and not "Who wrote the script?". Where no other option is shown,
+  the line showing the option is the answer ("What does the button say?" ``Get a License``);
 - **a span that says less of the claim than another** cited for it: of a claim's supported
   citations, those holding fewer of its key words than the best one are weak. When one span
   says "totally free" and another only "free" (a word the video says throughout), the first
@@ -222,12 +224,14 @@ class Claim:
             whole-frame statistics may support it (module docstring).
         asked: the question's content words that are not key words: what a bare value on
             screen must be labelled with to answer it (module docstring).
+        rivals: the content words of each other option of a multiple-choice question.
     """
 
     text: str
     key_words: frozenset[str]
     about_picture: bool = False
     asked: frozenset[str] = frozenset()
+    rivals: tuple[frozenset[str], ...] = ()
 
     def to_json(self, citations: Sequence[Citation], number: int) -> dict[str, Any]:
         mine = [i for i, c in enumerate(citations) if c.claim == number]
@@ -277,8 +281,8 @@ class Piece:
     words: tuple[tuple[float, float, str], ...] = field(default=(), repr=False)
     #: the describer's whole-frame statistics (colours, brightness, motion)
     picture: bool = False
-    #: an on-screen line's neighbours in its clip (the lines above and below it)
-    beside: str = ""
+    #: the line above an on-screen line in its clip (its heading, in a list or a credits roll)
+    above: str = ""
 
 
 # -- claims --------------------------------------------------------------------------------------
@@ -312,6 +316,7 @@ def claims_of(question: Question, answer: Answer) -> tuple[Claim, ...]:
                     key,
                     about_picture(question.text, option),
                     frozenset(asked - key),
+                    tuple(frozenset(words(o)) for o in others),
                 ),
             )
         key = frozenset(words(answer.text) - asked)
@@ -384,7 +389,7 @@ def _clip_pieces(clip: ClipRow) -> list[Piece]:
     vid, t0, t1 = clip.video_id, clip.t0, clip.t1
     lines = _lines(clip.ocr_text)
     found = [
-        Piece(vid, t0, t1, "on-screen text", line, beside=" ".join(lines[max(i - 1, 0) : i + 2]))
+        Piece(vid, t0, t1, "on-screen text", line, above=lines[i - 1] if i else "")
         for i, line in enumerate(lines)
     ]
     found += [
@@ -439,21 +444,23 @@ def label_of(support: float) -> Label:
 
 
 def unlabelled(claim: Claim, piece: Piece) -> bool:
-    """Whether ``piece`` is a bare value on screen that nothing beside it ties to the question:
-    an on-screen line holding only the claim's key words (a name, a number) whose neighbouring
-    lines (a credit's role, a form's field) hold none of the question's words. ``Sara Kraft``
-    under ``NARRATOR`` answers "Who is credited as the narrator?", not "Who wrote the
-    script?"."""
+    """Whether ``piece`` is a bare value on screen that nothing above it ties to the question:
+    an on-screen line holding only the claim's key words (a name, a number) whose line above
+    (a credit's role, a form's field) holds none of the question's words. ``Sara Kraft`` under
+    ``NARRATOR`` answers "Who is credited as the narrator?", not "Who wrote the script?"."""
     if piece.source != "on-screen text" or not claim.asked:
         return False
     own = words(piece.text)
-    return bool(own) and own <= claim.key_words and not (words(piece.beside) & claim.asked)
+    return bool(own) and own <= claim.key_words and not (words(piece.above) & claim.asked)
 
 
-def piece_label(claim: Claim, piece: Piece, support: float) -> Label:
-    """``support``'s label, at most ``weak`` for a bare value on screen (:func:`unlabelled`)."""
+def piece_label(claim: Claim, piece: Piece, support: float, contested: bool) -> Label:
+    """``support``'s label, at most ``weak`` for a bare value on screen (:func:`unlabelled`)
+    when another option is shown too (``contested``: :meth:`Checker.contested`)."""
     label = label_of(support)
-    return "weak" if label == "supported" and unlabelled(claim, piece) else label
+    if label == "supported" and contested and unlabelled(claim, piece):
+        return "weak"
+    return label
 
 
 def lexical(claim: Claim, piece: Piece) -> float:
@@ -489,11 +496,26 @@ class Checker:
     index: IndexView
     embed: Client  # the embed role's
     durations: dict[str, float] = field(default_factory=dict)
+    shown: dict[str, list[set[str]]] = field(default_factory=dict)  # each OCR line's words
 
     def duration(self, video_id: str) -> float:
         if video_id not in self.durations:
             self.durations[video_id] = self.index.duration(video_id)
         return self.durations[video_id]
+
+    def contested(self, claim: Claim, video_id: str) -> bool:
+        """Whether the video shows another option of ``claim`` on a line of its own (a line
+        whose words are all the option's, one of them not the question's)."""
+        if not claim.rivals:
+            return False
+        if video_id not in self.shown:
+            clips = self.index.clips(video_id, 0.0, self.duration(video_id))
+            self.shown[video_id] = [words(line) for c in clips for line in _lines(c.ocr_text)]
+        return any(
+            line and line <= rival and line - claim.asked
+            for rival in claim.rivals
+            for line in self.shown[video_id]
+        )
 
     def check(self, claims: Sequence[Claim], spans: Sequence[Evidence]) -> list[Citation]:
         """Each span checked for its best claim, and for every other claim it supports; a
@@ -538,11 +560,13 @@ class Checker:
     ) -> tuple[Citation, float]:
         """The citation of ``span`` for claim ``k``, and the share of the claim's key words
         its piece holds."""
+        contested = self.contested(claim, span.video_id)
         scored = []
         for n, p in enumerate(pieces):
             if p.text in column and (claim.about_picture or not p.picture):
                 support = score(claim, p, float(cosines[k, column[p.text]]))
-                scored.append((piece_label(claim, p, support), support, lexical(claim, p), n, p))
+                label = piece_label(claim, p, support, contested)
+                scored.append((label, support, lexical(claim, p), n, p))
         cited = (span.t0, span.t1)
         if not scored:
             return Citation(span.video_id, span.t0, span.t1, cited, "unsupported", 0.0, claim=k), 0
