@@ -481,3 +481,30 @@ def test_a_span_that_cuts_a_sentence_cites_the_sentence(library: Library) -> Non
     (c,) = answered(ask(library, q, "A", [(0.0, 4.0)])).citations
     assert (c["label"], c["source"]) == ("supported", "speech")
     assert "people anywhere" in c["text"] and c["t1"] > 4.0
+
+
+def test_the_citation_question_set_is_well_formed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # benchmarks/citations.py reads it: every answerable question has true spans inside its
+    # clip, every unanswerable one none, and the parts are the ones the benchmark reports
+    import importlib.util
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location(
+        "bench_citations", root / "benchmarks/citations.py"
+    )
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, bench)
+    spec.loader.exec_module(bench)
+    rows = [json.loads(line) for line in bench.DATA.read_text().splitlines() if line.strip()]
+    durations = {"wannaworktogether.mp4": 180.25, "vtest.avi": 79.5, "Megamind.avi": 11.25}
+    assert len({r["id"] for r in rows}) == len(rows)
+    assert {r["part"] for r in rows} == set(bench.PARTS)
+    for r in rows:
+        assert r["video"] in durations and len(r["options"]) >= 2, r["id"]
+        if r["answer"] is None:
+            assert r["spans"] is None, r["id"]
+            continue
+        assert 0 <= r["answer"] < len(r["options"]) and r["spans"], r["id"]
+        assert all(0 <= a < b <= durations[r["video"]] for a, b in r["spans"]), r["id"]
