@@ -13,7 +13,8 @@ of them when that leaves none); for a grounding answer, the event described. Eac
 IndexView`): the clips overlapping it and, inside them,
 
 - **speech**: each transcript segment with a word inside the span, read whole (a span that cuts
-  a sentence cites the sentence), its words with their own times;
+  a sentence cites the sentence), its words with their own times (a segment without word times
+  is read inside the span's clips: where its words are is not known);
 - **on-screen text**: each distinct OCR line of a clip, with the line above it;
 - **caption**: each sentence of a clip's caption (a sentence supports a claim on its own, not
   the paragraph's sum; of the perception describer's caption, the label is no content, the
@@ -380,8 +381,10 @@ def _speech(index: IndexView, video_id: str, lo: float, hi: float) -> list[Piece
         if any(lo <= (w[0] + w[1]) / 2 <= hi for w in timed):
             text = " ".join(w[2].strip() for w in timed)
             pieces.append(Piece(video_id, timed[0][0], timed[-1][1], "speech", text, timed))
-        elif not timed and seg.text.strip():  # a transcript without word times
-            pieces.append(Piece(video_id, seg.t0, seg.t1, "speech", seg.text.strip()))
+        elif not timed and seg.text.strip():  # no word times: where it is said is not known
+            pieces.append(
+                Piece(video_id, max(seg.t0, lo), min(seg.t1, hi), "speech", seg.text.strip())
+            )
     return pieces
 
 
