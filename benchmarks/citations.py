@@ -2,7 +2,7 @@
 is, and does an answer nothing supports abstain?
 
 The questions are ``tests/data/citations/questions.jsonl`` (its README says how each true span
-was checked against the index), in four parts reported apart: **dev**, the 13 hand-checked
+was checked against the index), in five parts reported apart: **dev**, the 13 hand-checked
 questions of ``tests/data/offline_mcq`` and 7 the clips cannot answer, on which the checker's
 faults were found and fixed; **held-out**, 16 answerable and 8 unanswerable questions written
 before the fixes were measured (a second round of fixes was found on them); **fresh**, 13 and
