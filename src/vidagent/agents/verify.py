@@ -457,15 +457,6 @@ def unlabelled(claim: Claim, piece: Piece) -> bool:
     return bool(own) and own <= claim.key_words and not (words(piece.above) & claim.asked)
 
 
-def piece_label(claim: Claim, piece: Piece, support: float, contested: bool) -> Label:
-    """``support``'s label, at most ``weak`` for a bare value on screen (:func:`unlabelled`)
-    when another option is shown too (``contested``: :meth:`Checker.contested`)."""
-    label = label_of(support)
-    if label == "supported" and contested and unlabelled(claim, piece):
-        return "weak"
-    return label
-
-
 def lexical(claim: Claim, piece: Piece) -> float:
     if not claim.key_words:
         return 0.0
@@ -563,12 +554,18 @@ class Checker:
     ) -> tuple[Citation, float]:
         """The citation of ``span`` for claim ``k``, and the share of the claim's key words
         its piece holds."""
-        contested = self.contested(claim, span.video_id)
+        # a bare value on screen among its rivals is at most weak (module docstring); the
+        # video's other lines are read only when there is one to weigh
+        bare = {n for n, p in enumerate(pieces) if unlabelled(claim, p)}
+        if bare and not self.contested(claim, span.video_id):
+            bare = set()
         scored = []
         for n, p in enumerate(pieces):
             if p.text in column and (claim.about_picture or not p.picture):
                 support = score(claim, p, float(cosines[k, column[p.text]]))
-                label = piece_label(claim, p, support, contested)
+                label = label_of(support)
+                if label == "supported" and n in bare:
+                    label = "weak"
                 scored.append((label, support, lexical(claim, p), n, p))
         cited = (span.t0, span.t1)
         if not scored:
