@@ -1,42 +1,46 @@
 """Checked citations on a real clip with the embedded defaults: the spoken answer's citation is
-supported and tightened to the words inside the clip's true span, and a question the clip
-cannot answer abstains (its letter kept, marked abstained)."""
+supported and tightened to the words inside the clip's true span, a question the clip cannot
+answer abstains (its letter kept, marked abstained), and the frames' measured colours support
+a claim about the picture, not about a thing in it."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 import pytest
 from realmedia import get_clip
 
+from vidagent.agents.base import Answer
 from vidagent.app import Session
 from vidagent.config import load_settings
 
 pytestmark = [pytest.mark.models, pytest.mark.realmedia]
 
+Ask = Callable[[str, list[str]], Answer]
 
-def test_a_spoken_answer_is_tightened_and_an_unanswerable_question_abstains(
-    tmp_path: Path,
-) -> None:
+
+@pytest.fixture(scope="module")
+def ask(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ask]:
+    """Asks the retrieval default about Megamind.avi, indexed once for the module."""
     clip = get_clip("Megamind.avi")
-    settings = load_settings({"home": tmp_path, "cache": "off"}, env={})
-    with Session(settings) as session:
-        book = session.ask(
-            clip,
-            "According to the dialogue, you don't judge a book by what?",
-            options=["its cover", "its title", "its price"],
-            strategy="retrieval",
-            trace=False,
-        ).answer
-        planet = session.ask(
-            clip,
-            "Which planet does the dialogue say they will fly to?",
-            options=["Mars", "Venus", "Jupiter"],
-            strategy="retrieval",
-            trace=False,
-        ).answer
-    assert book is not None and book.verification is not None
+    home = tmp_path_factory.mktemp("home")
+    with Session(load_settings({"home": home, "cache": "off"}, env={})) as session:
+
+        def asked(question: str, options: list[str]) -> Answer:
+            result = session.ask(clip, question, options=options, strategy="retrieval", trace=False)
+            assert result.answer is not None and result.answer.verification is not None
+            return result.answer
+
+        yield asked
+
+
+def test_a_spoken_answer_is_tightened_to_its_words(ask: Ask) -> None:
+    book = ask(
+        "According to the dialogue, you don't judge a book by what?",
+        ["its cover", "its title", "its price"],
+    )
     assert book.letter == "A" and not book.abstained
+    assert book.verification is not None
     supported = [c for c in book.verification.citations if c.label == "supported"]
     assert supported and all(c.source == "speech" for c in supported)
     # "don't judge a book by its cover" is said in the first 5 s (hand-checked); the citation
@@ -44,36 +48,27 @@ def test_a_spoken_answer_is_tightened_and_an_unanswerable_question_abstains(
     c = supported[0]
     assert 0.0 <= c.t0 < c.t1 <= 5.0 and c.t1 - c.t0 < c.cited[1] - c.cited[0]
     assert "cover" in c.text.lower()
-    assert planet is not None and planet.verification is not None
+
+
+def test_a_question_the_clip_cannot_answer_abstains(ask: Ask) -> None:
+    planet = ask(
+        "Which planet does the dialogue say they will fly to?", ["Mars", "Venus", "Jupiter"]
+    )
     assert planet.abstained and planet.letter is not None
+    assert planet.verification is not None
     assert all(c.label == "unsupported" for c in planet.verification.citations)
 
 
-def test_the_frames_colours_support_the_picture_and_not_a_thing_in_it(tmp_path: Path) -> None:
-    clip = get_clip("Megamind.avi")
-    settings = load_settings({"home": tmp_path, "cache": "off"}, env={})
-    with Session(settings) as session:
-        taxi = session.ask(
-            clip,
-            "What colour is the taxi parked outside the restaurant?",
-            options=["yellow", "black", "green"],
-            strategy="retrieval",
-            trace=False,
-        ).answer
-        dark = session.ask(
-            clip,
-            "Is the picture mostly dark or mostly bright?",
-            options=["mostly dark", "mostly bright"],
-            strategy="retrieval",
-            trace=False,
-        ).answer
+def test_the_frames_colours_support_the_picture_and_not_a_thing_in_it(ask: Ask) -> None:
     # the describer measured the frames mostly black: no taxi is in them, so "black" there
     # supports nothing about one (it did before: the caption held the option's word)
-    assert taxi is not None and taxi.verification is not None
-    assert taxi.abstained
+    taxi = ask(
+        "What colour is the taxi parked outside the restaurant?", ["yellow", "black", "green"]
+    )
+    assert taxi.abstained and taxi.verification is not None
     assert all(c.label == "unsupported" for c in taxi.verification.citations)
     # ... and it does support that the picture is dark (brightness 0.11-0.14 measured)
-    assert dark is not None and dark.verification is not None
-    assert dark.letter == "A" and not dark.abstained
+    dark = ask("Is the picture mostly dark or mostly bright?", ["mostly dark", "mostly bright"])
+    assert dark.letter == "A" and not dark.abstained and dark.verification is not None
     picture = [c for c in dark.verification.citations if c.label == "supported"]
     assert picture and all(c.text.startswith("Picture:") for c in picture)
