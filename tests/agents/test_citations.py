@@ -444,6 +444,15 @@ def test_a_span_repeating_one_word_of_the_answer_is_weak_beside_one_that_states_
     # alone, the span that repeats the word is still the answer's best support
     (alone,) = answered(ask(library, COST, "B", [(0.0, 4.0)])).citations
     assert alone["label"] == "supported"
+    # a span whose caption says it all is cited by the caption, not by its narrower phrase
+    # holding one word, so it is not made weak beside the other span
+    library.put_clips(VID, [ClipRow(VID, 0, 0.0, 4.0, caption="The license is totally free.")])
+    whole, states = answered(ask(library, COST, "B", [(0.0, 4.0), (4.0, 8.0)])).citations
+    assert (whole["source"], whole["label"], states["label"]) == (
+        "caption",
+        "supported",
+        "supported",
+    )
 
 
 CREDITS = "MUSIC + SOUND DESIGN\nLesser\nNARRATOR\nSara Kraft\nSCRIPT\nEric Steuer"
