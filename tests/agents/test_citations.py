@@ -492,6 +492,71 @@ def test_a_span_that_cuts_a_sentence_cites_the_sentence(library: Library) -> Non
     assert "people anywhere" in c["text"] and c["t1"] > 4.0
 
 
+def test_an_option_the_video_says_elsewhere_needs_the_questions_context(
+    library: Library,
+) -> None:
+    # the video says both options; only the sentence saying "learn from it" is about what the
+    # question asks (sharing your creativity): the other option, said where nothing of the
+    # question is, is weak; the answer still does not abstain
+    first = "sharing your creativity lets people learn from it"
+    second = "you reserve all rights to a photograph"
+    segments = []
+    for n, (said, start) in enumerate([(first, 0.5), (second, 4.5)]):
+        timed = [
+            [start + 0.4 * i, start + 0.3 + 0.4 * i, w, 0.9] for i, w in enumerate(said.split())
+        ]
+        segments.append(
+            TranscriptSegment(VID, n, start, timed[-1][1], said, json.dumps(timed), "x")
+        )
+    library.put_transcript(VID, segments)
+    q = Question(
+        "What does sharing your creativity let people do?",
+        (VID,),
+        ("learn from it", "reserve all rights"),
+    )
+    right = answered(ask(library, q, "A", [(0.0, 4.0)]))
+    assert right.citations[0]["label"] == "supported"
+    wrong = answered(ask(library, q, "B", [(4.0, 8.0)]))
+    (c,) = wrong.citations
+    assert c["label"] == "weak" and "reserve all rights" in c["text"] and c["support"] >= 0.5
+    assert not wrong.abstained
+    # where the video never says the other option, nothing tells the two apart: supported
+    library.put_transcript(VID, segments[1:])
+    (alone,) = answered(ask(library, q, "B", [(4.0, 8.0)])).citations
+    assert alone["label"] == "supported"
+
+
+@pytest.mark.parametrize(
+    ("question", "label"),
+    [
+        ("What does the page shown on screen call a license?", "weak"),
+        ("What does the narrator call a license?", "supported"),
+    ],
+)
+def test_a_question_about_what_is_shown_is_not_answered_by_speech(
+    library: Library, question: str, label: str
+) -> None:
+    # "totally free" is said at 4.2-8.5 s and shown nowhere
+    q = Question(question, (VID,), ("ten dollars", "totally free"))
+    (c,) = answered(ask(library, q, "B", [(4.0, 8.0)])).citations
+    assert (c["source"], c["label"]) == ("speech", label)
+
+
+def test_options_told_apart_by_a_function_word_need_that_word(library: Library) -> None:
+    # "All rights reserved" and "Some rights reserved" share every content word: the line
+    # showing "Some rights reserved." does not support "All rights reserved"
+    library.put_clips(VID, [ClipRow(VID, 2, 8.0, 12.0, ocr_text="Some rights reserved.")])
+    q = Question(
+        "What does the last screen say about its rights?",
+        (VID,),
+        ("All rights reserved", "Some rights reserved"),
+    )
+    (shown,) = answered(ask(library, q, "B", [(8.0, 12.0)])).citations
+    assert (shown["label"], shown["text"]) == ("supported", "Some rights reserved.")
+    (other,) = answered(ask(library, q, "A", [(8.0, 12.0)])).citations
+    assert other["label"] != "supported" and other["support"] < shown["support"]
+
+
 def test_the_citation_question_set_is_well_formed(monkeypatch: pytest.MonkeyPatch) -> None:
     # benchmarks/citations.py reads it: every answerable question has true spans inside its
     # clip, every unanswerable one none, and the parts are the ones the benchmark reports

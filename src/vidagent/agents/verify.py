@@ -6,7 +6,9 @@ What is checked. The answer is split into **claims**: for a multiple-choice ques
 the question with the chosen option (its *key words* are the option's content words not in the
 question, since the question's own words are in the video whatever was chosen; and, when the
 question offers alternatives, ``dark or brightly lit?``, the option's words among them that no
-other option holds: ``dark`` is what the option ``dark, lit by candles`` answers); for a free-form
+other option holds: ``dark`` is what the option ``dark, lit by candles`` answers; and when another
+option holds all of these, the words, function words too, that only this option holds: ``all``
+tells ``All rights reserved`` from ``Some rights reserved``); for a free-form
 answer each sentence is a claim (its key words are its content words not in the question, all
 of them when that leaves none); for a grounding answer, the event described. Each cited span
 (the strategy's evidence, at most five) is read through the index (:class:`~vidagent.tools.index.
@@ -30,7 +32,7 @@ a claim without key words is scored by ``cos`` alone; words are read as
 :func:`~vidagent.agents.evidence.words` reads them, but a contraction is one word, ``don't`` no
 content word rather than ``don`` and ``t``). A span's support for a claim is its best
 piece's; its label is ``supported`` (``>= SUPPORTED``), ``weak`` (``>= WEAK``) or
-``unsupported``, but two rules make a supported citation ``weak``, support unchanged:
+``unsupported``, but four rules make a supported citation ``weak``, support unchanged:
 
 - **a bare value on screen among its rivals** (:func:`unlabelled`): an on-screen line holding
   nothing but the answer's key words (a name, a number) with none of the question's other
@@ -41,12 +43,25 @@ piece's; its label is ``supported`` (``>= SUPPORTED``), ``weak`` (``>= WEAK``) o
 - **a span that says less of the claim than another** cited for it: of a claim's supported
   citations, those holding fewer of its key words than the best one are weak. When one span
   says "totally free" and another only "free" (a word the video says throughout), the first
-  is where the answer is.
+  is where the answer is;
+- **an option the video also says among its rivals, away from what the question asks**
+  (:meth:`Checker.rival_context`): where the video says or shows another option too (all its
+  key words in one sentence or on-screen line), the option's words being said is no evidence
+  that they answer the question, so a piece is supported only if it holds as many of the
+  question's own words as the other option's best place does (then, on a tie, as many in the
+  sentences either side of it, or on the line above). A benchmark's distractors are often
+  the video's own words: "reserve all rights", said of copyright, does not answer "What does
+  sharing your creativity let people do?", which the sentence saying "learn from it" does;
+- **speech, for a question about what is shown** (:func:`asks_on_screen`): a question naming
+  the screen, a title, a page or the credits, and nothing said, is answered by what is shown;
+  a spoken phrase with the option's words is weak ("What are you free to do, according to the
+  licence page shown on screen?" is not answered by "will you allow commercial uses").
 
-Neither changes the answer's support, so neither makes an answer abstain. The weights and
+None changes the answer's support, so none makes an answer abstain. The weights and
 thresholds were chosen before measuring (an even mix; a span whose words hold all the claim's
-key words is supported whatever its cosine); the two rules were found on the first three parts
-of ``benchmarks/citations.py``'s question set and measured on its fourth, written after them
+key words is supported whatever its cosine); the first two rules were found on the first three
+parts of ``benchmarks/citations.py``'s question set and measured on its fourth, written after
+them; the last two (and the function-word key words) on all five, and measured on its sixth
 (docs/strategies/index.md, "Checked citations and abstention").
 
 What the question asks about. The perception describer's ``Picture:`` sentence holds pixel
@@ -100,7 +115,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -140,6 +155,7 @@ VISION_FRAMES = 2
 #: The text of a free-form answer withheld for want of evidence.
 INSUFFICIENT = "insufficient evidence"
 SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
+TOKEN = re.compile(r"[a-z0-9]+")
 #: A question offering alternatives (``dark or brightly lit?``): its words may be the answer's.
 ALTERNATIVES = re.compile(r"\bor\b", re.IGNORECASE)
 #: How the perception describer's sentence of whole-frame pixel statistics opens
@@ -158,6 +174,21 @@ _PICTURE = (
     "motion move moving static still fixed show shown look appear visible mostly dominant"
 )
 PICTURE_WORDS = frozenset(_PICTURE.split())
+_SHOWN = (
+    "screen onscreen shown show shows written title titles credits credited caption captions "
+    "sign signs displayed page text logo banner heading card slide listed appear appears "
+    "printed stamped spelled"
+)
+_SAID = (
+    "say says said saying narrator narrates tell tells told speak speaks spoken speaker hear "
+    "heard voice dialogue mention mentions mentioned sing sings sung"
+)
+#: Words (as :func:`tokens` gives them) of a question about what is shown: the on-screen
+#: text, a title, the credits (module docstring).
+SHOWN_WORDS = frozenset(_SHOWN.split())
+#: Words of a question about what is said: with one of them, a question is not about what is
+#: shown alone (:func:`asks_on_screen`).
+SAID_WORDS = frozenset(_SAID.split())
 
 
 @dataclass(frozen=True)
@@ -225,7 +256,9 @@ class Claim:
             whole-frame statistics may support it (module docstring).
         asked: the question's content words that are not key words: what a bare value on
             screen must be labelled with to answer it (module docstring).
-        rivals: the content words of each other option of a multiple-choice question.
+        rivals: the key words of each other option of a multiple-choice question.
+        on_screen: the question asks what is shown, and nothing of what is said (module
+            docstring).
     """
 
     text: str
@@ -233,6 +266,7 @@ class Claim:
     about_picture: bool = False
     asked: frozenset[str] = frozenset()
     rivals: tuple[frozenset[str], ...] = ()
+    on_screen: bool = False
 
     def to_json(self, citations: Sequence[Citation], number: int) -> dict[str, Any]:
         mine = [i for i, c in enumerate(citations) if c.claim == number]
@@ -286,6 +320,15 @@ class Piece:
     above: str = ""
 
 
+class Place(NamedTuple):
+    """A sentence the video says or a line it shows, read for where another option is."""
+
+    content: frozenset[str]  # its content words (:func:`words`)
+    held: frozenset[str]  # the words it holds for a key word (:func:`held`)
+    near: frozenset[str]  # the content words around it: the sentences either side, the line above
+    line: bool  # an on-screen line
+
+
 # -- claims --------------------------------------------------------------------------------------
 
 #: A contraction of a function word (``don't``, ``you're``, ``we'll``): no content of its own.
@@ -301,9 +344,30 @@ def words(text: str) -> set[str]:
     return content_words(POSSESSIVE.sub("", plain))
 
 
+def tokens(text: str) -> set[str]:
+    """Every word of ``text``, lower-cased, function words too (``all``, ``some``, ``no``)."""
+    return set(TOKEN.findall(text.lower()))
+
+
+def held(text: str) -> set[str]:
+    """The words a piece of ``text`` holds, as a claim's key words are matched against it: its
+    content words (:func:`words`) and every word as written (:func:`tokens`), since a key word
+    may be a function word (:func:`option_key_words`)."""
+    return words(text) | tokens(text)
+
+
+def asks_on_screen(question: str) -> bool:
+    """Whether ``question`` asks about what is shown (:data:`SHOWN_WORDS`) and names nothing
+    said (:data:`SAID_WORDS`): ``Which licence name is shown on the licence page?``, not
+    ``What does the narrator say while the title is shown?``."""
+    asked = tokens(question)
+    return bool(asked & SHOWN_WORDS) and not asked & SAID_WORDS
+
+
 def claims_of(question: Question, answer: Answer) -> tuple[Claim, ...]:
     """The claims an answer makes (module docstring)."""
     asked = words(question.text)
+    on_screen = asks_on_screen(question.text)
     if question.task == "ground":
         return (Claim(question.text.strip(), frozenset(words(question.text))),)
     if question.options:
@@ -311,38 +375,47 @@ def claims_of(question: Question, answer: Answer) -> tuple[Claim, ...]:
             option = question.options[answer.choice]
             others = [o for i, o in enumerate(question.options) if i != answer.choice]
             key = option_key_words(question.text, option, others)
+            rivals = [
+                option_key_words(question.text, o, [x for x in question.options if x is not o])
+                for o in others
+            ]
             return (
                 Claim(
                     f"{question.text.strip()} {option.strip()}",
                     key,
                     about_picture(question.text, option),
                     frozenset(asked - key),
-                    tuple(frozenset(words(o)) for o in others),
+                    tuple(rivals),
+                    on_screen,
                 ),
             )
         key = frozenset(words(answer.text) - asked)
         text = f"{question.text.strip()} {answer.text.strip()}"
-        return (Claim(text, key, about_picture(question.text, answer.text), frozenset(asked)),)
+        picture = about_picture(question.text, answer.text)
+        return (Claim(text, key, picture, frozenset(asked), on_screen=on_screen),)
     found = []
     for sentence in SENTENCE.split(answer.text.strip()):
         sentence = sentence.strip()
         if sentence and words(sentence):
             own = frozenset(words(sentence) - asked or words(sentence))
-            claim = Claim(
-                sentence, own, about_picture(question.text, sentence), frozenset(asked - own)
-            )
+            picture = about_picture(question.text, sentence)
+            claim = Claim(sentence, own, picture, frozenset(asked - own), on_screen=on_screen)
             found.append(claim)
     return tuple(found)
 
 
 def option_key_words(question: str, option: str, others: Sequence[str]) -> frozenset[str]:
-    """The words an option's support must hold: its own outside the question, and, when the
-    question offers alternatives, those of the question that no other option holds."""
+    """The words an option's support must hold: its own outside the question; when the
+    question offers alternatives, those of the question that no other option holds; and when
+    another option holds all of these (``All rights reserved``, ``Some rights reserved``), the
+    words, function words too, that only this option holds (``all``)."""
     asked, own = words(question), words(option)
     key = own - asked
     if ALTERNATIVES.search(question):
         offered = set().union(*(words(o) for o in others)) if others else set()
         key |= (own & asked) - offered
+    if key and any(key <= words(o) for o in others):
+        key |= tokens(option) - tokens(question) - set().union(*(tokens(o) for o in others))
     return frozenset(key or own)
 
 
@@ -460,7 +533,7 @@ def unlabelled(claim: Claim, piece: Piece) -> bool:
 def lexical(claim: Claim, piece: Piece) -> float:
     if not claim.key_words:
         return 0.0
-    return len(claim.key_words & words(piece.text)) / len(claim.key_words)
+    return len(claim.key_words & held(piece.text)) / len(claim.key_words)
 
 
 def score(claim: Claim, piece: Piece, cosine: float) -> float:
@@ -473,7 +546,7 @@ def tightened(claim: Claim, piece: Piece, duration: float) -> tuple[float, float
     """Where in ``piece`` the support for ``claim`` is, and its text (module docstring)."""
     t0, t1, text = piece.t0, piece.t1, piece.text
     if piece.words:
-        hit = [i for i, w in enumerate(piece.words) if words(w[2]) & claim.key_words]
+        hit = [i for i, w in enumerate(piece.words) if held(w[2]) & claim.key_words]
         if hit:
             a = max(hit[0] - PAD_WORDS, 0)
             b = min(hit[-1] + PAD_WORDS, len(piece.words) - 1)
@@ -490,26 +563,65 @@ class Checker:
     index: IndexView
     embed: Client  # the embed role's
     durations: dict[str, float] = field(default_factory=dict)
-    shown: dict[str, list[set[str]]] = field(default_factory=dict)  # each OCR line's words
+    places: dict[str, list[Place]] = field(default_factory=dict)  # per video, read when needed
+    #: each sentence's context words, by video and text
+    around: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
 
     def duration(self, video_id: str) -> float:
         if video_id not in self.durations:
             self.durations[video_id] = self.index.duration(video_id)
         return self.durations[video_id]
 
+    def _places(self, video_id: str) -> list[Place]:
+        """Each sentence the video says and each line it shows (read once per video)."""
+        if video_id not in self.places:
+            found = []
+            said = [p.text for p in _speech(self.index, video_id, 0.0, self.duration(video_id))]
+            for i, text in enumerate(said):
+                near = frozenset(words(" ".join(said[max(i - 1, 0) : i] + said[i + 1 : i + 2])))
+                found.append(Place(frozenset(words(text)), frozenset(held(text)), near, False))
+                self.around[(video_id, text)] = near
+            for clip in self.index.clips(video_id, 0.0, self.duration(video_id)):
+                lines = _lines(clip.ocr_text)
+                for i, line in enumerate(lines):
+                    above = frozenset(words(lines[i - 1])) if i else frozenset()
+                    found.append(Place(frozenset(words(line)), frozenset(held(line)), above, True))
+            self.places[video_id] = found
+        return self.places[video_id]
+
     def contested(self, claim: Claim, video_id: str) -> bool:
         """Whether the video shows another option of ``claim`` on a line of its own (a line
-        whose words are all the option's, one of them not the question's)."""
-        if not claim.rivals:
-            return False
-        if video_id not in self.shown:
-            clips = self.index.clips(video_id, 0.0, self.duration(video_id))
-            self.shown[video_id] = [words(line) for c in clips for line in _lines(c.ocr_text)]
+        whose words are all the option's or the question's, one of them the option's)."""
         return any(
-            line and line <= rival and line - claim.asked
+            p.line and p.content and p.content <= rival | claim.asked and p.content & rival
             for rival in claim.rivals
-            for line in self.shown[video_id]
+            for p in self._places(video_id)
         )
+
+    def rival_context(self, claim: Claim, video_id: str) -> tuple[int, int]:
+        """The most of the question's words in and around a place where the video says or
+        shows another option (all its key words in one sentence or line), as
+        :meth:`context` counts them; ``(-1, -1)`` when there is none."""
+        return max(
+            (
+                (len(claim.asked & p.content), len(claim.asked & p.near))
+                for rival in claim.rivals
+                if rival
+                for p in self._places(video_id)
+                if rival <= p.held
+            ),
+            default=(-1, -1),
+        )
+
+    def context(self, claim: Claim, piece: Piece) -> tuple[int, int]:
+        """How many of the question's words ``piece`` holds, and how many the text around it
+        holds (a sentence's neighbours, a line's line above)."""
+        if piece.source == "speech":
+            self._places(piece.video_id)
+            near = self.around.get((piece.video_id, piece.text), frozenset())
+        else:
+            near = frozenset(words(piece.above))
+        return len(claim.asked & words(piece.text)), len(claim.asked & near)
 
     def check(self, claims: Sequence[Claim], spans: Sequence[Evidence]) -> list[Citation]:
         """Each span checked for its best claim, and for every other claim it supports; a
@@ -560,12 +672,20 @@ class Checker:
         if bare and not self.contested(claim, span.video_id):
             bare = set()
         scored = []
+        rival = None
         for n, p in enumerate(pieces):
             if p.text in column and (claim.about_picture or not p.picture):
                 support = score(claim, p, float(cosines[k, column[p.text]]))
                 label = label_of(support)
                 if label == "supported" and n in bare:
                     label = "weak"
+                if label == "supported" and claim.on_screen and p.source == "speech":
+                    label = "weak"
+                if label == "supported" and claim.rivals:
+                    if rival is None:
+                        rival = self.rival_context(claim, span.video_id)
+                    if self.context(claim, p) < rival:
+                        label = "weak"
                 scored.append((label, support, lexical(claim, p), n, p))
         cited = (span.t0, span.t1)
         if not scored:
