@@ -557,6 +557,34 @@ def test_options_told_apart_by_a_function_word_need_that_word(library: Library) 
     assert other["label"] != "supported" and other["support"] < shown["support"]
 
 
+@pytest.mark.parametrize(
+    ("question", "first", "second"),
+    [
+        ("With which word does the last line of the dialogue begin?", "weak", "supported"),
+        ("With which word does the first line of the dialogue begin?", "supported", "weak"),
+        ("Which word comes up in the dialogue?", "supported", "supported"),
+    ],
+)
+def test_the_first_or_last_line_is_the_one_said_before_or_after_the_other_option(
+    library: Library, question: str, first: str, second: str
+) -> None:
+    # "sorry" opens the first line (0.5 s), "thanks" the last (4.5 s): for a question about
+    # the last line, a citation of "sorry" is weak, for one about the first, "thanks" is
+    segments = []
+    for n, (said, start) in enumerate([("sorry about the delay", 0.5), ("thanks for coming", 4.5)]):
+        timed = [
+            [start + 0.4 * i, start + 0.3 + 0.4 * i, w, 0.9] for i, w in enumerate(said.split())
+        ]
+        segments.append(
+            TranscriptSegment(VID, n, start, timed[-1][1], said, json.dumps(timed), "x")
+        )
+    library.put_transcript(VID, segments)
+    q = Question(question, (VID,), ("sorry", "thanks"))
+    (a,) = answered(ask(library, q, "A", [(0.0, 4.0)])).citations
+    (b,) = answered(ask(library, q, "B", [(4.0, 8.0)])).citations
+    assert (a["label"], b["label"]) == (first, second)
+
+
 def test_the_citation_question_set_is_well_formed(monkeypatch: pytest.MonkeyPatch) -> None:
     # benchmarks/citations.py reads it: every answerable question has true spans inside its
     # clip, every unanswerable one none, and the parts are the ones the benchmark reports

@@ -32,7 +32,7 @@ a claim without key words is scored by ``cos`` alone; words are read as
 :func:`~vidagent.agents.evidence.words` reads them, but a contraction is one word, ``don't`` no
 content word rather than ``don`` and ``t``). A span's support for a claim is its best
 piece's; its label is ``supported`` (``>= SUPPORTED``), ``weak`` (``>= WEAK``) or
-``unsupported``, but four rules make a supported citation ``weak``, support unchanged:
+``unsupported``, but five rules make a supported citation ``weak``, support unchanged:
 
 - **a bare value on screen among its rivals** (:func:`unlabelled`): an on-screen line holding
   nothing but the answer's key words (a name, a number) with none of the question's other
@@ -45,7 +45,7 @@ piece's; its label is ``supported`` (``>= SUPPORTED``), ``weak`` (``>= WEAK``) o
   says "totally free" and another only "free" (a word the video says throughout), the first
   is where the answer is;
 - **an option the video also says among its rivals, away from what the question asks**
-  (:meth:`Checker.rival_context`): where the video says or shows another option too (all its
+  (:meth:`Checker.weakened`): where the video says or shows another option too (all its
   key words in one sentence or on-screen line), the option's words being said is no evidence
   that they answer the question, so a piece is supported only if it holds as many of the
   question's own words as the other option's best place does (then, on a tie, as many in the
@@ -55,14 +55,19 @@ piece's; its label is ``supported`` (``>= SUPPORTED``), ``weak`` (``>= WEAK``) o
 - **speech, for a question about what is shown** (:func:`asks_on_screen`): a question naming
   the screen, a title, a page or the credits, and nothing said, is answered by what is shown;
   a spoken phrase with the option's words is weak ("What are you free to do, according to the
-  licence page shown on screen?" is not answered by "will you allow commercial uses").
+  licence page shown on screen?" is not answered by "will you allow commercial uses");
+- **an option said before another, for a question about the last** (:func:`position_asked`):
+  a question about the last (first) line, screen or title, or the video's end (beginning), is
+  not answered by a piece that another option is said or shown after (before). "With which word
+  does the last line of the dialogue begin?" is not answered by "Of course", said at 0 s, when
+  "Well" opens a line at 9.6 s.
 
 None changes the answer's support, so none makes an answer abstain. The weights and
 thresholds were chosen before measuring (an even mix; a span whose words hold all the claim's
 key words is supported whatever its cosine); the first two rules were found on the first three
 parts of ``benchmarks/citations.py``'s question set and measured on its fourth, written after
-them; the last two (and the function-word key words) on all five, and measured on its sixth
-(docs/strategies/index.md, "Checked citations and abstention").
+them; the next two (and the function-word key words) on all five, and measured on its sixth; the
+last on the fifth and sixth (docs/strategies/index.md, "Checked citations and abstention").
 
 What the question asks about. The perception describer's ``Picture:`` sentence holds pixel
 statistics of the whole frame (its dominant colours, brightness, motion): they describe the
@@ -76,8 +81,10 @@ another sense, ``Red Hat`` for ``red``, can still match: the embedder's term is 
 guard there). Requiring the question's other words in the cited span as well was tried and
 measured (``benchmarks/citations.py``): it withheld more right answers than wrong ones, since a
 question's words are seldom the video's ("Which organisation does the video promote?" is
-answered by "Creative Commons", said with neither "organisation" nor "promote"). Only a bare
-value on screen needs them (above): a name alone says nothing of what it answers.
+answered by "Creative Commons", said with neither "organisation" nor "promote"). They are
+weighed only where the option's words alone cannot tell (above): a bare value on screen, and
+an option the video also says among its rivals, where they are counted against the rival's
+place, not required.
 
 Of a span's pieces, the one cited is, among those earning the best label, the one holding most
 of the claim's key words, then the most precise (the narrowest in time, so a spoken phrase wins
@@ -134,6 +141,7 @@ AbstainPolicy = Literal["auto", "never", "always-report"]
 ABSTAIN_POLICIES: tuple[AbstainPolicy, ...] = ("auto", "never", "always-report")
 Label = Literal["supported", "weak", "unsupported"]
 RANK: dict[Label, int] = {"unsupported": 0, "weak": 1, "supported": 2}
+Position = Literal["first", "last"]
 Source = Literal["speech", "on-screen text", "caption", "detection", "graph", "vision"]
 
 DENSE_WEIGHT = 0.5
@@ -182,6 +190,17 @@ _SHOWN = (
 _SAID = (
     "say says said saying narrator narrates tell tells told speak speaks spoken speaker hear "
     "heard voice dialogue mention mentions mentioned sing sings sung"
+)
+_PLACE = (
+    r"line|lines|screen|scene|shot|sentence|word|words|card|frame|title|slide|image|thing|"
+    r"question|credit|credits|name|page"
+)
+#: A question about the first or the last of something, or the video's beginning or end
+#: (:func:`position_asked`); group 1 or 2 names it, or group 3 (``at the end``).
+POSITION = re.compile(
+    rf"\b(?:(first|opening|earliest)|(last|final|closing|latest))\s+(?:[\w-]+\s+)?(?:{_PLACE})\b"
+    r"|\bat the (?:very )?(end|beginning|start)\b",
+    re.IGNORECASE,
 )
 #: Words (as :func:`tokens` gives them) of a question about what is shown: the on-screen
 #: text, a title, the credits (module docstring).
@@ -259,6 +278,8 @@ class Claim:
         rivals: the key words of each other option of a multiple-choice question.
         on_screen: the question asks what is shown, and nothing of what is said (module
             docstring).
+        position: the question asks about the ``first`` or the ``last`` of something (a
+            line, a screen) or the video's beginning or end (:func:`position_asked`).
     """
 
     text: str
@@ -267,6 +288,7 @@ class Claim:
     asked: frozenset[str] = frozenset()
     rivals: tuple[frozenset[str], ...] = ()
     on_screen: bool = False
+    position: Position | None = None
 
     def to_json(self, citations: Sequence[Citation], number: int) -> dict[str, Any]:
         mine = [i for i, c in enumerate(citations) if c.claim == number]
@@ -323,6 +345,8 @@ class Piece:
 class Place(NamedTuple):
     """A sentence the video says or a line it shows, read for where another option is."""
 
+    t0: float
+    t1: float
     content: frozenset[str]  # its content words (:func:`words`)
     held: frozenset[str]  # the words it holds for a key word (:func:`held`)
     near: frozenset[str]  # the content words around it: the sentences either side, the line above
@@ -364,6 +388,16 @@ def asks_on_screen(question: str) -> bool:
     return bool(asked & SHOWN_WORDS) and not asked & SAID_WORDS
 
 
+def position_asked(question: str) -> Position | None:
+    """``first`` or ``last`` when ``question`` asks about the first or last of something
+    (:data:`POSITION`: ``the last line of the dialogue``, ``the final screen``, ``at the end of
+    the video``), else None (``How long does copyright last?``)."""
+    found = POSITION.search(question)
+    if found is None:
+        return None
+    return "first" if found.group(1) or found.group(3) in ("beginning", "start") else "last"
+
+
 def claims_of(question: Question, answer: Answer) -> tuple[Claim, ...]:
     """The claims an answer makes (module docstring)."""
     asked = words(question.text)
@@ -387,6 +421,7 @@ def claims_of(question: Question, answer: Answer) -> tuple[Claim, ...]:
                     frozenset(asked - key),
                     tuple(rivals),
                     on_screen,
+                    position_asked(question.text),
                 ),
             )
         key = frozenset(words(answer.text) - asked)
@@ -564,6 +599,7 @@ class Checker:
     embed: Client  # the embed role's
     durations: dict[str, float] = field(default_factory=dict)
     places: dict[str, list[Place]] = field(default_factory=dict)  # per video, read when needed
+    rivals: dict[tuple[Claim, str], list[Place]] = field(default_factory=dict)
     #: each sentence's context words, by video and text
     around: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
 
@@ -576,16 +612,19 @@ class Checker:
         """Each sentence the video says and each line it shows (read once per video)."""
         if video_id not in self.places:
             found = []
-            said = [p.text for p in _speech(self.index, video_id, 0.0, self.duration(video_id))]
-            for i, text in enumerate(said):
-                near = frozenset(words(" ".join(said[max(i - 1, 0) : i] + said[i + 1 : i + 2])))
-                found.append(Place(frozenset(words(text)), frozenset(held(text)), near, False))
-                self.around[(video_id, text)] = near
+            said = _speech(self.index, video_id, 0.0, self.duration(video_id))
+            text = [p.text for p in said]
+            for i, p in enumerate(said):
+                near = frozenset(words(" ".join(text[max(i - 1, 0) : i] + text[i + 1 : i + 2])))
+                content, holds = frozenset(words(p.text)), frozenset(held(p.text))
+                found.append(Place(p.t0, p.t1, content, holds, near, False))
+                self.around[(video_id, p.text)] = near
             for clip in self.index.clips(video_id, 0.0, self.duration(video_id)):
                 lines = _lines(clip.ocr_text)
                 for i, line in enumerate(lines):
                     above = frozenset(words(lines[i - 1])) if i else frozenset()
-                    found.append(Place(frozenset(words(line)), frozenset(held(line)), above, True))
+                    content, holds = frozenset(words(line)), frozenset(held(line))
+                    found.append(Place(clip.t0, clip.t1, content, holds, above, True))
             self.places[video_id] = found
         return self.places[video_id]
 
@@ -598,24 +637,40 @@ class Checker:
             for p in self._places(video_id)
         )
 
-    def rival_context(self, claim: Claim, video_id: str) -> tuple[int, int]:
-        """The most of the question's words in and around a place where the video says or
-        shows another option (all its key words in one sentence or line), as
-        :meth:`context` counts them; ``(-1, -1)`` when there is none."""
-        return max(
-            (
-                (len(claim.asked & p.content), len(claim.asked & p.near))
-                for rival in claim.rivals
-                if rival
-                for p in self._places(video_id)
-                if rival <= p.held
-            ),
-            default=(-1, -1),
-        )
+    def rival_places(self, claim: Claim, video_id: str) -> list[Place]:
+        """The places where the video says or shows another option of ``claim`` (all its key
+        words in one sentence or on one line)."""
+        if (claim, video_id) not in self.rivals:
+            places = self._places(video_id)
+            found = [p for p in places if any(r and r <= p.held for r in claim.rivals)]
+            self.rivals[(claim, video_id)] = found
+        return self.rivals[(claim, video_id)]
+
+    def weakened(self, claim: Claim, piece: Piece) -> bool:
+        """Whether a piece that supports ``claim`` is made weak by what the question asks
+        (module docstring): speech for a question about what is shown; an option said away
+        from the question's words where another is said among them; an option said before
+        (after) another for a question about the last (first) one."""
+        if claim.on_screen and piece.source == "speech":
+            return True
+        if not claim.rivals:
+            return False
+        rivals = self.rival_places(claim, piece.video_id)
+        if not rivals:
+            return False
+        best = max((len(claim.asked & p.content), len(claim.asked & p.near)) for p in rivals)
+        if self.context(claim, piece) < best:
+            return True
+        if claim.position == "last":
+            return any(p.t0 >= piece.t1 for p in rivals)
+        if claim.position == "first":
+            return any(p.t1 <= piece.t0 for p in rivals)
+        return False
 
     def context(self, claim: Claim, piece: Piece) -> tuple[int, int]:
         """How many of the question's words ``piece`` holds, and how many the text around it
-        holds (a sentence's neighbours, a line's line above)."""
+        holds (a sentence's neighbours, a line's line above), as they are counted for the
+        places of :meth:`rival_places`."""
         if piece.source == "speech":
             self._places(piece.video_id)
             near = self.around.get((piece.video_id, piece.text), frozenset())
@@ -672,20 +727,12 @@ class Checker:
         if bare and not self.contested(claim, span.video_id):
             bare = set()
         scored = []
-        rival = None
         for n, p in enumerate(pieces):
             if p.text in column and (claim.about_picture or not p.picture):
                 support = score(claim, p, float(cosines[k, column[p.text]]))
                 label = label_of(support)
-                if label == "supported" and n in bare:
+                if label == "supported" and (n in bare or self.weakened(claim, p)):
                     label = "weak"
-                if label == "supported" and claim.on_screen and p.source == "speech":
-                    label = "weak"
-                if label == "supported" and claim.rivals:
-                    if rival is None:
-                        rival = self.rival_context(claim, span.video_id)
-                    if self.context(claim, p) < rival:
-                        label = "weak"
                 scored.append((label, support, lexical(claim, p), n, p))
         cited = (span.t0, span.t1)
         if not scored:
