@@ -20,6 +20,20 @@ if workers := int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0")):
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Collect the files that load a bundled model or a real clip first, each file's tests in
+    their order. The test command hands whole files to its workers (``--dist loadfile``) in
+    collection order: a slow file collected late (``train/test_smollm2.py``, 110th of 113)
+    keeps one worker busy after the other has run out, and quick files fill in better last."""
+    first: dict[Path, int] = {}
+    for item in items:
+        first.setdefault(item.path, len(first))
+    heavy = {
+        i.path for i in items if i.get_closest_marker("models") or i.get_closest_marker("realmedia")
+    }
+    items.sort(key=lambda item: (item.path not in heavy, first[item.path]))
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets its own VIDAGENT_HOME and no VIDAGENT_* settings from the outside."""
