@@ -650,13 +650,17 @@ class Checker:
 
     def weakened(self, claim: Claim, piece: Piece) -> bool:
         """Whether a piece that supports ``claim`` is made weak by what the question asks
-        (module docstring): speech for a question about what is shown; an option said away
-        from the question's words where another is said among them; an option said before
-        (after) another for a question about the last (first) one."""
+        (module docstring): speech for a question about what is shown; a bare value on screen
+        among its rivals; an option said away from the question's words where another is said
+        among them; an option said before (after) another for a question about the last (first)
+        one. The video's other sentences and lines are read only when there are rivals to look
+        for, once per video."""
         if claim.on_screen and piece.source == "speech":
             return True
         if not claim.rivals:
             return False
+        if unlabelled(claim, piece) and self.contested(claim, piece.video_id):
+            return True
         rivals = self.rival_places(claim, piece.video_id)
         if not rivals:
             return False
@@ -674,7 +678,7 @@ class Checker:
         holds (a sentence's neighbours, a line's line above), as they are counted for the
         places of :meth:`rival_places`."""
         if piece.source == "speech":
-            self._places(piece.video_id)
+            self._places(piece.video_id)  # reads the video's sentences, with what is around each
             near = self.around.get((piece.video_id, piece.text), frozenset())
         else:
             near = frozenset(words(piece.above))
@@ -723,17 +727,12 @@ class Checker:
     ) -> tuple[Citation, float]:
         """The citation of ``span`` for claim ``k``, and the share of the claim's key words
         its piece holds."""
-        # a bare value on screen among its rivals is at most weak (module docstring); the
-        # video's other lines are read only when there is one to weigh
-        bare = {n for n, p in enumerate(pieces) if unlabelled(claim, p)}
-        if bare and not self.contested(claim, span.video_id):
-            bare = set()
         scored = []
         for n, p in enumerate(pieces):
             if p.text in column and (claim.about_picture or not p.picture):
                 support = score(claim, p, float(cosines[k, column[p.text]]))
                 label = label_of(support)
-                if label == "supported" and (n in bare or self.weakened(claim, p)):
+                if label == "supported" and self.weakened(claim, p):
                     label = "weak"
                 scored.append((label, support, lexical(claim, p), n, p))
         cited = (span.t0, span.t1)
