@@ -41,7 +41,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -60,7 +60,7 @@ from vidagent.agents.verify import (
     verify,
     vision_model,
 )
-from vidagent.budget import Budget, BudgetExceeded, Meter
+from vidagent.budget import Budget, BudgetExceeded, Meter, Stopped
 from vidagent.config import is_smoke_test_llm
 from vidagent.exceptions import ConfigError, LibraryError, ProviderError
 from vidagent.models.base import Message
@@ -118,7 +118,8 @@ class Answer:
             non-empty.
         forced: the model was asked for a final answer because the search could not go on.
         reason: ``answered``, ``max_steps``, ``budget:<name>``, ``format_errors``,
-            ``repeated_failures``, ``model_error`` or a strategy's own (``plan_done``).
+            ``repeated_failures``, ``model_error``, ``stopped`` (the caller's ``should_stop``) or
+            a strategy's own (``plan_done``).
         confidence: the strategy's confidence in [0, 1], when it has one (VideoAgent2's cf / 5);
             None where it has none: a ranking score (retrieval's) is reported as a score.
         evidence: video spans the answer rests on.
@@ -438,10 +439,21 @@ class Agent:
 
     # -- the run ---------------------------------------------------------------------------------
 
-    def run(self, question: Question, trace: Trace | None = None) -> Answer:
-        """Answer ``question``; every event goes to ``trace`` (default: kept in memory)."""
+    def run(
+        self,
+        question: Question,
+        trace: Trace | None = None,
+        *,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> Answer:
+        """Answer ``question``; every event goes to ``trace`` (default: kept in memory).
+
+        ``should_stop`` is asked before every step and model call; once it says True the run
+        ends there with the answer it has (reason ``stopped``, no further model call), still
+        checked and recorded.
+        """
         trace = trace if trace is not None else Trace()
-        run = Run(self, question, trace, Meter(self.budget))
+        run = Run(self, question, trace, Meter(self.budget, should_stop))
         usage = [0, 0]
         unpriced: list[str] = []
 
@@ -472,7 +484,7 @@ class Agent:
             with UsageLedger.capture(on_call):
                 answer = self._checked(run, self._solve(run))
                 said: Review | None = None
-                if self.looks():
+                if self.looks() and answer.reason != "stopped":
                     answer, said = self._reviewed(run, answer)
             checked = answer.verification or Verification()
             run.emit(
@@ -515,6 +527,8 @@ class Agent:
         """The strategy's answer, or a forced one when the search cannot go on."""
         try:
             return self.solve(run)
+        except Stopped as e:
+            return run.answer("", forced=True, reason="stopped", note=str(e))
         except BudgetExceeded as e:
             run.emit(BudgetExhausted, budget=e.budget, used=e.used, limit=e.limit)
             return self._forced(run, f"budget:{e.budget}")
@@ -530,7 +544,8 @@ class Agent:
         answer withheld under ``auto`` when its support is insufficient)."""
         policy = self.abstain_policy()
         try:
-            checked = verify(run, answer, policy, vision=self.looks())
+            looks = self.looks() and answer.reason != "stopped"
+            checked = verify(run, answer, policy, vision=looks)
         except (LibraryError, ProviderError) as e:  # an index that cannot be searched
             checked = Verification(policy=policy, note=f"citations not checked: {e}")
         # A grounding answer (an interval) is kept like a letter: marked, never withheld.
