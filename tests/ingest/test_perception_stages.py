@@ -365,6 +365,55 @@ def test_ocr_resumes_only_pending_clips(
     assert after[1].ocr_model == "rapidocr:pp-ocr"
 
 
+class Crash(Exception):
+    pass
+
+
+class FrameOCR(Adapter):
+    """Reads each frame as one line naming its mean grey level; raises at frame ``crash_at``."""
+
+    provider = "frame"
+    capabilities = Capabilities(roles=frozenset({"ocr"}))  # one frame a call
+
+    def __init__(self, crash_at: int | None = None) -> None:
+        super().__init__("ocr")
+        self.crash_at, self.read = crash_at, 0
+
+    def read_text(self, images: list[np.ndarray]) -> list[list[TextLine]]:
+        out = []
+        for rgb in images:
+            self.read += 1
+            if self.read == self.crash_at:
+                raise Crash(self.read)
+            out.append([TextLine(f"mean {int(rgb.mean()) // 8}", (0, 0, 1, 1), 0.9)])
+        return out
+
+
+def test_ocr_killed_mid_stage_resumes_with_every_line_and_time_once(
+    small_video: Path,
+    make_context: MakeContext,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ctx = make_context(small_video, Models.from_adapters({"ocr": FrameOCR()}, settings))
+    run_stage(ReadText(fps=1.0, batch=1), ctx)
+    whole = ctx.library.clips(ctx.video.video_id)
+    assert all(c.ocr_times_recorded and c.ocr_line_times() for c in whole)
+
+    monkeypatch.setattr(ReadText, "flush_every", 0.0)  # every clip its own commit
+    crashing = Models.from_adapters({"ocr": FrameOCR(crash_at=8)}, settings)
+    resumed = IngestContext(ctx.library, crashing, settings, ctx.video, ctx.path)
+    vid = ctx.video.video_id
+    ctx.library.update_clips(vid, [{"clip_index": i, "ocr_model": ""} for i in range(3)])
+    with pytest.raises(Crash):  # in clip 1 (frames 5-9 s), after clip 0 was stored
+        run_stage(ReadText(fps=1.0, batch=1), resumed)
+    assert [c.ocr_model != "" for c in ctx.library.clips(vid)] == [True, False, False]
+
+    resumed.models = Models.from_adapters({"ocr": FrameOCR()}, settings)
+    assert [c.clip_index for c in run_stage(ReadText(fps=1.0, batch=1), resumed)] == [1, 2]
+    assert ctx.library.clips(vid) == whole  # each clip once, its lines and their times whole
+
+
 # -- detect ---------------------------------------------------------------------------------------
 
 
