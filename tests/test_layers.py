@@ -70,19 +70,6 @@ FORBIDDEN_ATTRIBUTES: dict[str, tuple[str, ...]] = {"agents": ("library", "_libr
 
 #: The import cycles kept, each a set of modules, with the reason.
 CYCLES: dict[frozenset[str], str] = {
-    frozenset(
-        {
-            "vidagent.agents.base",
-            "vidagent.agents.run",
-            "vidagent.agents.verify",
-            "vidagent.agents.critic",
-        }
-    ): (
-        "an Agent starts a Run for each question and a Run calls back into its Agent's step "
-        "logic; run.py names Agent, Answer and Question for type checking only, and so do "
-        "verify.py and critic.py, which the Agent calls on every answer (critic.py builds the "
-        "Question of its second round)"
-    ),
     frozenset({"vidagent.bench.report", "vidagent.bench.plots"}): (
         "the plots draw report's RunReports (named for type checking) grouped by report's rule; "
         "report imports plots only when asked for plots, since matplotlib is optional"
