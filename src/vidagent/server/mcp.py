@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import Field, ValidationError
 
-from vidagent import __version__
+from vidagent._version import __version__
 from vidagent.app.limits import (
     MAX_OPTIONS,
     MAX_STAGES,

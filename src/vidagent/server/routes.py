@@ -22,7 +22,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from vidagent import __version__
+from vidagent._version import __version__
 from vidagent.app.limits import (
     MAX_STAGES,
     MAX_STEPS,
