@@ -292,7 +292,7 @@ class Tools:
 
         refs = [self.roots.video(v, self.session) for v in videos]
         budget = Budget(steps=max_steps)
-        result = self.session.ask(
+        plan = self.session.plan_ask(
             refs,
             question,
             options=options or (),
@@ -300,6 +300,7 @@ class Tools:
             budget=budget,
             strategy_options={"abstain": abstain, "critic": critic},
         )
+        result = plan.run()
         trace = result.trace.path
         return result.to_json() | {"trace_id": trace.stem if trace else None}
 
