@@ -301,19 +301,6 @@ def plan_ask(
     )
 
 
-def ask(
-    core: SessionCore,
-    videos: str | Path | Sequence[str | Path],
-    question: str,
-    *,
-    on_event: Callable[[Event], None] | None = None,
-    **planned: Any,
-) -> AskResult:
-    """Answer a question about one or more videos: :func:`plan_ask`, then :meth:`AskPlan.run`
-    (the arguments are :meth:`Session.ask <vidagent.app.session.Session.ask>`'s)."""
-    return plan_ask(core, videos, question, **planned).run(on_event)
-
-
 def ground(
     core: SessionCore,
     video: str | Path,
@@ -329,7 +316,7 @@ def ground(
     clip, tightened to the times of the event's spoken words). AVI grounds in its own mode
     (``**Answer:**[s, e]``, refined by boundary detection); another strategy is asked when the
     event happens and its answer's first two times are read. Keyword arguments are
-    :func:`ask`'s.
+    :func:`plan_ask`'s.
     """
     plan = plan_ask(core, video, event, strategy=strategy, task="ground", **planned)
     result = plan.run(on_event)
