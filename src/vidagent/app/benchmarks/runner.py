@@ -365,7 +365,7 @@ class _Run:
     def _manifest(
         self, data: Path, split: str, limits: dict[str, int], workers: int
     ) -> dict[str, Any]:
-        from vidagent import __version__
+        from vidagent._version import __version__
 
         c, s = self.config, self.settings
         dumped = s.model_dump(mode="json")
