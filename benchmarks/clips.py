@@ -6,7 +6,8 @@ are about videos nothing in the project was tuned on. Both are built the same wa
 speech is synthesised alone by espeak-ng (fixed voice, speed and pitch), its silence trimmed,
 and placed at a scheduled time in one mono 22.05 kHz track; the picture is drawn frame by frame
 with OpenCV; PyAV writes H.264 (libx264, one thread) and AAC into an MP4. The same espeak-ng,
-PyAV and OpenCV give the same file.
+PyAV and OpenCV give the same file (espeak-ng 1.51, PyAV 18.1 and the project's OpenCV 4.14:
+md5 ``90c63957...`` countdown, ``a2c2fd0b...`` garden; OpenCV 5 draws other fonts).
 
 - ``countdown`` (8.0 s, 640x360, 25 fps): a voice (espeak-ng ``en-us``) counts "Ten, nine,
   ..., one, lift off!"; the picture is a dark blue sky with a red rocket on a grey launch pad
@@ -65,7 +66,11 @@ GARDEN_SPEECH: list[tuple[float, str, str]] = [
     (17.0, _MARIA, "Our tomatoes go into the ground after the fifteenth of May."),
     (22.0, _MARIA, "The pumpkins are already growing next to the old shed."),
     (28.0, _ANGUS, "Angus here, with the meeting notice."),
-    (31.5, _ANGUS, "The next meeting is on Thursday at seven in the evening, in room four of the library."),
+    (
+        31.5,
+        _ANGUS,
+        "The next meeting is on Thursday at seven in the evening, in room four of the library.",
+    ),
     (41.0, _MARIA, "Please bring your own gloves and a trowel."),
     (45.5, _MARIA, "Tea and biscuits will be served after the meeting."),
     (53.0, _HOST, "That is all for this week. Goodbye, and happy gardening!"),
@@ -103,10 +108,10 @@ def _say(text: str, voice: str) -> np.ndarray:
 
 def _track(speech: Sequence[tuple[float, str, str]], seconds: float) -> np.ndarray:
     """The whole audio track: each line placed at its start time."""
-    track = np.zeros(int(round(seconds * RATE)), dtype=np.float32)
+    track = np.zeros(round(seconds * RATE), dtype=np.float32)
     for start, voice, text in speech:
         piece = _say(text, voice)
-        i = int(round(start * RATE))
+        i = round(start * RATE)
         if i + piece.size > track.size:
             raise ValueError(f"{text!r} runs past the clip's end")
         track[i : i + piece.size] += piece
@@ -129,10 +134,12 @@ def speech_intervals(audio: np.ndarray, rate: int, gap: float = 0.12) -> list[tu
     return [(round(a, 2), round(b, 2)) for a, b in spans]
 
 
-def _write(path: Path, seconds: float, draw: Callable[[float], np.ndarray], audio: np.ndarray) -> None:
+def _write(
+    path: Path, seconds: float, draw: Callable[[float], np.ndarray], audio: np.ndarray
+) -> None:
     import av
 
-    n_frames = int(round(seconds * FPS))
+    n_frames = round(seconds * FPS)
     with av.open(str(path), "w", format="mp4") as out:
         out.metadata.clear()
         v = out.add_stream("libx264", rate=FPS, options={"crf": "20", "preset": "medium"})
@@ -152,11 +159,11 @@ def _write(path: Path, seconds: float, draw: Callable[[float], np.ndarray], audi
         block = 1024
         for j in range(0, audio.size, block):
             chunk = audio[j : j + block]
-            frame = av.AudioFrame.from_ndarray(chunk[None, :], format="flt", layout="mono")
-            frame.sample_rate = RATE
-            frame.pts = j
-            frame.time_base = fractions.Fraction(1, RATE)
-            for packet in a.encode(frame):
+            sound = av.AudioFrame.from_ndarray(chunk[None, :], format="flt", layout="mono")
+            sound.sample_rate = RATE
+            sound.pts = j
+            sound.time_base = fractions.Fraction(1, RATE)
+            for packet in a.encode(sound):
                 out.mux(packet)
         for packet in a.encode():
             out.mux(packet)
@@ -177,13 +184,21 @@ def decoded_audio(path: str | Path) -> tuple[np.ndarray, int]:
             chunks.append(frame.to_ndarray().reshape(-1).astype(np.float32))
     audio = np.concatenate(chunks)
     if first and first > 0:  # a stream starting late: pad so index 0 is t = 0
-        audio = np.concatenate([np.zeros(int(round(first * rate)), np.float32), audio])
+        audio = np.concatenate([np.zeros(round(first * rate), np.float32), audio])
     elif first and first < 0:  # encoder priming before t = 0: drop it
-        audio = audio[int(round(-first * rate)) :]
+        audio = audio[round(-first * rate) :]
     return audio, rate
 
 
-def _text(img: np.ndarray, text: str, y: int, scale: float, colour, thick: int, cx: int = W // 2) -> None:
+def _text(
+    img: np.ndarray,
+    text: str,
+    y: int,
+    scale: float,
+    colour: tuple[int, int, int],
+    thick: int,
+    cx: int = W // 2,
+) -> None:
     import cv2
 
     font = cv2.FONT_HERSHEY_DUPLEX
@@ -205,8 +220,16 @@ def countdown(path: str | Path) -> list[tuple[float, float]]:
         k = max((i for i, s in enumerate(starts) if s <= t), default=-1)
         rise = 0 if t < starts[-1] else int((t - starts[-1]) * 120)
         x, base = 500, 320 - rise
-        body = np.array([[x - 22, base], [x + 22, base], [x + 22, base - 130], [x, base - 175],
-                         [x - 22, base - 130]], np.int32)
+        body = np.array(
+            [
+                [x - 22, base],
+                [x + 22, base],
+                [x + 22, base - 130],
+                [x, base - 175],
+                [x - 22, base - 130],
+            ],
+            np.int32,
+        )
         cv2.fillPoly(img, [body], (30, 30, 210))  # red rocket
         cv2.circle(img, (x, base - 95), 11, (230, 230, 230), -1)  # its window
         if rise:
@@ -229,7 +252,7 @@ def garden(path: str | Path) -> list[tuple[float, float]]:
 
     def draw(t: float) -> np.ndarray:
         img = np.zeros((H, W, 3), np.uint8)
-        start, end, colour, lines = next(c for c in GARDEN_CARDS if c[0] <= t < c[1])
+        _, _, colour, lines = next(c for c in GARDEN_CARDS if c[0] <= t < c[1])
         img[:] = colour
         cv2.rectangle(img, (20, 20), (W - 20, H - 20), (255, 255, 255), 3)
         _text(img, lines[0], 110, 1.5, (255, 255, 255), 3)
