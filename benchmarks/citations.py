@@ -75,7 +75,7 @@ STRATEGIES: dict[str, dict[str, Any]] = {
 }
 STEPS = {"retrieval": None, "dvd": 1, "eea": 1}
 #: The set's parts, in the order they were written (module docstring).
-PARTS = ("dev", "held-out", "fresh", "later", "last", "newest", "final")
+PARTS = ("dev", "held-out", "fresh", "later", "last", "newest", "final", "after")
 
 
 def questions() -> list[dict[str, Any]]:
