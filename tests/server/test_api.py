@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 from clirun import vidagent
-from conftest import ANSWER, fake_models
 from fastapi.testclient import TestClient
+from liveserver import ANSWER, fake_models
 
 from vidagent import __version__
 from vidagent.config import Settings
@@ -470,7 +470,7 @@ def test_the_access_log_never_shows_the_token(_isolated_home: Path) -> None:
     import subprocess
     import sys
 
-    from conftest import free_port
+    from liveserver import free_port
 
     port = free_port()
     env = {**os.environ, "VIDAGENT_HOME": str(_isolated_home), "HF_HUB_OFFLINE": "1"}
