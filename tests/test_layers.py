@@ -28,7 +28,7 @@ PACKAGE = Path(vidagent.__file__).parent
 #: The parts of the package, lowest first. A part is a subpackage or a top-level module (its name
 #: without ``.py``); ``__version__`` is the façade's constant, ``vidagent`` the façade itself.
 RANKS: tuple[tuple[str, ...], ...] = (
-    ("exceptions", "timecode", "roles", "__version__"),
+    ("exceptions", "timecode", "roles", "geometry", "__version__"),
     ("budget", "trace", "plugins", "prompts"),
     ("specs",),
     ("config",),
