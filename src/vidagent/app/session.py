@@ -35,6 +35,7 @@ from vidagent.app import videos as _videos
 from vidagent.app.core import SessionCore
 from vidagent.app.results import (
     AskResult,
+    CompareResult,
     EstimateReport,
     GraphDetail,
     GroundResult,
@@ -388,6 +389,35 @@ class Session(SessionCore):
 
         return benchmarks.report(
             self, runs, out=out, plots=plots, resamples=resamples, seed=seed, judge_spec=judge
+        )
+
+    def bench_compare(
+        self,
+        run_a: Path,
+        run_b: Path,
+        *,
+        out: Path | None = None,
+        plots: bool = True,
+        right_at: float = 0.5,
+        resamples: int = 1000,
+        seed: int = 0,
+        judge: str | None = None,
+    ) -> CompareResult:
+        """Run folder B against run folder A on the questions both answered: the joint
+        correctness table, an exact McNemar test and paired bootstrap intervals
+        (:mod:`vidagent.bench.compare`); with ``out``, ``compare.json`` and a plot there."""
+        from vidagent.app import benchmarks
+
+        return benchmarks.compare(
+            self,
+            run_a,
+            run_b,
+            out=out,
+            plots=plots,
+            right_at=right_at,
+            resamples=resamples,
+            seed=seed,
+            judge_spec=judge,
         )
 
     def bench_runs(self) -> list[RunInfo]:

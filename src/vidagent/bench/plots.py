@@ -1,4 +1,5 @@
-"""Report plots as PNG: accuracy by category, and accuracy against cost per run.
+"""Report plots as PNG: accuracy by category, and accuracy against cost per run (both numbers
+with their intervals). ``bench compare`` draws its own (:func:`vidagent.bench.compare.plot_comparison`).
 
 matplotlib is optional (the ``bench`` extra) and imported here only, when a report is written
 with plots. Figures are drawn with :class:`matplotlib.figure.Figure` directly, not pyplot, so no
@@ -94,7 +95,8 @@ def _cell(run: RunReport, section: str, key: str) -> Any:
 
 
 def plot_accuracy_vs_cost(reports: Sequence[RunReport], path: Path) -> Path:
-    """One point per run: the official overall number against its mean cost per question.
+    """One point per run: the official overall number against its mean cost per question,
+    each with its 95% bootstrap interval.
 
     Runs without prices (every cost 0) are placed by mean tokens per question instead, and the
     axis says so.
@@ -116,7 +118,21 @@ def plot_accuracy_vs_cost(reports: Sequence[RunReport], path: Path) -> Path:
             lo, hi = r.intervals["overall"].score if "overall" in r.intervals else (y, y)
             lows.append(max(0.0, y - lo))
             highs.append(max(0.0, hi - y))
-        ax.errorbar(xs, ys, yerr=[lows, highs], fmt="o", capsize=3, label=f"{bench} {split}")
+        # The mean's own bootstrap interval across (a run without one: no whisker).
+        xlows, xhighs = [], []
+        for r, x in zip(runs, xs, strict=False):
+            lo, hi = r.mean_intervals.get(key, (x, x))
+            xlows.append(max(0.0, x - lo))
+            xhighs.append(max(0.0, hi - x))
+        ax.errorbar(
+            xs,
+            ys,
+            xerr=[xlows, xhighs],
+            yerr=[lows, highs],
+            fmt="o",
+            capsize=3,
+            label=f"{bench} {split}",
+        )
         for r, x, y in zip(runs, xs, ys, strict=False):
             ax.annotate(r.name, (x, y), textcoords="offset points", xytext=(5, 5), fontsize=8)
     ax.set_xlabel(label)

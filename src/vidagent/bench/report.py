@@ -75,6 +75,9 @@ class RunReport:
         intervals: per cell (``"overall"``, ``"<section>/<key>"``, ``"extra/<name>"``).
         counts: questions, answered, errors, missing videos, not run (no row yet), scored.
         means: per-question means over rows without an error (``None``: no such row).
+        mean_intervals: each mean's percentile interval (seeded, as the scores' intervals).
+        samples, outcomes, rows: the scored questions, their outcomes by id and the run's
+            rows by id (what :mod:`vidagent.bench.compare` pairs; not in :meth:`to_dict`).
     """
 
     name: str
@@ -84,6 +87,10 @@ class RunReport:
     intervals: dict[str, Interval] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     means: dict[str, float | None] = field(default_factory=dict)
+    mean_intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    samples: list[Sample] = field(default_factory=list)
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def group(self) -> tuple[str, str]:
@@ -101,6 +108,7 @@ class RunReport:
             "models": m.get("models", {}),
             "counts": self.counts,
             "means": {k: None if v is None else round(v, 6) for k, v in self.means.items()},
+            "mean_intervals": {k: [round(x, 6) for x in i] for k, i in self.mean_intervals.items()},
             "scores": self.scores.to_dict(),
             "intervals": {
                 k: {
@@ -224,6 +232,7 @@ def load_run(
     scored, outcomes, scores = score_rows(
         bench, samples, rows, split=manifest["split"], judge=judge
     )
+    means = _means(rows)
     lost = len(wanted) - len(samples)
     if lost:
         notes = (*scores.notes, f"{lost} questions of the run are not in the data any more")
@@ -237,8 +246,38 @@ def load_run(
             bench, scored, outcomes, split=manifest["split"], resamples=resamples, seed=seed
         ),
         counts=_counts(manifest, wanted, rows, len(scored)),
-        means=_means(rows) | _selective(outcomes, rows),
+        means=means | _selective(outcomes, rows),
+        mean_intervals={
+            key: mean_interval(values, resamples=resamples, seed=seed)
+            for key, values in _mean_values(rows).items()
+            if values and means.get(key) is not None and resamples > 0
+        },
+        samples=list(scored),
+        outcomes={o.id: o for o in outcomes},
+        rows={k: dict(r) for k, r in rows.items()},
     )
+
+
+def mean_interval(
+    values: Sequence[float], *, resamples: int = RESAMPLES, seed: int = 0, level: float = LEVEL
+) -> tuple[float, float]:
+    """The percentile bootstrap interval of the mean of ``values`` (:func:`scipy.stats.bootstrap`,
+    seeded as the scores' intervals); a single value, or equal values, is its own interval."""
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    data = np.asarray(values, dtype=float)  # (N,)
+    if len(data) < 2 or np.all(data == data[0]):
+        return float(data.mean()), float(data.mean())
+    result = bootstrap(
+        (data,),
+        np.mean,
+        n_resamples=resamples,
+        confidence_level=level,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
 def _selective(
@@ -279,11 +318,18 @@ def _counts(
     }
 
 
+def _mean_values(rows: Mapping[str, Mapping[str, Any]]) -> dict[str, list[float]]:
+    """Each mean's values: the rows without an error that record it."""
+    ok = [r for r in rows.values() if r.get("error") is None]
+    return {
+        key: [float(r[key]) for r in ok if isinstance(r.get(key), (int, float))] for key in MEANS
+    }
+
+
 def _means(rows: Mapping[str, Mapping[str, Any]]) -> dict[str, float | None]:
     ok = [r for r in rows.values() if r.get("error") is None]
     out: dict[str, float | None] = {}
-    for key in MEANS:
-        values = [float(r[key]) for r in ok if isinstance(r.get(key), (int, float))]
+    for key, values in _mean_values(rows).items():
         out[key] = sum(values) / len(values) if values else None
     # A row whose cost is None called a model without a known price: a mean over the others
     # would understate the run's cost, so the run has none ("no price" in the table).
@@ -374,12 +420,20 @@ def cost_table(reports: Sequence[RunReport]) -> tuple[list[str], list[list[str]]
                 priced = key != "cost_usd" or not r.means.get("tokens")
                 row.append("–" if priced else "no price")
             else:
-                row.append(_MEAN_FORMAT[key].format(value))
+                row.append(_mean_cell(key, value, r.mean_intervals.get(key)))
         for key in ("coverage", "selective"):
             value = r.means.get(key)
             row.append("–" if value is None else f"{value:.1%}")
         rows.append(row)
     return head, rows
+
+
+def _mean_cell(key: str, value: float, interval: tuple[float, float] | None) -> str:
+    shown = _MEAN_FORMAT[key].format(value)
+    if interval is None:
+        return shown
+    lo, hi = (_MEAN_FORMAT[key].format(x) for x in interval)
+    return f"{shown} [{lo}, {hi}]"
 
 
 def groups(reports: Sequence[RunReport]) -> dict[tuple[str, str], list[RunReport]]:
@@ -410,7 +464,9 @@ def render_text(reports: Sequence[RunReport], *, resamples: int = RESAMPLES, see
         parts.append(_aligned(head, rows, indent=True))
         parts += [f"note ({r.name}): {n}" for r in runs for n in r.scores.notes]
         parts.append("")
-    parts.append("per question (means over answered rows without an error)")
+    parts.append(
+        f"per question (means over answered rows without an error, {LEVEL:.0%} bootstrap intervals)"
+    )
     parts.append(_aligned(*cost_table(reports)))
     return "\n".join(parts)
 
@@ -444,7 +500,8 @@ def render_markdown(
         parts += [f"## {_caption(runs, resamples, seed)}", "", _md(head, rows), ""]
         parts += [f"- note ({r.name}): {n}" for r in runs for n in r.scores.notes]
         parts.append("")
-    parts += ["## Per question", "", "Means over answered rows without an error.", ""]
+    parts += ["## Per question", ""]
+    parts += [f"Means over answered rows without an error, {LEVEL:.0%} bootstrap intervals.", ""]
     parts += [_md(*cost_table(reports)), ""]
     return "\n".join(parts)
 

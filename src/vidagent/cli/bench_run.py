@@ -213,3 +213,70 @@ def report(
     else:
         click.echo(result.to_text())
     click.echo("wrote: " + ", ".join(str(p) for p in result.written), err=as_json)
+
+
+@bench.command(name="compare")
+@click.argument("run_a", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("run_b", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="folder for compare.json and compare.png (default: print only)",
+)
+@click.option("--no-plots", is_flag=True, help="skip the PNG plot (no matplotlib needed)")
+@click.option(
+    "--right-at",
+    type=click.FloatRange(min=0.0, max=1.0, min_open=True),
+    default=0.5,
+    show_default=True,
+    help="share of a question's points that counts it right (0.5: IoU 0.5 for grounding)",
+)
+@click.option(
+    "--resamples",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="paired bootstrap resamples",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="bootstrap seed")
+@click.option(
+    "--judge",
+    "judge_spec",
+    metavar="SPEC",
+    help="model judging open-ended answers (CrossVid CCQA); default: the llm role",
+)
+@click.option("--json", "as_json", is_flag=True, help="print JSON instead of the tables")
+@click.pass_context
+def compare(
+    ctx: click.Context,
+    run_a: Path,
+    run_b: Path,
+    out: Path | None,
+    no_plots: bool,
+    right_at: float,
+    resamples: int,
+    seed: int,
+    judge_spec: str | None,
+    as_json: bool,
+) -> None:
+    """RUN_B against RUN_A on the questions both answered (how many were left out, and why):
+    the 2x2 table of joint correctness with the change in steps, frames and tokens per cell, an
+    exact McNemar test, and paired 95% bootstrap intervals of the differences in the official
+    and strict numbers and in mean steps, frames, tokens, cost and latency; the same per
+    category."""
+    result = session_of(ctx).bench_compare(
+        run_a,
+        run_b,
+        out=out,
+        plots=not no_plots,
+        right_at=right_at,
+        resamples=resamples,
+        seed=seed,
+        judge=judge_spec,
+    )
+    if as_json:
+        echo_json(result.to_json())
+    else:
+        click.echo(result.to_text())
+    if result.written:
+        click.echo("wrote: " + ", ".join(str(p) for p in result.written), err=as_json)

@@ -20,7 +20,7 @@ from vidagent.app.benchmarks.runner import (
     run_benchmark,
 )
 from vidagent.app.benchmarks.runs import RunInfo, list_runs, run_info, runs_folder
-from vidagent.app.benchmarks.scoring import JUDGED_BENCHMARKS, judge, report, score
+from vidagent.app.benchmarks.scoring import JUDGED_BENCHMARKS, compare, judge, report, score
 
 if TYPE_CHECKING:
     # re-exported (PEP 484) for the front ends, which import the app only
@@ -33,6 +33,7 @@ __all__ = [
     "RunInfo",
     "RunSummary",
     "Workers",
+    "compare",
     "endpoint_limits",
     "judge",
     "list_runs",
