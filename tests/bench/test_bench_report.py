@@ -121,6 +121,12 @@ def test_report_puts_official_beside_strict_per_category_and_writes_files(
         "scored": 8,
     }
     assert unsure["means"]["steps"] == 1.0 and unsure["means"]["tokens"] > 0
+    # Risk–coverage over the 5 answered questions, ranked by their citation check's support.
+    curve = unsure["risk_coverage"]
+    assert curve["source"] == "support" and curve["answers"] == 5
+    assert curve["points"][-1] == [1.0, 0.4]  # all kept: 2 of 5 wrong
+    assert 0.0 <= curve["aurc"] <= 1.0
+    assert (out / "risk_coverage.png").read_bytes()[:4] == b"\x89PNG"
     # The means carry seeded bootstrap intervals too (steps: 1 on every row, so no spread).
     assert unsure["mean_intervals"]["steps"] == [1.0, 1.0]
     for key in ("tokens", "latency_s"):

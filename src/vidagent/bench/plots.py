@@ -148,3 +148,31 @@ def _by_group(reports: Sequence[RunReport]) -> dict[tuple[str, str], list[RunRep
     from vidagent.bench.report import groups
 
     return groups(reports)
+
+
+def plot_risk_coverage(reports: Sequence[RunReport], path: Path) -> Path:
+    """One panel per benchmark and split: each run's risk against coverage (a step at each
+    distinct answer score), its AURC in the legend."""
+    figure = require_matplotlib()
+    grouped = [
+        (group, [(r.name, r.risk_coverage) for r in runs if r.risk_coverage is not None])
+        for group, runs in _by_group(reports).items()
+    ]
+    grouped = [(g, curves) for g, curves in grouped if curves]
+    fig = figure.Figure(figsize=(6.5, 3.6 * len(grouped)))
+    axes = fig.subplots(len(grouped), 1, squeeze=False)[:, 0]
+    for ax, ((bench, split), curves) in zip(axes, grouped, strict=False):
+        for name, rc in curves:
+            xs = [0.0, *(c for c, _ in rc.points)]
+            ys = [rc.points[0][1], *(risk for _, risk in rc.points)]
+            label = f"{name} (AURC {rc.aurc:.3f}, {rc.answers} answers by {rc.source})"
+            ax.step(xs, ys, where="pre", label=label)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1.05)
+        ax.set_xlabel("coverage (share of answers kept, most sure first)")
+        ax.set_ylabel("risk (1 - accuracy of those kept)")
+        ax.set_title(f"{bench} {split}: risk against coverage", fontsize=10)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return path

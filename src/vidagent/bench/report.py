@@ -13,7 +13,9 @@ every official breakdown and whose columns are, per run, the official number and
 answered rows: steps, frames, tokens, cost and latency, and the risk-coverage pair of the
 answers' citation checks (:mod:`vidagent.agents.verify`): **coverage**, the share of answered
 questions that did not abstain, and **selective** accuracy, the benchmark's points earned over
-those questions only (``–`` for a run whose rows predate the checks). The harness records
+those questions only (``–`` for a run whose rows predate the checks); and the area under the
+whole risk–coverage curve, **AURC**, from each answer's support or confidence
+(:mod:`vidagent.bench.selective`). The harness records
 abstention without applying it, so the official and strict numbers are the paper's either way.
 :func:`write_report` writes it as Markdown and JSON and draws the plots
 (:mod:`vidagent.bench.plots`).
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from vidagent.bench.base import BenchmarkDataError, GroupScore, Outcome, Sample, Scores
 from vidagent.bench.rundir import ROWS, RunFolderError, read_manifest, read_rows
+from vidagent.bench.selective import RiskCoverage, risk_coverage
 
 if TYPE_CHECKING:
     from vidagent.bench.base import Benchmark
@@ -76,6 +79,8 @@ class RunReport:
         counts: questions, answered, errors, missing videos, not run (no row yet), scored.
         means: per-question means over rows without an error (``None``: no such row).
         mean_intervals: each mean's percentile interval (seeded, as the scores' intervals).
+        risk_coverage: the answers' risk–coverage curve and AURC
+            (:mod:`vidagent.bench.selective`; ``None``: no row has a support or confidence).
         samples, outcomes, rows: the scored questions, their outcomes by id and the run's
             rows by id (what :mod:`vidagent.bench.compare` pairs; not in :meth:`to_dict`).
     """
@@ -88,6 +93,7 @@ class RunReport:
     counts: dict[str, int] = field(default_factory=dict)
     means: dict[str, float | None] = field(default_factory=dict)
     mean_intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    risk_coverage: RiskCoverage | None = None
     samples: list[Sample] = field(default_factory=list)
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -110,6 +116,7 @@ class RunReport:
             "means": {k: None if v is None else round(v, 6) for k, v in self.means.items()},
             "mean_intervals": {k: [round(x, 6) for x in i] for k, i in self.mean_intervals.items()},
             "scores": self.scores.to_dict(),
+            "risk_coverage": self.risk_coverage.to_dict() if self.risk_coverage else None,
             "intervals": {
                 k: {
                     "score": [round(x, 4) for x in i.score],
@@ -252,6 +259,7 @@ def load_run(
             for key, values in _mean_values(rows).items()
             if values and means.get(key) is not None and resamples > 0
         },
+        risk_coverage=risk_coverage(outcomes, rows),
         samples=list(scored),
         outcomes={o.id: o for o in outcomes},
         rows={k: dict(r) for k, r in rows.items()},
@@ -399,6 +407,7 @@ def cost_table(reports: Sequence[RunReport]) -> tuple[list[str], list[list[str]]
         *MEANS.values(),
         "coverage",
         "selective",
+        "AURC",
     ]
     rows = []
     for r in reports:
@@ -424,6 +433,7 @@ def cost_table(reports: Sequence[RunReport]) -> tuple[list[str], list[list[str]]
         for key in ("coverage", "selective"):
             value = r.means.get(key)
             row.append("–" if value is None else f"{value:.1%}")
+        row.append("–" if r.risk_coverage is None else f"{r.risk_coverage.aurc:.3f}")
         rows.append(row)
     return head, rows
 
@@ -553,8 +563,14 @@ def write_report(
     js.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
     written = [md, js]
     if plots:
-        from vidagent.bench.plots import plot_accuracy_vs_cost, plot_categories
+        from vidagent.bench.plots import (
+            plot_accuracy_vs_cost,
+            plot_categories,
+            plot_risk_coverage,
+        )
 
         written.append(plot_categories(reports, out / "accuracy_by_category.png"))
         written.append(plot_accuracy_vs_cost(reports, out / "accuracy_vs_cost.png"))
+        if any(r.risk_coverage is not None for r in reports):
+            written.append(plot_risk_coverage(reports, out / "risk_coverage.png"))
     return written
