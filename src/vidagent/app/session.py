@@ -342,6 +342,25 @@ class Session(SessionCore):
             config, self, out=out, progress=progress, on_row=on_row, executor=executor
         )
 
+    def bench_ladder(
+        self,
+        config: Any,
+        frames: Sequence[int],
+        *,
+        out: Path | None = None,
+        progress: bool = False,
+        on_row: Callable[[dict[str, Any]], None] | None = None,
+        executor: Executor | None = None,
+    ) -> list[Any]:
+        """A frame-budget ladder: the run once per budget in ``frames``, one run folder per
+        rung inside one folder (:func:`vidagent.app.benchmarks.run_ladder`); returns each
+        rung's ``RunSummary``."""
+        from vidagent.app import benchmarks
+
+        return benchmarks.run_ladder(
+            config, frames, self, out=out, progress=progress, on_row=on_row, executor=executor
+        )
+
     def bench_score(
         self,
         benchmark: str,

@@ -176,3 +176,63 @@ def plot_risk_coverage(reports: Sequence[RunReport], path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return path
+
+
+def plot_ladders(reports: Sequence[RunReport], path: Path) -> Path:
+    """Frame-budget ladders: the official overall number, mean cost (by tokens without prices)
+    and mean latency against the mean frames sent, one line per benchmark and strategy through
+    its budgets, every point with its 95% intervals."""
+    from vidagent.bench.report import frame_cap, ladders
+
+    figure = require_matplotlib()
+    found = ladders(reports)
+    by_cost = any((r.means.get("cost_usd") or 0.0) > 0 for runs in found for r in runs)
+    cost = ("cost_usd", "mean cost per question (USD)") if by_cost else ("tokens", "mean tokens")
+    panels = [
+        ("score", "official overall score"),
+        cost,
+        ("latency_s", "mean latency per question (s)"),
+    ]
+    fig = figure.Figure(figsize=(6.5, 3.2 * len(panels)))
+    axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
+    for ax, (key, label) in zip(axes, panels, strict=False):
+        for runs in found:
+            xs = [r.means.get("frames") or 0.0 for r in runs]
+            xerr = _whiskers(xs, [r.mean_intervals.get("frames") for r in runs])
+            if key == "score":
+                ys = [r.scores.overall.score for r in runs]
+                spans = [
+                    r.intervals["overall"].score if "overall" in r.intervals else None for r in runs
+                ]
+            else:
+                ys = [r.means.get(key) or 0.0 for r in runs]
+                spans = [r.mean_intervals.get(key) for r in runs]
+            first = runs[0]
+            name = f"{first.scores.benchmark} {first.scores.split} {first.manifest['strategy']}"
+            ax.errorbar(
+                xs, ys, xerr=xerr, yerr=_whiskers(ys, spans), fmt="o-", capsize=3, label=name
+            )
+            for r, x, y in zip(runs, xs, ys, strict=False):
+                ax.annotate(
+                    f"cap {frame_cap(r)}",
+                    (x, y),
+                    textcoords="offset points",
+                    xytext=(4, 4),
+                    fontsize=7,
+                )
+        ax.set_xlabel("mean frames sent per question")
+        ax.set_ylabel(label)
+        ax.legend(fontsize=8)
+    axes[0].set_title("frame-budget ladders (95% CI)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def _whiskers(
+    values: Sequence[float], spans: Sequence[tuple[float, float] | None]
+) -> list[list[float]]:
+    """Error-bar lengths below and above each value from its interval (none: no whisker)."""
+    low = [max(0.0, v - s[0]) if s else 0.0 for v, s in zip(values, spans, strict=True)]
+    high = [max(0.0, s[1] - v) if s else 0.0 for v, s in zip(values, spans, strict=True)]
+    return [low, high]

@@ -399,6 +399,7 @@ def cost_table(reports: Sequence[RunReport]) -> tuple[list[str], list[list[str]]
         "benchmark",
         "strategy",
         "llm",
+        "frames cap",
         "questions",
         "answered",
         "errors",
@@ -417,6 +418,7 @@ def cost_table(reports: Sequence[RunReport]) -> tuple[list[str], list[list[str]]
             f"{m['benchmark']} {m['split']}",
             m["strategy"],
             m.get("models", {}).get("llm", ""),
+            str(frame_cap(r) or "–"),
             str(c["questions"]),
             str(c["answered"]),
             str(c["errors"]),
@@ -436,6 +438,25 @@ def cost_table(reports: Sequence[RunReport]) -> tuple[list[str], list[list[str]]
         row.append("–" if r.risk_coverage is None else f"{r.risk_coverage.aurc:.3f}")
         rows.append(row)
     return head, rows
+
+
+def frame_cap(report: RunReport) -> int | None:
+    """The run's frame budget per question (``None``: no limit)."""
+    cap = report.manifest.get("budget", {}).get("frames")
+    return int(cap) if isinstance(cap, (int, float)) else None
+
+
+def ladders(reports: Sequence[RunReport]) -> list[list[RunReport]]:
+    """Runs of one benchmark, split and strategy at two or more frame budgets (a ladder), each
+    ordered by budget: what the accuracy-against-frames plot draws."""
+    found: dict[tuple[str, str, str], list[RunReport]] = {}
+    for r in reports:
+        found.setdefault((*r.group, r.manifest["strategy"]), []).append(r)
+    return [
+        sorted(runs, key=lambda r: frame_cap(r) or 0)
+        for runs in found.values()
+        if len({frame_cap(r) for r in runs}) > 1
+    ]
 
 
 def _mean_cell(key: str, value: float, interval: tuple[float, float] | None) -> str:
@@ -566,11 +587,14 @@ def write_report(
         from vidagent.bench.plots import (
             plot_accuracy_vs_cost,
             plot_categories,
+            plot_ladders,
             plot_risk_coverage,
         )
 
         written.append(plot_categories(reports, out / "accuracy_by_category.png"))
         written.append(plot_accuracy_vs_cost(reports, out / "accuracy_vs_cost.png"))
+        if ladders(reports):
+            written.append(plot_ladders(reports, out / "accuracy_vs_frames.png"))
         if any(r.risk_coverage is not None for r in reports):
             written.append(plot_risk_coverage(reports, out / "risk_coverage.png"))
     return written

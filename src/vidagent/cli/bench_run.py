@@ -55,6 +55,12 @@ from vidagent.cli.index import EXECUTOR_HELP, EXECUTORS
     help="reasoning steps or search rounds [strategy's own: dvd 15, videoagent2 5, eea 10, avi 10, cvr 20 turns, retrieval 1]",
 )
 @click.option("--max-frames", type=int, help="frames looked at per question [2000]")
+@click.option(
+    "--frames",
+    "ladder",
+    metavar="N1,N2,…",
+    help="a frame-budget ladder: the run once per --max-frames value, in OUT/frames-N each",
+)
 @click.option("--max-tokens", type=int, help="tokens per question [1000000]")
 @click.option("--max-seconds", type=float, help="wall-clock seconds per question [3600]")
 @click.option("--max-cost", type=float, help="US dollars per question [5]")
@@ -96,6 +102,7 @@ def run(
     out: Path | None,
     max_steps: int | None,
     max_frames: int | None,
+    ladder: str | None,
     max_tokens: int | None,
     max_seconds: float | None,
     max_cost: float | None,
@@ -139,18 +146,50 @@ def run(
         limit=limit,
         concurrency=concurrency,
     )
+    rungs = _frames(ladder, max_frames)
     kind = executor_kind(executor) if executor else None  # local: this process's threads
     workers = concurrency if kind in ("pool", "ray") else None
     runner = executor_of(kind, workers, address, rate_limits)
+    session = session_of(ctx)
     try:
-        summary = session_of(ctx).bench_run(config, out=out, progress=not quiet, executor=runner)
+        if rungs:
+            summaries = session.bench_ladder(
+                config, rungs, out=out, progress=not quiet, executor=runner
+            )
+        else:
+            summaries = [session.bench_run(config, out=out, progress=not quiet, executor=runner)]
     finally:
         if runner is not None:
             runner.close()
     if as_json:
-        echo_json(summary.to_json())
+        shown = [s.to_json() for s in summaries]
+        echo_json(shown if rungs else shown[0])
         return
-    s = summary
+    for s in summaries:
+        _show(s)
+    if rungs:
+        click.echo(f"ladder: {summaries[0].out.parent} (bench report reads it as its rungs)")
+
+
+def _frames(ladder: str | None, max_frames: int | None) -> list[int]:
+    """The ``--frames`` ladder's budgets, or [] for one run."""
+    if ladder is None:
+        return []
+    if max_frames is not None:
+        raise click.UsageError("give --frames (a ladder) or --max-frames (one budget), not both")
+    try:
+        rungs = [int(x) for x in ladder.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter(
+            f"{ladder!r}: whole numbers, e.g. 32,128,512", param_hint="--frames"
+        ) from None
+    if not rungs or min(rungs) < 1:
+        raise click.BadParameter("positive frame budgets, e.g. 32,128,512", param_hint="--frames")
+    return rungs
+
+
+def _show(s: Any) -> None:
+    """One run's summary as text."""
     click.echo(
         f"{s.benchmark} {s.split}: {s.questions} questions; {s.done_before} done before, "
         f"{s.ran} asked now ({s.errors} failed), {s.missing} without a video; "

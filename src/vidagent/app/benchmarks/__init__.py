@@ -18,6 +18,7 @@ from vidagent.app.benchmarks.runner import (
     endpoint_limits,
     question_run,
     run_benchmark,
+    run_ladder,
 )
 from vidagent.app.benchmarks.runs import RunInfo, list_runs, run_info, runs_folder
 from vidagent.app.benchmarks.scoring import JUDGED_BENCHMARKS, compare, judge, report, score
@@ -41,6 +42,7 @@ __all__ = [
     "report",
     "run_benchmark",
     "run_info",
+    "run_ladder",
     "runs_folder",
     "score",
 ]

@@ -49,6 +49,7 @@ from vidagent.bench.rundir import (
     FORMAT,
     IDENTITY,
     INDEX_SETTINGS,
+    LADDER,
     MANIFEST,
     ROWS,
     TRACES,
@@ -59,6 +60,7 @@ from vidagent.bench.rundir import (
     read_manifest,
     read_rows,
     rewrite_rows,
+    rung_name,
     write_json_atomic,
 )
 from vidagent.budget import Budget
@@ -310,6 +312,47 @@ def published_agent(config: RunConfig, session: SessionCore) -> Agent:
         options=dict(config.strategy_options),
         published=True,
     )
+
+
+def run_ladder(
+    config: RunConfig,
+    frames: Sequence[int],
+    session: SessionCore,
+    *,
+    out: Path | None = None,
+    progress: bool = False,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+    executor: Workers | None = None,
+) -> list[RunSummary]:
+    """A frame-budget ladder: the run once per frame budget in ``frames`` (the rest of
+    ``config.budget`` kept), each rung a resumable run folder ``frames-<N>`` inside ``out``
+    (default ``$VIDAGENT_HOME/runs/<bench>-<strategy>-frames-<N1>-<N2>…``), which also holds
+    ``ladder.json``; ``bench report`` reads the folder as its rungs. The videos are indexed by
+    the first rung; the others find them done.
+
+    Raises:
+        UserError: an empty ladder, or a budget that is not a positive whole number.
+    """
+    rungs = sorted(dict.fromkeys(frames))
+    if not rungs or any(f < 1 for f in rungs):
+        raise UserError(f"--frames takes positive frame budgets, e.g. 32,128,512; not {frames}")
+    root = out or session.settings.home / "runs" / (
+        f"{config.benchmark}-{config.strategy}-frames-{'-'.join(map(str, rungs))}"
+    )
+    root.mkdir(parents=True, exist_ok=True)
+    body = {"benchmark": config.benchmark, "strategy": config.strategy, "frames": rungs}
+    write_json_atomic(root / LADDER, body)
+    return [
+        run_benchmark(
+            replace(config, budget=replace(config.budget, frames=f)),
+            session,
+            out=root / rung_name(f),
+            progress=progress,
+            on_row=on_row,
+            executor=executor,
+        )
+        for f in rungs
+    ]
 
 
 def question_run(config: RunConfig, session: SessionCore, out: Path) -> QuestionRun:

@@ -11,7 +11,7 @@ from typing import Any
 from vidagent.app.core import SessionCore
 from vidagent.app.results import CompareResult, ReportResult, ScoreResult
 from vidagent.bench.base import BenchmarkDataError
-from vidagent.bench.rundir import read_manifest
+from vidagent.bench.rundir import expand_runs, read_manifest
 from vidagent.exceptions import BackendMissingError, UserError
 
 #: Benchmarks whose answers are open-ended: scoring them needs a judge model.
@@ -85,6 +85,7 @@ def report(
             require_matplotlib()
         except BackendMissingError as e:
             raise UserError(f"{e}; or leave the plots out with --no-plots") from None
+    runs = expand_runs(runs)  # a frame-budget ladder reads as its rungs
     needs = any(read_manifest(r)["benchmark"] in JUDGED_BENCHMARKS for r in runs)
     judged = judge(core, judge_spec) if needs else None
     reports = [load_run(r, judge=judged, resamples=resamples, seed=seed) for r in runs]
