@@ -29,7 +29,7 @@ PACKAGE = Path(vidagent.__file__).parent
 #: without ``.py``); ``vidagent`` is the façade itself. ``_version`` holds ``__version__`` at the
 #: bottom, so that no part reads it from the façade above it.
 RANKS: tuple[tuple[str, ...], ...] = (
-    ("exceptions", "timecode", "roles", "_version"),
+    ("exceptions", "timecode", "roles", "geometry", "_version"),
     ("budget", "trace", "plugins", "prompts"),
     ("specs",),
     ("config",),

@@ -100,7 +100,9 @@ def test_report_puts_official_beside_strict_per_category_and_writes_files(
     assert [c.split()[-1] for c in cells] == ["50.0", "50.0", "60.0", "37.5"]
     er = next(line for line in lines if line.strip().startswith("ER (entity recognition)"))
     assert er.split()[3:4] == ["100.0"] and "66.7 [" in er  # unsure: 2 of 2 answered, 2 of 3
-    assert "per question (means over answered rows without an error)" in lines
+    assert "per question (means over answered rows without an error, 95% bootstrap intervals)" in (
+        lines
+    )
 
     body = json.loads((out / "report.json").read_text())
     assert (body["level"], body["resamples"], body["seed"]) == (0.95, 1000, 0)
@@ -119,6 +121,17 @@ def test_report_puts_official_beside_strict_per_category_and_writes_files(
         "scored": 8,
     }
     assert unsure["means"]["steps"] == 1.0 and unsure["means"]["tokens"] > 0
+    # Risk–coverage over the 5 answered questions, ranked by their citation check's support.
+    curve = unsure["risk_coverage"]
+    assert curve["source"] == "support" and curve["answers"] == 5
+    assert curve["points"][-1] == [1.0, 0.4]  # all kept: 2 of 5 wrong
+    assert 0.0 <= curve["aurc"] <= 1.0
+    assert (out / "risk_coverage.png").read_bytes()[:4] == b"\x89PNG"
+    # The means carry seeded bootstrap intervals too (steps: 1 on every row, so no spread).
+    assert unsure["mean_intervals"]["steps"] == [1.0, 1.0]
+    for key in ("tokens", "latency_s"):
+        low, high = unsure["mean_intervals"][key]
+        assert low <= unsure["means"][key] <= high, key
     assert unsure["models"]["llm"] == "fake:function" and unsure["strategy"] == "dvd"
     for key, interval in unsure["intervals"].items():
         section, _, name = key.partition("/")

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from vidagent.exceptions import ToolInputError
+from vidagent.geometry import box_iou
 from vidagent.models.base import Box, Detection
 from vidagent.tools.detectors import (
     MILTracker,
     TemplateTracker,
     TrackPoint,
     _patch,
-    iou,
     resolve_target,
     similarity,
 )
@@ -154,7 +154,7 @@ def test_template_tracker_follows_a_moving_object_both_ways() -> None:
     points = TemplateTracker().track(frames, start, truth[start])
     assert points[start] == TrackPoint(truth[start], 1.0)
     for point, box in zip(points, truth, strict=False):
-        assert point.box is not None and iou(point.box, box) > 0.8
+        assert point.box is not None and box_iou(point.box, box) > 0.8
         assert 0.9 < point.confidence <= 1.0
 
 

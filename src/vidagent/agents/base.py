@@ -526,7 +526,7 @@ class Agent:
             )
 
     def _started(self, question: Question) -> dict[str, Any]:
-        from vidagent import __version__
+        from vidagent._version import __version__
 
         videos = []
         for vid in question.video_ids:

@@ -263,6 +263,24 @@ class ScoreResult:
 
 
 @dataclass(frozen=True)
+class CompareResult:
+    """``bench compare``: run B against run A on the questions both answered, and the files
+    written (:class:`vidagent.bench.compare.Comparison`)."""
+
+    comparison: Any
+    written: list[Path]
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = self.comparison.to_dict()
+        return body | {"written": [str(p) for p in self.written]}
+
+    def to_text(self) -> str:
+        from vidagent.bench.compare import render_comparison
+
+        return render_comparison(self.comparison)
+
+
+@dataclass(frozen=True)
 class ReportResult:
     """``bench report``: the reports of the run folders and the files written."""
 

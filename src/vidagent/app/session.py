@@ -36,6 +36,7 @@ from vidagent.app import videos as _videos
 from vidagent.app.core import SessionCore
 from vidagent.app.results import (
     AskResult,
+    CompareResult,
     EstimateReport,
     GraphDetail,
     GroundResult,
@@ -379,6 +380,25 @@ class Session(SessionCore):
             config, self, out=out, progress=progress, on_row=on_row, executor=executor
         )
 
+    def bench_ladder(
+        self,
+        config: Any,
+        frames: Sequence[int],
+        *,
+        out: Path | None = None,
+        progress: bool = False,
+        on_row: Callable[[dict[str, Any]], None] | None = None,
+        executor: Executor | None = None,
+    ) -> list[Any]:
+        """A frame-budget ladder: the run once per budget in ``frames``, one run folder per
+        rung inside one folder (:func:`vidagent.app.benchmarks.run_ladder`); returns each
+        rung's ``RunSummary``."""
+        from vidagent.app import benchmarks
+
+        return benchmarks.run_ladder(
+            config, frames, self, out=out, progress=progress, on_row=on_row, executor=executor
+        )
+
     def bench_score(
         self,
         benchmark: str,
@@ -426,6 +446,35 @@ class Session(SessionCore):
 
         return benchmarks.report(
             self, runs, out=out, plots=plots, resamples=resamples, seed=seed, judge_spec=judge
+        )
+
+    def bench_compare(
+        self,
+        run_a: Path,
+        run_b: Path,
+        *,
+        out: Path | None = None,
+        plots: bool = True,
+        right_at: float = 0.5,
+        resamples: int = 1000,
+        seed: int = 0,
+        judge: str | None = None,
+    ) -> CompareResult:
+        """Run folder B against run folder A on the questions both answered: the joint
+        correctness table, an exact McNemar test and paired bootstrap intervals
+        (:mod:`vidagent.bench.compare`); with ``out``, ``compare.json`` and a plot there."""
+        from vidagent.app import benchmarks
+
+        return benchmarks.compare(
+            self,
+            run_a,
+            run_b,
+            out=out,
+            plots=plots,
+            right_at=right_at,
+            resamples=resamples,
+            seed=seed,
+            judge_spec=judge,
         )
 
     def bench_runs(self) -> list[RunInfo]:

@@ -254,7 +254,7 @@ def as_interval(value: Any, *, strings: bool = True) -> tuple[float, float] | No
 
     A string must split on its comma into exactly two numbers, as CrossVid's ``FSA.py`` reads it.
     A reversed pair stays reversed: the official IoUs (CrossVid's ``FSA.py``, the Charades-STA
-    authors' ``calculate_IoU``) give it no overlap, and so does :func:`interval_iou`.
+    authors' ``calculate_IoU``) give it no overlap, and so does :func:`vidagent.geometry.interval_iou`.
     """
     parts = value.split(",") if isinstance(value, str) and strings else value
     if not isinstance(parts, (list, tuple)) or len(parts) != 2:
@@ -264,16 +264,6 @@ def as_interval(value: Any, *, strings: bool = True) -> tuple[float, float] | No
     except (TypeError, ValueError):
         return None
     return start, end
-
-
-def interval_iou(a: Sequence[float], b: Sequence[float]) -> float:
-    """Temporal IoU of two ``(start, end)`` intervals: their overlap over the span from the
-    earlier start to the later end (their union whenever they overlap); 0 when that is empty or
-    negative (disjoint intervals, or a reversed one).
-    """
-    inter = max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
-    union = max(a[1], b[1]) - min(a[0], b[0])
-    return inter / union if union > 0 else 0.0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,7 +13,9 @@ every official breakdown and whose columns are, per run, the official number and
 answered rows: steps, frames, tokens, cost and latency, and the risk-coverage pair of the
 answers' citation checks (:mod:`vidagent.agents.citations`): **coverage**, the share of answered
 questions that did not abstain, and **selective** accuracy, the benchmark's points earned over
-those questions only (``–`` for a run whose rows predate the checks). The harness records
+those questions only (``–`` for a run whose rows predate the checks); and the area under the
+whole risk–coverage curve, **AURC**, from each answer's support or confidence
+(:mod:`vidagent.bench.selective`). The harness records
 abstention without applying it, so the official and strict numbers are the paper's either way.
 :func:`write_report` writes it as Markdown and JSON and draws the plots
 (:mod:`vidagent.bench.plots`).
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from vidagent.bench.base import BenchmarkDataError, GroupScore, Outcome, Sample, Scores
 from vidagent.bench.rundir import ROWS, RunFolderError, read_manifest, read_rows
+from vidagent.bench.selective import RiskCoverage, risk_coverage
 
 if TYPE_CHECKING:
     from vidagent.bench.base import Benchmark
@@ -75,6 +78,11 @@ class RunReport:
         intervals: per cell (``"overall"``, ``"<section>/<key>"``, ``"extra/<name>"``).
         counts: questions, answered, errors, missing videos, not run (no row yet), scored.
         means: per-question means over rows without an error (``None``: no such row).
+        mean_intervals: each mean's percentile interval (seeded, as the scores' intervals).
+        risk_coverage: the answers' risk–coverage curve and AURC
+            (:mod:`vidagent.bench.selective`; ``None``: no row has a support or confidence).
+        samples, outcomes, rows: the scored questions, their outcomes by id and the run's
+            rows by id (what :mod:`vidagent.bench.compare` pairs; not in :meth:`to_dict`).
     """
 
     name: str
@@ -84,6 +92,11 @@ class RunReport:
     intervals: dict[str, Interval] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     means: dict[str, float | None] = field(default_factory=dict)
+    mean_intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    risk_coverage: RiskCoverage | None = None
+    samples: list[Sample] = field(default_factory=list)
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def group(self) -> tuple[str, str]:
@@ -101,7 +114,9 @@ class RunReport:
             "models": m.get("models", {}),
             "counts": self.counts,
             "means": {k: None if v is None else round(v, 6) for k, v in self.means.items()},
+            "mean_intervals": {k: [round(x, 6) for x in i] for k, i in self.mean_intervals.items()},
             "scores": self.scores.to_dict(),
+            "risk_coverage": self.risk_coverage.to_dict() if self.risk_coverage else None,
             "intervals": {
                 k: {
                     "score": [round(x, 4) for x in i.score],
@@ -224,6 +239,7 @@ def load_run(
     scored, outcomes, scores = score_rows(
         bench, samples, rows, split=manifest["split"], judge=judge
     )
+    means = _means(rows)
     lost = len(wanted) - len(samples)
     if lost:
         notes = (*scores.notes, f"{lost} questions of the run are not in the data any more")
@@ -237,8 +253,39 @@ def load_run(
             bench, scored, outcomes, split=manifest["split"], resamples=resamples, seed=seed
         ),
         counts=_counts(manifest, wanted, rows, len(scored)),
-        means=_means(rows) | _selective(outcomes, rows),
+        means=means | _selective(outcomes, rows),
+        mean_intervals={
+            key: mean_interval(values, resamples=resamples, seed=seed)
+            for key, values in _mean_values(rows).items()
+            if values and means.get(key) is not None and resamples > 0
+        },
+        risk_coverage=risk_coverage(outcomes, rows),
+        samples=list(scored),
+        outcomes={o.id: o for o in outcomes},
+        rows={k: dict(r) for k, r in rows.items()},
     )
+
+
+def mean_interval(
+    values: Sequence[float], *, resamples: int = RESAMPLES, seed: int = 0, level: float = LEVEL
+) -> tuple[float, float]:
+    """The percentile bootstrap interval of the mean of ``values`` (:func:`scipy.stats.bootstrap`,
+    seeded as the scores' intervals); a single value, or equal values, is its own interval."""
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    data = np.asarray(values, dtype=float)  # (N,)
+    if len(data) < 2 or np.all(data == data[0]):
+        return float(data.mean()), float(data.mean())
+    result = bootstrap(
+        (data,),
+        np.mean,
+        n_resamples=resamples,
+        confidence_level=level,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
 def _selective(
@@ -279,11 +326,18 @@ def _counts(
     }
 
 
+def _mean_values(rows: Mapping[str, Mapping[str, Any]]) -> dict[str, list[float]]:
+    """Each mean's values: the rows without an error that record it."""
+    ok = [r for r in rows.values() if r.get("error") is None]
+    return {
+        key: [float(r[key]) for r in ok if isinstance(r.get(key), (int, float))] for key in MEANS
+    }
+
+
 def _means(rows: Mapping[str, Mapping[str, Any]]) -> dict[str, float | None]:
     ok = [r for r in rows.values() if r.get("error") is None]
     out: dict[str, float | None] = {}
-    for key in MEANS:
-        values = [float(r[key]) for r in ok if isinstance(r.get(key), (int, float))]
+    for key, values in _mean_values(rows).items():
         out[key] = sum(values) / len(values) if values else None
     # A row whose cost is None called a model without a known price: a mean over the others
     # would understate the run's cost, so the run has none ("no price" in the table).
@@ -345,6 +399,7 @@ def cost_table(reports: Sequence[RunReport]) -> tuple[list[str], list[list[str]]
         "benchmark",
         "strategy",
         "llm",
+        "frames cap",
         "questions",
         "answered",
         "errors",
@@ -353,6 +408,7 @@ def cost_table(reports: Sequence[RunReport]) -> tuple[list[str], list[list[str]]
         *MEANS.values(),
         "coverage",
         "selective",
+        "AURC",
     ]
     rows = []
     for r in reports:
@@ -362,6 +418,7 @@ def cost_table(reports: Sequence[RunReport]) -> tuple[list[str], list[list[str]]
             f"{m['benchmark']} {m['split']}",
             m["strategy"],
             m.get("models", {}).get("llm", ""),
+            str(frame_cap(r) or "–"),
             str(c["questions"]),
             str(c["answered"]),
             str(c["errors"]),
@@ -374,12 +431,40 @@ def cost_table(reports: Sequence[RunReport]) -> tuple[list[str], list[list[str]]
                 priced = key != "cost_usd" or not r.means.get("tokens")
                 row.append("–" if priced else "no price")
             else:
-                row.append(_MEAN_FORMAT[key].format(value))
+                row.append(_mean_cell(key, value, r.mean_intervals.get(key)))
         for key in ("coverage", "selective"):
             value = r.means.get(key)
             row.append("–" if value is None else f"{value:.1%}")
+        row.append("–" if r.risk_coverage is None else f"{r.risk_coverage.aurc:.3f}")
         rows.append(row)
     return head, rows
+
+
+def frame_cap(report: RunReport) -> int | None:
+    """The run's frame budget per question (``None``: no limit)."""
+    cap = report.manifest.get("budget", {}).get("frames")
+    return int(cap) if isinstance(cap, (int, float)) else None
+
+
+def ladders(reports: Sequence[RunReport]) -> list[list[RunReport]]:
+    """Runs of one benchmark, split and strategy at two or more frame budgets (a ladder), each
+    ordered by budget: what the accuracy-against-frames plot draws."""
+    found: dict[tuple[str, str, str], list[RunReport]] = {}
+    for r in reports:
+        found.setdefault((*r.group, r.manifest["strategy"]), []).append(r)
+    return [
+        sorted(runs, key=lambda r: frame_cap(r) or 0)
+        for runs in found.values()
+        if len({frame_cap(r) for r in runs}) > 1
+    ]
+
+
+def _mean_cell(key: str, value: float, interval: tuple[float, float] | None) -> str:
+    shown = _MEAN_FORMAT[key].format(value)
+    if interval is None:
+        return shown
+    lo, hi = (_MEAN_FORMAT[key].format(x) for x in interval)
+    return f"{shown} [{lo}, {hi}]"
 
 
 def groups(reports: Sequence[RunReport]) -> dict[tuple[str, str], list[RunReport]]:
@@ -410,7 +495,9 @@ def render_text(reports: Sequence[RunReport], *, resamples: int = RESAMPLES, see
         parts.append(_aligned(head, rows, indent=True))
         parts += [f"note ({r.name}): {n}" for r in runs for n in r.scores.notes]
         parts.append("")
-    parts.append("per question (means over answered rows without an error)")
+    parts.append(
+        f"per question (means over answered rows without an error, {LEVEL:.0%} bootstrap intervals)"
+    )
     parts.append(_aligned(*cost_table(reports)))
     return "\n".join(parts)
 
@@ -444,7 +531,8 @@ def render_markdown(
         parts += [f"## {_caption(runs, resamples, seed)}", "", _md(head, rows), ""]
         parts += [f"- note ({r.name}): {n}" for r in runs for n in r.scores.notes]
         parts.append("")
-    parts += ["## Per question", "", "Means over answered rows without an error.", ""]
+    parts += ["## Per question", ""]
+    parts += [f"Means over answered rows without an error, {LEVEL:.0%} bootstrap intervals.", ""]
     parts += [_md(*cost_table(reports)), ""]
     return "\n".join(parts)
 
@@ -496,8 +584,17 @@ def write_report(
     js.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
     written = [md, js]
     if plots:
-        from vidagent.bench.plots import plot_accuracy_vs_cost, plot_categories
+        from vidagent.bench.plots import (
+            plot_accuracy_vs_cost,
+            plot_categories,
+            plot_ladders,
+            plot_risk_coverage,
+        )
 
         written.append(plot_categories(reports, out / "accuracy_by_category.png"))
         written.append(plot_accuracy_vs_cost(reports, out / "accuracy_vs_cost.png"))
+        if ladders(reports):
+            written.append(plot_ladders(reports, out / "accuracy_vs_frames.png"))
+        if any(r.risk_coverage is not None for r in reports):
+            written.append(plot_risk_coverage(reports, out / "risk_coverage.png"))
     return written

@@ -11,6 +11,10 @@ Layout of a run folder (format :data:`FORMAT`)::
       traces/<id>.jsonl   the agent's trace of each question
       errors.log          tracebacks of questions that failed with an unexpected error
 
+A frame-budget ladder (``bench run --frames 32,128,512``) is one folder holding one such run
+folder per rung, ``frames-<N>/``, and ``ladder.json`` naming them; :func:`expand_runs` reads a
+ladder as its rungs wherever run folders are expected.
+
 Rows are appended with one ``write`` of a whole line on a file opened with ``O_APPEND``, then
 ``fsync``: a process killed at any moment leaves every finished row whole, and at worst a torn
 last line after a power cut, which the next open cuts off (that question is redone). Readers take
@@ -23,7 +27,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from hashlib import sha256
 from importlib.resources import files
 from pathlib import Path
@@ -39,6 +43,7 @@ MANIFEST = "manifest.json"
 ROWS = "predictions.jsonl"
 TRACES = "traces"
 ERRORS = "errors.log"
+LADDER = "ladder.json"
 
 
 class RunFolderError(UserError):
@@ -233,3 +238,20 @@ def _cut_torn_tail(path: Path) -> None:
         if data.endswith(b"\n"):
             return
         f.truncate(data.rfind(b"\n") + 1)
+
+
+def rung_name(frames: int) -> str:
+    """The run folder of one rung of a frame-budget ladder."""
+    return f"frames-{frames}"
+
+
+def expand_runs(paths: Iterable[Path]) -> list[Path]:
+    """``paths`` with each ladder folder replaced by its rungs' run folders, in ladder order."""
+    out: list[Path] = []
+    for path in map(Path, paths):
+        ladder = path / LADDER
+        if ladder.is_file() and not (path / MANIFEST).is_file():
+            out += [path / rung_name(int(f)) for f in json.loads(ladder.read_text())["frames"]]
+        else:
+            out.append(path)
+    return out

@@ -55,6 +55,12 @@ from vidagent.cli.index import EXECUTOR_HELP, EXECUTORS
     help="reasoning steps or search rounds [strategy's own: dvd 15, videoagent2 5, eea 10, avi 10, cvr 20 turns, retrieval 1]",
 )
 @click.option("--max-frames", type=int, help="frames looked at per question [2000]")
+@click.option(
+    "--frames",
+    "ladder",
+    metavar="N1,N2,…",
+    help="a frame-budget ladder: the run once per --max-frames value, in OUT/frames-N each",
+)
 @click.option("--max-tokens", type=int, help="tokens per question [1000000]")
 @click.option("--max-seconds", type=float, help="wall-clock seconds per question [3600]")
 @click.option("--max-cost", type=float, help="US dollars per question [5]")
@@ -96,6 +102,7 @@ def run(
     out: Path | None,
     max_steps: int | None,
     max_frames: int | None,
+    ladder: str | None,
     max_tokens: int | None,
     max_seconds: float | None,
     max_cost: float | None,
@@ -139,18 +146,50 @@ def run(
         limit=limit,
         concurrency=concurrency,
     )
+    rungs = _frames(ladder, max_frames)
     kind = executor_kind(executor) if executor else None  # local: this process's threads
     workers = concurrency if kind in ("pool", "ray") else None
     runner = executor_of(kind, workers, address, rate_limits)
+    session = session_of(ctx)
     try:
-        summary = session_of(ctx).bench_run(config, out=out, progress=not quiet, executor=runner)
+        if rungs:
+            summaries = session.bench_ladder(
+                config, rungs, out=out, progress=not quiet, executor=runner
+            )
+        else:
+            summaries = [session.bench_run(config, out=out, progress=not quiet, executor=runner)]
     finally:
         if runner is not None:
             runner.close()
     if as_json:
-        echo_json(summary.to_json())
+        shown = [s.to_json() for s in summaries]
+        echo_json(shown if rungs else shown[0])
         return
-    s = summary
+    for s in summaries:
+        _show(s)
+    if rungs:
+        click.echo(f"ladder: {summaries[0].out.parent} (bench report reads it as its rungs)")
+
+
+def _frames(ladder: str | None, max_frames: int | None) -> list[int]:
+    """The ``--frames`` ladder's budgets, or [] for one run."""
+    if ladder is None:
+        return []
+    if max_frames is not None:
+        raise click.UsageError("give --frames (a ladder) or --max-frames (one budget), not both")
+    try:
+        rungs = [int(x) for x in ladder.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter(
+            f"{ladder!r}: whole numbers, e.g. 32,128,512", param_hint="--frames"
+        ) from None
+    if not rungs or min(rungs) < 1:
+        raise click.BadParameter("positive frame budgets, e.g. 32,128,512", param_hint="--frames")
+    return rungs
+
+
+def _show(s: Any) -> None:
+    """One run's summary as text."""
     click.echo(
         f"{s.benchmark} {s.split}: {s.questions} questions; {s.done_before} done before, "
         f"{s.ran} asked now ({s.errors} failed), {s.missing} without a video; "
@@ -213,3 +252,70 @@ def report(
     else:
         click.echo(result.to_text())
     click.echo("wrote: " + ", ".join(str(p) for p in result.written), err=as_json)
+
+
+@bench.command(name="compare")
+@click.argument("run_a", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("run_b", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="folder for compare.json and compare.png (default: print only)",
+)
+@click.option("--no-plots", is_flag=True, help="skip the PNG plot (no matplotlib needed)")
+@click.option(
+    "--right-at",
+    type=click.FloatRange(min=0.0, max=1.0, min_open=True),
+    default=0.5,
+    show_default=True,
+    help="share of a question's points that counts it right (0.5: IoU 0.5 for grounding)",
+)
+@click.option(
+    "--resamples",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="paired bootstrap resamples",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="bootstrap seed")
+@click.option(
+    "--judge",
+    "judge_spec",
+    metavar="SPEC",
+    help="model judging open-ended answers (CrossVid CCQA); default: the llm role",
+)
+@click.option("--json", "as_json", is_flag=True, help="print JSON instead of the tables")
+@click.pass_context
+def compare(
+    ctx: click.Context,
+    run_a: Path,
+    run_b: Path,
+    out: Path | None,
+    no_plots: bool,
+    right_at: float,
+    resamples: int,
+    seed: int,
+    judge_spec: str | None,
+    as_json: bool,
+) -> None:
+    """RUN_B against RUN_A on the questions both answered (how many were left out, and why):
+    the 2x2 table of joint correctness with the change in steps, frames and tokens per cell, an
+    exact McNemar test, and paired 95% bootstrap intervals of the differences in the official
+    and strict numbers and in mean steps, frames, tokens, cost and latency; the same per
+    category."""
+    result = session_of(ctx).bench_compare(
+        run_a,
+        run_b,
+        out=out,
+        plots=not no_plots,
+        right_at=right_at,
+        resamples=resamples,
+        seed=seed,
+        judge=judge_spec,
+    )
+    if as_json:
+        echo_json(result.to_json())
+    else:
+        click.echo(result.to_text())
+    if result.written:
+        click.echo("wrote: " + ", ".join(str(p) for p in result.written), err=as_json)

@@ -115,9 +115,3 @@ def nearest(
         if stored is not None:  # a vector whose clip row is gone is not a hit
             hits.append((ClipRow.from_row(stored), score))
     return hits
-
-
-def unit_rows(vectors: np.ndarray) -> np.ndarray:
-    """(N, D) float32 rows scaled to length 1 (zero rows stay zero)."""
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)  # (N, 1)
-    return np.asarray((vectors / np.maximum(norms, 1e-12)).astype(np.float32))

@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 
 from vidagent.exceptions import EmbeddingMismatchError
+from vidagent.geometry import unit_rows
 from vidagent.library.filters import one_of, quote, span_filter
-from vidagent.library.hot import HotVideo, nearest, unit_rows
+from vidagent.library.hot import HotVideo, nearest
 from vidagent.library.indexing import vector_query
 from vidagent.library.rows import Rows
 from vidagent.library.schema import ClipHit, ClipRow, frame_vectors_schema, vectors_schema

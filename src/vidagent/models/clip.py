@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vidagent.exceptions import BackendMissingError, ConfigError
+from vidagent.geometry import unit_rows
 from vidagent.models.base import (
     Adapter,
     BackendStatus,
@@ -181,7 +182,9 @@ class ClipEmbedder(Adapter):
                 mask = inputs.get("attention_mask")
                 tokens += int(mask.sum()) if mask is not None else int(inputs["input_ids"].numel())
                 rows.append(_features(model.get_text_features, inputs.to(self.device)))
-        return EmbedResponse(vectors=_unit(np.concatenate(rows)), usage=Usage(input_tokens=tokens))
+        return EmbedResponse(
+            vectors=unit_rows(np.concatenate(rows)), usage=Usage(input_tokens=tokens)
+        )
 
     def embed_images(self, images: list[np.ndarray]) -> np.ndarray:
         if not images:
@@ -195,7 +198,7 @@ class ClipEmbedder(Adapter):
                 batch = [Image.fromarray(np.ascontiguousarray(rgb)) for rgb in images[i : i + n]]
                 inputs = processor.image_processor(images=batch, return_tensors="pt")
                 rows.append(_features(model.get_image_features, inputs.to(self.device)))
-        return _unit(np.concatenate(rows))
+        return unit_rows(np.concatenate(rows))
 
     def close(self) -> None:
         with self._lock:
@@ -211,9 +214,3 @@ def _features(tower: Any, inputs: Any) -> np.ndarray:
         out = tower(**inputs)
     tensor = out if isinstance(out, torch.Tensor) else out.pooler_output
     return tensor.float().cpu().numpy()
-
-
-def _unit(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to length 1, (N, D) float32 (a zero row stays zero)."""
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return np.asarray((vectors / np.maximum(norms, 1e-12)).astype(np.float32))

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vidagent.exceptions import BackendMissingError, ConfigError
+from vidagent.geometry import box_iou
 from vidagent.models.base import Adapter, BackendStatus, Capabilities, Detection
 from vidagent.models.cpu import quiet_openmp, torch_threads
 from vidagent.models.registry import module_available
@@ -195,19 +196,11 @@ class TransformersDetector(Adapter):
             if x1 - x0 < 1.0 or y1 - y0 < 1.0:
                 continue
             box = (x0, y0, x1, y1)
-            if all(k.label != d.label or _iou(k.box, box) <= self.nms for k in kept):
+            if all(k.label != d.label or box_iou(k.box, box) <= self.nms for k in kept):
                 kept.append(Detection(d.label, box, min(max(d.score, 0.0), 1.0)))
             if len(kept) == self.max_detections:
                 break
         return kept
-
-
-def _iou(a: Sequence[float], b: Sequence[float]) -> float:
-    w = min(a[2], b[2]) - max(a[0], b[0])
-    h = min(a[3], b[3]) - max(a[1], b[1])
-    inter = max(0.0, w) * max(0.0, h)
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
 
 
 def _pil(images: Sequence[np.ndarray]) -> list[Any]:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from vidagent.geometry import unit_rows
 from vidagent.library.search import require_embedding
 from vidagent.models.vision import short_side_size
 from vidagent.tools.index import search_text
@@ -214,8 +215,9 @@ def image_curve(
     client = models.client("image_embed")
     size = short_side_size(width, height, SHORT_SIDE)
     frames = frames_at(source_path, list(times), size=size)  # (N, H, W, 3) uint8
-    images = _unit(client.embed_images(list(frames)))  # (N, D)
-    query = _unit(client.embed([text]).vectors)[0]  # (D,)
+    # Adapters normalise already; a fake or a plugin may not.
+    images = unit_rows(client.embed_images(list(frames)), np.float64)  # (N, D)
+    query = unit_rows(client.embed([text]).vectors, np.float64)[0]  # (D,)
     return np.asarray((images @ query).astype(np.float64))  # (N,)
 
 
@@ -253,10 +255,3 @@ def caption_curve(
         ((h.clip.t0 + h.clip.t1) / 2, float(h.score)) for h in hits if h.clip.clip_index in inside
     )
     return [round(t, 3) for t, _ in scored], np.array([s for _, s in scored], dtype=np.float64)
-
-
-def _unit(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to length 1 (adapters normalise already; a fake or a plugin may not)."""
-    vectors = np.asarray(vectors, dtype=np.float64)  # (N, D)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)  # (N, 1)
-    return vectors / np.where(norms > 0, norms, 1.0)

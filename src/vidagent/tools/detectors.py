@@ -528,15 +528,6 @@ def to_pixels(box: Box, width: int, height: int) -> Box:
     return (box[0] * width, box[1] * height, box[2] * width, box[3] * height)
 
 
-def iou(a: Box, b: Box) -> float:
-    """Intersection over union of two boxes in the same units."""
-    w = min(a[2], b[2]) - max(a[0], b[0])
-    h = min(a[3], b[3]) - max(a[1], b[1])
-    inter = max(0.0, w) * max(0.0, h)
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
-
-
 def normal_name(name: str) -> str:
     """Lower case, single spaces, no leading article: ``"The  Man"`` -> ``"man"``."""
     words = name.lower().replace("_", " ").split()

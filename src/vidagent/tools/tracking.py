@@ -43,6 +43,7 @@ import cv2
 import numpy as np
 
 from vidagent.exceptions import ToolInputError
+from vidagent.geometry import box_iou
 from vidagent.media import VideoInfo, frames_at, probe
 from vidagent.models.base import Box, Detection
 from vidagent.tools.base import Evidence, Observation, ToolContext
@@ -52,7 +53,6 @@ from vidagent.tools.detectors import (
     TrackPoint,
     backends,
     detector_report,
-    iou,
     normal_name,
     resolve_target,
     same_label,
@@ -280,7 +280,7 @@ def detect_at(
                 found.append(Sighting(label, point.box, confidence, times[i], d.score))
     for d in detections[at]:
         label = normal_name(d.label)
-        covered = any(s.label == label and iou(s.box, d.box) >= 0.3 for s in found)
+        covered = any(s.label == label and box_iou(s.box, d.box) >= 0.3 for s in found)
         if _counts(d, targets, threshold) and not covered:
             found.append(Sighting(label, d.box, d.score, times[at], d.score))
     return suppress(found)
@@ -290,7 +290,7 @@ def suppress(found: Sequence[Sighting], overlap: float = 0.5) -> list[Sighting]:
     """Most confident first; of two sightings of one label overlapping more, the lesser goes."""
     kept: list[Sighting] = []
     for s in sorted(found, key=lambda s: -s.confidence):
-        if all(k.label != s.label or iou(k.box, s.box) <= overlap for k in kept):
+        if all(k.label != s.label or box_iou(k.box, s.box) <= overlap for k in kept):
             kept.append(s)
     return kept
 

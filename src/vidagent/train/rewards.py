@@ -28,6 +28,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from vidagent.geometry import interval_iou
+
 FORMAT_REWARD = 0.1
 IOU_THRESHOLD = 0.5
 
@@ -44,13 +46,6 @@ class Reward:
         return self.answer + self.format
 
 
-def iou(a: tuple[float, float], b: tuple[float, float]) -> float:
-    """Temporal IoU of two intervals (CrossVid's FSA metric)."""
-    inter = max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
-    union = max(a[1], b[1]) - min(a[0], b[0])
-    return inter / union if union > 0 else 0.0
-
-
 def answer_reward(predicted: str | None, truth: str, task: str) -> float:
     """1.0 when the (normalised) predicted answer is the script's answer, else 0.0."""
     if predicted is None:
@@ -60,7 +55,7 @@ def answer_reward(predicted: str | None, truth: str, task: str) -> float:
             p, t = json.loads(predicted), json.loads(truth)
         except (json.JSONDecodeError, TypeError):
             return 0.0
-        return 1.0 if iou((p[0], p[1]), (t[0], t[1])) >= IOU_THRESHOLD else 0.0
+        return 1.0 if interval_iou((p[0], p[1]), (t[0], t[1])) >= IOU_THRESHOLD else 0.0
     norm = predicted.strip().upper().replace(" ", "")
     return 1.0 if norm == truth.strip().upper().replace(" ", "") else 0.0
 

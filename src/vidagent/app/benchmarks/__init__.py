@@ -18,9 +18,10 @@ from vidagent.app.benchmarks.runner import (
     endpoint_limits,
     question_run,
     run_benchmark,
+    run_ladder,
 )
 from vidagent.app.benchmarks.runs import RunInfo, list_runs, run_info, runs_folder
-from vidagent.app.benchmarks.scoring import JUDGED_BENCHMARKS, judge, report, score
+from vidagent.app.benchmarks.scoring import JUDGED_BENCHMARKS, compare, judge, report, score
 
 if TYPE_CHECKING:
     # re-exported (PEP 484) for the front ends, which import the app only
@@ -33,6 +34,7 @@ __all__ = [
     "RunInfo",
     "RunSummary",
     "Workers",
+    "compare",
     "endpoint_limits",
     "judge",
     "list_runs",
@@ -40,6 +42,7 @@ __all__ = [
     "report",
     "run_benchmark",
     "run_info",
+    "run_ladder",
     "runs_folder",
     "score",
 ]

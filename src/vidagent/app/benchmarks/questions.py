@@ -28,6 +28,21 @@ if TYPE_CHECKING:
     from vidagent.bench.base import Benchmark, Sample
 
 
+#: What every row records of its question's cost: frames sent (looked at by tools), the prompt
+#: (input) and completion (output) tokens and their sum, model calls, steps, money and the
+#: agent's seconds; ``latency_s``, ``capped`` and ``error`` are set on every row besides.
+COST_FIELDS = (
+    "steps",
+    "frames",
+    "model_calls",
+    "input_tokens",
+    "output_tokens",
+    "tokens",
+    "cost_usd",
+    "agent_seconds",
+)
+
+
 class VideoIndex:
     """Videos indexed into the run's Library at most once, from any thread.
 
@@ -83,7 +98,8 @@ class QuestionRun:
         from vidagent.trace import Trace
 
         trace = self.out / TRACES / trace_name(sample.id)
-        row: dict[str, Any] = {"id": sample.id}
+        # Every row names what it cost, a failed question's too (None: not known).
+        row: dict[str, Any] = {"id": sample.id} | dict.fromkeys(COST_FIELDS)
         started = time.monotonic()
         try:
             question = self._question(sample)
@@ -94,7 +110,14 @@ class QuestionRun:
         except UserError:
             raise
         except Exception as e:  # noqa: BLE001 - one question's failure must not end a long run
-            row.update(prediction=None, parsed=None, correct=None, score=None, error=error_text(e))
+            row.update(
+                prediction=None,
+                parsed=None,
+                correct=None,
+                score=None,
+                capped=None,
+                error=error_text(e),
+            )
             row["correct"] = False if sample.answer is not None else None
             self._log_error(sample.id, e)
         row["latency_s"] = round(time.monotonic() - started, 3)
@@ -136,6 +159,8 @@ class QuestionRun:
             "letter": answer.letter,
             "forced": answer.forced,
             "reason": answer.reason,
+            # a budget (frames, tokens, seconds, money) or the step limit ended the search
+            "capped": answer.reason.startswith("budget:") or answer.reason == "max_steps",
             "confidence": answer.confidence,
             "evidence": [e.to_list() for e in answer.evidence],
         }

@@ -36,7 +36,7 @@ import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -49,6 +49,7 @@ from vidagent.bench.rundir import (
     FORMAT,
     IDENTITY,
     INDEX_SETTINGS,
+    LADDER,
     MANIFEST,
     ROWS,
     TRACES,
@@ -59,6 +60,7 @@ from vidagent.bench.rundir import (
     read_manifest,
     read_rows,
     rewrite_rows,
+    rung_name,
     write_json_atomic,
 )
 from vidagent.budget import Budget
@@ -179,6 +181,48 @@ class RunSummary:
         }
 
 
+@dataclass(frozen=True)
+class RunManifest:
+    """What a run folder's ``manifest.json`` records (:mod:`vidagent.bench.rundir`): every
+    setting that decides the answers (:data:`~vidagent.bench.rundir.IDENTITY`, which a resume
+    must match), what the run covers, and one entry per session (start or resume)."""
+
+    format: int
+    vidagent: str
+    created_at: str
+    benchmark: str
+    title: str
+    split: str
+    data: str
+    videos: str | None
+    subset: str | None
+    ids: dict[str, str] | None
+    strategy: str
+    strategy_options: dict[str, Any]
+    strategy_settings: dict[str, Any]
+    tool_mode: str
+    budget: dict[str, Any]
+    models: dict[str, Any]
+    index_settings: dict[str, Any]
+    prompts: dict[str, str]
+    settings: dict[str, Any]
+    library: str
+    limit: int | None
+    concurrency: dict[str, Any]
+    samples: list[str]
+    missing_videos: list[dict[str, str]]
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def identity(self) -> dict[str, Any]:
+        """The fields that name the default run folder: the identity less the prompts (a new
+        prompt file must not start a fresh folder; an edited prompt is caught on resume)."""
+        body = self.to_json()
+        return {k: body[k] for k in IDENTITY if k != "prompts"}
+
+
 # ---------------------------------------------------------------------------------------------
 # The run
 
@@ -251,18 +295,64 @@ def run_benchmark(
         loaded = loaded.only(read_id_list(config.ids))
     samples = loaded.samples[: config.limit]
     # Built once before any work, so a bad option or embedding fails at once.
-    agent = make_agent(
+    agent = published_agent(config, session)
+    session.check_embedding()
+    run = _Run(bench, config, session, agent, samples, loaded.missing, executor)
+    return run.go(out, data, loaded.split, progress, on_row)
+
+
+def published_agent(config: RunConfig, session: SessionCore) -> Agent:
+    """The agent a run asks with, in this process or in an executor's worker: the strategy's
+    paper configuration (abstention recorded, answers unchanged) with the run's options."""
+    return make_agent(
         session,
         config.strategy,
         budget=config.budget,
         tool_mode=config.tool_mode,
         options=dict(config.strategy_options),
-        published=True,  # a paper's configuration: abstention recorded, answers unchanged
+        published=True,
     )
-    session.check_embedding()
-    run = _Run(bench, config, session, agent, samples, loaded.missing)
-    run.executor = executor
-    return run.go(out, data, loaded.split, progress, on_row)
+
+
+def run_ladder(
+    config: RunConfig,
+    frames: Sequence[int],
+    session: SessionCore,
+    *,
+    out: Path | None = None,
+    progress: bool = False,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+    executor: Workers | None = None,
+) -> list[RunSummary]:
+    """A frame-budget ladder: the run once per frame budget in ``frames`` (the rest of
+    ``config.budget`` kept), each rung a resumable run folder ``frames-<N>`` inside ``out``
+    (default ``$VIDAGENT_HOME/runs/<bench>-<strategy>-frames-<N1>-<N2>…``), which also holds
+    ``ladder.json``; ``bench report`` reads the folder as its rungs. The videos are indexed by
+    the first rung; the others find them done.
+
+    Raises:
+        UserError: an empty ladder, or a budget that is not a positive whole number.
+    """
+    rungs = sorted(dict.fromkeys(frames))
+    if not rungs or any(f < 1 for f in rungs):
+        raise UserError(f"--frames takes positive frame budgets, e.g. 32,128,512; not {frames}")
+    root = out or session.settings.home / "runs" / (
+        f"{config.benchmark}-{config.strategy}-frames-{'-'.join(map(str, rungs))}"
+    )
+    root.mkdir(parents=True, exist_ok=True)
+    body = {"benchmark": config.benchmark, "strategy": config.strategy, "frames": rungs}
+    write_json_atomic(root / LADDER, body)
+    return [
+        run_benchmark(
+            replace(config, budget=replace(config.budget, frames=f)),
+            session,
+            out=root / rung_name(f),
+            progress=progress,
+            on_row=on_row,
+            executor=executor,
+        )
+        for f in rungs
+    ]
 
 
 def question_run(config: RunConfig, session: SessionCore, out: Path) -> QuestionRun:
@@ -270,14 +360,7 @@ def question_run(config: RunConfig, session: SessionCore, out: Path) -> Question
     benchmark and Library of ``session``; rows are returned, not written."""
     from vidagent.bench import get_benchmark
 
-    agent = make_agent(
-        session,
-        config.strategy,
-        budget=config.budget,
-        tool_mode=config.tool_mode,
-        options=dict(config.strategy_options),
-        published=True,  # a paper's configuration: abstention recorded, answers unchanged
-    )
+    agent = published_agent(config, session)
     index = VideoIndex(session, agent.index_plan())
     return QuestionRun(get_benchmark(config.benchmark), session, agent, index, out)
 
@@ -293,6 +376,7 @@ class _Run:
         agent: Agent,
         samples: Sequence[Sample],
         missing: Sequence[Any],
+        executor: Workers | None = None,
     ) -> None:
         self.bench, self.config, self.session, self.agent = bench, config, session, agent
         self.settings, self.models, self.library = session.settings, session.models, session.library
@@ -301,7 +385,7 @@ class _Run:
         self.missing = [m for m in missing if m.sample_id in targeted]
         self.lacking = {m.sample_id for m in self.missing}
         self.index = VideoIndex(session, agent.index_plan())
-        self.executor: Workers | None = None
+        self.executor = executor
 
     def go(
         self,
@@ -318,11 +402,8 @@ class _Run:
         if self.executor is not None:  # one hub per worker: the gate limits the endpoints
             workers = self.executor.start(requested)
         manifest = self._manifest(data, split, limits, workers)
-        # Named without the prompts: a new prompt file must not start a fresh default folder;
-        # an edited prompt is caught by check_resume instead.
-        named = {k: manifest[k] for k in IDENTITY if k != "prompts"}
         self.out = out or self.settings.home / "runs" / (
-            f"{self.bench.NAME}-{split}-{self.config.strategy}-{digest(named)}"
+            f"{self.bench.NAME}-{split}-{self.config.strategy}-{digest(manifest.identity())}"
         )
         self.asker = QuestionRun(self.bench, self.session, self.agent, self.index, self.out)
         done = self._open(manifest)
@@ -330,17 +411,23 @@ class _Run:
         notes = self._notes(requested, workers if self.executor is None else requested, limits)
         self._index_videos(todo, progress)
         errors, answering = 0, time.monotonic()
-        with RowLog(self.out / ROWS) as self.rows:
-            if self.executor is None:
-                answered = self._answer_all(todo, workers, progress)
-            else:  # its workers return rows; only this process writes them
-                answered = self.executor.answer(self.config, self.session, self.out, todo, progress)
-            for row in answered:
-                if self.executor is not None:
-                    self.rows.append(row)
+        with RowLog(self.out / ROWS) as rows:
+
+            def record(row: dict[str, Any]) -> None:
+                """The one row writer: each finished question's row, as soon as it is known."""
+                nonlocal errors
+                rows.append(row)
                 errors += row["error"] is not None
                 if on_row is not None:
                     on_row(row)
+
+            if self.executor is None:
+                self._answer_all(todo, workers, progress, record)
+            else:  # its workers return rows; only this process writes them
+                for row in self.executor.answer(
+                    self.config, self.session, self.out, todo, progress
+                ):
+                    record(row)
         answer_seconds = time.monotonic() - answering
         scores, more = self._scores(split)
         return RunSummary(
@@ -364,7 +451,7 @@ class _Run:
 
     def _manifest(
         self, data: Path, split: str, limits: dict[str, int], workers: int
-    ) -> dict[str, Any]:
+    ) -> RunManifest:
         from vidagent._version import __version__
 
         c, s = self.config, self.settings
@@ -373,54 +460,56 @@ class _Run:
         ids = None
         if c.ids is not None:
             ids = {"path": str(Path(c.ids).resolve()), "sha256": digest(Path(c.ids).read_text())}
-        return {
-            "format": FORMAT,
-            "vidagent": __version__,
-            "created_at": utc_now(),
-            "benchmark": self.bench.NAME,
-            "title": self.bench.TITLE,
-            "split": split,
-            "data": str(data.resolve()),
-            "videos": str(Path(c.videos).resolve()) if c.videos else None,
-            "subset": c.subset,
-            "ids": ids,
-            "strategy": c.strategy,
-            "strategy_options": json.loads(json.dumps(dict(c.strategy_options), default=str)),
-            "strategy_settings": json.loads(json.dumps(self.agent.describe(), default=str)),
-            "tool_mode": c.tool_mode,
-            "budget": self.agent.budget.to_dict(),
-            "models": {role: self.models.serving(role) for role in ROLES},
-            "index_settings": {k: dumped[k] for k in INDEX_SETTINGS},
-            "prompts": prompt_hashes(),
-            "settings": dumped,
-            "library": self.library.uri,
-            "limit": c.limit,
-            "concurrency": {"requested": c.concurrency, "threads": workers, "endpoints": limits},
-            "samples": [x.id for x in self.samples],
-            "missing_videos": [{"id": m.sample_id, "path": str(m.path)} for m in self.missing],
-            "sessions": [],
-        }
+        return RunManifest(
+            format=FORMAT,
+            vidagent=__version__,
+            created_at=utc_now(),
+            benchmark=self.bench.NAME,
+            title=self.bench.TITLE,
+            split=split,
+            data=str(data.resolve()),
+            videos=str(Path(c.videos).resolve()) if c.videos else None,
+            subset=c.subset,
+            ids=ids,
+            strategy=c.strategy,
+            strategy_options=json.loads(json.dumps(dict(c.strategy_options), default=str)),
+            strategy_settings=json.loads(json.dumps(self.agent.describe(), default=str)),
+            tool_mode=c.tool_mode,
+            budget=self.agent.budget.to_dict(),
+            models={role: self.models.serving(role) for role in ROLES},
+            index_settings={k: dumped[k] for k in INDEX_SETTINGS},
+            prompts=prompt_hashes(),
+            settings=dumped,
+            library=self.library.uri,
+            limit=c.limit,
+            concurrency={"requested": c.concurrency, "threads": workers, "endpoints": limits},
+            samples=[x.id for x in self.samples],
+            missing_videos=[{"id": m.sample_id, "path": str(m.path)} for m in self.missing],
+        )
 
-    def _open(self, manifest: dict[str, Any]) -> set[str]:
+    def _open(self, manifest: RunManifest) -> set[str]:
         """Write the manifest (checking an earlier one) and return the ids already answered."""
         path = self.out / MANIFEST
-        session = {
+        session: dict[str, Any] = {
             "started_at": utc_now(),
-            "vidagent": manifest["vidagent"],
-            "concurrency": manifest["concurrency"],
+            "vidagent": manifest.vidagent,
+            "concurrency": manifest.concurrency,
         }
         if path.is_file():
             old = read_manifest(self.out)
-            check_resume(old, manifest, self.out)
-            manifest["created_at"] = old.get("created_at", manifest["created_at"])
-            manifest["sessions"] = list(old.get("sessions", []))
+            check_resume(old, manifest.to_json(), self.out)
+            manifest = replace(
+                manifest,
+                created_at=old.get("created_at", manifest.created_at),
+                sessions=list(old.get("sessions", [])),
+            )
             # A failed question is asked again: its row goes, the rest stay as they are.
             rewrite_rows(self.out / ROWS, lambda row: row.get("error") is None)
         rows = read_rows(self.out / ROWS)
         session["rows_kept"] = len(rows)
-        manifest["sessions"].append(session)
+        manifest.sessions.append(session)
         (self.out / TRACES).mkdir(parents=True, exist_ok=True)
-        write_json_atomic(path, manifest)
+        write_json_atomic(path, manifest.to_json())
         return {s.id for s in self.samples if s.id in rows}
 
     def _notes(self, requested: int, workers: int, limits: dict[str, int]) -> tuple[str, ...]:
@@ -463,33 +552,39 @@ class _Run:
                     prepare(self.session, self.agent, [video_id])
 
     def _answer_all(
-        self, todo: Sequence[Sample], workers: int, progress: bool
-    ) -> Iterator[dict[str, Any]]:
-        """Rows as questions finish; on an interrupt, questions in flight finish first."""
+        self,
+        todo: Sequence[Sample],
+        workers: int,
+        progress: bool,
+        record: Callable[[dict[str, Any]], None],
+    ) -> None:
+        """Ask ``todo`` on a pool of threads and ``record`` each row as its question finishes;
+        on an interrupt, questions in flight finish first and their rows are recorded too."""
         from tqdm import tqdm
 
         bar = tqdm(total=len(todo), desc="questions", unit="q", disable=not progress)
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vidagent-bench")
-        pending: set[Future[dict[str, Any]]] = {pool.submit(self._answer, s) for s in todo}
+        futures = [pool.submit(self.asker.row, s) for s in todo]
+        pending: set[Future[dict[str, Any]]] = set(futures)
+        recorded: set[Future[dict[str, Any]]] = set()
         failed = 0
         try:
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished:
                     row = future.result()  # a UserError stops the run here
+                    record(row)
+                    recorded.add(future)
                     failed += row["error"] is not None
                     bar.update()
                     bar.set_postfix(errors=failed, refresh=False)
-                    yield row
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+            for future in futures:  # rows of questions that finished while the run stopped
+                if future in recorded or future.cancelled() or future.exception() is not None:
+                    continue
+                record(future.result())
             bar.close()
-
-    def _answer(self, sample: Sample) -> dict[str, Any]:
-        """Ask one question and write its row (in this thread, as soon as it is known)."""
-        row = self.asker.row(sample)
-        self.rows.append(row)
-        return row
 
     def _scores(self, split: str) -> tuple[Scores | None, tuple[str, ...]]:
         from vidagent.bench.report import score_rows

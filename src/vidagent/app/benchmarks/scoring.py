@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from vidagent.app.core import SessionCore
-from vidagent.app.results import ReportResult, ScoreResult
+from vidagent.app.results import CompareResult, ReportResult, ScoreResult
 from vidagent.bench.base import BenchmarkDataError
-from vidagent.bench.rundir import read_manifest
+from vidagent.bench.rundir import expand_runs, read_manifest
 from vidagent.exceptions import BackendMissingError, UserError
 
 #: Benchmarks whose answers are open-ended: scoring them needs a judge model.
@@ -85,8 +85,54 @@ def report(
             require_matplotlib()
         except BackendMissingError as e:
             raise UserError(f"{e}; or leave the plots out with --no-plots") from None
+    runs = expand_runs(runs)  # a frame-budget ladder reads as its rungs
     needs = any(read_manifest(r)["benchmark"] in JUDGED_BENCHMARKS for r in runs)
     judged = judge(core, judge_spec) if needs else None
     reports = [load_run(r, judge=judged, resamples=resamples, seed=seed) for r in runs]
     written = write_report(reports, out, plots=plots, resamples=resamples, seed=seed)
     return ReportResult(reports, list(written), resamples, seed)
+
+
+def compare(
+    core: SessionCore,
+    run_a: Path,
+    run_b: Path,
+    *,
+    out: Path | None = None,
+    plots: bool = True,
+    right_at: float = 0.5,
+    resamples: int = 1000,
+    seed: int = 0,
+    judge_spec: str | None = None,
+) -> CompareResult:
+    """Run B against run A on the questions both answered (:mod:`vidagent.bench.compare`);
+    with ``out``, ``compare.json`` (and with ``plots`` ``compare.png``) are written there."""
+    import json
+
+    from vidagent.bench.compare import compare_runs, plot_comparison
+
+    if plots and out is not None:
+        from vidagent.bench.plots import require_matplotlib
+
+        try:
+            require_matplotlib()
+        except BackendMissingError as e:
+            raise UserError(f"{e}; or leave the plot out with --no-plots") from None
+    if not 0.0 < right_at <= 1.0:
+        raise UserError(
+            f"--right-at must be a share of a question's points in (0, 1], not {right_at}"
+        )
+    needs = any(read_manifest(r)["benchmark"] in JUDGED_BENCHMARKS for r in (run_a, run_b))
+    judged = judge(core, judge_spec) if needs else None
+    comparison = compare_runs(
+        run_a, run_b, judge=judged, right_at=right_at, resamples=resamples, seed=seed
+    )
+    written: list[Path] = []
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        body = json.dumps(comparison.to_dict(), indent=2) + "\n"
+        (out / "compare.json").write_text(body, encoding="utf-8")
+        written.append(out / "compare.json")
+        if plots:
+            written.append(plot_comparison(comparison, out / "compare.png"))
+    return CompareResult(comparison, written)

@@ -37,7 +37,6 @@ from vidagent.bench.base import (
     as_interval,
     check_options,
     check_split,
-    interval_iou,
     overall_tally,
     unanswered,
     video_root,
@@ -46,6 +45,7 @@ from vidagent.bench.predictions import (
     read_id_mapping,
     read_json_rows,
 )
+from vidagent.geometry import interval_iou
 
 if TYPE_CHECKING:
     from vidagent.bench.judge import Judge

@@ -73,7 +73,6 @@ from vidagent.bench.base import (
     as_interval,
     check_options,
     format_question,
-    interval_iou,
     letter_index,
     mean_of,
     overall_tally,
@@ -90,6 +89,7 @@ from vidagent.bench.predictions import (
 )
 from vidagent.bench.tasks.crossvid_cvr import strategy_question  # noqa: F401 - the runner asks for it
 from vidagent.exceptions import UserError
+from vidagent.geometry import interval_iou
 
 if TYPE_CHECKING:
     from vidagent.bench.judge import Judge

@@ -53,11 +53,11 @@ from vidagent.bench.base import (
     VideoRoot,
     check_options,
     check_split,
-    interval_iou,
     overall_tally,
     unanswered,
 )
 from vidagent.bench.predictions import check_predictions_file, is_runner_rows, read_json_rows
+from vidagent.geometry import interval_iou
 
 if TYPE_CHECKING:
     from vidagent.bench.judge import Judge

@@ -89,6 +89,7 @@ from vidagent.bench.base import (
     video_root,
 )
 from vidagent.bench.predictions import check_predictions_file, read_json_rows
+from vidagent.geometry import intervals_iou
 
 if TYPE_CHECKING:
     from vidagent.bench.judge import Judge
@@ -349,30 +350,9 @@ def parse_windows(text: Any) -> list[Window] | None:
     return out or None
 
 
-def _merge(intervals: Sequence[Window]) -> list[Window]:
-    merged: list[Window] = []
-    for s, e in sorted(intervals):
-        if merged and s <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], e))
-        else:
-            merged.append((s, e))
-    return merged
-
-
 def tiou(gold: Sequence[Window], pred: Sequence[Window]) -> float:
     """The official ``tiou_multi``: merged windows' total overlap over their total union."""
-    g, p = _merge(gold), _merge(pred)
-    inter, i, j = 0.0, 0, 0
-    while i < len(g) and j < len(p):
-        s, e = max(g[i][0], p[j][0]), min(g[i][1], p[j][1])
-        if e > s:
-            inter += e - s
-        if g[i][1] <= p[j][1]:
-            i += 1
-        else:
-            j += 1
-    union = sum(e - s for s, e in g) + sum(e - s for s, e in p) - inter
-    return inter / union if union > 0 else 0.0
+    return intervals_iou(gold, pred)
 
 
 def parse_boxes(

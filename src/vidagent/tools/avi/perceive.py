@@ -35,10 +35,11 @@ import numpy as np
 from pydantic import Field
 
 from vidagent.exceptions import ToolInputError
+from vidagent.geometry import box_iou
 from vidagent.models.base import Detection
 from vidagent.tools.base import Evidence, Observation, Seconds, ToolContext, tool
 from vidagent.tools.boundary import boundary_from_curve, caption_curve, image_curve, locate
-from vidagent.tools.detectors import backends, detector_report, iou, resolve_target, to_fraction
+from vidagent.tools.detectors import backends, detector_report, resolve_target, to_fraction
 from vidagent.tools.frames import ask_vlm, inspect_times
 from vidagent.tools.tracking import Cost, Region, VideoView, open_video
 
@@ -79,7 +80,7 @@ def nms(detections: Sequence[Detection], threshold: float = NMS_IOU) -> list[Det
     group (IoU above ``threshold``) is kept."""
     kept: list[Detection] = []
     for d in sorted(detections, key=lambda d: -d.score):
-        if all(k.label != d.label or iou(k.box, d.box) <= threshold for k in kept):
+        if all(k.label != d.label or box_iou(k.box, d.box) <= threshold for k in kept):
             kept.append(d)
     return kept
 

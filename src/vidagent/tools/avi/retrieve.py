@@ -30,6 +30,7 @@ import numpy as np
 from pydantic import Field
 
 from vidagent.exceptions import ToolInputError
+from vidagent.geometry import unit_rows
 from vidagent.library.schema import ClipHit, ClipRow
 from vidagent.models.base import ChatRequest, Message
 from vidagent.models.context import estimate_tokens
@@ -56,11 +57,6 @@ def _videos(ctx: ToolContext, video: str | None) -> list[str]:
     return [ctx.resolve_video(video)] if video is not None else list(ctx.video_ids)
 
 
-def _unit(vectors: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)  # (N, 1)
-    return vectors / np.where(norms > 0, norms, 1.0)
-
-
 def merge_clips(
     clips: Sequence[ClipRow],
     vectors: np.ndarray,
@@ -74,7 +70,7 @@ def merge_clips(
     ``gap`` seconds after the first ends and their captions' cosine is at least ``cosine``.
     """
     order = sorted(range(len(clips)), key=lambda i: (clips[i].video_id, clips[i].t0))
-    unit = _unit(np.asarray(vectors, np.float32)) if len(clips) else vectors
+    unit = unit_rows(vectors) if len(clips) else vectors
     groups: list[list[int]] = []
     for i in order:
         last = groups[-1][-1] if groups else None

@@ -1,0 +1,536 @@
+"""Two runs compared question by question: paired tests and paired intervals.
+
+Two runs' separate intervals overlap long after a paired test tells them apart, because most of
+the spread is between questions, not between systems. :func:`compare_runs` pairs the runs on the
+questions both answered and reports, for run B against run A (differences are B − A):
+
+- **the 2×2 table of joint correctness** (both right, A only, B only, both wrong), each cell with
+  its mean change in steps (tool calls), frames and tokens: whether a gain was bought with more
+  looking;
+- **an exact McNemar test** on the discordant cells (``statsmodels``'
+  :func:`~statsmodels.stats.contingency_tables.mcnemar`, ``exact=True``: a two-sided binomial
+  test of A-only against B-only);
+- **paired bootstrap intervals** of the differences in the official and strict numbers (the
+  benchmark's own ``aggregate`` on each resample of the paired questions, so the official rule
+  holds) and in the per-question means of steps, frames, tokens, cost and latency
+  (:func:`scipy.stats.bootstrap`, ``paired=True``, percentile method, seeded);
+- the same per category (each category the loader tags a question with).
+
+Which questions are paired. Both run folders must be of one benchmark and split. A question is
+left out, and counted under its reason, when it is in one run's question list only, has no row
+in a run (not run yet, or its video was missing), or its row records an error (a failure of the
+harness or the provider, not an answer). A row without a parsable answer is kept: it is wrong.
+
+Right or wrong. A question is right when it earns at least ``right_at`` of its points (default
+0.5): for a multiple-choice benchmark that is the official correctness; for grounding it is the
+usual R@1 at IoU 0.5; for a 0–3 judge score, 1.5 and up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from vidagent.bench.report import LEVEL, MEANS, RESAMPLES, load_run
+from vidagent.exceptions import BackendMissingError, UserError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from vidagent.bench.base import Benchmark, Outcome, Sample
+    from vidagent.bench.judge import Judge
+    from vidagent.bench.report import RunReport
+
+#: The 2×2 cells, A's correctness first.
+CELLS = {
+    (True, True): "both right",
+    (True, False): "A only",
+    (False, True): "B only",
+    (False, False): "both wrong",
+}
+#: Per-question counts whose change (B − A) the 2×2 table shows.
+CHANGES = ("steps", "frames", "tokens")
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A paired difference B − A with its bootstrap interval.
+
+    Attributes:
+        a, b: each run's value on the paired questions.
+        low, high: the percentile interval of ``b - a``.
+        questions: the pairs it is computed over.
+    """
+
+    a: float
+    b: float
+    low: float
+    high: float
+    questions: int
+
+    @property
+    def diff(self) -> float:
+        return self.b - self.a
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "a": round(self.a, 6),
+            "b": round(self.b, 6),
+            "diff": round(self.diff, 6),
+            "interval": [round(self.low, 6), round(self.high, 6)],
+            "questions": self.questions,
+        }
+
+
+@dataclass(frozen=True)
+class McNemar:
+    """The exact McNemar test: ``a_only`` and ``b_only`` discordant pairs, the two-sided p."""
+
+    a_only: int
+    b_only: int
+    pvalue: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"a_only": self.a_only, "b_only": self.b_only, "pvalue": self.pvalue}
+
+
+@dataclass(frozen=True)
+class Paired:
+    """One set of paired questions (all of them, or one category) compared.
+
+    Attributes:
+        questions: the pairs.
+        table: the 2×2 cells -> ``{"questions": n, "<change>": mean B − A or None}``.
+        mcnemar: the exact test on the discordant cells.
+        official, strict: the differences in the benchmark's official and strict numbers.
+    """
+
+    questions: int
+    table: dict[str, dict[str, float | int | None]]
+    mcnemar: McNemar
+    official: Difference
+    strict: Difference
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "questions": self.questions,
+            "table": self.table,
+            "mcnemar": self.mcnemar.to_dict(),
+            "official": self.official.to_dict(),
+            "strict": self.strict.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Run B against run A on the questions both answered (module docstring).
+
+    Attributes:
+        a, b: the run folders' names.
+        benchmark, split, metric: what was run.
+        left_out: reason -> questions left out for it.
+        overall: all the paired questions.
+        means: per-question means (steps, frames, tokens, cost, latency) -> their difference,
+            over the pairs where both rows have the number (``None``: no such pair).
+        categories: category -> its paired questions compared.
+        right_at, resamples, seed, level: how it was computed.
+    """
+
+    a: str
+    b: str
+    benchmark: str
+    split: str
+    metric: str
+    left_out: dict[str, int]
+    overall: Paired
+    means: dict[str, Difference | None]
+    categories: dict[str, Paired] = field(default_factory=dict)
+    right_at: float = 0.5
+    resamples: int = RESAMPLES
+    seed: int = 0
+    level: float = LEVEL
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "a": self.a,
+            "b": self.b,
+            "benchmark": self.benchmark,
+            "split": self.split,
+            "metric": self.metric,
+            "right_at": self.right_at,
+            "level": self.level,
+            "resamples": self.resamples,
+            "seed": self.seed,
+            "left_out": self.left_out,
+            "overall": self.overall.to_dict(),
+            "means": {k: None if d is None else d.to_dict() for k, d in self.means.items()},
+            "categories": {k: p.to_dict() for k, p in self.categories.items()},
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistics (SciPy and statsmodels; nothing hand-written)
+
+
+def mcnemar_exact(a_only: int, b_only: int) -> float:
+    """The two-sided p-value of the exact McNemar test on the discordant counts.
+
+    Raises:
+        BackendMissingError: statsmodels is not installed (the ``bench`` extra).
+    """
+    try:
+        from statsmodels.stats.contingency_tables import mcnemar
+    except ImportError:
+        raise BackendMissingError(
+            "statsmodels (the McNemar test of bench compare)", "bench"
+        ) from None
+    if a_only + b_only == 0:
+        return 1.0  # no discordant pair: nothing tells the runs apart
+    result = mcnemar([[0, a_only], [b_only, 0]], exact=True)
+    return float(result.pvalue)
+
+
+def paired_interval(
+    n: int,
+    statistic: Callable[[np.ndarray], Any],
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    level: float = LEVEL,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap interval of ``statistic(indices)`` over resamples of ``n`` paired
+    questions (:func:`scipy.stats.bootstrap` resampling the pairs' indices: both runs' values
+    of a drawn question travel together). ``statistic`` may return several numbers; the bounds
+    come back one per number."""
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    result = bootstrap(
+        (np.arange(n),),
+        statistic,
+        vectorized=False,
+        n_resamples=resamples,
+        confidence_level=level,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
+    ci = result.confidence_interval
+    return np.atleast_1d(ci.low), np.atleast_1d(ci.high)
+
+
+def mean_difference(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    level: float = LEVEL,
+) -> Difference:
+    """The paired difference of means ``mean(b) - mean(a)`` with its percentile interval."""
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)  # (N,), (N,)
+    ma, mb = float(xa.mean()), float(xb.mean())
+    if len(xa) < 2 or np.all(xb - xa == (xb - xa)[0]):
+        # one pair, or the same difference on every pair: every resample gives it
+        return Difference(ma, mb, mb - ma, mb - ma, len(xa))
+    result = bootstrap(
+        (xa, xb),
+        lambda x, y, axis: np.mean(y, axis=axis) - np.mean(x, axis=axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=resamples,
+        confidence_level=level,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
+    ci = result.confidence_interval
+    return Difference(ma, mb, float(ci.low), float(ci.high), len(xa))
+
+
+# ---------------------------------------------------------------------------------------------
+# Pairing and comparing
+
+
+def left_out(a: RunReport, b: RunReport) -> tuple[list[str], dict[str, int]]:
+    """The ids both runs answered (in A's order) and reason -> count of the rest."""
+    wanted_a, wanted_b = list(a.manifest.get("samples", [])), list(b.manifest.get("samples", []))
+    in_b = set(wanted_b)
+    reasons: dict[str, int] = {}
+
+    def drop(reason: str) -> None:
+        reasons[reason] = reasons.get(reason, 0) + 1
+
+    kept = []
+    for i in wanted_a:
+        if i not in in_b:
+            drop("in run A's questions only")
+            continue
+        ra, rb = a.rows.get(i), b.rows.get(i)
+        if ra is None or rb is None:
+            drop(f"no row in run {'A' if ra is None else 'B'} (not run, or its video missing)")
+        elif ra.get("error") is not None or rb.get("error") is not None:
+            drop(f"an error in run {'A' if ra.get('error') is not None else 'B'}")
+        elif i not in a.outcomes or i not in b.outcomes:
+            drop("no public answer to score against")
+        else:
+            kept.append(i)
+    only_b = len(in_b - set(wanted_a))
+    if only_b:
+        reasons["in run B's questions only"] = only_b
+    return kept, reasons
+
+
+def compare_runs(
+    path_a: Path,
+    path_b: Path,
+    *,
+    judge: Judge | None = None,
+    right_at: float = 0.5,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    level: float = LEVEL,
+) -> Comparison:
+    """Run B against run A on the questions both answered (module docstring).
+
+    Raises:
+        UserError: the runs are of different benchmarks or splits, or share no answered
+            question.
+        RunFolderError: a path is not a run folder.
+    """
+    from vidagent.bench import get_benchmark
+    from vidagent.bench.rundir import read_manifest
+
+    what = [(m["benchmark"], m["split"]) for m in map(read_manifest, (path_a, path_b))]
+    if what[0] != what[1]:
+        raise UserError(
+            f"{Path(path_a).name} is a {' '.join(what[0])} run and {Path(path_b).name} a "
+            f"{' '.join(what[1])} run: compare runs of one benchmark and split"
+        )
+    a = load_run(path_a, judge=judge, resamples=0)
+    b = load_run(path_b, judge=judge, resamples=0)
+    ids, reasons = left_out(a, b)
+    if not ids:
+        raise UserError(f"{a.name} and {b.name} share no question that both answered")
+    bench = get_benchmark(a.scores.benchmark)
+    by_id = {s.id: s for s in a.samples}
+    stats = _Stats(right_at, resamples, seed, level)
+    overall = _paired(bench, a, b, ids, by_id, a.scores.split, stats)
+    categories: dict[str, list[str]] = {}
+    for i in ids:
+        for c in by_id[i].categories:
+            categories.setdefault(c, []).append(i)
+    means: dict[str, Difference | None] = {}
+    for key in MEANS:
+        pairs = [
+            (float(a.rows[i][key]), float(b.rows[i][key]))
+            for i in ids
+            if _number(a.rows[i].get(key)) and _number(b.rows[i].get(key))
+        ]
+        means[key] = (
+            mean_difference(
+                [x for x, _ in pairs],
+                [y for _, y in pairs],
+                resamples=resamples,
+                seed=seed,
+                level=level,
+            )
+            if pairs
+            else None
+        )
+    return Comparison(
+        a=a.name,
+        b=b.name,
+        benchmark=a.scores.benchmark,
+        split=a.scores.split,
+        metric=a.scores.metric,
+        left_out=reasons,
+        overall=overall,
+        means=means,
+        categories={
+            c: _paired(bench, a, b, members, by_id, a.scores.split, stats)
+            for c, members in categories.items()
+        },
+        right_at=right_at,
+        resamples=resamples,
+        seed=seed,
+        level=level,
+    )
+
+
+class _Stats(NamedTuple):
+    right_at: float
+    resamples: int
+    seed: int
+    level: float
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _paired(
+    bench: Benchmark,
+    a: RunReport,
+    b: RunReport,
+    ids: Sequence[str],
+    by_id: Mapping[str, Sample],
+    split: str,
+    stats: _Stats,
+) -> Paired:
+    right_at, resamples, seed, level = stats
+    samples = [by_id[i] for i in ids]
+    oa, ob = [a.outcomes[i] for i in ids], [b.outcomes[i] for i in ids]
+
+    def right(o: Outcome) -> bool:
+        return o.possible > 0 and o.earned >= right_at * o.possible
+
+    table: dict[str, dict[str, float | int | None]] = {}
+    for key, name in CELLS.items():
+        members = [i for i, x, y in zip(ids, oa, ob, strict=True) if (right(x), right(y)) == key]
+        cell: dict[str, float | int | None] = {"questions": len(members)}
+        for change in CHANGES:
+            deltas = [
+                float(b.rows[i][change]) - float(a.rows[i][change])
+                for i in members
+                if _number(a.rows[i].get(change)) and _number(b.rows[i].get(change))
+            ]
+            cell[change] = sum(deltas) / len(deltas) if deltas else None
+        table[name] = cell
+    a_only, b_only = int(table["A only"]["questions"] or 0), int(table["B only"]["questions"] or 0)
+
+    def scores(pick: Iterable[int]) -> list[float]:
+        sa = bench.aggregate([samples[i] for i in pick], [oa[i] for i in pick], split=split)
+        sb = bench.aggregate([samples[i] for i in pick], [ob[i] for i in pick], split=split)
+        return [sa.overall.score, sb.overall.score, sa.overall.strict, sb.overall.strict]
+
+    full = scores(range(len(ids)))
+    if len(ids) > 1:
+
+        def differences(pick: np.ndarray) -> list[float]:
+            sa, sb, ta, tb = scores(pick)
+            return [sb - sa, tb - ta]
+
+        low, high = paired_interval(
+            len(ids),
+            differences,
+            resamples=resamples,
+            seed=seed,
+            level=level,
+        )
+        bounds = [(float(low[0]), float(high[0])), (float(low[1]), float(high[1]))]
+    else:  # one pair: no spread to resample
+        bounds = [(full[1] - full[0],) * 2, (full[3] - full[2],) * 2]
+    return Paired(
+        questions=len(ids),
+        table=table,
+        mcnemar=McNemar(a_only, b_only, mcnemar_exact(a_only, b_only)),
+        official=Difference(full[0], full[1], *bounds[0], len(ids)),
+        strict=Difference(full[2], full[3], *bounds[1], len(ids)),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Text and plot
+
+
+def _signed(d: Difference, digits: int) -> str:
+    return f"{d.diff:+.{digits}f} [{d.low:+.{digits}f}, {d.high:+.{digits}f}]"
+
+
+def _change(value: float | None) -> str:
+    return "–" if value is None else f"{value:+.1f}"
+
+
+def render_comparison(c: Comparison) -> str:
+    """The comparison as plain text: what was paired, the 2×2 table, the tests, the means."""
+    o = c.overall
+    head = (
+        f"{c.b} (B) against {c.a} (A), {c.benchmark} {c.split}: {o.questions} questions both "
+        f"answered; differences are B − A with {c.level:.0%} paired bootstrap intervals "
+        f"({c.resamples} resamples, seed {c.seed})"
+    )
+    lines = [head]
+    if c.left_out:
+        shown = "; ".join(f"{n} {reason}" for reason, n in c.left_out.items())
+        lines.append(f"left out: {sum(c.left_out.values())} ({shown})")
+    lines += ["", f"joint correctness (right: at least {c.right_at:g} of a question's points)"]
+    lines.append(f"  {'':<11} {'questions':>9}  " + "  ".join(f"Δ{k:>7}" for k in CHANGES))
+    for name, cell in o.table.items():
+        lines.append(
+            f"  {name:<11} {cell['questions']:>9}  "
+            + "  ".join(f"{_change(cell[k]):>8}" for k in CHANGES)
+        )
+    m = o.mcnemar
+    lines.append(
+        f"exact McNemar: A only {m.a_only}, B only {m.b_only}, two-sided p = {m.pvalue:.4g}"
+    )
+    lines.append("")
+    for kind, d in (("official", o.official), ("strict", o.strict)):
+        lines.append(f"{c.metric} {kind}: {c.a} {d.a:.1f}, {c.b} {d.b:.1f}: {_signed(d, 1)}")
+    for key, mean in c.means.items():
+        if mean is None:
+            lines.append(f"{MEANS[key]}: –")
+        else:
+            lines.append(f"{MEANS[key]}: {mean.a:.4g} → {mean.b:.4g}, {_signed(mean, 4)}")
+    if c.categories:
+        lines += ["", "per category: questions, official B − A [interval], A only / B only, p"]
+        width = max(len(k) for k in c.categories)
+        for key, p in c.categories.items():
+            lines.append(
+                f"  {key:<{width}}  {p.questions:>5}  {_signed(p.official, 1):>24}  "
+                f"{p.mcnemar.a_only}/{p.mcnemar.b_only}  p = {p.mcnemar.pvalue:.3g}"
+            )
+    return "\n".join(lines)
+
+
+def plot_comparison(c: Comparison, path: Path) -> Path:
+    """Differences B − A with their intervals: official and strict overall and per category,
+    and each per-question mean (as a share of A's mean, since their units differ)."""
+    from vidagent.bench.plots import require_matplotlib
+
+    figure = require_matplotlib()
+    labels, values, lows, highs = [], [], [], []
+    for key, p in {"overall": c.overall, **c.categories}.items():
+        for kind, d in (("official", p.official), ("strict", p.strict)):
+            if key != "overall" and kind == "strict":
+                continue
+            labels.append(f"{key} ({kind})")
+            values.append(d.diff)
+            lows.append(d.diff - d.low)
+            highs.append(d.high - d.diff)
+    fig = figure.Figure(figsize=(7.5, 1.2 + 0.3 * len(labels) + 0.3 * len(MEANS)))
+    top, bottom = fig.subplots(2, 1, height_ratios=[max(len(labels), 1), len(MEANS)])
+    ys = list(range(len(labels)))[::-1]
+    top.errorbar(values, ys, xerr=[lows, highs], fmt="o", capsize=3)
+    top.axvline(0.0, color="grey", linewidth=0.8)
+    top.set_yticks(ys)
+    top.set_yticklabels(labels, fontsize=8)
+    top.set_xlabel(f"{c.metric}: {c.b} − {c.a}")
+    top.set_title(
+        f"{c.benchmark} {c.split}: {c.overall.questions} paired questions "
+        f"({c.level:.0%} paired bootstrap)",
+        fontsize=10,
+    )
+    shown = [(k, d) for k, d in c.means.items() if d is not None and d.a]
+    ys = list(range(len(shown)))[::-1]
+    bottom.errorbar(
+        [100 * d.diff / d.a for _, d in shown],
+        ys,
+        xerr=[
+            [100 * (d.diff - d.low) / abs(d.a) for _, d in shown],
+            [100 * (d.high - d.diff) / abs(d.a) for _, d in shown],
+        ],
+        fmt="s",
+        capsize=3,
+    )
+    bottom.axvline(0.0, color="grey", linewidth=0.8)
+    bottom.set_yticks(ys)
+    bottom.set_yticklabels([MEANS[k] for k, _ in shown], fontsize=8)
+    bottom.set_xlabel(f"per-question mean, % change from {c.a}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return path

@@ -1,0 +1,185 @@
+"""``vidagent bench compare``: two runs paired question by question — the joint-correctness
+table, the exact McNemar test, paired bootstrap intervals — checked against SciPy and statsmodels
+on known tables and on two small LVBench runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from benchkit import hub, make_lvbench, settings_with
+from clirun import vidagent
+from scipy import stats
+
+from vidagent.app.benchmarks import RunConfig, run_benchmark
+from vidagent.bench.compare import compare_runs, mcnemar_exact, mean_difference
+from vidagent.exceptions import UserError
+from vidagent.models.base import ChatRequest
+from vidagent.models.fake import FakeAdapter
+
+pytest.importorskip("statsmodels", reason="the McNemar test needs the bench extra")
+
+OPTIONS = "\n(A) a cat\n(B) a dog\n(C) a car\n(D) a tree"
+#: (uid, video key, categories, answer, run B's answer); run A answers B to every question.
+QUESTIONS = [
+    ("1", "k1", ["entity recognition"], "B", "B"),
+    ("2", "k1", ["entity recognition", "reasoning"], "B", "A"),
+    ("3", "k1", ["reasoning"], "A", "A"),
+    ("4", "k1", ["temporal grounding"], "C", "C"),
+    ("5", "k2", ["entity recognition"], "B", "B"),
+    ("6", "k2", ["reasoning"], "B", "B"),
+    ("7", "k2", ["temporal grounding"], "D", "A"),
+    ("8", "k2", ["reasoning"], "A", "A"),
+]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Run A answers B everywhere (right on 1, 2, 5, 6) and its row of 8 is gone (not run);
+    run B answers the last column (right on 1, 3, 4, 5, 6, 8) and its row of 7 records an
+    error. Paired: 1-6; both right 1, 5, 6; A only 2; B only 3, 4."""
+    root = tmp_path_factory.mktemp("compare")
+    data = make_lvbench(
+        root / "data",
+        [
+            {
+                "key": key,
+                "uid": uid,
+                "question": f"Question {uid}: what is shown?{OPTIONS}",
+                "answer": answer,
+                "question_type": categories,
+                "time_reference": "",
+            }
+            for uid, key, categories, answer, _ in QUESTIONS
+        ],
+    )
+    home = {"home": root / "home"}
+    a = run_benchmark(RunConfig("lvbench", data), settings=settings_with(**home), out=root / "a")
+    said = {uid: letter for uid, *_, letter in QUESTIONS}
+
+    def b_answers(request: ChatRequest) -> str:
+        text = request.messages[-1].text
+        return next((said[u] for u in said if f"Question {u}:" in text), "B")
+
+    settings = settings_with(**home)
+    with hub(settings, FakeAdapter.function(b_answers)) as models:
+        b = run_benchmark(
+            RunConfig("lvbench", data), settings=settings, out=root / "b", models=models
+        )
+    _edit_rows(a.out, lambda r: None if r["id"] == "8" else r)
+    _edit_rows(b.out, lambda r: r | {"error": "boom"} if r["id"] == "7" else r)
+    return a.out, b.out
+
+
+def _edit_rows(run: Path, edit: object) -> None:
+    path = run / "predictions.jsonl"
+    rows = [edit(json.loads(line)) for line in path.read_text().splitlines()]  # type: ignore[operator]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows if r is not None))
+
+
+# -- the statistics against SciPy and statsmodels on known tables --------------------------------
+
+
+@pytest.mark.parametrize(("a_only", "b_only"), [(1, 9), (5, 5), (0, 7), (12, 30), (3, 0)])
+def test_mcnemar_is_the_exact_binomial_test_on_the_discordant_pairs(
+    a_only: int, b_only: int
+) -> None:
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    expected = stats.binomtest(a_only, a_only + b_only, 0.5).pvalue
+    assert mcnemar_exact(a_only, b_only) == pytest.approx(expected, rel=1e-12)
+    table = [[40, a_only], [b_only, 17]]  # the concordant cells do not enter the exact test
+    assert mcnemar_exact(a_only, b_only) == pytest.approx(mcnemar(table, exact=True).pvalue)
+
+
+def test_mcnemar_by_hand_on_one_table() -> None:
+    # 1 against 9 discordant pairs: 2 * P(X <= 1 | n = 10, p = 1/2) = 2 * 11 / 1024
+    assert mcnemar_exact(1, 9) == pytest.approx(22 / 1024)
+    assert mcnemar_exact(0, 0) == 1.0
+
+
+def test_mean_difference_is_scipys_paired_bootstrap() -> None:
+    rng = np.random.default_rng(3)
+    a = rng.normal(10, 2, 60)
+    b = a + rng.normal(1.5, 1, 60)  # B costs 1.5 more per question, paired
+    d = mean_difference(a, b, resamples=2000, seed=7)
+    expected = stats.bootstrap(
+        (a, b),
+        lambda x, y, axis: np.mean(y, axis=axis) - np.mean(x, axis=axis),
+        paired=True,
+        n_resamples=2000,
+        method="percentile",
+        rng=np.random.default_rng(7),
+    ).confidence_interval
+    assert (d.low, d.high) == pytest.approx((expected.low, expected.high))
+    assert d.low < d.diff < d.high and d.low > 1.0  # paired: far narrower than the spread of a
+    assert d == mean_difference(a, b, resamples=2000, seed=7)  # seeded: the same twice
+
+
+# -- two runs -----------------------------------------------------------------------------------
+
+
+def test_compare_pairs_the_questions_both_answered_and_says_what_it_left_out(
+    runs: tuple[Path, Path],
+) -> None:
+    c = compare_runs(*runs, resamples=500)
+    assert c.left_out == {
+        "no row in run A (not run, or its video missing)": 1,
+        "an error in run B": 1,
+    }
+    o = c.overall
+    assert o.questions == 6
+    assert {k: v["questions"] for k, v in o.table.items()} == {
+        "both right": 3,
+        "A only": 1,
+        "B only": 2,
+        "both wrong": 0,
+    }
+    assert o.table["both right"]["steps"] == 0.0 and o.table["both wrong"]["steps"] is None
+    assert (o.mcnemar.a_only, o.mcnemar.b_only) == (1, 2)
+    assert o.mcnemar.pvalue == pytest.approx(stats.binomtest(1, 3).pvalue)
+    assert (o.official.a, o.official.b) == pytest.approx((400 / 6, 500 / 6))
+    assert o.official.low <= o.official.diff <= o.official.high
+    assert o.strict.diff == pytest.approx(100 / 6)
+    assert c.means["steps"] is not None and (c.means["steps"].low, c.means["steps"].high) == (0, 0)
+    # per category: reasoning holds 2 (A only), 3 (B only) and 6 (both right)
+    reasoning = c.categories["Rea"]
+    assert reasoning.questions == 3 and (reasoning.mcnemar.a_only, reasoning.mcnemar.b_only) == (
+        1,
+        1,
+    )
+    assert c.categories["TG"].table["B only"]["questions"] == 1
+
+
+def test_compare_refuses_runs_of_different_benchmarks(
+    runs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    manifest = json.loads((runs[1] / "manifest.json").read_text())
+    (other / "manifest.json").write_text(json.dumps(manifest | {"split": "elsewhere"}))
+    (other / "predictions.jsonl").write_text((runs[1] / "predictions.jsonl").read_text())
+    with pytest.raises(UserError, match="compare runs of one benchmark and split"):
+        compare_runs(runs[0], other, resamples=10)
+
+
+def test_cli_compare_prints_json_and_writes_the_plot(
+    runs: tuple[Path, Path], tmp_path: Path, _isolated_home: Path
+) -> None:
+    pytest.importorskip("matplotlib", reason="the plot needs the bench extra")
+    out = tmp_path / "cmp"
+    args = ("bench", "compare", *map(str, runs), "--resamples", "200", "--out", str(out))
+    result = vidagent(*args, "--json", home=_isolated_home)
+    assert result.returncode == 0, result.stderr
+    body = json.loads(result.stdout)
+    assert body["overall"]["questions"] == 6 and body["seed"] == 0
+    assert body["overall"]["mcnemar"] == {"a_only": 1, "b_only": 2, "pvalue": 1.0}
+    assert set(body["means"]) == {"steps", "frames", "tokens", "cost_usd", "latency_s"}
+    assert (out / "compare.png").read_bytes()[:4] == b"\x89PNG"
+    assert json.loads((out / "compare.json").read_text())["left_out"] == body["left_out"]
+    text = vidagent(*args, "--no-plots", home=_isolated_home)
+    assert text.returncode == 0, text.stderr
+    assert "6 questions both answered" in text.stdout and "left out: 2" in text.stdout
+    assert "exact McNemar: A only 1, B only 2" in text.stdout
