@@ -1,5 +1,5 @@
 """Schema migrations: 1 -> 2, the ``summaries`` table becomes typed ``artifacts``; 2 -> 3, clips
-gain ``ocr_lines`` and ``facts``.
+gain ``ocr_lines`` and ``facts``; 3 -> 4, transcript segments gain ``speaker``.
 
 Old Libraries are written by hand with the table definitions of their version frozen below, so
 the tests keep meaning "a Library an older vidagent wrote" whatever the current schema becomes.
@@ -20,7 +20,7 @@ import pytest
 
 from vidagent.library import ClipRow, Library
 from vidagent.library import manifest as manifest_mod
-from vidagent.library.schema import CLIPS_SCHEMA
+from vidagent.library.schema import CLIPS_SCHEMA, TRANSCRIPT_SCHEMA, TranscriptSegment
 
 # -- version 1, as vidagent 0.1 wrote it --------------------------------------------------------
 
@@ -286,7 +286,7 @@ def write_v2_library(root: Path) -> None:
 
 def assert_v2_migrated(root: Path) -> None:
     lib = Library(root)
-    assert lib.manifest.schema_version == 3 == disk_version(root)
+    assert lib.manifest.schema_version == manifest_mod.SCHEMA_VERSION == disk_version(root)
     clips = lib.clips("v1")
     assert [c.clip_index for c in clips] == [0, 1]  # no row lost, none twice
     stored = {k: v for k, v in clips[0].__dict__.items() if k not in ("ocr_lines", "facts")}
@@ -341,9 +341,89 @@ def test_a_version_2_library_without_clips_is_migrated(tmp_path: Path) -> None:
     root.mkdir()
     (root / "manifest.json").write_text(json.dumps({"schema_version": 2}))
     lib = Library(root)
-    assert lib.manifest.schema_version == 3 and not lib.has_table("clips")
+    assert lib.manifest.schema_version == manifest_mod.SCHEMA_VERSION
+    assert not lib.has_table("clips")
     lib.put_clips("v1", [ClipRow("v1", 0, 0.0, 5.0, ocr_text="A", ocr_lines="[]")])
     assert lib.clips("v1")[0].ocr_line_times() == [("A", 0.0, 5.0)]
+
+
+# -- version 3 -> 4 -------------------------------------------------------------------------------
+
+V3_TRANSCRIPT_SCHEMA = pa.schema(
+    [
+        pa.field("video_id", pa.string(), nullable=False),
+        pa.field("segment_index", pa.int32(), nullable=False),
+        pa.field("t0", pa.float64()),
+        pa.field("t1", pa.float64()),
+        pa.field("text", pa.string()),
+        pa.field("words", pa.string()),
+        pa.field("model", pa.string()),
+    ]
+)
+V3_TRANSCRIPT = [
+    {
+        "video_id": "v1",
+        "segment_index": i,
+        "t0": 2.0 * i,
+        "t1": 2.0 * i + 1.5,
+        "text": f" line {i}",
+        "words": "[]",
+        "model": "faster-whisper:tiny.en",
+    }
+    for i in range(3)
+]
+
+
+def write_v3_library(root: Path) -> None:
+    db = lancedb.connect(root)
+    db.create_table("videos", data=pa.Table.from_pylist([video_row("v1", "2026-01-01")]))
+    db.create_table(
+        "transcript", data=pa.Table.from_pylist(V3_TRANSCRIPT, schema=V3_TRANSCRIPT_SCHEMA)
+    )
+    manifest = {"schema_version": 3, "created_at": "2026-01-01T00:00:00+00:00"}
+    (root / "manifest.json").write_text(json.dumps(manifest))
+
+
+def assert_v3_migrated(root: Path) -> None:
+    lib = Library(root)
+    assert lib.manifest.schema_version == 4 == disk_version(root)
+    segments = lib.transcript("v1")
+    assert [s.segment_index for s in segments] == [0, 1, 2]  # no row lost, none twice
+    assert [{k: v for k, v in s.__dict__.items() if k != "speaker"} for s in segments] == (
+        V3_TRANSCRIPT
+    )
+    assert {s.speaker for s in segments} == {""}  # not labelled
+    assert lib.table("transcript").schema == TRANSCRIPT_SCHEMA.remove_metadata()
+    # The column takes writes like any other, and reads back.
+    labelled = [TranscriptSegment(**{**s.__dict__, "speaker": "S1"}) for s in segments]
+    lib.put_transcript("v1", labelled)
+    assert {s.speaker for s in lib.transcript("v1")} == {"S1"}
+    lib.put_transcript("v1", segments)
+
+
+def test_a_version_3_library_gains_the_speaker_column(tmp_path: Path) -> None:
+    root = tmp_path / "lib"
+    write_v3_library(root)
+    assert_v3_migrated(root)
+    assert_v3_migrated(root)  # opening again changes nothing
+
+
+def test_a_version_3_migration_killed_between_its_commits_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "lib"
+    write_v3_library(root)
+
+    def killed(self: object, *args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lancedb.table.LanceTable, "alter_columns", killed)
+    with pytest.raises(KeyboardInterrupt):
+        Library(root)
+    monkeypatch.undo()
+    assert disk_version(root) == 3
+    assert "speaker" in lancedb.connect(root).open_table("transcript").schema.names
+    assert_v3_migrated(root)
 
 
 def test_the_current_version_has_a_migration_from_every_older_one() -> None:

@@ -24,6 +24,8 @@ Versions:
 3. ``clips`` gains ``ocr_lines`` (each OCR line with the times of the frames it was read in) and
    ``facts`` (the perception describer's measurements beside its caption), filled with ``"[]"``
    and ``"{}"``: "not recorded" (:mod:`vidagent.library.schema`); see :func:`add_clip_facts`.
+4. ``transcript`` gains ``speaker`` (the diarization stage's label), filled with ``""``: "not
+   labelled"; see :func:`add_transcript_speaker`.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from pyarrow import fs as pafs
 from vidagent.exceptions import LibraryError, LibraryVersionError
 from vidagent.library.schema import TABLES, Artifact, ArtifactKind
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MANIFEST = "manifest.json"
 
 
@@ -207,9 +209,29 @@ def add_clip_facts(library: Upgradable) -> None:
             table.alter_columns({"path": name, "nullable": True})
 
 
+def add_transcript_speaker(library: Upgradable) -> None:
+    """Version 3 -> 4: add ``speaker`` to ``transcript``, every row ``""`` (not labelled).
+
+    Like :func:`add_clip_facts`: one LanceDB commit adds the column, a second makes it nullable
+    as the schema declares it; each is skipped once done, and a Library without a
+    ``transcript`` table is left alone.
+    """
+    if not library.has_table("transcript"):
+        return
+    table = library.table("transcript")
+    if "speaker" not in set(table.schema.names):
+        table.add_columns({"speaker": "''"})
+    if not table.schema.field("speaker").nullable:
+        table.alter_columns({"path": "speaker", "nullable": True})
+
+
 Migration = Callable[[Upgradable], None]
 #: version v -> function that upgrades a Library from v to v + 1
-MIGRATIONS: dict[int, Migration] = {1: summaries_to_artifacts, 2: add_clip_facts}
+MIGRATIONS: dict[int, Migration] = {
+    1: summaries_to_artifacts,
+    2: add_clip_facts,
+    3: add_transcript_speaker,
+}
 
 
 def migrate(library: Upgradable, manifest: Manifest, target: int | None = None) -> Manifest:

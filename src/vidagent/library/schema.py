@@ -229,7 +229,13 @@ class ShotRow:
 
 @dataclass(frozen=True)
 class TranscriptSegment:
-    """A speech segment; ``words`` is a JSON list of ``[t0, t1, word, probability]``."""
+    """A speech segment; ``words`` is a JSON list of ``[t0, t1, word, probability]``.
+
+    ``speaker`` is the diarization stage's label (``"S1"``, ``"S2"``, … numbered by first
+    appearance; :mod:`vidagent.ingest.speakers`), ``""`` where it has not run (schema version 4
+    added the column). The names a user gives the labels live in the video's ``"speakers"``
+    artefact, key ``"names"``.
+    """
 
     video_id: str
     segment_index: int
@@ -238,6 +244,7 @@ class TranscriptSegment:
     text: str
     words: str = "[]"
     model: str = ""
+    speaker: str = ""
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> TranscriptSegment:
@@ -245,7 +252,7 @@ class TranscriptSegment:
 
 
 #: What a derived artefact is; one table holds them all, told apart by ``(kind, key)``.
-ArtifactKind = Literal["summary", "registry", "browse", "context", "graph", "training"]
+ArtifactKind = Literal["summary", "registry", "browse", "context", "graph", "training", "speakers"]
 ARTIFACT_KINDS: frozenset[str] = frozenset(get_args(ArtifactKind))
 #: ``key`` of a video's global summary (``kind="summary"``).
 GLOBAL_SUMMARY = "global"
@@ -274,7 +281,10 @@ class Artifact:
             global-browse answer, key = a hash of its request), ``"context"`` (a built agent
             context such as ``"videoagent2:4s@1fps"``), ``"graph"`` (key ``""``: which rows of
             the ``entities`` and ``relations`` tables are the video's entity graph, ``data``
-            ``{"graph_id", "nodes", "edges", "notes"}``), ``"training"``.
+            ``{"graph_id", "nodes", "edges", "notes"}``), ``"training"``, ``"speakers"`` (key
+            ``""``: the diarization stage's result, ``data`` ``{"speakers": {label: {"seconds",
+            "segments"}}}``; key ``"names"``: the names a user gave the labels, ``data``
+            ``{label: name}``).
         key: which one of its kind; ``""`` for one-per-video kinds.
         text: its text, when it has one.
         data: its structured payload, a JSON-able dict (the Library stores and parses it).
@@ -371,6 +381,8 @@ TRANSCRIPT_SCHEMA = pa.schema(
         pa.field("text", pa.string()),
         pa.field("words", pa.string()),
         pa.field("model", pa.string()),
+        # Version 4: the diarization stage's label, "" where it has not run.
+        pa.field("speaker", pa.string()),
     ]
 )
 
