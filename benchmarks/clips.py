@@ -86,14 +86,17 @@ GARDEN_CARDS: list[tuple[float, float, tuple[int, int, int], list[str]]] = [
 
 
 def _say(text: str, voice: str) -> np.ndarray:
-    """One line of speech from espeak-ng as float32 samples, leading and trailing silence cut."""
+    """One line of speech from espeak-ng as float32 samples, leading and trailing silence cut.
+
+    ``voice`` is an espeak-ng voice, optionally with ``/PITCH`` (0-99, default 50)."""
     exe = shutil.which("espeak-ng")
     if exe is None:
         raise RuntimeError("espeak-ng is not installed (Debian: apt-get install espeak-ng)")
+    voice, _, pitch = voice.partition("/")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "say.wav"
         subprocess.run(
-            [exe, "-v", voice, "-s", "160", "-p", "50", "-a", "120", "-w", str(out), text],
+            [exe, "-v", voice, "-s", "160", "-p", pitch or "50", "-a", "120", "-w", str(out), text],
             check=True,
             capture_output=True,
         )
@@ -268,7 +271,73 @@ def garden(path: str | Path) -> list[tuple[float, float]]:
     return speech_intervals(*decoded_audio(path))
 
 
-MAKERS = {"countdown": countdown, "garden": garden}
+# Conversations with known speakers, for diarization (tests/ingest/test_speakers.py and
+# benchmarks/diarization.py). Voices told apart by Resemblyzer's encoder: espeak-ng's male
+# variants of one base voice sound alike to it (cosine 0.79 between en-us and en-gb-scotland,
+# 0.81 within a voice), so each voice differs in variant and pitch.
+_ANN, _BOB, _CAL, _DEE = "en-us+f3/60", "en-us/30", "en-gb-x-rp+m7/50", "en-029/70"
+TWO_VOICES_SECONDS = 24.0
+TWO_VOICES_SPEECH: list[tuple[float, str, str]] = [
+    (0.5, _ANN, "Good morning, and welcome to the planning meeting."),
+    (4.5, _BOB, "Thank you. I have the budget figures for the new library."),
+    (9.0, _ANN, "Wonderful. How much will the roof repairs cost?"),
+    (13.0, _BOB, "About forty thousand pounds, paid over two years."),
+    (17.5, _ANN, "Then we should vote on it next Tuesday."),
+    (21.0, _BOB, "I agree completely."),
+]
+CONVERSATION_SECONDS = 64.0
+CONVERSATION_SPEECH: list[tuple[float, str, str]] = [
+    (0.5, _ANN, "Welcome everyone to the harbour festival committee."),
+    (4.5, _BOB, "Thanks Ann. The boats arrive on Friday morning at nine."),
+    (9.0, _CAL, "I have booked the brass band for Saturday afternoon."),
+    (13.5, _DEE, "And the food stalls will open along the north pier."),
+    (18.0, _ANN, "Good. Who is looking after the parking?"),
+    (21.5, _BOB, "The council gave us the field behind the church."),
+    (26.0, _DEE, "We still need volunteers for the ticket booth."),
+    (30.0, _CAL, "My cousin and her friends can help on Sunday."),
+    (34.5, _ANN, "Excellent. What about the fireworks at the end?"),
+    (38.5, _DEE, "They start at ten, weather permitting, over the water."),
+    (43.0, _BOB, "The coast guard has approved the safety plan."),
+    (47.5, _CAL, "I will print the posters this week and put them up."),
+    (52.0, _ANN, "Then we meet again next Monday. Thank you all."),
+    (56.5, _DEE, "Goodbye, and see you at the harbour."),
+]
+
+
+def spoken_turns(speech: Sequence[tuple[float, str, str]]) -> list[tuple[float, float, str]]:
+    """The reference turns of ``speech``: ``(start, end, voice)``, ends from the synthesised
+    lines' lengths (the same espeak-ng gives the same lengths)."""
+    return [(t, round(t + _say(text, voice).size / RATE, 3), voice) for t, voice, text in speech]
+
+
+def speech_clip(
+    path: str | Path, speech: Sequence[tuple[float, str, str]], seconds: float
+) -> list[tuple[float, float, str]]:
+    """Write a clip of ``speech`` over a plain grey picture; returns :func:`spoken_turns`."""
+
+    def draw(t: float) -> np.ndarray:
+        return np.full((H, W, 3), 96, np.uint8)
+
+    _write(Path(path), seconds, draw, _track(speech, seconds))
+    return spoken_turns(speech)
+
+
+def two_voices(path: str | Path) -> list[tuple[float, float, str]]:
+    """Write the 24 s two-voice meeting (:data:`TWO_VOICES_SPEECH`)."""
+    return speech_clip(path, TWO_VOICES_SPEECH, TWO_VOICES_SECONDS)
+
+
+def conversation(path: str | Path) -> list[tuple[float, float, str]]:
+    """Write the 64 s four-voice committee meeting (:data:`CONVERSATION_SPEECH`)."""
+    return speech_clip(path, CONVERSATION_SPEECH, CONVERSATION_SECONDS)
+
+
+MAKERS = {
+    "countdown": countdown,
+    "garden": garden,
+    "two_voices": two_voices,
+    "conversation": conversation,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -146,6 +146,7 @@ def test_dry_run_spends_nothing_and_prices_the_vlm(small_video: Path, _isolated_
         "transcribe",
         "read_text",
         "detect",
+        "speakers",
         "caption",
         "embed",
         "summarize",

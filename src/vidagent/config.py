@@ -145,6 +145,11 @@ class Settings(BaseModel):
         "caption+speech+text",
         description="what a clip's vector embeds: the caption alone (DVD) or with speech and text",
     )
+    speakers: Literal["resemblyzer", "off"] = Field(
+        "resemblyzer",
+        description="label who speaks each transcript segment at ingest (Resemblyzer's voice "
+        "encoder, bundled in its wheel; the `speakers` extra), or off",
+    )
     sample_fps: float = Field(1.0, gt=0, description="frames per second kept as thumbnails")
     thumb_size: int = Field(320, ge=16, description="thumbnail longest side in pixels")
 

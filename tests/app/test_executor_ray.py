@@ -91,6 +91,7 @@ def test_videos_are_indexed_once_each_on_ray_with_a_worker_killed_mid_caption(
             "transcribe",
             "read_text",
             "detect",
+            "speakers",
             "caption",
             "embed",
             "summarize",

@@ -31,7 +31,14 @@ def test_a_run_stopped_before_a_stage_keeps_what_ended_and_resumes_without_dupli
         with pytest.raises(Stop):
             session.index_file(small_video, before_stage=before_stage)
         # transcribe, read_text and detect run at once: each is announced before they start
-        assert started == ["structure", "transcribe", "read_text", "detect", "caption"]
+        assert started == [
+            "structure",
+            "transcribe",
+            "read_text",
+            "detect",
+            "speakers",
+            "caption",
+        ]
         (video,) = session.videos()
         assert {"transcribe", "read_text", "detect"} <= set(video.stages)
         assert not {"caption", "embed", "summarize"} & set(video.stages)

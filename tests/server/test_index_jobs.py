@@ -52,6 +52,6 @@ def test_a_cancelled_index_job_stops_between_stages_and_resumes_without_duplicat
     assert [c.clip_index for c in clips] == [c.clip_index for c in cut]
     assert all(c.caption_model for c in clips)
     done = [data for kind, data in again.events if kind == "progress"][-1]
-    assert done == {"stage": "summarize", "done": 7, "total": 7}
+    assert done == {"stage": "summarize", "done": 8, "total": 8}  # structure + 7 stages
     work.jobs.close()
     work.session.close()

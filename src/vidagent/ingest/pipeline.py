@@ -1,7 +1,8 @@
 """Runs the ingest stages over videos: idempotent, resumable, with progress and a dry run.
 
 Order: structure (probe, thumbnails, shots, clips) → transcribe → read_text → detect →
-caption → embed → summarize. The optional built-ins, between embed and summarize, run only when
+speakers (who speaks each transcript segment; after the three that run at once, since it reads
+the transcript) → caption → embed → summarize. The optional built-ins, between embed and summarize, run only when
 named, by a strategy's index plan or ``vidagent index --stages``: ``embed_frames`` (thumbnails
 embedded by the ``image_embed`` model) always, and ``graph`` (AVI's entity graph, an ``llm``
 call per window of captions) unless the ``llm`` role can do the work: a plain
@@ -49,6 +50,7 @@ _BUILT_IN = {
     "transcribe": "vidagent.ingest.transcribe:Transcribe",
     "read_text": "vidagent.ingest.read_text:ReadText",
     "detect": "vidagent.ingest.detect:Detect",
+    "speakers": "vidagent.ingest.speakers:Speakers",
     "caption": "vidagent.ingest.caption:Caption",
     "embed": "vidagent.ingest.embed:Embed",
     "embed_frames": "vidagent.ingest.embed_frames:EmbedFrames",
