@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from vidagent.ingest import IndexEstimate, IndexResult
     from vidagent.library import ClipHit, ClipRow, VideoRecord
     from vidagent.library.graph import EntityGraph
+    from vidagent.library.schema import TranscriptSegment
     from vidagent.media import VideoInfo
     from vidagent.trace import Trace
 
@@ -154,6 +155,21 @@ class VideoDetail:
     summary: str
     registry: dict[str, Any]
     clips: list[ClipRow]
+    #: the speech segments, each with its speaker label (``""``: not labelled)
+    transcript: list[TranscriptSegment] = field(default_factory=list)
+    #: the names given to speaker labels (``vidagent speakers VIDEO rename``)
+    speaker_names: dict[str, str] = field(default_factory=dict)
+
+    def speaker(self, segment: TranscriptSegment) -> str:
+        """Who speaks ``segment``, as shown: ``S1 (Dr Lee)``, ``S1``, or ``""``."""
+        if not segment.speaker:
+            return ""
+        name = self.speaker_names.get(segment.speaker, "")
+        return f"{segment.speaker} ({name})" if name else segment.speaker
+
+    def said_in(self, clip: ClipRow) -> list[TranscriptSegment]:
+        """The segments whose middle falls in the clip."""
+        return [s for s in self.transcript if clip.t0 <= (s.t0 + s.t1) / 2 < clip.t1]
 
     @staticmethod
     def on_screen(clip: ClipRow) -> list[str]:
@@ -166,6 +182,16 @@ class VideoDetail:
             "summary": self.summary,
             "registry": self.registry,
             "clips": [c.__dict__ | {"on_screen_text": self.on_screen(c)} for c in self.clips],
+            "transcript": [
+                {
+                    "t0": s.t0,
+                    "t1": s.t1,
+                    "text": s.text.strip(),
+                    "speaker": s.speaker,
+                    "speaker_name": self.speaker_names.get(s.speaker, ""),
+                }
+                for s in self.transcript
+            ],
         }
 
 
@@ -185,9 +211,11 @@ class GraphDetail:
 
 @dataclass(frozen=True)
 class SearchHit:
-    """``search``: one clip that matches, with its span and score."""
+    """``search``: one clip that matches, with its span and score, and who speaks in it
+    (``S1 (Dr Lee)``, in order of speech; empty where nobody is labelled)."""
 
     hit: ClipHit
+    speakers: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         c = self.hit.clip
@@ -202,6 +230,7 @@ class SearchHit:
             "transcript": c.transcript,
             "ocr_text": c.ocr_text,
             "on_screen_text": readable_lines(c.ocr_text),
+            "speakers": list(self.speakers),
         }
 
 

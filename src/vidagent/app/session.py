@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from vidagent.app import asking, indexing, status
+from vidagent.app import speakers as _speakers
 from vidagent.app import traces as _traces
 from vidagent.app import videos as _videos
 from vidagent.app.core import SessionCore
@@ -48,6 +49,7 @@ from vidagent.app.results import (
     SearchHit,
     VideoDetail,
 )
+from vidagent.app.speakers import SpeakerList
 
 if TYPE_CHECKING:
     from vidagent.agents.base import Agent, IndexPlan, ToolMode
@@ -200,10 +202,31 @@ class Session(SessionCore):
         t_from: float | None = None,
         t_to: float | None = None,
         top: int = 10,
+        speaker: str | None = None,
     ) -> list[SearchHit]:
         """Clips most similar to ``text`` in meaning, best first, embedded with the model that
-        made the Library's vectors (whatever the session's embed role says)."""
-        return _videos.search(self, text, videos=videos, t_from=t_from, t_to=t_to, top=top)
+        made the Library's vectors (whatever the session's embed role says); with ``speaker``
+        (``S1`` or a given name) only clips where that speaker talks."""
+        return _videos.search(
+            self, text, videos=videos, t_from=t_from, t_to=t_to, top=top, speaker=speaker
+        )
+
+    def speakers(self, ref: str) -> SpeakerList:
+        """A video's speakers (``S1``, ``S2``, … with any names given) and their talk time.
+
+        Raises:
+            VideoNotFoundError: no such video.
+        """
+        return _speakers.speakers(self, ref)
+
+    def rename_speaker(self, ref: str, label: str, name: str) -> SpeakerList:
+        """Give a video's speaker ``label`` a ``name`` (``""`` removes it).
+
+        Raises:
+            VideoNotFoundError: no such video.
+            ConfigError: the video has no such label.
+        """
+        return _speakers.rename(self, ref, label, name)
 
     # -- asking -----------------------------------------------------------------------------------
 

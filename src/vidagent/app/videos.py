@@ -22,6 +22,8 @@ def show(core: SessionCore, ref: str) -> VideoDetail:
     Raises:
         VideoNotFoundError: no such video.
     """
+    from vidagent.app.speakers import names
+
     lib = core.existing_library()
     video = lib.get_video(ref)
     summary = lib.artifact(video.video_id, "summary", "global")
@@ -31,6 +33,8 @@ def show(core: SessionCore, ref: str) -> VideoDetail:
         summary.text if summary else "",
         registry.data if registry else {},
         lib.clips(video.video_id),
+        lib.transcript(video.video_id),
+        names(lib, video.video_id),
     )
 
 
@@ -68,9 +72,17 @@ def search(
     t_from: float | None = None,
     t_to: float | None = None,
     top: int = 10,
+    speaker: str | None = None,
 ) -> list[SearchHit]:
     """Clips most similar to ``text`` in meaning, best first, embedded with the model that
-    made the Library's vectors (whatever the session's embed role says)."""
+    made the Library's vectors (whatever the session's embed role says). Each hit says who
+    speaks in it.
+
+    With ``speaker`` (a label such as ``S1`` or a name given with ``speakers rename``), only
+    clips where that speaker talks: the nearest ``max(10 * top, 100)`` clips are filtered, so
+    a speaker with few clips far from the text may be missed in a long Library.
+    """
+    from vidagent.app.speakers import names, spans_of, who_speaks
     from vidagent.library.search import bound_embedding
     from vidagent.tools.index import search_text
 
@@ -84,8 +96,21 @@ def search(
     if client.spec != bound:
         client = core.hub_with(embed=bound).client("embed")
     ids = [lib.resolve(v) for v in videos] if videos else None
-    hits = search_text(lib, client, text, ids, k=top, t_from=t_from, t_to=t_to)
-    return [SearchHit(h) for h in hits]
+    k = max(10 * top, 100) if speaker else top
+    hits = search_text(lib, client, text, ids, k=k, t_from=t_from, t_to=t_to)
+    if speaker:
+        spans = spans_of(lib, sorted({h.clip.video_id for h in hits}), speaker)
+        hits = [
+            h
+            for h in hits
+            if any(a < h.clip.t1 and b > h.clip.t0 for a, b in spans[h.clip.video_id])
+        ][:top]
+    out = []
+    for h in hits:
+        c = h.clip
+        segments = lib.transcript(c.video_id, c.t0, c.t1)
+        out.append(SearchHit(h, tuple(who_speaks(segments, names(lib, c.video_id), c.t0, c.t1))))
+    return out
 
 
 def frames(core: SessionCore, ref: str, times: Sequence[float], *, size: int) -> list[bytes]:

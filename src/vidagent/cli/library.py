@@ -59,7 +59,11 @@ def show(ctx: click.Context, video: str, graph: bool, as_json: bool) -> None:
     click.echo("\nclips")
     for c in clips:
         click.echo(f"  {hms(c.t0)}-{hms(c.t1)}  {' '.join(c.caption.split())[:110]}")
-        if c.transcript:
+        said = [s for s in detail.said_in(c) if s.speaker]
+        for s in said:  # who speaks, line by line, where the speakers stage labelled them
+            who = detail.speaker(s)
+            click.echo(f"                     {hms(s.t0)} {who}: {' '.join(s.text.split())[:90]}")
+        if c.transcript and not said:
             click.echo(f"                     speech: {c.transcript[:100]}")
         shown = detail.on_screen(c)  # the lines a person can read; the index keeps them all
         if shown:
@@ -114,6 +118,12 @@ def _show_graph(ctx: click.Context, video: str, as_json: bool) -> None:
 )
 @click.option("--to", "t_to", metavar="T", help="only clips overlapping up to this time")
 @click.option(
+    "--speaker",
+    metavar="WHO",
+    help="only clips where this speaker talks: a label (S1) or a name given with "
+    "`vidagent speakers VIDEO rename`",
+)
+@click.option(
     "--top", default=5, show_default=True, type=click.IntRange(min=1), help="how many clips"
 )
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
@@ -124,6 +134,7 @@ def search(
     text: str,
     t_from: str | None,
     t_to: str | None,
+    speaker: str | None,
     top: int,
     as_json: bool,
 ) -> None:
@@ -131,18 +142,57 @@ def search(
     videos = None if video == "all" else [video]
     start = parse_time(t_from) if t_from else None
     end = parse_time(t_to) if t_to else None
-    found = session_of(ctx).search(text, videos=videos, t_from=start, t_to=end, top=top)
+    found = session_of(ctx).search(
+        text, videos=videos, t_from=start, t_to=end, top=top, speaker=speaker
+    )
     if as_json:
         echo_json([h.to_json() for h in found])
         return
-    hits = [h.hit for h in found]
-    if not hits:
+    if not found:
         click.echo("no matching clips")
-    for h in hits:
+    for f in found:
+        h = f.hit
         said = f'  "{h.clip.transcript[:80]}"' if h.clip.transcript else ""
+        who = f"  [{', '.join(f.speakers)}]" if f.speakers else ""
         click.echo(
-            f"{h.score:.3f}  {h.clip.video_id[:8]}  {hms(h.clip.t0)}-{hms(h.clip.t1)}  {' '.join(h.clip.caption.split())[:90]}{said}"
+            f"{h.score:.3f}  {h.clip.video_id[:8]}  {hms(h.clip.t0)}-{hms(h.clip.t1)}  {' '.join(h.clip.caption.split())[:90]}{who}{said}"
         )
+
+
+@cli.command()
+@click.argument("video")
+@click.argument("action", required=False, type=click.Choice(["rename"]))
+@click.argument("label", required=False)
+@click.argument("name", required=False)
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+@click.pass_context
+def speakers(
+    ctx: click.Context,
+    video: str,
+    action: str | None,
+    label: str | None,
+    name: str | None,
+    as_json: bool,
+) -> None:
+    """List VIDEO's speakers with their talk time, or name one:
+    `vidagent speakers VIDEO rename S1 "Dr Lee"` (an empty name removes it)."""
+    session = session_of(ctx)
+    if action == "rename":
+        if label is None or name is None:
+            raise click.UsageError('rename takes a label and a name: rename S1 "Dr Lee"')
+        listed = session.rename_speaker(video, label, name)
+    else:
+        listed = session.speakers(video)
+    if as_json:
+        echo_json(listed.to_json())
+        return
+    if not listed.labelled:
+        click.echo(f"{listed.video_id} has no speaker labels yet; run `vidagent index VIDEO`")
+        return
+    if not listed.speakers:
+        click.echo(f"{listed.video_id}: nobody speaks")
+    for s in listed.speakers:
+        click.echo(f"{s.label:<4} {s.name or '-':<24} {hms(s.seconds)}  {s.segments} segments")
 
 
 @cli.command()

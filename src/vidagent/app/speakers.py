@@ -1,0 +1,146 @@
+"""Who speaks: a video's speaker labels with their talk time, and the names a user gives them.
+
+The speakers stage (:mod:`vidagent.ingest.speakers`) labels each transcript segment ``S1``,
+``S2``, …; ``vidagent speakers VIDEO rename S1 "Dr Lee"`` stores a name for a label in the
+video's ``"speakers"`` artefact with key ``"names"`` (``{label: name}``), which indexing never
+rewrites. Everywhere a speaker is shown it reads ``S1 (Dr Lee)``, or the label alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from vidagent.app.core import SessionCore
+from vidagent.exceptions import ConfigError
+
+if TYPE_CHECKING:
+    from vidagent.library import Library
+    from vidagent.library.schema import TranscriptSegment
+
+NAMES_KEY = "names"
+
+
+@dataclass(frozen=True)
+class Speaker:
+    """One speaker of a video: its label, the name a user gave it, and its talk time."""
+
+    label: str
+    name: str
+    seconds: float
+    segments: int
+
+    @property
+    def shown(self) -> str:
+        """``S1 (Dr Lee)``, or ``S1`` without a name."""
+        return shown(self.label, self.name)
+
+
+@dataclass(frozen=True)
+class SpeakerList:
+    """``speakers``: a video's speakers, most talk first; ``labelled`` is False when the
+    speakers stage has not run on it (or was off)."""
+
+    video_id: str
+    speakers: list[Speaker]
+    labelled: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "video_id": self.video_id,
+            "labelled": self.labelled,
+            "speakers": [
+                {"label": s.label, "name": s.name, "seconds": s.seconds, "segments": s.segments}
+                for s in self.speakers
+            ],
+        }
+
+
+def shown(label: str, name: str) -> str:
+    """How a speaker reads: ``S1 (Dr Lee)``, or the label alone."""
+    return f"{label} ({name})" if name else label
+
+
+def names(library: Library, video_id: str) -> dict[str, str]:
+    """The names given to a video's labels (``{label: name}``)."""
+    stored = library.artifact(video_id, "speakers", NAMES_KEY)
+    return {str(k): str(v) for k, v in (stored.data if stored else {}).items()}
+
+
+def speakers(core: SessionCore, ref: str) -> SpeakerList:
+    """A video's speakers with their talk time, most first.
+
+    Raises:
+        VideoNotFoundError: no such video.
+    """
+    lib = core.existing_library()
+    video = lib.get_video(ref)
+    stored = lib.artifact(video.video_id, "speakers")
+    given = names(lib, video.video_id)
+    talk: dict[str, Any] = stored.data.get("speakers", {}) if stored else {}
+    found = [
+        Speaker(label, given.get(label, ""), float(t["seconds"]), int(t["segments"]))
+        for label, t in talk.items()
+    ]
+    found.sort(key=lambda s: (-s.seconds, s.label))
+    return SpeakerList(video.video_id, found, stored is not None)
+
+
+def rename(core: SessionCore, ref: str, label: str, name: str) -> SpeakerList:
+    """Give ``label`` a ``name`` (an empty name removes it).
+
+    Raises:
+        VideoNotFoundError: no such video.
+        ConfigError: the video has no speaker ``label`` (the message lists them).
+    """
+    from vidagent.library.schema import Artifact
+
+    listed = speakers(core, ref)
+    labels = [s.label for s in listed.speakers]
+    wanted = label.strip().upper()
+    if wanted not in labels:
+        have = ", ".join(sorted(labels)) or "none (index it with the speakers stage first)"
+        raise ConfigError(f"{listed.video_id} has no speaker {label!r}; its speakers: {have}")
+    lib = core.existing_library()
+    given = names(lib, listed.video_id)
+    if name.strip():
+        given[wanted] = " ".join(name.split())
+    else:
+        given.pop(wanted, None)
+    lib.put_artifact(Artifact(listed.video_id, "speakers", NAMES_KEY, data=given))
+    return speakers(core, ref)
+
+
+def label_of(library: Library, video_id: str, who: str) -> str | None:
+    """The label ``who`` means in a video: a label (``s1`` too) or a given name, any case;
+    None when the video has no such speaker."""
+    wanted = " ".join(who.split()).casefold()
+    for label, name in names(library, video_id).items():
+        if name.casefold() == wanted:
+            return label
+    return who.strip().upper() if who.strip() else None
+
+
+def spans_of(
+    library: Library, video_ids: Sequence[str], who: str
+) -> dict[str, list[tuple[float, float]]]:
+    """Where ``who`` speaks, per video: their segments' ``(t0, t1)``."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    for vid in video_ids:
+        label = label_of(library, vid, who)
+        out[vid] = [(s.t0, s.t1) for s in library.transcript(vid) if label and s.speaker == label]
+    return out
+
+
+def who_speaks(
+    segments: Sequence[TranscriptSegment], given: dict[str, str], t0: float, t1: float
+) -> list[str]:
+    """The speakers (as shown) of the segments overlapping ``[t0, t1)``, in order of speech."""
+    out: list[str] = []
+    for s in segments:
+        if s.speaker and s.t0 < t1 and s.t1 > t0:
+            label = shown(s.speaker, given.get(s.speaker, ""))
+            if label not in out:
+                out.append(label)
+    return out

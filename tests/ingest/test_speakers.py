@@ -1,0 +1,185 @@
+"""The speakers stage: who speaks each transcript segment, on a generated two-voice meeting.
+
+``two_voices.mp4`` (``benchmarks/clips.py``) alternates two espeak-ng voices, three lines each,
+at known times; Whisper tiny.en transcribes it and Resemblyzer's bundled encoder labels it.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from clirun import vidagent
+from factories import INDEX_SPECS
+from realmedia import get_clip
+
+from vidagent.app import Session
+from vidagent.config import Settings, load_settings
+from vidagent.exceptions import ConfigError
+from vidagent.ingest.pipeline import index_path
+from vidagent.ingest.speakers import cluster, label_segments
+from vidagent.library import Library
+from vidagent.models import voices
+from vidagent.models.client import Models
+
+pytestmark = pytest.mark.skipif(
+    not voices.available(), reason="the voice encoder is not installed (vidagent[speakers])"
+)
+
+
+def _settings(root: Path, **more: Any) -> Settings:
+    specs = {**INDEX_SPECS, "asr": "faster-whisper:tiny.en", "library": str(root / "library")}
+    return load_settings({**specs, "home": str(root / "home"), **more})
+
+
+def _index(path: Path, settings: Settings, stages: list[str]) -> Any:
+    library = Library(settings.library_uri)
+    with Models(settings) as models:
+        return index_path(path, library=library, settings=settings, models=models, stages=stages)
+
+
+@pytest.fixture(scope="module")
+def meeting(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, str, list[Any]]:
+    """The two-voice clip indexed once (transcribe, speakers, embed), its reference turns."""
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("espeak-ng is not installed (apt-get install espeak-ng): no voices to tell")
+    clips = _benchmark_clips()
+    path = get_clip("two_voices.mp4")
+    settings = _settings(tmp_path_factory.mktemp("speakers"))
+    result = _index(path, settings, ["transcribe", "speakers", "embed"])
+    assert result.video is not None
+    return settings, result.video.video_id, clips.spoken_turns(clips.TWO_VOICES_SPEECH)
+
+
+def _benchmark_clips() -> Any:
+    import importlib.util
+
+    source = Path(__file__).resolve().parents[2] / "benchmarks" / "clips.py"
+    spec = importlib.util.spec_from_file_location("_vidagent_bench_clips", source)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _labels_by_voice(library: Library, vid: str, turns: list[Any]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for s in library.transcript(vid):
+        mid = (s.t0 + s.t1) / 2
+        voice = next(v for a, b, v in turns if a - 0.5 <= mid <= b + 0.5)
+        out.setdefault(voice, set()).add(s.speaker)
+    return out
+
+
+def test_each_voice_gets_its_own_label(meeting: tuple[Settings, str, list[Any]]) -> None:
+    settings, vid, turns = meeting
+    library = Library(settings.library_uri)
+    segments = library.transcript(vid)
+    assert len(segments) >= 6
+    by_voice = _labels_by_voice(library, vid, turns)
+    # The first voice speaks first: S1; every line of one voice has one label, the other's
+    # the other.
+    assert by_voice == {turns[0][2]: {"S1"}, turns[1][2]: {"S2"}}
+    talk = library.artifact(vid, "speakers")
+    assert talk is not None and set(talk.data["speakers"]) == {"S1", "S2"}
+
+
+def test_a_second_run_labels_nothing_and_a_lost_checkpoint_or_new_transcript_relabels(
+    meeting: tuple[Settings, str, list[Any]],
+) -> None:
+    settings, vid, _ = meeting
+    library = Library(settings.library_uri)
+    path = Path(library.get_video(vid).source)
+    again = _index(path, settings, ["transcribe", "speakers"])
+    assert [(s.stage, s.clips) for s in again.stages] == [("transcribe", 0), ("speakers", 0)]
+    before = [s.speaker for s in library.transcript(vid)]
+
+    # Killed after the rows were labelled, before the artefact: the rerun labels again.
+    library.delete_artifacts(vid, "speakers", [""])
+    rerun = _index(path, settings, ["speakers"])
+    assert rerun.stages[0].clips > 0
+    assert [s.speaker for s in library.transcript(vid)] == before
+
+    # A changed transcript (a new ASR run) is labelled anew; its old labels are not trusted.
+    segments = library.transcript(vid)
+    library.put_transcript(vid, [s.__class__(**{**s.__dict__, "speaker": ""}) for s in segments])
+    library.put_transcript(
+        vid, [segments[0].__class__(**{**segments[0].__dict__, "text": " Changed."}), *segments[1:]]
+    )
+    assert _index(path, settings, ["speakers"]).stages[0].clips > 0
+    assert [s.speaker for s in library.transcript(vid)] == before
+    library.put_transcript(vid, segments)
+
+
+def test_off_labels_nothing(tmp_path: Path) -> None:
+    settings = _settings(tmp_path, speakers="off")
+    from vidagent.media.synth import make_video
+
+    path = tmp_path / "v.mp4"
+    make_video(path, duration=2.0, audio="tone")
+    result = _index(path, settings, ["transcribe", "speakers"])
+    assert result.stages[-1].clips == 0 and result.stages[-1].note == "off (settings.speakers)"
+    assert result.video is not None
+    assert Library(settings.library_uri).artifact(result.video.video_id, "speakers") is None
+
+
+def test_rename_and_search_by_speaker(meeting: tuple[Settings, str, list[Any]]) -> None:
+    settings, vid, _ = meeting
+    with Session(settings) as session:
+        named = session.rename_speaker(vid, "s1", "Dr Lee")
+        assert [(s.label, s.name) for s in named.speakers if s.name] == [("S1", "Dr Lee")]
+        with pytest.raises(ConfigError, match="no speaker 'S9'.*S1, S2"):
+            session.rename_speaker(vid, "S9", "Nobody")
+        segments = session.library.transcript(vid)
+        clips = session.library.clips(vid)
+        sizes = []
+        for who, label in (("Dr Lee", "S1"), ("S2", "S2")):
+            spans = [(s.t0, s.t1) for s in segments if s.speaker == label]
+            theirs = {c.clip_index for c in clips if any(a < c.t1 and b > c.t0 for a, b in spans)}
+            hits = session.search("the meeting", videos=[vid], top=len(clips), speaker=who)
+            assert {h.hit.clip.clip_index for h in hits} == theirs  # all theirs, no other
+            sizes.append(len(theirs))
+        assert min(sizes) < len(clips)  # a clip where one speaks alone: the filter filtered
+        everyone = session.search("the meeting", videos=[vid], top=5)
+        assert {w for h in everyone for w in h.speakers} == {"S1 (Dr Lee)", "S2"}
+        shown = session.show(vid).to_json()["transcript"]
+        assert {(t["speaker"], t["speaker_name"]) for t in shown} == {("S1", "Dr Lee"), ("S2", "")}
+        session.rename_speaker(vid, "S1", "")  # an empty name removes it
+        assert all(not s.name for s in session.speakers(vid).speakers)
+
+
+def test_the_cli_lists_renames_shows_and_filters(
+    meeting: tuple[Settings, str, list[Any]], tmp_path: Path
+) -> None:
+    settings, vid, _ = meeting
+    env = {"VIDAGENT_LIBRARY": settings.library_uri, "VIDAGENT_EMBED": settings.embed}
+    home = tmp_path / "home"
+    listed = vidagent("speakers", vid, home=home, env=env)
+    assert listed.returncode == 0 and listed.stdout.splitlines()[0].startswith(("S1", "S2"))
+    renamed = vidagent("speakers", vid, "rename", "S2", "Bob Smith", home=home, env=env)
+    assert "Bob Smith" in renamed.stdout
+    shown = vidagent("show", vid, home=home, env=env).stdout
+    assert "S2 (Bob Smith): Thank you." in shown
+    found = vidagent("search", vid, "budget", "--speaker", "bob smith", home=home, env=env)
+    assert found.returncode == 0 and "S2 (Bob Smith)" in found.stdout
+    bad = vidagent("speakers", vid, "rename", "S7", "X", home=home, env=env)
+    assert bad.returncode != 0 and "no speaker 'S7'" in bad.stderr
+    vidagent("speakers", vid, "rename", "S2", "", home=home, env=env)
+
+
+def test_clusters_find_the_number_of_speakers_and_absorb_a_cough() -> None:
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=256), rng.normal(size=256)
+    rows = [a + 0.2 * rng.normal(size=256) for _ in range(6)]
+    rows += [b + 0.2 * rng.normal(size=256) for _ in range(5)]
+    rows.append(rng.normal(size=256))  # one odd window: less than min_seconds on its own
+    vectors = np.array(rows, np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    found = cluster(vectors, np.full(len(rows), 1.6), threshold=0.3, min_seconds=3.0)
+    assert len(set(found[:6])) == 1 and len(set(found[6:11])) == 1 and found[0] != found[6]
+    assert found[11] in (found[0], found[6])  # absorbed, not a third speaker
+    windows = [(k, 0.0, 1.6) for k in range(12)]
+    assert label_segments(12, windows, found)[:7] == ["S1"] * 6 + ["S2"]
