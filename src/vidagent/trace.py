@@ -212,6 +212,9 @@ class Citation:
         reader: the reader's verdict on whether this moment answers the question
             (:data:`READER_VERDICTS`), ``""`` where no reader ran.
         notes: facts a named rule recorded about the moment (``other-option-here: …``).
+        speaker: who says the quote, for speech: ``S1 (Dr Lee)``, ``S1``; ``""`` where the
+            transcript is not labelled or the quote is not speech (left out of the JSON then,
+            so traces without speakers read as before).
     """
 
     video_id: str
@@ -226,6 +229,7 @@ class Citation:
     matched: list[str] = field(default_factory=list)
     reader: str = ""
     notes: list[str] = field(default_factory=list)
+    speaker: str = ""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Citation:
@@ -233,7 +237,10 @@ class Citation:
         return cls(**{k: v for k, v in data.items() if k in known})
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        if not self.speaker:
+            del out["speaker"]
+        return out
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,17 @@ the option's score is::
 
 An option's spans are the clips holding its matched words (most matches first), else its best
 dense clips. An open question retrieves the clips nearest to the question alone.
+
+**Who says …?** A question asking who says, said, asks, mentions or talks about something
+(:data:`WHO_SAYS`) is answered from the speaker labels of the transcript
+(:mod:`vidagent.ingest.speakers`) when its options name speakers (a label such as ``S2`` or a
+name given with ``vidagent speakers VIDEO rename``, as a whole word of the option): each such
+option scores the share of the question's quoted words (the text in quotes, else everything
+after the verb; content words only) that one segment of that speaker says, its best segment
+the span (:func:`speaker_scores`); an option naming no speaker scores 0. An open question of
+that form is answered with the speaker of the segment saying most of those words
+(:func:`who_says`). Where no option names a speaker, or nothing is labelled, the options are
+scored as above.
 """
 
 from __future__ import annotations
@@ -133,6 +144,97 @@ class Finder:
             tuple(span(hits[n]) for n in used),
             tuple(hits[n] for n in used),
         )
+
+
+#: "Who says/said/asks/mentions/talks about …": the words after the verb are what is said.
+WHO_SAYS = re.compile(
+    r"\bwho\s+(?:says|said|asks|asked|mentions|mentioned|(?:talks|talked|speaks|spoke)\s+about)"
+    r"\b(?P<rest>.*)",
+    re.IGNORECASE | re.DOTALL,
+)
+QUOTED = re.compile(r"[\"\u201c]([^\"\u201d]+)[\"\u201d]")
+
+
+def said_words(question: str) -> set[str]:
+    """The content words a "who says …?" question asks about (the quoted text, else all after
+    the verb); empty for any other question."""
+    found = WHO_SAYS.search(question)
+    if found is None:
+        return set()
+    quoted = QUOTED.findall(question)
+    return words(" ".join(quoted) if quoted else found["rest"])
+
+
+@dataclass(frozen=True)
+class Spoken:
+    """A labelled segment as a "who says" answer reads it."""
+
+    video_id: str
+    t0: float
+    t1: float
+    label: str
+    shown: str  # ``S1 (Dr Lee)`` or ``S1``
+    names: frozenset[str]  # the label and any given name, case-folded
+    said: frozenset[str]  # its content words
+
+
+def labelled_speech(index: IndexView, video_ids: Sequence[str]) -> list[Spoken]:
+    """Every labelled transcript segment of the videos, in order."""
+    out = []
+    for vid in video_ids:
+        given = index.speaker_names(vid)
+        for s in index.transcript(vid):
+            if s.speaker:
+                name = given.get(s.speaker, "")
+                shown = f"{s.speaker} ({name})" if name else s.speaker
+                names = frozenset(n.casefold() for n in (s.speaker, name) if n)
+                out.append(
+                    Spoken(vid, s.t0, s.t1, s.speaker, shown, names, frozenset(words(s.text)))
+                )
+    return out
+
+
+def _names_in(option: str, speech: Sequence[Spoken]) -> set[str]:
+    """The names and labels of ``speech`` that ``option`` holds as whole words."""
+    text = f" {' '.join(WORD.findall(option.casefold()))} "
+    known = {n for s in speech for n in s.names}
+    return {n for n in known if f" {' '.join(WORD.findall(n))} " in text}
+
+
+def speaker_scores(
+    index: IndexView, question: str, options: Sequence[str], video_ids: Sequence[str]
+) -> list[OptionScore] | None:
+    """Each option's score as the speaker it names (module docstring); None when the question
+    is not "who says …?", nothing is labelled, or no option names a speaker."""
+    wanted = said_words(question)
+    if not wanted:
+        return None
+    speech = labelled_speech(index, video_ids)
+    named = [_names_in(option, speech) for option in options]
+    if not any(named):
+        return None
+    scores = []
+    for names in named:
+        theirs = [s for s in speech if s.names & names]
+        found = max(theirs, key=lambda s: (len(s.said & wanted), -s.t0), default=None)
+        matched = found.said & wanted if found else frozenset()
+        share = len(matched) / len(wanted)
+        where = (Evidence(found.video_id, found.t0, found.t1),) if found and matched else ()
+        scores.append(OptionScore(share, 0.0, share, tuple(sorted(matched)), where))
+    return scores
+
+
+def who_says(
+    index: IndexView, question: str, video_ids: Sequence[str]
+) -> tuple[Spoken, tuple[str, ...]] | None:
+    """The labelled segment saying most of a "who says …?" question's words (the earliest on
+    a tie) and the words it says; None for another question or when none says any."""
+    wanted = said_words(question)
+    speech = labelled_speech(index, video_ids) if wanted else []
+    found = max(speech, key=lambda s: (len(s.said & wanted), -s.t0), default=None)
+    if found is None or not found.said & wanted:
+        return None
+    return found, tuple(sorted(found.said & wanted))
 
 
 def best(scores: Sequence[OptionScore]) -> list[int]:

@@ -203,7 +203,8 @@ def _citations(e: Answered, names: dict[str, str]) -> list[str]:
             if several and c.claim != k:
                 continue
             where = _spans([[c.video_id, c.t0, c.t1]], names)
-            found = f' {c.source}: "{shorten(c.text, 80)}"' if c.source else ""
+            who = f" ({c.speaker})" if c.speaker else ""
+            found = f' {c.source}{who}: "{shorten(c.text, 80)}"' if c.source else ""
             indent = "      " if several else "    "
             read = f" [reader: {c.reader}]" if c.reader else ""
             notes = "".join(f" ({n})" for n in c.notes)

@@ -69,6 +69,9 @@ class SearchBody(Body):
     query: Query
     videos: list[Ref] | None = Field(None, max_length=MAX_VIDEOS)
     top: int = Field(10, ge=1, le=MAX_TOP)
+    speaker: Ref | None = Field(
+        None, description="only clips where this speaker talks: a label (S1) or a given name"
+    )
 
 
 class AskBody(Body):
@@ -172,7 +175,9 @@ def remove_video(ref: RefParam, request: Request) -> dict[str, Any]:
 
 @router.post("/search")
 def search(body: SearchBody, request: Request) -> dict[str, Any]:
-    hits = server_of(request).session.search(body.query, videos=body.videos, top=body.top)
+    hits = server_of(request).session.search(
+        body.query, videos=body.videos, top=body.top, speaker=body.speaker
+    )
     return {"hits": [h.to_json() | {"clip_index": h.hit.clip.clip_index} for h in hits]}
 
 

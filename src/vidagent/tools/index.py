@@ -122,6 +122,11 @@ class IndexView:
         """The transcript segments of the video that overlap ``[t0, t1]``, in time order."""
         return self._library.transcript(video_id, t0, t1)
 
+    def speaker_names(self, video_id: str) -> dict[str, str]:
+        """The names a user gave the video's speaker labels (``{"S1": "Dr Lee"}``)."""
+        stored = self._library.artifact(video_id, "speakers", "names")
+        return {str(k): str(v) for k, v in (stored.data if stored else {}).items()}
+
     def clips(self, video_id: str, t0: float, t1: float) -> list[ClipRow]:
         """The video's clips that overlap ``[t0, t1]`` (an instant: the clip holding it), in
         clip order, with what the ingest stages found in each."""

@@ -176,6 +176,7 @@ class Checker:
             k,
             sorted(matched),
             notes=notes(claim, piece),
+            speaker=piece.speaker,
         )
 
     def quote(self, claim: Claim, piece: Piece) -> tuple[float, float, str]:

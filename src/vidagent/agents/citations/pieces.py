@@ -4,7 +4,8 @@ Each piece has its own time:
 
 - **speech**: each transcript segment with a word inside the span, read whole (a span that
   cuts a sentence cites the sentence), with its words' own times (a segment without word times
-  is read inside the span: where its words are is not known);
+  is read inside the span: where its words are is not known) and who says it (the speakers
+  stage's label, with the name a user gave it: ``S1 (Dr Lee)``);
 - **on-screen text**: each distinct OCR line of a clip, at the frames it was read in (an index
   written before ingest kept those times: at its clip);
 - **caption**: each sentence of a model's caption of a clip (the perception describer's
@@ -43,6 +44,8 @@ class Piece:
     text: str
     #: the words' own times ``(t0, t1, word)``, for speech
     words: tuple[tuple[float, float, str], ...] = field(default=(), repr=False)
+    #: who says it, for speech: ``S1 (Dr Lee)``, ``S1``, ``""`` where not labelled
+    speaker: str = ""
 
 
 def pieces_in(index: IndexView, span: Evidence) -> list[Piece]:
@@ -63,15 +66,17 @@ def pieces_in(index: IndexView, span: Evidence) -> list[Piece]:
 def speech(index: IndexView, video_id: str, lo: float, hi: float) -> list[Piece]:
     """The transcript segments with a word inside ``[lo, hi]``, each read whole."""
     pieces = []
-    for seg in index.transcript(video_id, lo, hi):
+    segments = index.transcript(video_id, lo, hi)
+    names = index.speaker_names(video_id) if any(s.speaker for s in segments) else {}
+    for seg in segments:
         timed = tuple((float(w[0]), float(w[1]), str(w[2])) for w in json.loads(seg.words or "[]"))
+        who = f"{seg.speaker} ({names[seg.speaker]})" if seg.speaker in names else seg.speaker
         if any(lo <= (w[0] + w[1]) / 2 <= hi for w in timed):
             text = " ".join(w[2].strip() for w in timed)
-            pieces.append(Piece(video_id, timed[0][0], timed[-1][1], "speech", text, timed))
+            pieces.append(Piece(video_id, timed[0][0], timed[-1][1], "speech", text, timed, who))
         elif not timed and seg.text.strip():  # no word times: where it is said is not known
-            pieces.append(
-                Piece(video_id, max(seg.t0, lo), min(seg.t1, hi), "speech", seg.text.strip())
-            )
+            a, b = max(seg.t0, lo), min(seg.t1, hi)
+            pieces.append(Piece(video_id, a, b, "speech", seg.text.strip(), speaker=who))
     return pieces
 
 

@@ -25,6 +25,12 @@ scoring are :mod:`vidagent.agents.evidence`, which evidence first shows an agent
 An open question (no options) is answered with the best clip's speech, else its on-screen text,
 else its caption, and that clip is the evidence.
 
+"Who says …?" is answered from the transcript's speaker labels where there are any
+(:func:`~vidagent.agents.evidence.speaker_scores` for options that name speakers,
+:func:`~vidagent.agents.evidence.who_says` for an open question: the speaker of the segment
+saying most of the quoted words, that segment the evidence); the ``retrieval`` phase then says
+``by="speaker"``.
+
 A grounding question (``task == "ground"``, ``vidagent ground`` without a model endpoint) is
 answered from the index alone. The ``top_k`` clips nearest the event's description are scored
 like an option (their cosine plus ``lexical_weight`` times the share of the description's
@@ -65,6 +71,8 @@ from vidagent.agents.evidence import (
     OptionScore,
     best,
     span,
+    speaker_scores,
+    who_says,
     words,
 )
 from vidagent.exceptions import ConfigError
@@ -117,7 +125,7 @@ class RetrievalAgent(Agent):
     max_steps = 1
     Options = RetrievalOptions
     options: RetrievalOptions
-    stages = ("transcribe", "read_text", "caption", "embed")
+    stages = ("transcribe", "read_text", "speakers", "caption", "embed")
 
     def index_plan(self) -> IndexPlan:
         # The dense term needs speech and on-screen text in the embedded clip text.
@@ -134,6 +142,17 @@ class RetrievalAgent(Agent):
         q = run.question
         if q.options:
             return self._choose(run, finder)
+        if q.task != "ground" and (said := who_says(self.index, q.text, q.video_ids)):
+            spoken, matched = said
+            where = Evidence(spoken.video_id, spoken.t0, spoken.t1)
+            run.phase(
+                "retrieval",
+                by="speaker",
+                matches=list(matched),
+                spans=[where.to_list()],
+                answer=spoken.shown,
+            )
+            return Answer(spoken.shown, evidence=(where,))
         hits = finder.search(q.text, q.video_ids)
         if not hits:
             return Answer("", parsed=False, reason="no_evidence", note="no clip was retrieved")
@@ -209,10 +228,12 @@ class RetrievalAgent(Agent):
 
     def _choose(self, run: Run, finder: Finder) -> Answer:
         q = run.question
-        scores = finder.options(q.text, q.options, q.video_ids)
+        by_speaker = speaker_scores(self.index, q.text, q.options, q.video_ids)
+        scores = by_speaker or finder.options(q.text, q.options, q.video_ids)
         for i, (option, scored) in enumerate(zip(q.options, scores, strict=False)):
             run.phase(
                 "retrieval",
+                **({"by": "speaker"} if by_speaker else {}),
                 option=f"({option_letter(i)}) {option}",
                 score=round(scored.score, 4),
                 dense=round(scored.dense, 4),

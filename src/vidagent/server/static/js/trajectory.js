@@ -192,7 +192,8 @@ export class TraceView {
     for (const [t0, t1, citation] of spans) {
       // A checked citation is coloured by its label and says what supports it.
       const label = citation ? ` ${citation.label}` : "";
-      const said = citation && citation.source ? ` · ${citation.source}: "${citation.text}"` : "";
+      const who = citation && citation.speaker ? ` (${citation.speaker})` : "";
+      const said = citation && citation.source ? ` · ${citation.source}${who}: "${citation.text}"` : "";
       const mark = el("div", {
         class: `mark${label}`, title: `${citation ? `${citation.label} · ` : ""}${span(t0, t1)}${said} · click to play`,
         role: "button", tabindex: 0,

@@ -16,14 +16,21 @@ function seek(t0) {
   else player.addEventListener("loadedmetadata", go, { once: true });
 }
 
-function clipRow(clip) {
+// Who says what in a clip, where the speakers stage labelled the transcript: "S1 (Dr Lee): …".
+function speechOf(clip, transcript) {
+  const said = transcript.filter((s) => s.speaker && clip.t0 <= (s.t0 + s.t1) / 2 && (s.t0 + s.t1) / 2 < clip.t1);
+  if (!said.length) return clip.transcript || "";
+  return said.map((s) => `${s.speaker_name ? `${s.speaker} (${s.speaker_name})` : s.speaker}: ${s.text}`).join(" ");
+}
+
+function clipRow(clip, transcript) {
   return el(
     "tr",
     { class: "clickable", title: "Play from here", dataset: { t0: clip.t0, t1: clip.t1 },
       onclick: () => seek(clip.t0) },
     el("td", { class: "time" }, span(clip.t0, clip.t1)),
     el("td", {}, clip.caption || ""),
-    el("td", {}, clip.transcript || ""),
+    el("td", {}, speechOf(clip, transcript)),
     el("td", {}, (clip.on_screen_text || []).join(" | ")),
   );
 }
@@ -35,7 +42,7 @@ function resultRow(hit) {
       onclick: () => seek(hit.t0) },
     el("td", { class: "time" }, span(hit.t0, hit.t1)),
     el("td", {}, Number(hit.score).toFixed(3)),
-    el("td", {}, shorten([hit.caption, hit.transcript, (hit.on_screen_text || []).join(" | ")].filter(Boolean).join(" · "), 200)),
+    el("td", {}, shorten([hit.caption, (hit.speakers || []).length ? `[${hit.speakers.join(", ")}] ${hit.transcript}` : hit.transcript, (hit.on_screen_text || []).join(" | ")].filter(Boolean).join(" · "), 200)),
   );
 }
 
@@ -59,7 +66,8 @@ async function load() {
     document.getElementById("ask-link").href = `ask.html?video=${encodeURIComponent(video.video_id)}`;
     player.src = mediaUrl(video.video_id);
     const clips = detail.clips || [];
-    clear(clipsBody, clips.length ? clips.map(clipRow)
+    const transcript = detail.transcript || [];
+    clear(clipsBody, clips.length ? clips.map((clip) => clipRow(clip, transcript))
       : el("tr", {}, el("td", { colspan: 4, class: "empty" }, "No clips indexed yet.")));
   } catch (e) {
     clear(clipsBody, el("tr", {}, el("td", { colspan: 4, class: "error" }, e.message)));
