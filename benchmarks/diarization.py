@@ -18,7 +18,8 @@ hypothesis is the transcript segments with their labels. The diarization error r
 ``pyannote.metrics``' ``DiarizationErrorRate`` (missed speech + false alarm + confusion over
 reference speech, speakers mapped one-to-one by the optimal assignment), printed without a
 collar and with the customary 0.25 s collar (target on the generated conversation: at most
-15 %). The CPU (``benchmarks/_cpu.py``) is printed first; the machine may be shared.
+15 %), for the labelled segments' spans (Whisper's segments run past the speech: false alarm)
+and for their words' own times (a second line, ``(words)``). The CPU (``benchmarks/_cpu.py``) is printed first; the machine may be shared.
 
     .venv/bin/python benchmarks/diarization.py [--only conversation|Megamind.avi|...]
 """
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import sys
 import tempfile
@@ -85,9 +87,13 @@ def index(path: Path) -> tuple[list[Any], dict[str, float], float]:
 
 
 def score(
-    segments: Sequence[Any], reference: Sequence[tuple[float, float, str]], collar: float
+    segments: Sequence[Any],
+    reference: Sequence[tuple[float, float, str]],
+    collar: float,
+    words: bool = False,
 ) -> dict[str, float]:
-    """DER and its parts (shares of reference speech) of the labelled ``segments``."""
+    """DER and its parts (shares of reference speech) of the labelled ``segments``: their
+    ``[t0, t1]``, or with ``words`` the times of their words (the transcript keeps both)."""
     from pyannote.core import Annotation, Segment
     from pyannote.metrics.diarization import DiarizationErrorRate
 
@@ -95,7 +101,18 @@ def score(
     for a, b, who in reference:
         ref[Segment(a, b)] = who
     for s in segments:
-        hyp[Segment(s.t0, s.t1)] = s.speaker or "?"
+        if words:  # each word's own times (gaps of 0.3 s or less closed), with its segment's label
+            spans: list[list[float]] = []
+            for w0, w1, *_ in json.loads(s.words or "[]"):
+                if spans and w0 - spans[-1][1] <= 0.3:
+                    spans[-1][1] = w1
+                else:
+                    spans.append([w0, w1])
+            for a, b in spans:
+                if b > a:
+                    hyp[Segment(a, b)] = s.speaker or "?"
+        else:
+            hyp[Segment(s.t0, s.t1)] = s.speaker or "?"
     metric = DiarizationErrorRate(collar=collar)
     parts = metric(ref, hyp, detailed=True)
     total = parts["total"] or 1.0
@@ -110,6 +127,7 @@ def score(
 def run(name: str) -> dict[str, Any]:
     path, reference = load(name)
     segments, seconds, wall = index(path)
+    turns = reference is not None  # a reference of its own, not the transcript's times
     if reference is None and name == "wannaworktogether.mp4":
         reference = [(s.t0, s.t1, "narrator") for s in segments]
     found = sorted({s.speaker for s in segments if s.speaker})
@@ -124,25 +142,34 @@ def run(name: str) -> dict[str, Any]:
     if reference is not None:
         row["der0"] = score(segments, reference, 0.0)
         row["der25"] = score(segments, reference, 0.25)
+        if turns:
+            row["words0"] = score(segments, reference, 0.0, words=True)
+            row["words25"] = score(segments, reference, 0.25, words=True)
     return row
 
 
 def report(rows: Sequence[dict[str, Any]]) -> str:
+    """The table: one line per clip, and a ``(words)`` line where there is a reference."""
     head = f"{'clip':<24}{'speakers':>9}{'DER':>8}{'miss':>7}{'FA':>7}{'conf':>7}{'DER@.25':>9}"
     lines = [f"{head}{'stage s':>9}{'ingest s':>10}{'share':>7}"]
     for r in rows:
-        d0, d25 = r.get("der0"), r.get("der25")
-        der = (
-            f"{d0['der']:>8.1%}{d0['missed']:>7.1%}{d0['false_alarm']:>7.1%}"
-            f"{d0['confusion']:>7.1%}{d25['der']:>9.1%}"
-            if d0 and d25
-            else f"{'-':>8}{'-':>7}{'-':>7}{'-':>7}{'-':>9}"
-        )
-        lines.append(
-            f"{r['clip']:<24}{r['speakers']:>5} / {r['expected']}{der}"
-            f"{r['stage_s']:>9.1f}{r['wall_s']:>10.1f}{r['stage_s'] / r['wall_s']:>7.1%}"
-        )
+        lines.append(_line(r, r["clip"], r.get("der0"), r.get("der25")))
+        if "words0" in r:
+            lines.append(_line(r, f"{r['clip']} (words)", r["words0"], r["words25"]))
     return "\n".join(lines)
+
+
+def _line(r: dict[str, Any], what: str, d0: Any, d25: Any) -> str:
+    der = (
+        f"{d0['der']:>8.1%}{d0['missed']:>7.1%}{d0['false_alarm']:>7.1%}"
+        f"{d0['confusion']:>7.1%}{d25['der']:>9.1%}"
+        if d0 and d25
+        else f"{'-':>8}{'-':>7}{'-':>7}{'-':>7}{'-':>9}"
+    )
+    return (
+        f"{what:<24}{r['speakers']:>5} / {r['expected']}{der}"
+        f"{r['stage_s']:>9.1f}{r['wall_s']:>10.1f}{r['stage_s'] / r['wall_s']:>7.1%}"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -79,6 +79,10 @@ class Stage:
         detect), or None: what the pipeline keeps from the structure pass and shares."""
         return None
 
+    def warm(self, settings: Settings) -> None:
+        """Load what :meth:`run` needs that is not a role's model (the pipeline calls it in a
+        thread while earlier stages run); by default nothing."""
+
     def fingerprint(self, settings: Settings) -> str:
         spec = settings.spec(self.role) if self.role else self.name
         hashes = [prompt_hash(p) for p in self.prompts]

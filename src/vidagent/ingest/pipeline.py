@@ -260,7 +260,7 @@ def index_path(
         later = [r for stage in staged[j:] if (r := stage.role)]
         for name in stages[i:j]:
             starting(name)
-        with ThreadPoolExecutor(j - i + 1, thread_name_prefix="ingest") as pool:
+        with ThreadPoolExecutor(j - i + 2, thread_name_prefix="ingest") as pool:
             # Each stage has its own context: run_stage rebinds ctx.video after each stage.
             own = [
                 dataclasses.replace(ctx, frames=share.ticket() if stage.frame_grid() else None)
@@ -268,9 +268,13 @@ def index_path(
             ]
             runs = [pool.submit(run, st, c) for st, c in zip(staged[i:j], own, strict=True)]
             warm = pool.submit(models.warm, later)
+            # Weights that are no role's (the voice encoder) load in the same spare time.
+            warm_stages = [pool.submit(stage.warm, settings) for stage in staged[j:]]
             for future in runs:
                 record(future.result())
             warm.result()
+            for loading in warm_stages:
+                loading.result()
         ctx.video = library.get_video(ctx.video.video_id)  # with their stage entries
         i = j
     result.video = library.get_video(ctx.video.video_id)

@@ -196,6 +196,15 @@ class Speakers(Stage):
         self.threshold = threshold
         self.min_seconds = min_seconds
         self.note = ""
+        self._encoder: VoiceEncoder | None = None
+
+    def warm(self, settings: Settings) -> None:
+        """Load the voice encoder (torch's import and the weights: 2-3 s on 2 cores) while
+        transcription runs, when the stage is on and installed."""
+        from vidagent.models import voices
+
+        if settings.speakers != "off" and voices.available():
+            self._encoder = self._encoder or voices.VoiceEncoder()
 
     def fingerprint(self, settings: Settings) -> str:
         if settings.speakers == "off":
@@ -229,9 +238,8 @@ class Speakers(Stage):
             self.note = "no speech" if ctx.video.has_audio else "no audio track"
             labelled: list[TranscriptSegment] = []
         else:
-            labels = diarize(
-                audio, segments, voices.VoiceEncoder(), self.threshold, self.min_seconds
-            )
+            self._encoder = self._encoder or voices.VoiceEncoder()
+            labels = diarize(audio, segments, self._encoder, self.threshold, self.min_seconds)
             labelled = [_with(s, label) for s, label in zip(segments, labels, strict=True)]
             # Rows first, then the artefact: a crash in between leaves the stage pending.
             ctx.library.put_transcript(vid, labelled)

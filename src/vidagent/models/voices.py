@@ -60,6 +60,9 @@ class VoiceEncoder:
         path = weights_path()
         if path is None or not available():
             raise BackendMissingError("the voice encoder (resemblyzer)", "speakers")
+        from vidagent.models.cpu import quiet_openmp
+
+        quiet_openmp()  # before torch loads its OpenMP runtime, as the other adapters do
         import librosa
         import torch
         from torch import nn
@@ -106,8 +109,11 @@ class VoiceEncoder:
         """
         if not windows:
             return np.zeros((0, 256), np.float32)
+        from vidagent.models.cpu import torch_threads
+
         mels = np.stack([self.mel(w) for w in windows])  # (N, 160, 40)
         out = []
+        torch_threads()  # the cores free now (ingest runs stages side by side)
         with self._lock, self._torch.no_grad():
             for i in range(0, len(mels), _BATCH):
                 batch = self._torch.from_numpy(mels[i : i + _BATCH])
