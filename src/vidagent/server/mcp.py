@@ -243,10 +243,14 @@ class Tools:
             Field(description="only these videos (ids or names)", max_length=MAX_VIDEOS),
         ] = None,
         top: Annotated[int, Field(description="how many clips", ge=1, le=MAX_TOP)] = 10,
+        speaker: Annotated[
+            Ref | None,
+            Field(description="only clips where this speaker talks: a label (S1) or a name"),
+        ] = None,
     ) -> dict[str, Any]:
         """Clips most similar to ``query`` in meaning, best first (``hits``), with their spans
-        (seconds and HH:MM:SS), captions, transcripts and on-screen text."""
-        hits = self.session.search(query, videos=videos, top=top)
+        (seconds and HH:MM:SS), captions, transcripts, on-screen text and who speaks."""
+        hits = self.session.search(query, videos=videos, top=top, speaker=speaker)
         return {"hits": [h.to_json() for h in hits]}
 
     def ask(
