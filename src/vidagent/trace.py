@@ -213,8 +213,8 @@ class Citation:
             (:data:`READER_VERDICTS`), ``""`` where no reader ran.
         notes: facts a named rule recorded about the moment (``other-option-here: …``).
         speaker: who says the quote, for speech: ``S1 (Dr Lee)``, ``S1``; ``""`` where the
-            transcript is not labelled or the quote is not speech (left out of the JSON then,
-            so traces without speakers read as before).
+            transcript is not labelled or the quote is not speech (:meth:`to_json` leaves it
+            out then; a trace written before it reads back with ``""``).
     """
 
     video_id: str

@@ -233,6 +233,7 @@ def test_two_processes_indexing_into_one_library_at_once(
         assert lib.global_summary(vid) == "A short test video."
         assert [(a.kind, a.key) for a in lib.artifacts(vid)] == [
             ("registry", ""),
+            ("speakers", ""),
             ("summary", "global"),
         ]
     assert count_keys(lib, "clips", "video_id", "clip_index") == clip_keys

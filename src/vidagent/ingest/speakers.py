@@ -60,8 +60,10 @@ SAMPLE_RATE = 16000
 WINDOW_SECONDS = 1.6  # one partial of the voice encoder
 THRESHOLD = 0.4
 MIN_SECONDS = 3.0
-#: Processing seconds per second of speech, measured on 2 CPU cores by
-#: ``benchmarks/diarization.py`` (audio decode, embeddings, clustering).
+#: Processing seconds per second of video for the dry run's estimate: ``benchmarks/diarization.py``
+#: measured 1.5 s for the 64 s meeting (0.023) and 0.6 s for the 180 s narration (0.003) on 2
+#: shared cores, the encoder loaded beside ASR; 8.7 s for the narration (0.05) under a load
+#: average of 12. The meeting's rate, rounded up.
 REAL_TIME_FACTOR = 0.03
 
 Window = tuple[int, float, float]  # (segment position, t0, t1)
