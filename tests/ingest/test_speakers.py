@@ -203,6 +203,17 @@ def test_the_retrieval_baseline_answers_who_says_from_the_labels(
             assert chosen.answer is not None and chosen.answer.choice == 1
             (where,) = chosen.answer.evidence
             assert (where.t0, where.t1) == (4.6, 7.92)  # Bob's line, not the clip
+            # A citation of speech says who says the quote.
+            quoted = session.ask(
+                vid,
+                "What about the budget figures for the library?",
+                strategy="retrieval",
+                trace=False,
+            )
+            answered = quoted.trace.answer
+            assert answered is not None
+            budget = [c for c in answered.citations if "budget" in c.text]
+            assert budget and {(c.source, c.speaker) for c in budget} == {("speech", "S2 (Bob)")}
             # An open question: the speaker, as shown.
             said = session.ask(
                 vid, "Who said the roof repairs cost?", strategy="retrieval", trace=False
