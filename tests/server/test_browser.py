@@ -273,6 +273,30 @@ def test_a_search_result_click_seeks_the_player(
     screenshot(browser, tmp_path, "video")
 
 
+def test_the_clip_table_says_who_speaks(served: Served, browser: Any, tmp_path: Path) -> None:
+    import dataclasses
+
+    from vidagent.library.schema import Artifact
+
+    library = Library(served.home / "library")
+    segments = library.transcript(served.video_id)
+    assert segments  # the fake ASR's "hello there"
+    # Labelled as the speakers stage labels them, and named as `speakers rename` names them.
+    library.put_transcript(
+        served.video_id, [dataclasses.replace(s, speaker="S1") for s in segments]
+    )
+    library.put_artifact(Artifact(served.video_id, "speakers", "names", data={"S1": "Dr Lee"}))
+    try:
+        open_page(browser, served, f"video.html?id={served.video_id}")
+        wait_for(browser, lambda d: len(css(d, "#clips tr.clickable")) == 3, "the clip table")
+        rows = css(browser, "#clips tr.clickable")
+        said = [r.find_elements("css selector", "td")[2].text for r in rows]
+        assert any(t.startswith("S1 (Dr Lee): ") for t in said), said
+    finally:
+        library.put_transcript(served.video_id, segments)
+        library.delete_artifacts(served.video_id, "speakers", ["names"])
+
+
 def test_an_ask_streams_steps_and_draws_its_evidence(
     served: Served, browser: Any, tmp_path: Path
 ) -> None:
