@@ -47,11 +47,6 @@ ENV_PREFIX = "VIDAGENT_"
 SMOKE_TEST_LLMS = ("llamacpp:smollm2", "transformers:smollm2")
 
 
-def is_smoke_test_llm(spec: str) -> bool:
-    """Whether ``spec`` names the embedded smoke-test llm (the SmolLM2 GGUF it ships)."""
-    return spec.startswith(SMOKE_TEST_LLMS)
-
-
 def embedded_llm() -> str:
     """The embedded llm's spec: SmolLM2-135M on llama.cpp where llama-cpp-python is installed
     (``vidagent[llm]``, built from source for minutes), else on transformers where that is
