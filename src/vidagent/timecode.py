@@ -36,3 +36,20 @@ def parse_time(text: str) -> float:
     for p in parts:
         seconds = seconds * 60 + p
     return seconds
+
+
+def wall_clock(started_at: str, t: float) -> str:
+    """The ISO-8601 wall-clock time ``t`` seconds into a video recorded from ``started_at``
+    (an ISO-8601 time, with its offset where it has one); ``""`` when the start is unknown
+    (empty) or not an ISO-8601 time. Whole seconds unless ``t`` has a fraction."""
+    from datetime import datetime, timedelta
+
+    if not started_at:
+        return ""
+    try:
+        start = datetime.fromisoformat(started_at.replace("Z", "+00:00"))
+    except ValueError:
+        return ""
+    at = start + timedelta(seconds=max(0.0, t))
+    spec = "seconds" if at.microsecond == 0 else "milliseconds"
+    return at.isoformat(timespec=spec).replace("+00:00", "Z")
