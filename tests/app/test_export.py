@@ -169,3 +169,35 @@ def test_the_whole_transcript_as_subtitles_with_speakers(
     ]
     assert "2\n00:00:06,000 --> 00:00:09,000\nand then it closes" in srt
     assert vtt.startswith("WEBVTT\n\n00:00:02.000 --> 00:00:04.000\n<v Dr Lee>the door opens now")
+
+
+def test_the_commands_export_draw_and_write_subtitles_or_say_why_not_in_one_line(
+    indexed: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    from clirun import vidagent
+
+    home, lib, vid = indexed
+    trace = _answer_trace(tmp_path / "t.jsonl", vid)
+    run = {"home": home, "env": {"VIDAGENT_LIBRARY": str(lib)}}
+    done = vidagent("export", str(trace), "-o", str(tmp_path / "b"), "--zip", **run)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"wrote {tmp_path / 'b.zip'}: 2 citations, 2 clips")
+    drawn = vidagent(
+        "sheet", vid, "--from", "0:02", "--to", "4", "-o", str(tmp_path / "s.png"), **run
+    )
+    assert (
+        drawn.returncode == 0 and "6 frames" not in drawn.stdout and (tmp_path / "s.png").is_file()
+    )
+    written = vidagent("show", vid, "--vtt", "-o", str(tmp_path / "t.vtt"), **run)
+    assert written.returncode == 0 and (tmp_path / "t.vtt").read_text().startswith("WEBVTT")
+    printed = vidagent("show", vid, "--srt", **run)
+    assert "Dr Lee: the door opens now" in printed.stdout
+    for args, message in [
+        (("export", str(tmp_path / "nope.jsonl")), "no such trace file"),
+        (("sheet", vid, "--from", "20"), "is past the end"),
+        (("sheet", vid, "-o", str(tmp_path / "s.gif")), "written as .png or .jpg"),
+        (("show", vid, "-o", str(tmp_path / "x")), "give --srt or --vtt"),
+    ]:
+        failed = vidagent(*args, **run)
+        assert failed.returncode != 0 and message in failed.stderr.strip().splitlines()[-1]
+        assert "Traceback" not in failed.stderr

@@ -3,6 +3,8 @@ and looking after the Library."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from vidagent.cli.base import cli, echo_json, hms, parse_time, session_of
@@ -31,11 +33,38 @@ def list_videos(ctx: click.Context, as_json: bool) -> None:
     is_flag=True,
     help="show the entity graph (AVI) instead: entities, relations",
 )
+@click.option(
+    "--srt",
+    "subtitles",
+    flag_value="srt",
+    help="print (or write, -o) the whole transcript as SubRip subtitles instead",
+)
+@click.option("--vtt", "subtitles", flag_value="vtt", help="the same as WebVTT")
+@click.option(
+    "-o", "--out", type=click.Path(dir_okay=False), help="with --srt/--vtt: write to this file"
+)
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 @click.pass_context
-def show(ctx: click.Context, video: str, graph: bool, as_json: bool) -> None:
+def show(
+    ctx: click.Context,
+    video: str,
+    graph: bool,
+    subtitles: str | None,
+    out: str | None,
+    as_json: bool,
+) -> None:
     """Show a video's summary, subject registry and clip table (or, with --graph, its entity
-    graph)."""
+    graph; with --srt or --vtt, its whole transcript as subtitles)."""
+    if out and not subtitles:
+        raise click.UsageError("-o/--out writes subtitles: give --srt or --vtt with it")
+    if subtitles:
+        text = session_of(ctx).subtitles(video, "vtt" if subtitles == "vtt" else "srt")
+        if out:
+            Path(out).write_text(text, encoding="utf-8")
+            click.echo(f"wrote {out}")
+        else:
+            click.echo(text, nl=False)
+        return
     if graph:
         _show_graph(ctx, video, as_json)
         return
