@@ -385,6 +385,16 @@ class Session(SessionCore):
 
         return export(self, trace, out=out, as_zip=as_zip)
 
+    def last_answer_trace(self) -> Path:
+        """The trace file of the newest run that answered.
+
+        Raises:
+            UserError: no saved trace holds an answer.
+        """
+        from vidagent.app.export import last_answer_trace
+
+        return last_answer_trace(self)
+
     def sheet(
         self,
         ref: str,
