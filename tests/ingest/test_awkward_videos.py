@@ -6,6 +6,7 @@ blank, upright, and spread over the whole duration by time."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 
 import cv2
@@ -70,7 +71,7 @@ def test_an_awkward_video_indexes_and_answers_with_real_frames_over_its_whole_du
         # none at either end
         assert times[0] <= step / 2 + 0.05, times
         assert info.duration - times[-1] <= step + 0.05, times
-        assert all(b - a <= step + 0.05 for a, b in zip(times, times[1:], strict=False)), times
+        assert all(b - a <= step + 0.05 for a, b in pairwise(times)), times
         for f in frames:
             rgb = cv2.imdecode(np.frombuffer(f.jpeg, np.uint8), cv2.IMREAD_COLOR)
             assert rgb is not None and rgb.std() > 10, f"blank frame at {f.t}"
