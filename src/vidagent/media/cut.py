@@ -235,12 +235,13 @@ class _Writer:
 
 
 def _decode(packet: Any, stream: av.stream.Stream | None = None) -> list[Any]:
-    """The packet's frames (a flush with ``packet`` None); a damaged packet gives none."""
+    """The packet's frames (a flush with ``packet`` None); a damaged packet gives none, and so
+    does a flush of a decoder that the demuxer's own end-of-stream packet already flushed."""
     try:
         if packet is None:
             assert stream is not None
             context: Any = stream.codec_context
             return list(context.decode(None))
         return list(packet.decode())
-    except av.error.InvalidDataError:
+    except (av.error.InvalidDataError, av.error.EOFError):
         return []
