@@ -1,6 +1,6 @@
 // The video page: the player, the clip table, and search results that seek the player.
 
-import { api, clear, clock, el, mediaUrl, param, shorten, showError, showVersion, span } from "./api.js";
+import { api, clear, clock, el, linkTimes, mediaUrl, param, shorten, showError, showVersion, span } from "./api.js";
 
 const videoId = param("id");
 const player = document.getElementById("player");
@@ -55,7 +55,8 @@ async function load() {
       video.fps && `${Number(video.fps).toFixed(2)} fps`,
       video.video_id,
     ].filter(Boolean).join(" · ");
-    document.getElementById("summary").textContent = detail.summary || "";
+    // the summary's times play the moment, as the clip rows and evidence marks do
+    clear(document.getElementById("summary"), linkTimes(detail.summary || "", seek, video.duration + 1));
     document.getElementById("ask-link").href = `ask.html?video=${encodeURIComponent(video.video_id)}`;
     player.src = mediaUrl(video.video_id);
     const clips = detail.clips || [];
