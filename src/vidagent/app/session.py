@@ -188,6 +188,15 @@ class Session(SessionCore):
         """
         return _videos.graph(self, ref)
 
+    def set_recorded_at(self, ref: str, when: str) -> Any:
+        """Record when a video's recording started (ISO-8601; ``""`` forgets it), so every time
+        shown of it also reads as a wall-clock time; the updated record.
+
+        Raises:
+            ConfigError: ``when`` is not an ISO-8601 date and time.
+        """
+        return _videos.set_recorded_at(self, ref, when)
+
     def remove(self, ref: str) -> str:
         """Remove a video and everything indexed of it; its id."""
         return _videos.remove(self, ref)

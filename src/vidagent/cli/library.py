@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from vidagent.cli.base import cli, echo_json, hms, parse_time, session_of
+from vidagent.timecode import wall_clock
 
 
 @cli.command(name="list")
@@ -74,6 +75,10 @@ def show(
         return
     v, clips, summary, subjects = detail.video, detail.clips, detail.summary, detail.registry
     click.echo(f"{v.video_id}  {v.name}  {hms(v.duration)}  {v.width}x{v.height}  {v.source}")
+    if v.recorded_at:
+        click.echo(
+            f"recorded: {wall_clock(v.recorded_at, 0.0)} (clip times below also as wall-clock)"
+        )
     stages = ", ".join(f"{name} ({info.get('model', '')})" for name, info in v.stages.items())
     click.echo(f"stages: {stages}")
     if summary:
@@ -87,7 +92,8 @@ def show(
             )
     click.echo("\nclips")
     for c in clips:
-        click.echo(f"  {hms(c.t0)}-{hms(c.t1)}  {' '.join(c.caption.split())[:110]}")
+        wall = f"  {wall_clock(v.recorded_at, c.t0)}" if v.recorded_at else ""
+        click.echo(f"  {hms(c.t0)}-{hms(c.t1)}{wall}  {' '.join(c.caption.split())[:110]}")
         if c.transcript:
             click.echo(f"                     speech: {c.transcript[:100]}")
         shown = detail.on_screen(c)  # the lines a person can read; the index keeps them all
@@ -167,10 +173,13 @@ def search(
     hits = [h.hit for h in found]
     if not hits:
         click.echo("no matching clips")
-    for h in hits:
+    for found_hit in found:
+        h = found_hit.hit
         said = f'  "{h.clip.transcript[:80]}"' if h.clip.transcript else ""
+        wall = found_hit.to_json()["wall_t0"]
+        when = f"{hms(h.clip.t0)}-{hms(h.clip.t1)}" + (f" ({wall})" if wall else "")
         click.echo(
-            f"{h.score:.3f}  {h.clip.video_id[:8]}  {hms(h.clip.t0)}-{hms(h.clip.t1)}  {' '.join(h.clip.caption.split())[:90]}{said}"
+            f"{h.score:.3f}  {h.clip.video_id[:8]}  {when}  {' '.join(h.clip.caption.split())[:90]}{said}"
         )
 
 

@@ -46,6 +46,7 @@ def make_video(
     rotation: int = 0,
     faststart: bool = False,
     audio_duration: float | None = None,
+    creation_time: str = "",
 ) -> list[float]:
     """Encode a synthetic video and return its true shot boundaries.
 
@@ -67,6 +68,7 @@ def make_video(
         faststart: MP4/MOV only: put the index (``moov``) before the data, as web videos do.
         audio_duration: seconds of tone (default: as long as the picture); longer makes a file
             whose audio outlasts its picture, as some screen and phone recorders write.
+        creation_time: the container's ``creation_time`` tag (ISO-8601), as cameras write it.
 
     Returns:
         Times in seconds of the first frame of every shot after the first (``shots - 1`` values).
@@ -77,6 +79,8 @@ def make_video(
     starts = [round(i * n_frames / shots) for i in range(shots)]
     options = {"movflags": "+faststart"} if faststart else {}
     container = av.open(str(path), "w", options=options)
+    if creation_time:
+        container.metadata["creation_time"] = creation_time
     try:
         video = _add_video_stream(container, codec, fps, size, gop, preset, rotation)
         tone = _add_audio_stream(container, path) if audio == "tone" else None
