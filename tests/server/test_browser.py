@@ -294,16 +294,29 @@ def test_a_search_result_click_seeks_the_player(
     screenshot(browser, tmp_path, "video")
 
 
-def test_a_summary_time_plays_the_moment(served: Served, browser: Any, tmp_path: Path) -> None:
+def test_a_summary_time_plays_the_moment_and_times_read_as_wall_clock(
+    served: Served, browser: Any, tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
     from vidagent.library.schema import Artifact
 
     library = Library(load_settings({"home": str(served.home)}, env={}).library_uri)
     summary = library.artifact(served.video_id, "summary", "global")
+    record = library.get_video(served.video_id)
     assert summary is not None
     written = "[00:01] A blue picture. At 0:00:07 text appears; [99:00] is past the end."
     library.put_artifact(Artifact(served.video_id, "summary", "global", text=written))
+    library.put_video(replace(record, recorded_at="2026-05-01T09:30:00Z"))
     try:
         open_page(browser, served, f"video.html?id={served.video_id}")
+        walls = wait_for(browser, lambda d: css(d, "#clips td.time .wall"), "the clips' wall times")
+        assert [w.text for w in walls] == [
+            "2026-05-01T09:30:00Z",
+            "2026-05-01T09:30:05Z",
+            "2026-05-01T09:30:10Z",
+        ]
+        assert "recorded 2026-05-01T09:30:00Z" in browser.find_element("css selector", "#meta").text
         links = wait_for(browser, lambda d: css(d, "#summary a.time-link"), "the summary's times")
         assert [a.text for a in links] == ["[00:01]", "0:00:07"]  # 99:00 is past the end
         assert "[99:00] is past the end." in browser.find_element("css selector", "#summary").text
@@ -316,6 +329,7 @@ def test_a_summary_time_plays_the_moment(served: Served, browser: Any, tmp_path:
         wait_for(browser, seeked, "the player to seek to 7 s", timeout=3)
     finally:
         library.put_artifact(summary)
+        library.put_video(record)
 
 
 def test_an_ask_streams_steps_and_draws_its_evidence(

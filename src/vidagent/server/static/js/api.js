@@ -190,6 +190,15 @@ export function clock(seconds) {
   return h ? `${h}:${String(m).padStart(2, "0")}:${padded}` : `${m}:${padded}`;
 }
 
+// When a video knows when its recording started (ISO-8601), t seconds into it as an ISO-8601
+// wall-clock time in UTC ("2026-05-01T09:31:15.500Z", whole seconds without the fraction);
+// "" when it does not.
+export function wallClock(recordedAt, t) {
+  const start = recordedAt ? Date.parse(recordedAt) : NaN;
+  if (Number.isNaN(start)) return "";
+  return new Date(start + Number(t) * 1000).toISOString().replace(/\.000Z$/, "Z");
+}
+
 export function span(t0, t1) {
   return `${clock(t0)}–${clock(t1)}`;
 }
