@@ -20,7 +20,7 @@ import pytest
 
 from vidagent.library import ClipRow, Library
 from vidagent.library import manifest as manifest_mod
-from vidagent.library.schema import CLIPS_SCHEMA
+from vidagent.library.schema import CLIPS_SCHEMA, VIDEOS_SCHEMA
 
 # -- version 1, as vidagent 0.1 wrote it --------------------------------------------------------
 
@@ -177,6 +177,7 @@ def assert_migrated(root: Path) -> None:
     for vid in ("v1", "v2"):
         assert [c.caption for c in lib.clips(vid)] == [f"{vid} clip 0", f"{vid} clip 1"]
         assert {(c.ocr_lines, c.facts) for c in lib.clips(vid)} == {("[]", "{}")}  # version 3
+        assert lib.get_video(vid).recorded_at == ""  # version 4: not known
     rows = lib.table("artifacts").to_arrow().to_pylist()
     keys = Counter((r["video_id"], r["kind"], r["key"]) for r in rows)
     assert keys == Counter(list(EXPECTED))  # every row, each exactly once
@@ -286,7 +287,7 @@ def write_v2_library(root: Path) -> None:
 
 def assert_v2_migrated(root: Path) -> None:
     lib = Library(root)
-    assert lib.manifest.schema_version == 3 == disk_version(root)
+    assert lib.manifest.schema_version == manifest_mod.SCHEMA_VERSION == disk_version(root)
     clips = lib.clips("v1")
     assert [c.clip_index for c in clips] == [0, 1]  # no row lost, none twice
     stored = {k: v for k, v in clips[0].__dict__.items() if k not in ("ocr_lines", "facts")}
@@ -341,9 +342,45 @@ def test_a_version_2_library_without_clips_is_migrated(tmp_path: Path) -> None:
     root.mkdir()
     (root / "manifest.json").write_text(json.dumps({"schema_version": 2}))
     lib = Library(root)
-    assert lib.manifest.schema_version == 3 and not lib.has_table("clips")
+    assert lib.manifest.schema_version == manifest_mod.SCHEMA_VERSION
+    assert not lib.has_table("clips")
     lib.put_clips("v1", [ClipRow("v1", 0, 0.0, 5.0, ocr_text="A", ocr_lines="[]")])
     assert lib.clips("v1")[0].ocr_line_times() == [("A", 0.0, 5.0)]
+
+
+def write_v3_library(root: Path) -> None:
+    """Version 3: the current tables but ``videos`` without ``recorded_at``."""
+    db = lancedb.connect(root)
+    v3 = pa.schema([f for f in VIDEOS_SCHEMA if f.name != "recorded_at"])
+    db.create_table("videos", data=pa.Table.from_pylist([video_row("v1", "2026-01-01")], schema=v3))
+    manifest = {"schema_version": 3, "created_at": "2026-01-01T00:00:00+00:00"}
+    (root / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_version_3_library_gains_recorded_at_and_takes_a_recording_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    root = tmp_path / "lib"
+    write_v3_library(root)
+
+    def killed(self: object, *args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    # killed after the column was added, before it was made nullable: the next open completes
+    monkeypatch.setattr(lancedb.table.LanceTable, "alter_columns", killed)
+    with pytest.raises(KeyboardInterrupt):
+        Library(root)
+    monkeypatch.undo()
+    assert disk_version(root) == 3
+    for _ in range(2):  # opening again changes nothing
+        lib = Library(root)
+        assert lib.manifest.schema_version == 4 == disk_version(root)
+        assert lib.get_video("v1").recorded_at == ""
+        assert lib.table("videos").schema == VIDEOS_SCHEMA.remove_metadata()
+    lib.put_video(replace(lib.get_video("v1"), recorded_at="2026-05-01T09:30:00Z"))
+    assert Library(root).get_video("v1").recorded_at == "2026-05-01T09:30:00Z"
 
 
 def test_the_current_version_has_a_migration_from_every_older_one() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vidagent.library.readable import readable_lines
-from vidagent.timecode import hms
+from vidagent.timecode import hms, wall_clock
 
 if TYPE_CHECKING:
     from vidagent.agents.base import Answer
@@ -185,9 +185,12 @@ class GraphDetail:
 
 @dataclass(frozen=True)
 class SearchHit:
-    """``search``: one clip that matches, with its span and score."""
+    """``search``: one clip that matches, with its span and score; ``recorded_at`` is when its
+    video's recording started (ISO-8601, ``""`` unknown), so its times also read as wall-clock
+    times (``wall_t0``, ``wall_t1``: None when unknown)."""
 
     hit: ClipHit
+    recorded_at: str = ""
 
     def to_json(self) -> dict[str, Any]:
         c = self.hit.clip
@@ -197,6 +200,8 @@ class SearchHit:
             "t1": c.t1,
             "start": hms(c.t0),
             "end": hms(c.t1),
+            "wall_t0": wall_clock(self.recorded_at, c.t0) or None,
+            "wall_t1": wall_clock(self.recorded_at, c.t1) or None,
             "score": round(self.hit.score, 4),
             "caption": c.caption,
             "transcript": c.transcript,

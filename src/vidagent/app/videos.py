@@ -85,7 +85,30 @@ def search(
         client = core.hub_with(embed=bound).client("embed")
     ids = [lib.resolve(v) for v in videos] if videos else None
     hits = search_text(lib, client, text, ids, k=top, t_from=t_from, t_to=t_to)
-    return [SearchHit(h) for h in hits]
+    recorded = {v.video_id: v.recorded_at for v in lib.list_videos()} if hits else {}
+    return [SearchHit(h, recorded.get(h.clip.video_id, "")) for h in hits]
+
+
+def set_recorded_at(core: SessionCore, ref: str, when: str) -> Any:
+    """Record when a video's recording started (ISO-8601), so its times also read as wall-clock
+    times; ``""`` forgets it. Returns the updated record.
+
+    Raises:
+        ConfigError: ``when`` is not an ISO-8601 date and time.
+        VideoNotFoundError: no such video.
+    """
+    import dataclasses
+
+    from vidagent.timecode import parse_wall_clock
+
+    try:
+        canonical = parse_wall_clock(when) if when else ""
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    lib = core.existing_library()
+    record = dataclasses.replace(lib.get_video(ref), recorded_at=canonical)
+    lib.put_video(record)
+    return record
 
 
 def frames(core: SessionCore, ref: str, times: Sequence[float], *, size: int) -> list[bytes]:

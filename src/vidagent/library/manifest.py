@@ -24,6 +24,9 @@ Versions:
 3. ``clips`` gains ``ocr_lines`` (each OCR line with the times of the frames it was read in) and
    ``facts`` (the perception describer's measurements beside its caption), filled with ``"[]"``
    and ``"{}"``: "not recorded" (:mod:`vidagent.library.schema`); see :func:`add_clip_facts`.
+4. ``videos`` gains ``recorded_at``: when the recording started (ISO-8601; the container's
+   ``creation_time`` or ``vidagent index --started-at``), ``""`` unknown; see
+   :func:`add_recorded_at`.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from pyarrow import fs as pafs
 from vidagent.exceptions import LibraryError, LibraryVersionError
 from vidagent.library.schema import TABLES, Artifact, ArtifactKind
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MANIFEST = "manifest.json"
 
 
@@ -207,9 +210,28 @@ def add_clip_facts(library: Upgradable) -> None:
             table.alter_columns({"path": name, "nullable": True})
 
 
+def add_recorded_at(library: Upgradable) -> None:
+    """Version 3 -> 4: add ``recorded_at`` to ``videos``, every row ``""`` (unknown: re-indexing
+    reads the container's creation time, ``--started-at`` sets it). Safe to run again, in the
+    same two commits as :func:`add_clip_facts`; a Library with no ``videos`` table is left alone.
+    """
+    if not library.has_table("videos"):
+        return
+    table = library.table("videos")
+    if "recorded_at" not in set(table.schema.names):
+        table.add_columns({"recorded_at": "''"})
+    declared = TABLES["videos"][0]
+    if not table.schema.field("recorded_at").nullable and declared.field("recorded_at").nullable:
+        table.alter_columns({"path": "recorded_at", "nullable": True})
+
+
 Migration = Callable[[Upgradable], None]
 #: version v -> function that upgrades a Library from v to v + 1
-MIGRATIONS: dict[int, Migration] = {1: summaries_to_artifacts, 2: add_clip_facts}
+MIGRATIONS: dict[int, Migration] = {
+    1: summaries_to_artifacts,
+    2: add_clip_facts,
+    3: add_recorded_at,
+}
 
 
 def migrate(library: Upgradable, manifest: Manifest, target: int | None = None) -> Manifest:

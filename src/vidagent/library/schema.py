@@ -29,7 +29,9 @@ import pyarrow as pa
 
 @dataclass(frozen=True)
 class VideoRecord:
-    """One video in the Library. ``stages`` maps a stage name to what produced it and when."""
+    """One video in the Library. ``stages`` maps a stage name to what produced it and when;
+    ``recorded_at`` is when the recording started (ISO-8601, schema version 4: the container's
+    ``creation_time`` or the ``--started-at`` given at indexing), ``""`` when unknown."""
 
     video_id: str
     source: str
@@ -44,6 +46,7 @@ class VideoRecord:
     has_audio: bool
     added_at: str
     stages: dict[str, Any] = field(default_factory=dict)
+    recorded_at: str = ""
 
     def to_row(self) -> dict[str, Any]:
         row = asdict(self)
@@ -54,6 +57,7 @@ class VideoRecord:
     def from_row(cls, row: dict[str, Any]) -> VideoRecord:
         values = {f.name: row[f.name] for f in fields(cls)}
         values["stages"] = json.loads(values["stages"] or "{}")
+        values["recorded_at"] = values["recorded_at"] or ""
         return cls(**values)
 
 
@@ -338,6 +342,7 @@ VIDEOS_SCHEMA = pa.schema(
         pa.field("has_audio", pa.bool_()),
         pa.field("added_at", pa.string()),
         pa.field("stages", pa.string()),
+        pa.field("recorded_at", pa.string()),
     ]
 )
 
