@@ -75,7 +75,7 @@ STRATEGIES: dict[str, dict[str, Any]] = {
 }
 STEPS = {"retrieval": None, "dvd": 1, "eea": 1}
 #: The set's parts, in the order they were written (module docstring).
-PARTS = ("dev", "held-out", "fresh", "later", "last", "newest", "final")
+PARTS = ("dev", "held-out", "fresh", "later", "last", "newest", "final", "after")
 
 
 def questions() -> list[dict[str, Any]]:
@@ -91,58 +91,59 @@ def questions() -> list[dict[str, Any]]:
 class Tally:
     """One strategy's counts over some questions (module docstring)."""
 
-    supported: int = 0
+    quoted: int = 0
+    quote_held: int = 0
+    found_right: int = 0
     inside: int = 0
-    overlapping: int = 0
-    supported_right: int = 0
-    outside_s: list[float] = field(default_factory=list)
     tight_len: list[float] = field(default_factory=list)
-    cited_len: list[float] = field(default_factory=list)
     answerable: int = 0
     unanswerable: int = 0
     abstained_none: int = 0
+    unverified_none: int = 0
     abstained_real: int = 0
     abstained_right: int = 0
+    unverified_real: int = 0
     right: int = 0
     kept: int = 0
     kept_right: int = 0
+    notes_right: int = 0
+    notes_wrong: int = 0
     seconds: list[float] = field(default_factory=list)
 
-    def add(self, q: dict[str, Any], answer: Any, seconds: float) -> None:
+    def add(self, q: dict[str, Any], answer: Any, seconds: float, said: Said) -> None:
         v = answer.verification
         abstained = bool(v and v.abstained)
+        unverified = bool(v and v.unverified)
         self.seconds.append(seconds)
+        right = q["answer"] is not None and answer.choice == q["answer"]
         if q["answer"] is None:
             self.unanswerable += 1
             self.abstained_none += abstained
+            self.unverified_none += unverified
         else:
-            right = answer.choice == q["answer"]
             self.answerable += 1
             self.abstained_real += abstained
             self.abstained_right += abstained and right
+            self.unverified_real += unverified
             self.right += right
-            # a wrong answer has no true span: its supported citations count, never inside
-            spans = q["spans"] if right else []
-            places = set()
-            for c in v.citations if v else ():
-                # two cited clips that tighten to the same phrase are one place cited
-                if c.label != "supported" or (c.video_id, c.t0, c.t1, c.claim) in places:
-                    continue
-                places.add((c.video_id, c.t0, c.t1, c.claim))
-                self.supported += 1
-                self.tight_len.append(c.t1 - c.t0)
-                self.cited_len.append(c.cited[1] - c.cited[0])
-                if not spans:
-                    continue
-                self.supported_right += 1
-                self.inside += any(s0 <= c.t0 and c.t1 <= s1 for s0, s1 in spans)
-                self.overlapping += any(c.t0 <= s1 and s0 <= c.t1 for s0, s1 in spans)
-                self.outside_s.append(
-                    min(max(0.0, s0 - c.t0) + max(0.0, c.t1 - s1) for s0, s1 in spans)
-                )
+        places = set()
+        for c in v.citations if v else ():
+            # two cited clips quoting the same words at the same time are one quote
+            if c.label not in ("found", "partial") or (c.video_id, c.t0, c.t1) in places:
+                continue
+            places.add((c.video_id, c.t0, c.t1))
+            self.quoted += 1
+            self.quote_held += said.holds(c)
+            self.tight_len.append(c.t1 - c.t0)
+            if c.notes:
+                self.notes_right += right
+                self.notes_wrong += not right
+            if right and c.label == "found":
+                self.found_right += 1
+                self.inside += any(s0 <= c.t0 and c.t1 <= s1 for s0, s1 in q["spans"])
         if not abstained:
             self.kept += 1
-            self.kept_right += q["answer"] is not None and answer.choice == q["answer"]
+            self.kept_right += right
 
     def row(self, name: str) -> str:
         def share(a: int, b: int) -> str:
@@ -153,15 +154,51 @@ class Tally:
 
         total = self.answerable + self.unanswerable
         return (
-            f"| {name} | {share(self.inside, self.supported)} | "
-            f"{share(self.overlapping, self.supported)} | "
-            f"{share(self.inside, self.supported_right)} | {mean(self.outside_s)} | "
-            f"{mean(self.tight_len)} / {mean(self.cited_len)} | "
-            f"{share(self.abstained_none, self.unanswerable)} | "
-            f"{share(self.abstained_real, self.answerable)}, {self.abstained_right} right | "
+            f"| {name} | {share(self.quote_held, self.quoted)} | "
+            f"{share(self.inside, self.found_right)} | {mean(self.tight_len)} | "
+            f"{share(self.abstained_none, self.unanswerable)} "
+            f"(+{self.unverified_none} unverified) | "
             f"{share(self.abstained_right, self.right)} | "
+            f"{share(self.abstained_real, self.answerable)}, {self.unverified_real} unverified | "
             f"{share(self.kept_right, self.kept)} | {share(self.kept, total)} | "
-            f"{mean(self.seconds)} |"
+            f"{self.notes_wrong} wrong / {self.notes_right} right | {mean(self.seconds)} |"
+        )
+
+
+class Said:
+    """What the index says and shows at each time, to check a quote against (quote precision):
+    a spoken quote's words must be said, in order, by words whose middle lies inside the
+    quote's time; a line must be one of the lines read at frames inside (or, where the index
+    kept no frame times, in a clip overlapping) its time; a detection's label must be detected
+    at a frame inside its time; a picture, caption or graph quote must be its clip's or
+    event's own text."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    def holds(self, c: Any) -> bool:
+        from vidagent.agents.citations.claims import tokens
+        from vidagent.agents.citations.pieces import clip_pieces, speech
+        from vidagent.tools.index import IndexView
+
+        index = IndexView(self.session.library, self.session.models)
+        eps = 1e-6
+        if c.source == "speech":
+            said = [
+                w
+                for p in speech(index, c.video_id, c.t0, c.t1)
+                for w in p.words
+                if c.t0 - eps <= (w[0] + w[1]) / 2 <= c.t1 + eps
+            ]
+            quote = [t for w in c.text.split() for t in sorted(tokens(w), key=w.lower().find)]
+            heard = [t for w in said for t in sorted(tokens(w[2]), key=w[2].lower().find)]
+            n = len(quote)
+            return any(heard[i : i + n] == quote for i in range(len(heard) - n + 1))
+        clips = index.clips(c.video_id, c.t0, c.t1) or index.clips(c.video_id, c.t0, c.t0 + eps)
+        pieces = [p for clip in clips for p in clip_pieces(clip)]
+        return any(
+            p.source == c.source and p.text == c.text and p.t0 - eps <= c.t0 and c.t1 <= p.t1 + eps
+            for p in pieces
         )
 
 
@@ -213,6 +250,7 @@ def run(
     tallies = {part: Tally() for part in (*PARTS, "all")}
     with Session(settings) as session:
         agent = session.agent(strategy, options=STRATEGIES[strategy])
+        said = Said(session)
         for q in rows:
             video = media / q["video"]
             if saved is not None:
@@ -254,7 +292,7 @@ def run(
                 with save.open("a") as f:
                     f.write(json.dumps(record) + "\n")
             for part in (q["part"], "all"):
-                tallies[part].add(q, answer, seconds)
+                tallies[part].add(q, answer, seconds, said)
             if verbose:
                 v = answer.verification
                 cites = ", ".join(
@@ -313,10 +351,10 @@ def main() -> None:
                 saved.get(s, {}) if args.recheck else None,
             )
     print(
-        "| strategy | part | supported inside true span | overlapping | "
-        "inside, right answers' only | time error s | "
-        "tightened / cited length s | abstain (unanswerable) | false abstain | "
-        "right answers withheld | selective accuracy | coverage | mean seconds |"
+        "| strategy | part | quote precision | right answers' found inside true span | "
+        "quote length s | abstain (unanswerable) | right answers withheld | "
+        "answerable abstained | selective accuracy | coverage | noted (wrong/right) | "
+        "mean seconds |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, tallies in results.items():

@@ -4,15 +4,19 @@ Every ``vidagent …`` line in a shell block of the README or a page under ``doc
 the real click commands: a command, option or choice that no longer exists fails here. The
 Python blocks of a page run in order, in one namespace, on a real clip named as the examples
 name it, with the embedded offline models (they skip with a reason where the clip cannot be
-had). ``mkdocs build --strict`` (broken links, missing pages, a reference that no longer
-resolves) runs in the test command beside pytest.
+had). ``mkdocs build --strict`` (broken links and anchors, missing pages, a reference that no
+longer resolves) runs in the test command beside pytest; a test here runs that very command line
+on a throwaway site with a broken link and one with a broken anchor, and expects it to fail.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -126,3 +130,58 @@ def test_python_examples_run(
         code = compile(block, f"{page.relative_to(ROOT)}, python block {number}", "exec")
         exec(code, namespace)  # noqa: S102
     assert capsys.readouterr().out  # the examples print what they show
+
+
+def _docs_build(site: Path) -> subprocess.CompletedProcess[str]:
+    """The test command's own ``mkdocs build`` line (scripts/test.sh) run on the throwaway site
+    ``site`` (its ``mkdocs.yml`` and ``docs/``), with this checkout's validation settings."""
+    import yaml
+
+    (line,) = [
+        line
+        for line in (ROOT / "scripts" / "test.sh").read_text().splitlines()
+        if "mkdocs build" in line and not line.lstrip().startswith("#")
+    ]
+    words = shlex.split(line)
+    env = dict(os.environ)
+    while "=" in words[0]:  # VAR=value before the command
+        name, value = words.pop(0).split("=", 1)
+        env[name] = value
+    assert words[0].endswith("mkdocs") and words[1] == "build", line
+    args = words[2:]
+    if "--site-dir" in args:
+        del args[args.index("--site-dir") : args.index("--site-dir") + 2]
+    ours = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    config = {"site_name": "throwaway", "theme": "mkdocs", "validation": ours["validation"]}
+    (site / "mkdocs.yml").write_text(yaml.safe_dump(config))
+    command = [sys.executable, "-m", "mkdocs", "build", *args, "-f", str(site / "mkdocs.yml")]
+    command += ["--site-dir", str(site / "out")]
+    return subprocess.run(
+        command, capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("link", "fails_with"),
+    [
+        ("other.md#there", None),
+        ("missing.md", "missing.md"),
+        ("other.md#nowhere", "#nowhere"),
+    ],
+    ids=["sound", "broken-link", "broken-anchor"],
+)
+def test_the_docs_build_fails_on_a_broken_link_or_anchor(
+    tmp_path: Path, link: str, fails_with: str | None
+) -> None:
+    pytest.importorskip("mkdocs", reason="the docs extra is not installed")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "index.md").write_text(f"# Home\n\nSee [the other page]({link}).\n")
+    (docs / "other.md").write_text("# Other\n\n## There\n\nHere.\n")
+    built = _docs_build(tmp_path)
+    if fails_with is None:
+        assert built.returncode == 0, built.stderr
+        assert (tmp_path / "out" / "other" / "index.html").is_file()
+    else:
+        assert built.returncode != 0, f"mkdocs passed a page linking {link}:\n{built.stderr}"
+        assert fails_with in built.stderr and "WARNING" in built.stderr

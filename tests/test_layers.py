@@ -26,9 +26,10 @@ import vidagent
 PACKAGE = Path(vidagent.__file__).parent
 
 #: The parts of the package, lowest first. A part is a subpackage or a top-level module (its name
-#: without ``.py``); ``__version__`` is the façade's constant, ``vidagent`` the façade itself.
+#: without ``.py``); ``vidagent`` is the façade itself. ``_version`` holds ``__version__`` at the
+#: bottom, so that no part reads it from the façade above it.
 RANKS: tuple[tuple[str, ...], ...] = (
-    ("exceptions", "timecode", "roles", "geometry", "__version__"),
+    ("exceptions", "timecode", "roles", "geometry", "_version"),
     ("budget", "trace", "plugins", "prompts"),
     ("specs",),
     ("config",),
@@ -46,7 +47,7 @@ RANKS: tuple[tuple[str, ...], ...] = (
 )
 
 #: What the front ends may import besides themselves: the application layer and the bottom.
-BOTTOM = ("config", "exceptions", "trace", "timecode", "roles", "budget", "__version__")
+BOTTOM = ("config", "exceptions", "trace", "timecode", "roles", "budget", "_version")
 FRONT_ENDS: dict[str, tuple[str, ...]] = {
     "server": ("app", *BOTTOM),
     "cli": ("app", "server", *BOTTOM),  # the CLI starts the servers
@@ -70,19 +71,6 @@ FORBIDDEN_ATTRIBUTES: dict[str, tuple[str, ...]] = {"agents": ("library", "_libr
 
 #: The import cycles kept, each a set of modules, with the reason.
 CYCLES: dict[frozenset[str], str] = {
-    frozenset(
-        {
-            "vidagent.agents.base",
-            "vidagent.agents.run",
-            "vidagent.agents.verify",
-            "vidagent.agents.critic",
-        }
-    ): (
-        "an Agent starts a Run for each question and a Run calls back into its Agent's step "
-        "logic; run.py names Agent, Answer and Question for type checking only, and so do "
-        "verify.py and critic.py, which the Agent calls on every answer (critic.py builds the "
-        "Question of its second round)"
-    ),
     frozenset({"vidagent.bench.report", "vidagent.bench.plots"}): (
         "the plots draw report's RunReports (named for type checking) grouped by report's rule; "
         "report imports plots only when asked for plots, since matplotlib is optional"
@@ -106,8 +94,8 @@ def module_name(path: Path, root: Path) -> str:
 
 @cache
 def facade_names(root: Path) -> dict[str, str]:
-    """The façade's public names -> the module that defines each (``__version__`` for the
-    constants ``vidagent/__init__.py`` assigns itself)."""
+    """The façade's public names -> the module that defines each (``__version__`` ->
+    ``vidagent._version``, which the façade re-exports)."""
     tree = ast.parse((root / "__init__.py").read_text(encoding="utf-8"))
     names: dict[str, str] = {}
     for node in ast.walk(tree):
@@ -115,8 +103,6 @@ def facade_names(root: Path) -> dict[str, str]:
             names |= {a.asname or a.name: node.module for a in node.names}
         elif isinstance(node, ast.Assign):
             for target in node.targets:
-                if isinstance(target, ast.Name) and target.id.startswith("__"):
-                    names[target.id] = f"{root.name}.__version__"
                 if isinstance(target, ast.Name) and target.id == "_EXPORTS":
                     exports = ast.literal_eval(node.value)
                     names |= {str(k): str(v) for k, v in exports.items()}
@@ -241,10 +227,15 @@ def test_every_part_of_the_package_has_a_rank() -> None:
         rank(name)
 
 
+#: A throwaway façade's first line: the version re-exported from the bottom, as the real one does.
+VERSIONED = "from vidagent._version import __version__\n"
+
+
 def _package(tmp_path: Path, files: dict[str, str]) -> Path:
     """A throwaway ``vidagent`` package in ``tmp_path`` with ``files`` (path -> source)."""
     root = tmp_path / "vidagent"
-    for name, source in {"__init__.py": '__version__ = "0"\n', **files}.items():
+    facade = {"__init__.py": VERSIONED, "_version.py": '__version__ = "0"\n'}
+    for name, source in {**facade, **files}.items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         for parent in path.relative_to(root).parents:
@@ -263,7 +254,7 @@ def test_the_checker_finds_a_lazy_or_type_only_import_and_a_facade_name(tmp_path
     root = _package(
         tmp_path,
         {
-            "__init__.py": '__version__ = "0"\n_EXPORTS = {"Session": "vidagent.app"}\n',
+            "__init__.py": VERSIONED + '_EXPORTS = {"Session": "vidagent.app"}\n',
             "config.py": "def f():\n    from vidagent.models.registry import x\n",
             "library/store.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
             "    from vidagent import Session\n",

@@ -6,7 +6,7 @@ vidagent (and running ``vidagent --help``) stays fast and never imports torch or
 The package, lowest part first; a part imports only parts above it in this list
 (``tests/test_layers.py`` holds the rank table)::
 
-    exceptions timecode roles    errors, times, role names
+    exceptions timecode roles    errors, times, role names; _version: __version__, re-exported
     budget trace plugins prompts budgets, trace events, registries, prompts (package data)
     specs config                 model spec strings; settings and VIDAGENT_HOME
     media/                       probe, decode, segment, audio
@@ -25,7 +25,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from vidagent._version import __version__
 
 _EXPORTS = {
     "ask": "vidagent.app",

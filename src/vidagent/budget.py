@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,11 +58,23 @@ class BudgetExceeded(Exception):
         self.budget, self.used, self.limit = budget, used, limit
 
 
-class Meter:
-    """What one run has spent so far, against its budget."""
+class Stopped(Exception):
+    """Raised inside a run when its caller asked it to stop (``should_stop``); the run ends with
+    the answer it has, its reason ``stopped``, and no further model call."""
 
-    def __init__(self, budget: Budget) -> None:
+
+class Meter:
+    """What one run has spent so far, against its budget.
+
+    Args:
+        budget: the run's limits.
+        should_stop: asked at every check; True stops the run there (:class:`Stopped`): how a
+            caller (the HTTP API's cancel) ends a run without reaching into it.
+    """
+
+    def __init__(self, budget: Budget, should_stop: Callable[[], bool] | None = None) -> None:
         self.budget = budget
+        self.should_stop = should_stop
         self.started = time.monotonic()
         self.steps = 0
         self.frames = 0
@@ -88,7 +101,13 @@ class Meter:
         Steps are not checked here: ``steps`` counts the steps begun, and the step limit is the
         bound of the run's step loop (:meth:`vidagent.agents.run.Run.steps`), which ends with
         the strategy's own ``max_steps`` answer.
+
+        Raises:
+            Stopped: the caller asked the run to stop.
+            BudgetExceeded: a budget is spent.
         """
+        if self.should_stop is not None and self.should_stop():
+            raise Stopped("stopped by the caller")
         for name, used in self.spent().items():
             if name == "steps":
                 continue

@@ -176,6 +176,66 @@ class BudgetExhausted(Event):
     limit: float
 
 
+#: The answer schema an :class:`Answered` event is written in. 2: citations labelled with
+#: :data:`CITATION_LABELS` (what was checked) and, where a reader ran, its verdict; 1 (traces
+#: written before): ``supported``, ``weak`` or ``unsupported`` (a score over words and an
+#: embedder's cosine, demoted by fitted rules), read back as they were written.
+ANSWER_SCHEMA = 2
+#: What a citation's label states, each a statement a person can confirm by playing the span
+#: (docs/strategies/index.md, "Checked citations"):
+#: ``found``: every key word of the claim is said or shown here (the quote, at its own time);
+#: ``partial``: some of them are; ``not-found``: none of what the index holds here matches;
+#: ``unchecked``: the claim is about what is seen and no vision model is configured, so it
+#: cannot be checked here.
+CITATION_LABELS = ("found", "partial", "not-found", "unchecked")
+#: A reader's verdict on a cited moment (only where a reader ran: the critic).
+READER_VERDICTS = ("answers", "does-not-answer")
+
+
+@dataclass(frozen=True)
+class Citation:
+    """One cited span of an answer, checked for one of its claims.
+
+    Attributes:
+        video_id: the video.
+        t0, t1: where the quote is (its words' own times, the frames its line was read in, a
+            detection's frames); the cited span itself when nothing was found.
+        cited: the span as the strategy cited it, ``[t0, t1]``.
+        label: what was checked (:data:`CITATION_LABELS`; schema 1: its old labels).
+        support: the share of the claim's key words said or shown here, in ``[0, 1]``.
+        source: where the quote is: ``speech``, ``on-screen text``, ``caption``, ``detection``,
+            ``graph``, ``vision``; ``""`` when nothing was found.
+        text: the quote (the matched words, the line, the caption sentence, the vision
+            model's reply).
+        claim: the index of the claim it is checked for.
+        matched: the claim's key words the quote holds.
+        reader: the reader's verdict on whether this moment answers the question
+            (:data:`READER_VERDICTS`), ``""`` where no reader ran.
+        notes: facts a named rule recorded about the moment (``other-option-here: …``).
+    """
+
+    video_id: str
+    t0: float
+    t1: float
+    cited: list[float]
+    label: str
+    support: float
+    source: str = ""
+    text: str = ""
+    claim: int = 0
+    matched: list[str] = field(default_factory=list)
+    reader: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Citation:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
 @dataclass(frozen=True)
 class Answered(Event):
     kind: ClassVar[str] = "answer"
@@ -187,10 +247,11 @@ class Answered(Event):
     confidence: float | None
     evidence: list[list[Any]]
     note: str = ""  # why a forced answer was forced, in words (a model error's message)
-    # Its citations checked (vidagent.agents.verify): each {"video_id", "t0", "t1" (tightened),
-    # "cited", "label", "support", "source", "text", "claim"}; the claims they support.
-    citations: list[dict[str, Any]] = field(default_factory=list)
-    claims: list[dict[str, Any]] = field(default_factory=list)  # {"text", "citations", "support"}
+    #: Its citations checked (:mod:`vidagent.agents.citations`); dicts read from a file become
+    #: :class:`Citation` s.
+    citations: list[Citation] = field(default_factory=list)
+    #: The claims they are checked for: {"text", "citations", "support", "status"}.
+    claims: list[dict[str, Any]] = field(default_factory=list)
     support: float | None = None
     abstained: bool = False
     abstain_policy: str = ""
@@ -198,6 +259,14 @@ class Answered(Event):
     withheld: str = ""  # a free-form answer's text replaced by "insufficient evidence"
     verify_note: str = ""  # what the check could not do, and why
     critic: dict[str, Any] = field(default_factory=dict)  # the reviewer's verdict, when on
+    #: The claims that could not be checked here (a visual claim with no vision model): the
+    #: answer stands, unverified, and is never withheld for them.
+    unverified: bool = False
+    schema: int = 1  # :data:`ANSWER_SCHEMA`; traces written before it have none, so 1
+
+    def __post_init__(self) -> None:
+        typed = [c if isinstance(c, Citation) else Citation.from_dict(c) for c in self.citations]
+        object.__setattr__(self, "citations", typed)
 
 
 @dataclass(frozen=True)

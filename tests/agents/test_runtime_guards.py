@@ -3,6 +3,7 @@ and options as one observation before the first step) and no identical failing c
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,10 @@ def indexed(small_video: Path, tmp_path_factory: pytest.TempPathFactory) -> Inde
     return library, result.video.video_id, settings
 
 
+#: A fake standing in for the embedded smoke-test llm: its capabilities say it is a weak reasoner.
+WEAK = dataclasses.replace(JSON_ONLY, weak_reasoner=True)
+
+
 def smoke(settings: Settings) -> Settings:
     """The same settings naming the embedded smoke-test llm (a fake stands in for it)."""
     return settings.model_copy(update={"llm": "llamacpp:smollm2-135m"})
@@ -50,7 +55,7 @@ def test_dvd_sees_the_evidence_before_its_first_step_with_the_prompts_unchanged(
     indexed: Indexed,
 ) -> None:
     library, vid, settings = indexed
-    llm = FakeAdapter.scripted([action("answer", answer="B")], capabilities=JSON_ONLY)
+    llm = FakeAdapter.scripted([action("answer", answer="B")], capabilities=WEAK)
     agent = DVDAgent(library, hub(smoke(settings), llm))  # auto: on for the smoke-test llm
     question = Question("What text appears?", (vid,), OPTIONS)
     answer = agent.run(question)
@@ -107,7 +112,7 @@ def test_videoagent2_and_avi_see_the_evidence_before_their_first_turn(indexed: I
     def reply(request: ChatRequest) -> str:
         return '{"thought": "", "answer": "B", "confidence": 5}'
 
-    llm = FakeAdapter.function(reply, capabilities=JSON_ONLY)
+    llm = FakeAdapter.function(reply, capabilities=WEAK)
     with Session(smoke(settings), library=library, models=hub(smoke(settings), llm)) as session:
         result = session.ask(
             vid,
@@ -128,7 +133,7 @@ def test_videoagent2_and_avi_see_the_evidence_before_their_first_turn(indexed: I
             action("stage_switch", stage="review"),
             action("answer", answer="**Answer:**B"),
         ],
-        capabilities=JSON_ONLY,
+        capabilities=WEAK,
     )
     with Session(smoke(settings), library=library, models=hub(smoke(settings), avi)) as session:
         session.ask(vid, "What text appears?", options=OPTIONS, strategy="avi", trace=False)
@@ -181,7 +186,8 @@ def test_an_identical_call_that_worked_runs_again_except_with_the_smoke_test_llm
     ]
     assert [o.error for o in answer.trace.of(Observed)] == [False, False, True, False, False]
     # The embedded SmolLM2 loops on one call: its repeats are refused even when they worked.
-    models = hub(smoke(settings), FakeAdapter.scripted(script))
+    weak = dataclasses.replace(FakeAdapter.capabilities, weak_reasoner=True)
+    models = hub(smoke(settings), FakeAdapter.scripted(script, capabilities=weak))
     looped = DVDAgent(library, models, evidence_first="off").run(question)
     assert looped.letter == "B" and looped.trace is not None
     assert [c.tool for c in looped.trace.of(ToolCalled)] == [

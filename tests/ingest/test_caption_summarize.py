@@ -386,6 +386,94 @@ def test_describer_writes_labelled_factual_captions_and_reidentifies_people(
     assert ctx.models.ledger.records() == []  # no model was called
 
 
+def test_describer_stores_its_facts_beside_the_caption(tmp_path: Path, small_video: Path) -> None:
+    ctx = make_ctx(tmp_path, small_video, {"vlm": PerceptionDescriber()})
+    vid = ctx.video.video_id
+    person, face = [200, 40, 380, 340], [420, 40, 480, 100]  # a face outside the person's box
+    detections = {
+        0: [
+            {"t": 1.0, "label": "person", "box": person, "score": 0.9},
+            {"t": 1.0, "label": "face", "box": face, "score": 0.8},
+            {"t": 2.0, "label": "dog", "box": face, "score": 0.7},
+        ],
+        1: [],
+        2: [],
+    }
+    ctx.library.update_clips(
+        vid,
+        [
+            {
+                "clip_index": i,
+                "detections": json.dumps(dets),
+                "detect_model": "opencv:hog+haar",
+                # the second line a misreading, kept out of the caption and its facts
+                "ocr_text": "HELLO VIDAGENT\not urjd aoqt ena prnsog" if i == 1 else "",
+                "ocr_model": "rapidocr:pp-ocr",
+                "transcript": "lift off. we have lift off" if i == 1 else "",
+                "transcript_model": "faster-whisper:tiny.en" if i < 2 else "",
+            }
+            for i, dets in detections.items()
+        ],
+    )
+
+    run(Caption(), ctx)
+
+    rows = ctx.library.clips(vid)
+    facts = [c.describer_facts() for c in rows]
+    assert all(f is not None for f in facts)
+    first, second, third = (f for f in facts if f is not None)
+    assert (first.people, first.faces, first.objects) == (1, 1, {"dog": 1})
+    assert (third.people, third.faces, third.objects) == (0, 0, {})
+    assert (first.lines, second.lines) == ((), ("HELLO VIDAGENT",))
+    assert (first.speech, second.speech, third.speech) == ("", "lift off. we have lift off", None)
+    assert (first.cuts, second.cuts, third.cuts) == ((4.0,), (8.0,), ())
+    for row, f in zip(rows, facts, strict=True):
+        assert f is not None
+        assert f.picture.startswith("Picture: mostly ") and f.picture in row.caption
+        assert f.brightness in ("dark", "dim", "mid", "bright")
+        assert (
+            f.brightness_level is not None and f"brightness {f.brightness_level:.2f}" in f.picture
+        )
+        assert f.colours and all(f"{name} ({share:.0%})" in f.picture for name, share in f.colours)
+        assert all(sentence in row.caption for sentence in f.report)  # verbatim
+    assert first.report == (
+        "1 person in view at 00:00:01 (subject_1 at centre, large).",
+        "1 face in view at 00:00:01 (subject_2 at right, small).",
+        "1 dog in view at 00:00:02 (at right, small).",
+        first.picture,
+        "Shot cut at 00:00:04.",
+    )
+    assert third.report == (third.picture,)  # "No people detected." etc. report no finding
+    assert json.loads(rows[1].facts)["lines"] == ["HELLO VIDAGENT"]
+
+
+def test_a_vlm_caption_replaces_the_describers_facts_and_old_captions_get_theirs(
+    tmp_path: Path, small_video: Path
+) -> None:
+    ctx = make_ctx(tmp_path, small_video, {"vlm": PerceptionDescriber()})
+    vid = ctx.video.video_id
+    run(Caption(), ctx)
+    described = ctx.library.clips(vid)
+    assert all(c.describer_facts() is not None for c in described)
+
+    # A describer's captions from before schema version 3 have no facts: they are written again,
+    # the same, with their facts (no model is called).
+    ctx.library.update_clips(vid, [{"clip_index": i, "facts": "{}"} for i in (1, 2)])
+    assert run(Caption(), ctx) == 2
+    assert ctx.library.clips(vid) == described
+    assert run(Caption(), ctx) == 0
+
+    vlm = FakeAdapter.scripted([answer("A man waves."), answer("A dog."), answer("Rain.")])
+    config = load_settings({"cache": "off", "vlm": "fake:scripted"})
+    models = Models.from_adapters({"vlm": vlm}, config)
+    as_vlm = IngestContext(ctx.library, models, config, ctx.video, ctx.path)
+    assert run(Caption(), as_vlm) == 3
+    rows = ctx.library.clips(vid)
+    assert [c.caption for c in rows] == ["A man waves.", "A dog.", "Rain."]
+    assert all(c.facts == "{}" and c.describer_facts() is None for c in rows)  # none left stale
+    assert run(Caption(), as_vlm) == 0  # a VLM's caption needs no facts
+
+
 # ---------------------------------------------------------------------------------------------
 # Summarize
 

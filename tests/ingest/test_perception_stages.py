@@ -283,9 +283,30 @@ def test_ocr_reads_a_still_slide_once(
     run_stage(stage, ctx)
     assert stage.frames_seen == 12
     assert len(ocr.frames) == 2 == stage.frames_read  # one read per slide, 10 frames reused
-    texts = [c.ocr_text for c in ctx.library.clips(ctx.video.video_id)]
+    clips = ctx.library.clips(ctx.video.video_id)
+    texts = [c.ocr_text for c in clips]
     assert texts == ["FIRST SLIDE", "FIRST SLIDE\nSECOND SLIDE", "SECOND SLIDE"]
     assert "read 2 of 12 frames" in stage.note
+    # Each line at the frames it was read in (1 fps; the second slide from 6 s), reused
+    # frames included: FIRST SLIDE's one read serves frames 0-5.
+    assert [c.ocr_line_times() for c in clips] == [
+        [("FIRST SLIDE", 0.0, 4.0)],
+        [("FIRST SLIDE", 5.0, 5.0), ("SECOND SLIDE", 6.0, 9.0)],
+        [("SECOND SLIDE", 10.0, 11.0)],
+    ]
+    assert all(c.ocr_times_recorded for c in clips)
+
+
+@pytest.mark.models
+def test_ocr_lines_keep_the_times_a_text_card_is_shown(
+    small_video: Path, make_context: MakeContext
+) -> None:
+    ctx = make_context(small_video)  # "HELLO VIDAGENT" from 5 s to 8 s over a panning picture
+    run_stage(ReadText(fps=1.0), ctx)
+    clips = ctx.library.clips(ctx.video.video_id)
+    hello = [x for x in clips[1].ocr_line_times() if x.text == "HELLO VIDAGENT"]
+    assert hello == [("HELLO VIDAGENT", 5.0, 7.0)]  # the 1 fps frames at 5, 6 and 7 s
+    assert json.loads(clips[1].ocr_lines)[0] == {"text": "HELLO VIDAGENT", "t0": 5.0, "t1": 7.0}
 
 
 def test_ocr_lines_are_deduplicated_in_first_seen_order(
@@ -307,6 +328,13 @@ def test_ocr_lines_are_deduplicated_in_first_seen_order(
     run_stage(ReadText(fps=1.0), ctx)
     first = ctx.library.clips(ctx.video.video_id)[0]
     assert first.ocr_text == "Title\nframe 0\nframe 1\nframe 2"
+    # The same lines, each from the first to the last 1 fps frame it was read in.
+    assert first.ocr_line_times() == [
+        ("Title", 0.0, 4.0),
+        ("frame 0", 0.0, 1.0),
+        ("frame 1", 2.0, 3.0),
+        ("frame 2", 4.0, 4.0),
+    ]
 
 
 def test_ocr_resumes_only_pending_clips(
@@ -333,7 +361,57 @@ def test_ocr_resumes_only_pending_clips(
     assert len(after) == 3
     assert after[0] == before[0] and after[2] == before[2]
     assert after[1].ocr_text == "\n".join(f"read {n}" for n in range(13, 18))
+    assert after[1].ocr_line_times() == [(f"read {n}", n - 8.0, n - 8.0) for n in range(13, 18)]
     assert after[1].ocr_model == "rapidocr:pp-ocr"
+
+
+class Crash(Exception):
+    pass
+
+
+class FrameOCR(Adapter):
+    """Reads each frame as one line naming its mean grey level; raises at frame ``crash_at``."""
+
+    provider = "frame"
+    capabilities = Capabilities(roles=frozenset({"ocr"}))  # one frame a call
+
+    def __init__(self, crash_at: int | None = None) -> None:
+        super().__init__("ocr")
+        self.crash_at, self.read = crash_at, 0
+
+    def read_text(self, images: list[np.ndarray]) -> list[list[TextLine]]:
+        out = []
+        for rgb in images:
+            self.read += 1
+            if self.read == self.crash_at:
+                raise Crash(self.read)
+            out.append([TextLine(f"mean {int(rgb.mean()) // 8}", (0, 0, 1, 1), 0.9)])
+        return out
+
+
+def test_ocr_killed_mid_stage_resumes_with_every_line_and_time_once(
+    small_video: Path,
+    make_context: MakeContext,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ctx = make_context(small_video, Models.from_adapters({"ocr": FrameOCR()}, settings))
+    run_stage(ReadText(fps=1.0, batch=1), ctx)
+    whole = ctx.library.clips(ctx.video.video_id)
+    assert all(c.ocr_times_recorded and c.ocr_line_times() for c in whole)
+
+    monkeypatch.setattr(ReadText, "flush_every", 0.0)  # every clip its own commit
+    crashing = Models.from_adapters({"ocr": FrameOCR(crash_at=8)}, settings)
+    resumed = IngestContext(ctx.library, crashing, settings, ctx.video, ctx.path)
+    vid = ctx.video.video_id
+    ctx.library.update_clips(vid, [{"clip_index": i, "ocr_model": ""} for i in range(3)])
+    with pytest.raises(Crash):  # in clip 1 (frames 5-9 s), after clip 0 was stored
+        run_stage(ReadText(fps=1.0, batch=1), resumed)
+    assert [c.ocr_model != "" for c in ctx.library.clips(vid)] == [True, False, False]
+
+    resumed.models = Models.from_adapters({"ocr": FrameOCR()}, settings)
+    assert [c.clip_index for c in run_stage(ReadText(fps=1.0, batch=1), resumed)] == [1, 2]
+    assert ctx.library.clips(vid) == whole  # each clip once, its lines and their times whole
 
 
 # -- detect ---------------------------------------------------------------------------------------

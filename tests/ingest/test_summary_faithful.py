@@ -6,6 +6,7 @@ explicit adapters: no GGUF is loaded, and the llm raises if the digest ever call
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -15,16 +16,25 @@ from tqdm import tqdm
 
 from vidagent.config import is_smoke_test_llm, load_settings
 from vidagent.ingest.base import IngestContext
-from vidagent.ingest.digest import HEADER, REDUNDANT, budget, select
+from vidagent.ingest.caption import Caption
+from vidagent.ingest.digest import (
+    HEADER,
+    REDUNDANT,
+    budget,
+    candidates,
+    select,
+    sentences,
+    shot_sentences,
+)
 from vidagent.ingest.embed import Embed, clip_text
 from vidagent.ingest.structure import index_structure
 from vidagent.ingest.summarize import Summarize
 from vidagent.library import Library
-from vidagent.library.schema import TranscriptSegment
+from vidagent.library.schema import ClipRow, DescriberFacts, TranscriptSegment
 from vidagent.models.base import ChatRequest
 from vidagent.models.client import Models
 from vidagent.models.fake import FakeAdapter
-from vidagent.models.perception import LABEL
+from vidagent.models.perception import LABEL, PerceptionDescriber
 from vidagent.prompts import load_prompt
 
 SMOKE = "llamacpp:smollm2-135m"
@@ -84,10 +94,14 @@ def indexed(ctx: IngestContext) -> None:
         speech = " ".join(s.text for s in segments if c.t0 <= s.t0 < c.t1).strip()
         ocr = OCR[c.clip_index]
         screen = " | ".join(f'"{x}"' for x in ocr.splitlines())
+        picture = f"Picture: mostly blue (60%); brightness 0.5{c.clip_index} (mid)."
         caption = (
             f"{LABEL} {PICTURES[c.clip_index]} On-screen text: {screen}. "
-            f"Picture: mostly blue (60%); brightness 0.5{c.clip_index} (mid). "
-            f'One continuous shot. Speech: "{speech}".'
+            f'{picture} One continuous shot. Speech: "{speech}".'
+        )
+        seen = () if PICTURES[c.clip_index].startswith("No ") else (PICTURES[c.clip_index],)
+        facts = DescriberFacts(
+            lines=tuple(ocr.splitlines()), picture=picture, speech=speech, report=(*seen, picture)
         )
         updates.append(
             {
@@ -97,6 +111,7 @@ def indexed(ctx: IngestContext) -> None:
                 "ocr_text": ocr,
                 "ocr_model": "fake",
                 "caption": caption,
+                "facts": facts.to_json(),
                 "caption_model": "x",
             }
         )
@@ -243,3 +258,101 @@ def test_mmr_never_picks_a_near_duplicate() -> None:
     chosen = select(vectors, np.array([1.0, 0.2, 0.3]), [5, 5, 5], (3, 100))
     assert sorted(chosen) == [1, 2]  # the closer to the centroid of the two near-duplicates
     assert float(vectors[0] @ vectors[1]) >= REDUNDANT
+
+
+# -- shot sentences from the describer's facts -----------------------------------------------------
+
+#: How digest1 took shot sentences out of a describer's caption, kept to show the facts give the
+#: same ones: the label and the quotes removed, then sentences of absence skipped.
+DIGEST1_SKIPPED = re.compile(
+    r"^(Speech:|On-screen text:|No [a-z -]+\.$|One continuous shot\.$|.* was not [a-z]+\.$)"
+)
+DIGEST1_QUOTED = re.compile(r'Speech: ".*"\.$|On-screen text: ".*?"\.(?=\s|$)', re.DOTALL)
+
+
+def digest1_shots(caption: str) -> list[str]:
+    text = DIGEST1_QUOTED.sub(" ", caption.replace(LABEL, " ").strip())
+    return [x for x in sentences(text) if not DIGEST1_SKIPPED.match(x)]
+
+
+def described(tmp_path: Path, video: Path, clips: dict[int, dict[str, Any]]) -> list[ClipRow]:
+    """The clips of ``video`` with these perception rows, captioned by the describer."""
+    config = load_settings({"cache": "off", "llm": SMOKE})
+    library = Library(tmp_path / "described")
+    report = index_structure(library, video, config)
+    models = Models.from_adapters({"vlm": PerceptionDescriber()}, config)
+    ctx = IngestContext(library, models, config, report.video, video)
+    vid = ctx.video.video_id
+    ctx.library.update_clips(vid, [{"clip_index": i, **row} for i, row in clips.items()])
+    stage = Caption()
+    pending = stage.pending(ctx)
+    with tqdm(total=len(pending), disable=True) as bar:
+        stage.start()
+        stage.run(ctx, pending, bar)
+        stage.flush(ctx)
+    return ctx.library.clips(vid)
+
+
+def perceived(detections: list[dict[str, Any]], ocr: str, speech: str) -> dict[str, Any]:
+    return {
+        "detections": json.dumps(detections),
+        "detect_model": "opencv:hog+haar",
+        "ocr_text": ocr,
+        "ocr_model": "rapidocr:pp-ocr",
+        "transcript": speech,
+        "transcript_model": "faster-whisper:tiny.en",
+    }
+
+
+def test_shot_sentences_from_the_facts_are_digest1s(tmp_path: Path, small_video: Path) -> None:
+    person, face = [200, 40, 380, 340], [420, 40, 480, 100]
+    clips = described(
+        tmp_path,
+        small_video,
+        {
+            0: perceived(
+                [
+                    {"t": 1.0, "label": "person", "box": person, "score": 0.9},
+                    {"t": 1.0, "label": "face", "box": face, "score": 0.8},
+                    {"t": 4.0, "label": "person", "box": person, "score": 0.9},
+                ],
+                "OPEN HOUSE\nHARBOUR MUSEUM",
+                "Welcome! The lamp is lit. Come in?",
+            ),
+            1: perceived([], "TICKETS FREE", ""),
+            2: perceived([{"t": 10.0, "label": "dog", "box": face, "score": 0.7}], "", "Bye."),
+        },
+    )
+    shots = [shot_sentences(c) for c in clips]
+    assert shots == [digest1_shots(c.caption) for c in clips]
+    assert [len(s) for s in shots] == [5, 2, 2]  # person, face, also seen, picture, cut; ...
+    found = [x for x in candidates(clips, []) if x.source == "shot"]
+    assert [x.text for x in found] == [x for s in shots for x in s]
+
+
+def test_shot_sentences_never_hold_a_quote_or_an_unchecked_stage(
+    tmp_path: Path, small_video: Path
+) -> None:
+    # A quoted line with a sentence end of its own cut digest1's quote short, and
+    # "People were not checked." slipped past its list of absences.
+    quoted = 'He said "stop". Then left'
+    clips = described(
+        tmp_path,
+        small_video,
+        {1: {"ocr_text": quoted, "ocr_model": "rapidocr:pp-ocr"}},
+    )
+    assert f'On-screen text: "{quoted}".' in clips[1].caption
+    assert 'Then left".' in digest1_shots(clips[1].caption)
+    assert "People were not checked." in digest1_shots(clips[1].caption)
+    facts = clips[1].describer_facts()
+    assert facts is not None
+    assert shot_sentences(clips[1]) == [facts.picture, "Shot cut at 00:00:08."]
+
+
+def test_shot_sentences_of_captions_without_facts() -> None:
+    vlm = ClipRow("v", 0, 0.0, 5.0, caption="A man waves. No one else is there.")
+    assert shot_sentences(vlm) == ["A man waves.", "No one else is there."]
+    # The describer's caption from before its facts were stored: nothing is taken from its
+    # prose (re-indexing writes the facts).
+    old = ClipRow("v", 0, 0.0, 5.0, caption=f'{LABEL} No people detected. Speech: "hi".')
+    assert shot_sentences(old) == []

@@ -1,7 +1,8 @@
-"""Schema migration 1 -> 2: the ``summaries`` table becomes typed ``artifacts``.
+"""Schema migrations: 1 -> 2, the ``summaries`` table becomes typed ``artifacts``; 2 -> 3, clips
+gain ``ocr_lines`` and ``facts``.
 
-The version-1 Library is written by hand with the version-1 table definitions frozen below, so
-the test keeps meaning "a Library an older vidagent wrote" whatever the current schema becomes.
+Old Libraries are written by hand with the table definitions of their version frozen below, so
+the tests keep meaning "a Library an older vidagent wrote" whatever the current schema becomes.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import lancedb
 import pyarrow as pa
 import pytest
 
-from vidagent.library import Library
+from vidagent.library import ClipRow, Library
 from vidagent.library import manifest as manifest_mod
+from vidagent.library.schema import CLIPS_SCHEMA
 
 # -- version 1, as vidagent 0.1 wrote it --------------------------------------------------------
 
@@ -167,13 +169,14 @@ def disk_version(root: Path) -> int:
 
 def assert_migrated(root: Path) -> None:
     lib = Library(root)
-    assert lib.manifest.schema_version == 2 == disk_version(root)
+    assert lib.manifest.schema_version == manifest_mod.SCHEMA_VERSION == disk_version(root)
     assert lib.manifest.sampling == {"clip_seconds": 5}  # the rest of the manifest is kept
     assert not lib.has_table("summaries")
     assert [v.video_id for v in lib.list_videos()] == ["v1", "v2"]
     assert lib.get_video("v1").stages == {"structure": {"sampling": {"clip_seconds": 5}}}
     for vid in ("v1", "v2"):
         assert [c.caption for c in lib.clips(vid)] == [f"{vid} clip 0", f"{vid} clip 1"]
+        assert {(c.ocr_lines, c.facts) for c in lib.clips(vid)} == {("[]", "{}")}  # version 3
     rows = lib.table("artifacts").to_arrow().to_pylist()
     keys = Counter((r["video_id"], r["kind"], r["key"]) for r in rows)
     assert keys == Counter(list(EXPECTED))  # every row, each exactly once
@@ -254,6 +257,93 @@ def test_two_processes_opening_an_old_library_migrate_it_once(tmp_path: Path) ->
     outputs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], [err for _, err in outputs]
     assert_migrated(root)
+
+
+# -- version 2 -> 3 -------------------------------------------------------------------------------
+
+#: Version 2 kept the version-1 ``videos`` and ``clips`` tables.
+V2_CLIPS_SCHEMA = V1_CLIPS_SCHEMA
+V2_CLIPS = [
+    {
+        **clip_row("v1", 0),
+        "caption": "[perception describer: measured facts, not a vision-language model] "
+        'No people detected. On-screen text: "OPEN DAY". One continuous shot. No speech.',
+        "caption_model": "perception:describer|facts=read_text+detect",
+        "ocr_text": "OPEN DAY\nx7",
+        "ocr_model": "rapidocr:pp-ocr",
+    },
+    clip_row("v1", 1),
+]
+
+
+def write_v2_library(root: Path) -> None:
+    db = lancedb.connect(root)
+    db.create_table("videos", data=pa.Table.from_pylist([video_row("v1", "2026-01-01")]))
+    db.create_table("clips", data=pa.Table.from_pylist(V2_CLIPS, schema=V2_CLIPS_SCHEMA))
+    manifest = {"schema_version": 2, "created_at": "2026-01-01T00:00:00+00:00"}
+    (root / "manifest.json").write_text(json.dumps(manifest))
+
+
+def assert_v2_migrated(root: Path) -> None:
+    lib = Library(root)
+    assert lib.manifest.schema_version == 3 == disk_version(root)
+    clips = lib.clips("v1")
+    assert [c.clip_index for c in clips] == [0, 1]  # no row lost, none twice
+    stored = {k: v for k, v in clips[0].__dict__.items() if k not in ("ocr_lines", "facts")}
+    assert stored == V2_CLIPS[0]  # every version-2 value as it was
+    # Not recorded: the lines fall back to the clip's bounds, the describer's facts to None.
+    assert not clips[0].ocr_times_recorded
+    assert clips[0].ocr_line_times() == [("OPEN DAY", 0.0, 5.0), ("x7", 0.0, 5.0)]
+    assert clips[0].describer_facts() is None and clips[1].ocr_line_times() == []
+    table = lib.table("clips")
+    assert table.schema == CLIPS_SCHEMA.remove_metadata()  # as a new Library's, nullability too
+    # The new columns take writes like any other.
+    lib.update_clips("v1", [{"clip_index": 1, "ocr_lines": '[{"text": "A", "t0": 6, "t1": 7}]'}])
+    assert lib.clips("v1")[1].ocr_line_times() == [("A", 6.0, 7.0)]
+    lib.update_clips("v1", [{"clip_index": 1, "ocr_lines": "[]"}])
+
+
+def test_a_version_2_library_gains_the_clip_facts_columns(tmp_path: Path) -> None:
+    root = tmp_path / "lib"
+    write_v2_library(root)
+    assert_v2_migrated(root)
+    assert_v2_migrated(root)  # opening again changes nothing
+
+
+def test_a_version_2_migration_killed_between_its_commits_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "lib"
+    write_v2_library(root)
+
+    def killed(self: object, *args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    # Killed after the columns were added, before they were made nullable ...
+    monkeypatch.setattr(lancedb.table.LanceTable, "alter_columns", killed)
+    with pytest.raises(KeyboardInterrupt):
+        Library(root)
+    monkeypatch.undo()
+    assert disk_version(root) == 2
+    assert {"ocr_lines", "facts"} <= set(lancedb.connect(root).open_table("clips").schema.names)
+    # ... and after both, before the version was recorded.
+    monkeypatch.setattr(Library, "save_manifest", killed)
+    with pytest.raises(KeyboardInterrupt):
+        Library(root)
+    monkeypatch.undo()
+    assert disk_version(root) == 2
+
+    assert_v2_migrated(root)
+
+
+def test_a_version_2_library_without_clips_is_migrated(tmp_path: Path) -> None:
+    root = tmp_path / "lib"
+    root.mkdir()
+    (root / "manifest.json").write_text(json.dumps({"schema_version": 2}))
+    lib = Library(root)
+    assert lib.manifest.schema_version == 3 and not lib.has_table("clips")
+    lib.put_clips("v1", [ClipRow("v1", 0, 0.0, 5.0, ocr_text="A", ocr_lines="[]")])
+    assert lib.clips("v1")[0].ocr_line_times() == [("A", 0.0, 5.0)]
 
 
 def test_the_current_version_has_a_migration_from_every_older_one() -> None:

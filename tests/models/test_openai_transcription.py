@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from server.conftest import serve
+from liveserver import serve
 
 from vidagent.exceptions import MalformedResponseError
 from vidagent.models.base import Decoding, TranscribeRequest

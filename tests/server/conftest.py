@@ -1,59 +1,24 @@
 """Shared fixtures of the server tests: a real indexed clip, fake models, a live server.
 
-The small generated clip is indexed once per session with the fake models below into a
-template Library; each test gets its own copy (so removing a video in one test touches no
-other) under its own ``VIDAGENT_HOME``. :func:`live_server` starts the real app under uvicorn
-on a free loopback port in a thread and stops it with ``should_exit``.
+The small generated clip is indexed once per session with the fake models of
+``tests/liveserver.py`` into a template Library; each test gets its own copy (so removing a
+video in one test touches no other) under its own ``VIDAGENT_HOME``. :func:`live_server` starts
+the real app under uvicorn on a free loopback port in a thread and stops it with
+``should_exit``. Tests import helpers from ``liveserver``, never from this module (see there).
 """
 
 from __future__ import annotations
 
-import json
 import shutil
-import socket
-import threading
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from factories import INDEX_SPECS
+from liveserver import Live, fake_models, serve
 
 from vidagent.config import Settings, load_settings
-from vidagent.models.base import ChatRequest, ToolCall
-from vidagent.models.client import Models
-from vidagent.models.fake import FakeAdapter
-
-#: What the fake reasoning model answers: one clip_search, then this answer.
-ANSWER = "(B) HELLO VIDAGENT"
-
-
-def reply(request: ChatRequest) -> Any:
-    """A DVD run in two steps (clip_search, then answer); plain text for any other call."""
-    if not request.tools:
-        return "A short test video."
-    step = sum(1 for m in request.messages if m.role == "assistant")
-    if step == 0:
-        return ToolCall("c0", "clip_search", json.dumps({"event_description": "HELLO"}))
-    return ToolCall(f"c{step}", "answer", json.dumps({"answer": ANSWER}))
-
-
-def fake_models(settings: Settings, delay: float = 0.0) -> Models:
-    """A hub of fake adapters for every role; ``delay`` seconds per llm call."""
-    options = {"delay": str(delay)} if delay else {}
-    return Models.from_adapters(
-        {
-            "llm": FakeAdapter("function", options, function=reply),
-            "vlm": FakeAdapter.function(lambda r: "a person holds a sign that says HELLO"),
-            "embed": FakeAdapter("hash", {"dim": "32"}),
-            "asr": FakeAdapter("echo", {"text": "hello there"}),
-            "ocr": FakeAdapter("echo"),
-            "detector": FakeAdapter("echo"),
-        },
-        settings,
-    )
 
 
 @pytest.fixture(scope="session")
@@ -84,43 +49,6 @@ def api_settings(template_library: Path, tmp_path: Path, _isolated_home: Path) -
     library = tmp_path / "library"
     shutil.copytree(template_library, library)
     return load_settings({**INDEX_SPECS, "library": str(library)})
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@dataclass
-class Live:
-    """A running server: its base URL and the app."""
-
-    url: str
-    app: Any
-    server: Any
-    thread: threading.Thread
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
-
-
-def serve(app: Any) -> Live:
-    """``app`` under a real uvicorn on a free loopback port, in a thread, once it listens."""
-    import uvicorn
-
-    port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.02)
-    return Live(f"http://127.0.0.1:{port}", app, server, thread)
 
 
 @pytest.fixture

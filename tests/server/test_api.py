@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 from clirun import vidagent
-from conftest import ANSWER, fake_models
 from fastapi.testclient import TestClient
+from liveserver import ANSWER, fake_models
 
 from vidagent import __version__
 from vidagent.config import Settings
@@ -237,6 +237,45 @@ def test_cancel_stops_a_question_at_its_next_event(live_server: Any) -> None:
     assert "answer" not in [k for k, _ in rest]
 
 
+def test_a_cancel_reaches_the_run_and_its_trace_records_where_it_stopped(
+    live_server: Any,
+) -> None:
+    """The cancel is the run's ``should_stop``: the llm call in flight ends, no other starts, and
+    the trace file keeps the stopped answer that the job's stream no longer shows."""
+    live = live_server(delay=1.0)
+    vid = httpx.get(f"{live.url}/api/videos").json()["videos"][0]["video_id"]
+    asked = httpx.post(f"{live.url}/api/ask", json={"videos": [vid], "question": "Q?"}).json()
+    with httpx.stream("GET", f"{live.url}/api/jobs/{asked['job_id']}/events", timeout=30) as s:
+        got = events(s)
+        assert next(got)[0] == "run_started"  # the first llm call is under way (1 s)
+        httpx.delete(f"{live.url}/api/jobs/{asked['job_id']}")
+        rest = list(got)
+    assert [k for k, _ in rest] == ["end"] and rest[-1][1]["state"] == "cancelled"
+    saved = httpx.get(f"{live.url}/api/traces/{asked['trace']}").json()["events"]
+    answer = next(e for e in saved if e["kind"] == "answer")
+    assert answer["reason"] == "stopped" and answer["forced"]
+    assert [e["role"] for e in saved if e["kind"] == "model_call"].count("llm") == 1
+    assert saved[-1]["kind"] == "run_finished"
+
+
+def test_a_question_over_http_is_resolved_once(
+    api: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vidagent.app import asking
+
+    picked, pick = [], asking.pick_strategy
+    monkeypatch.setattr(asking, "pick_strategy", lambda *a: picked.append(a[1:]) or pick(*a))
+    job_id = api.post("/api/ask", json={"videos": [video_id(api)], "question": "Q?"}).json()[
+        "job_id"
+    ]
+    deadline = time.monotonic() + 60
+    while api.get(f"/api/jobs/{job_id}").json()["state"] in ("queued", "running"):
+        assert time.monotonic() < deadline, "the job did not finish"
+        time.sleep(0.05)
+    assert api.get(f"/api/jobs/{job_id}").json()["state"] == "done"
+    assert picked == [(None, "answer")]  # by the request; the job ran its plan
+
+
 def test_traces_list_fetch_and_replay(live_server: Any) -> None:
     live = live_server()
     vid = httpx.get(f"{live.url}/api/videos").json()["videos"][0]["video_id"]
@@ -431,7 +470,7 @@ def test_the_access_log_never_shows_the_token(_isolated_home: Path) -> None:
     import subprocess
     import sys
 
-    from conftest import free_port
+    from liveserver import free_port
 
     port = free_port()
     env = {**os.environ, "VIDAGENT_HOME": str(_isolated_home), "HF_HUB_OFFLINE": "1"}

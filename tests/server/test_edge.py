@@ -128,7 +128,7 @@ def test_vidagent_serve_refuses_a_rebinding_request(_isolated_home: Path) -> Non
     import sys
     import time
 
-    from conftest import free_port
+    from liveserver import free_port
 
     port = free_port()
     env = {**os.environ, "VIDAGENT_HOME": str(_isolated_home), "HF_HUB_OFFLINE": "1"}

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fake_models
 from factories import INDEX_SPECS
+from liveserver import fake_models
 
 from vidagent.config import load_settings
 from vidagent.server.app import create_app

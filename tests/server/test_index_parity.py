@@ -16,8 +16,8 @@ from typing import Any
 
 import httpx
 from clirun import vidagent
-from conftest import serve
 from factories import INDEX_SPECS
+from liveserver import serve
 from realmedia import CACHE
 
 from vidagent.config import load_settings

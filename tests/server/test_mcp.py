@@ -19,6 +19,7 @@ from typing import Any
 import httpx2
 import pytest
 from factories import INDEX_SPECS
+from liveserver import free_port
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -364,49 +365,47 @@ async def test_vidagent_mcp_over_stdio(
     assert [v["name"] for v in videos] == ["small.mp4"]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for_port(port: int, proc: subprocess.Popen[str], seconds: float = 60) -> None:
+def wait_for_port(
+    port: int, proc: subprocess.Popen[bytes], log: Path, seconds: float = 120
+) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()[1]
+        assert proc.poll() is None, log.read_text()
         with socket.socket() as sock:
             if sock.connect_ex(("127.0.0.1", port)) == 0:
                 return
         time.sleep(0.2)
-    raise AssertionError(f"nothing listened on port {port} within {seconds} s")
+    raise AssertionError(f"nothing listened on port {port} within {seconds} s: {log.read_text()}")
 
 
 @pytest.fixture
-def http_server(library_dir: Path, _isolated_home: Path) -> Iterator[str]:
-    """``vidagent mcp --transport http`` with a token, as a process; yields its URL."""
+def http_server(library_dir: Path, _isolated_home: Path, tmp_path: Path) -> Iterator[str]:
+    """``vidagent mcp --transport http`` with a token, as a process; yields its URL once it
+    listens, which it does once its Library is open (``vidagent mcp`` opens it first)."""
     port = free_port()
     env = {**os.environ, "VIDAGENT_HOME": str(_isolated_home), "VIDAGENT_TOKEN": TOKEN}
     args = ["--library", str(library_dir), "mcp", "--transport", "http", "--port", str(port)]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "vidagent", *args],
-        env=env,
-        text=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    log = tmp_path / "server.log"
+    with log.open("wb") as out:  # a file: a pipe nobody reads until the end can fill and block
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "vidagent", *args], env=env, stdout=out, stderr=out
+        )
     try:
-        wait_for_port(port, proc)
+        wait_for_port(port, proc, log)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.terminate()
-        proc.communicate(timeout=30)
+        proc.wait(timeout=30)
 
 
 async def test_vidagent_mcp_over_streamable_http_with_a_token(http_server: str) -> None:
-    async with httpx2.AsyncClient() as anonymous:
+    # The SDK's own client's timeouts (30 s, 300 s to read a stream): httpx's default of 5 s
+    # is no MCP client's, and a loaded machine (the test suite's two workers) can pass it.
+    timeout = httpx2.Timeout(30, read=300)
+    async with httpx2.AsyncClient(timeout=timeout) as anonymous:
         ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
         assert (await anonymous.post(http_server, json=ping)).status_code == 401
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=timeout)
     async with http, Client(streamable_http_client(http_server, http_client=http)) as client:
         videos = body(await client.call_tool("list_videos", {}))["videos"]
     assert [v["name"] for v in videos] == ["small.mp4"]

@@ -47,6 +47,10 @@ class RepeatedFailure(Exception):
     """The model made the same failing call too many times; the run ends with an answer."""
 
 
+class StepsSpent(Exception):
+    """The step limit passed without an answer; the agent forces one (reason ``max_steps``)."""
+
+
 def parse_action(text: str) -> Decision | str:
     """A :class:`Decision` from a JSON-action reply, or the problem to remind the model of."""
     try:

@@ -25,12 +25,13 @@ Evidence of an answer: the spans of the last observation before it that had any 
 frame inspection that confirmed it or the best clips of the last search.
 
 Citations: whatever the strategy, :meth:`Agent.run` checks the answer's evidence spans against
-the index before recording it (:mod:`vidagent.agents.verify`: each span labelled ``supported``,
-``weak`` or ``unsupported`` with its supporting text and tightened time) and applies the
-``abstain`` policy (``auto``/``never``/``always-report``: a runtime key of ``options``, else
-the ``abstain`` setting, default ``auto``). With ``critic`` (``auto``/``on``/``off``; ``auto``: on
-when a vision model is configured) a reviewer checks the answer against its cited frames and
-text and, on a disagreement, the strategy answers once more with the reviewer's note
+the index before recording it (:mod:`vidagent.agents.citations`: each span labelled with what
+was checked, ``found``, ``partial``, ``not-found`` or ``unchecked``, with its quote at its own
+time) and applies the ``abstain`` policy (``auto``/``never``/``always-report``: a runtime key of
+``options``, else the ``abstain`` setting, default ``auto``). With ``critic``
+(``auto``/``on``/``off``; ``auto``: on when a vision model is configured; ``on``: also with a
+text model, which reads the quotes alone) a reader says of each cited moment whether it answers
+the question and, on a disagreement, the strategy answers once more with the reader's note
 (:mod:`vidagent.agents.critic`). The benchmark harness builds its agents ``published=True``:
 abstention is recorded but never changes an answer, the critic is off and no frames are looked
 at, so a paper's configuration gives the answers it gave before.
@@ -41,137 +42,53 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import pydantic
 
-from vidagent.agents.actions import FormatFailure, RepeatedFailure, final_answer_schema
-from vidagent.agents.answer import GROUND_QUESTION, option_letter, question_with_options
-from vidagent.agents.critic import Review, review, second_round
-from vidagent.agents.run import ACTIVE, Run
-from vidagent.agents.verify import (
+from vidagent.agents.actions import (
+    FormatFailure,
+    RepeatedFailure,
+    StepsSpent,
+    final_answer_schema,
+)
+from vidagent.agents.answer import option_letter
+from vidagent.agents.citations import verify
+from vidagent.agents.critic import review, second_round, with_reader
+from vidagent.agents.looker import FrameLooker, vision_model
+from vidagent.agents.run import ACTIVE, Run, RunPolicy
+from vidagent.agents.types import (
     ABSTAIN_POLICIES,
     INSUFFICIENT,
     AbstainPolicy,
+    Answer,
+    IndexPlan,
+    Question,
     Verification,
-    verify,
-    vision_model,
+    answered,
 )
-from vidagent.budget import Budget, BudgetExceeded, Meter
-from vidagent.config import is_smoke_test_llm
+from vidagent.budget import Budget, BudgetExceeded, Meter, Stopped
 from vidagent.exceptions import ConfigError, LibraryError, ProviderError
 from vidagent.models.base import Message
 from vidagent.models.client import CallRecord, UsageLedger
 from vidagent.roles import ROLES
-from vidagent.tools.base import Evidence
 from vidagent.tools.index import IndexView
 from vidagent.tools.options import ToolOptions
 from vidagent.trace import Answered, BudgetExhausted, ModelCall, RunFinished, RunStarted, Trace
 
 if TYPE_CHECKING:
-    from vidagent.config import Settings
-    from vidagent.models.client import Models
+    from vidagent.models.client import Client, Models
     from vidagent.tools.index import Store
+
+__all__ = ["Agent", "Answer", "IndexPlan", "NoOptions", "Question", "RunPolicy"]
 
 ToolMode = Literal["auto", "native", "json"]
 Switch = Literal["auto", "on", "off"]
 EvidenceFirst = Switch
 CriticMode = Switch
-
-
-@dataclass(frozen=True)
-class Question:
-    """A question about one or more indexed videos; ``options`` make it multiple-choice.
-
-    ``task`` is ``"answer"`` for a question, ``"ground"`` for temporal grounding: ``text``
-    describes an event and the answer is its ``[start, end]`` in seconds (a strategy that
-    grounds, such as AVI, asks for it in its own format; the others read the text as a
-    question).
-    """
-
-    text: str
-    video_ids: tuple[str, ...]
-    options: tuple[str, ...] = ()
-    task: Literal["answer", "ground"] = "answer"
-
-    @property
-    def prompt(self) -> str:
-        """The question with its options as ``(A) …`` lines; for grounding, a question asking
-        when the event happens."""
-        if self.task == "ground":
-            return GROUND_QUESTION.format(event=self.text.strip())
-        return question_with_options(self.text, self.options)
-
-
-@dataclass(frozen=True)
-class Answer:
-    """What a run concluded.
-
-    Attributes:
-        text: the answer as the model gave it.
-        choice: the chosen option's index for multiple choice, else ``None`` (also when the
-            text names no option: then ``parsed`` is False).
-        parsed: a multiple-choice answer named exactly one option, or an open answer is
-            non-empty.
-        forced: the model was asked for a final answer because the search could not go on.
-        reason: ``answered``, ``max_steps``, ``budget:<name>``, ``format_errors``,
-            ``repeated_failures``, ``model_error`` or a strategy's own (``plan_done``).
-        confidence: the strategy's confidence in [0, 1], when it has one (VideoAgent2's cf / 5);
-            None where it has none: a ranking score (retrieval's) is reported as a score.
-        evidence: video spans the answer rests on.
-        note: why a forced answer was forced, in words (a model error's message).
-        verification: its citations checked and the abstention verdict (set by
-            :meth:`Agent.run`; None on an answer a strategy has just made).
-        trace: the run's events.
-    """
-
-    text: str
-    choice: int | None = None
-    parsed: bool = True
-    forced: bool = False
-    reason: str = "answered"
-    confidence: float | None = None
-    evidence: tuple[Evidence, ...] = ()
-    note: str = ""
-    verification: Verification | None = field(default=None, compare=False, repr=False)
-    trace: Trace | None = field(default=None, compare=False, repr=False)
-
-    @property
-    def letter(self) -> str | None:
-        return option_letter(self.choice) if self.choice is not None else None
-
-    @property
-    def abstained(self) -> bool:
-        """The answer's citations do not support it (see :mod:`vidagent.agents.verify`)."""
-        return self.verification is not None and self.verification.abstained
-
-
-@dataclass(frozen=True)
-class IndexPlan:
-    """What a strategy needs indexed before a question: the ingest stages it reads, and the
-    index settings they must run with (e.g. DVD as published: ``caption_transcripts=False``,
-    ``embed_text="caption"``; AVI's captions: ``caption_style="avi"``); the application layer
-    indexes a file through it. ``note``: one line for the user when the plan departs from the
-    paper at a cost (EEA captioning clips for want of an image embedder); the trace's first
-    event carries it and ``ask`` shows it."""
-
-    stages: tuple[str, ...]
-    settings: Mapping[str, Any] = field(default_factory=dict)
-    note: str = ""
-
-    def describe(self, settings: Settings) -> dict[str, Any]:
-        """What the trace records of the index: the stages and the index settings in force."""
-        indexed = settings.model_copy(update=dict(self.settings))
-        return {
-            "stages": list(self.stages),
-            "caption_transcripts": indexed.caption_transcripts,
-            "caption_style": indexed.caption_style,
-            "embed_text": indexed.embed_text,
-            **({"note": self.note} if self.note else {}),
-        }
 
 
 @dataclass(frozen=True)
@@ -341,11 +258,11 @@ class Agent:
         return "always-report" if self.published and setting == "auto" else setting
 
     def looks(self) -> bool:
-        """Whether the cited frames are looked at (to check citations, and by the critic unless
+        """Whether the cited frames are looked at to check citations (and by the critic unless
         ``critic`` is ``off``): never for a published configuration; with ``critic=on``
         whenever ``tool_vlm`` takes images; with ``auto`` when a vision model is configured
-        (:func:`~vidagent.agents.verify.vision_model`: not the perception describer, and not a
-        ``fake:`` scripted model, whose scripts a test writes call by call)."""
+        (:func:`vision_model`: not the perception describer, and not a test's scripted
+        model)."""
         if self.published or self.critic == "off":
             return False
         try:
@@ -356,23 +273,51 @@ class Agent:
             return client.capabilities.supports_images
         return vision_model(client)
 
+    def reader(self) -> Client | None:
+        """The critic's model, which reads the cited moments (:mod:`vidagent.agents.critic`):
+        the vision model where the frames are looked at (:meth:`looks`); with ``critic=on``
+        and no vision model, the ``llm``, which reads the quotes alone; else None."""
+        if self.looks():
+            return self.models.client("tool_vlm")
+        if self.critic == "on" and not self.published:
+            return self.models.client("llm")
+        return None
+
+    def weak_llm(self) -> bool:
+        """Whether the ``llm`` is a weak reasoner (its capabilities say so: the embedded
+        SmolLM2-135M)."""
+        try:
+            return self.models.client("llm").capabilities.weak_reasoner
+        except ConfigError:  # a hub without an llm (a test's)
+            return False
+
     def evidence_first_on(self) -> bool:
         """Whether runs see the index's evidence before their first step: the strategy takes it
-        and ``evidence_first`` (the option, else the setting) is ``on``, or ``auto`` with the
-        embedded smoke-test llm."""
+        and ``evidence_first`` (the option, else the setting) is ``on``, or ``auto`` with a
+        weak reasoner."""
         if not self.takes_evidence:
             return False
-        settings = self.models.settings
-        mode = self.evidence_first or settings.evidence_first
-        return mode == "on" or (mode == "auto" and is_smoke_test_llm(settings.spec("llm")))
+        mode = self.evidence_first or self.models.settings.evidence_first
+        return mode == "on" or (mode == "auto" and self.weak_llm())
 
     def repeats_refused(self) -> Literal["failed", "all"]:
         """Which identical calls a run refuses: the strategy's ``refuse_repeats``, or ``"all"``
-        with the embedded smoke-test llm, which loops on one successful call (the same
+        with a weak reasoner, which loops on one successful call (SmolLM2 made the same
         clip_search four times in a row on the demo clip) and can only get its result again."""
-        if is_smoke_test_llm(self.models.settings.spec("llm")):
-            return "all"
-        return self.refuse_repeats
+        return "all" if self.weak_llm() else self.refuse_repeats
+
+    def policy(self) -> RunPolicy:
+        """How this agent's runs go, computed once per question (:class:`RunPolicy`)."""
+        return RunPolicy(
+            name=self.name,
+            mode=self.mode(),
+            turn_tokens=self.turn_tokens(),
+            steps=self.budget.steps or self.max_steps,
+            refuse_repeats=self.repeats_refused(),
+            evidence_first=self.evidence_first_on(),
+            final_prompt=self.final_prompt,
+            final_prompt_choice=self.final_prompt_choice,
+        )
 
     def step_budget(self, budget: Budget) -> Budget:
         """The budget with the strategy's step limit where none was given."""
@@ -438,10 +383,30 @@ class Agent:
 
     # -- the run ---------------------------------------------------------------------------------
 
-    def run(self, question: Question, trace: Trace | None = None) -> Answer:
-        """Answer ``question``; every event goes to ``trace`` (default: kept in memory)."""
+    def run(
+        self,
+        question: Question,
+        trace: Trace | None = None,
+        *,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> Answer:
+        """Answer ``question``; every event goes to ``trace`` (default: kept in memory).
+
+        ``should_stop`` is asked before every step and model call; once it says True the run
+        ends there with the answer it has (reason ``stopped``, no further model call), still
+        checked and recorded.
+        """
         trace = trace if trace is not None else Trace()
-        run = Run(self, question, trace, Meter(self.budget))
+        meter = Meter(self.budget, should_stop)
+        run = Run(
+            self.policy(),
+            self.index,
+            self.models,
+            question,
+            trace,
+            meter,
+            tool_options=self.tool_options(question),
+        )
         usage = [0, 0]
         unpriced: list[str] = []
 
@@ -471,30 +436,10 @@ class Agent:
             run.emit(RunStarted, **self._started(question))
             with UsageLedger.capture(on_call):
                 answer = self._checked(run, self._solve(run))
-                said: Review | None = None
-                if self.looks():
-                    answer, said = self._reviewed(run, answer)
-            checked = answer.verification or Verification()
-            run.emit(
-                Answered,
-                text=answer.text,
-                choice=answer.choice,
-                parsed=answer.parsed,
-                forced=answer.forced,
-                reason=answer.reason,
-                confidence=answer.confidence,
-                evidence=[e.to_list() for e in answer.evidence],
-                note=answer.note,
-                citations=[c.to_json() for c in checked.citations],
-                claims=checked.claims_json(),
-                support=round(checked.support, 3),
-                abstained=checked.abstained,
-                abstain_policy=checked.policy,
-                abstain_reason=checked.reason,
-                withheld=checked.withheld,
-                verify_note=checked.note,
-                critic=said.to_json() if said is not None else {},
-            )
+                reader = self.reader() if answer.reason != "stopped" else None
+                if reader is not None:
+                    answer = self._reviewed(run, answer, reader)
+            run.emit(Answered, **answered(answer))
             m = run.meter
             run.emit(
                 RunFinished,
@@ -515,6 +460,10 @@ class Agent:
         """The strategy's answer, or a forced one when the search cannot go on."""
         try:
             return self.solve(run)
+        except Stopped as e:
+            return run.answer("", forced=True, reason="stopped", note=str(e))
+        except StepsSpent:
+            return self._forced(run, "max_steps")
         except BudgetExceeded as e:
             run.emit(BudgetExhausted, budget=e.budget, used=e.used, limit=e.limit)
             return self._forced(run, f"budget:{e.budget}")
@@ -525,29 +474,47 @@ class Agent:
         except ProviderError as e:
             return self._forced(run, "model_error", f"{type(e).__name__}: {e}")
 
+    def _looker(self, run: Run, client: Client) -> FrameLooker:
+        return FrameLooker(client, self.index, run.meter, self.budget.frames)
+
     def _checked(self, run: Run, answer: Answer) -> Answer:
-        """The answer with its citations verified and the abstain policy applied (a free-form
-        answer withheld under ``auto`` when its support is insufficient)."""
+        """The answer with its citations checked and the abstain policy applied (a free-form
+        answer withheld under ``auto`` when nothing it claims is found where it cites)."""
         policy = self.abstain_policy()
+        looks = self.looks() and answer.reason != "stopped"
+        looker = self._looker(run, self.models.client("tool_vlm")) if looks else None
         try:
-            checked = verify(run, answer, policy, vision=self.looks())
+            with run.active():
+                checked = verify(
+                    run.question,
+                    answer,
+                    index=self.index,
+                    embed=self.models.client("embed"),
+                    looker=looker,
+                    policy=policy,
+                )
         except (LibraryError, ProviderError) as e:  # an index that cannot be searched
             checked = Verification(policy=policy, note=f"citations not checked: {e}")
         # A grounding answer (an interval) is kept like a letter: marked, never withheld.
-        free = not run.question.options and run.question.task == "answer"
-        if checked.abstained and policy == "auto" and free and answer.text:
+        if checked.abstained and policy == "auto" and run.question.free and answer.text:
             checked = dataclasses.replace(checked, withheld=answer.text)
             answer = dataclasses.replace(answer, text=INSUFFICIENT)
         return dataclasses.replace(answer, verification=checked)
 
-    def _reviewed(self, run: Run, answer: Answer) -> tuple[Answer, Review]:
-        """The critic's review of ``answer`` and, on a disagreement, the strategy's answer of
-        one more bounded round, checked like the first (:mod:`vidagent.agents.critic`)."""
-        said = review(run, answer)
+    def _reviewed(self, run: Run, answer: Answer, reader: Client) -> Answer:
+        """The reader's review of ``answer`` (its verdict on each cited moment set on the
+        citations) and, on a disagreement, the strategy's answer of one more bounded round,
+        checked like the first (:mod:`vidagent.agents.critic`)."""
+        with run.active():
+            said = review(run.question, answer, self._looker(run, reader))
+        assert answer.verification is not None
+        read = with_reader(answer.verification, said)
+        answer = dataclasses.replace(answer, verification=read, review=said)
         if said.verdict != "disagree":
-            return answer, said
+            return answer
         again = self._checked(run, self._solve(second_round(run, answer, said.note)))
-        return again, dataclasses.replace(said, revised=True, first_answer=answer.text)
+        revised = dataclasses.replace(said, revised=True, first_answer=answer.text)
+        return dataclasses.replace(again, review=revised)
 
     def _forced(self, run: Run, reason: str, note: str = "") -> Answer:
         try:
@@ -559,7 +526,7 @@ class Agent:
             )
 
     def _started(self, question: Question) -> dict[str, Any]:
-        from vidagent import __version__
+        from vidagent._version import __version__
 
         videos = []
         for vid in question.video_ids:

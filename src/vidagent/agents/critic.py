@@ -1,121 +1,122 @@
-"""The critic: before an answer is returned, a reviewer checks it against its cited frames and
-text, and on a disagreement the strategy gets one more bounded round with the reviewer's note.
+"""The critic, the answer's reader: before an answer is returned, a model reads its cited
+moments and says, of each, whether it answers the question with this answer, and of the
+whole whether it agrees; on a disagreement the strategy gets one more bounded round with the
+reader's note.
 
-It is on when a vision model is configured (``critic=auto``) or asked for (``critic=on``), and
-off for a published configuration (:meth:`vidagent.agents.base.Agent.looks`). The reviewer is
-the ``tool_vlm`` role, called once with two frames of each cited span (at most five spans), the
-question, the answer and each citation's label and supporting text (:mod:`.verify`); its reply
-starts ``VERDICT: agree`` or ``VERDICT: disagree`` and gives a ``NOTE:``. A reply without a
-verdict, a failed call or a spent budget leaves the answer as it is (the record says why).
+It runs where a reader is configured: with ``critic=auto`` when a vision model is (it is shown
+two frames of each cited span beside the quotes), with ``critic=on`` also with a text model
+(the ``llm``: it reads the quotes alone); never for a published configuration
+(:meth:`vidagent.agents.base.Agent.reader`). It is one call (at most five moments, the frames
+through the question's :class:`~vidagent.agents.looker.FrameLooker`, so the frame budget
+holds), whose cost is in the run's totals. Its reply gives ``MOMENT <n>: answers`` or ``does
+not answer`` per moment (recorded as each citation's ``reader``), then ``VERDICT: agree`` or
+``disagree`` and a ``NOTE:``. A reply without a verdict, a failed call or a spent budget
+leaves the answer as it is (the record says why).
 
 The second round is the same strategy answering again in a new run under the first (its events
 carry their own run id), asked the question followed by :data:`SECOND_ROUND` with the earlier
 answer and the note; it is bounded by :data:`ROUND_STEPS` steps and by what is left of the
 question's budget (the meter is the question's). Its answer is checked like the first and is the
-one returned. Everything the critic and the round cost is in the run's totals.
+one returned.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from vidagent.agents.types import Question, Review
 from vidagent.tools.base import Evidence
 
 if TYPE_CHECKING:
-    from vidagent.agents.base import Answer
+    from vidagent.agents.looker import FrameLooker
     from vidagent.agents.run import Run
-    from vidagent.agents.verify import Verification
+    from vidagent.agents.types import Answer, Verification
 
 #: Steps the strategy's second round may take.
 ROUND_STEPS = 3
-#: Frames of each cited span shown to the reviewer.
-FRAMES = 2
+#: Moments shown to the reader, at most.
+MOMENTS = 5
 SECOND_ROUND = (
     "\n\nAn earlier answer to this question was: {answer}\n"
     "A reviewer who looked at the cited frames and text disagreed: {note}\n"
     "Check again and give your final answer."
 )
+SEEN = "The frames above are from the moments the answer cites."
+UNSEEN = "You cannot see the video: read what its index holds at each moment."
 VERDICT = re.compile(r"VERDICT\s*:\s*\**\s*(agree|disagree)", re.IGNORECASE)
 NOTE = re.compile(r"NOTE\s*:\s*(.+)", re.IGNORECASE | re.DOTALL)
+MOMENT = re.compile(
+    r"MOMENT\s*(\d+)\s*:\s*\**\s*(answers|does\s+not\s+answer)", re.IGNORECASE | re.MULTILINE
+)
 
 
-@dataclass(frozen=True)
-class Review:
-    """What the reviewer said: ``agree``, ``disagree`` or ``none`` (no verdict could be had),
-    its note, and whether a second round ran."""
-
-    verdict: str
-    note: str
-    revised: bool = False
-    first_answer: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "verdict": self.verdict,
-            "note": self.note,
-            "revised": self.revised,
-            "first_answer": self.first_answer,
-        }
-
-
-def _cited_text(v: Verification) -> str:
+def _moments(v: Verification, spans: list[Evidence]) -> str:
     lines = []
-    for c in v.citations:
-        said = f' {c.source}: "{c.text}"' if c.source else " nothing in the index supports it"
-        lines.append(f"- {c.t0:.1f}-{c.t1:.1f} s ({c.label}){said}")
+    for n, s in enumerate(spans, 1):
+        mine = [c for c in v.citations if Evidence(c.video_id, *c.cited) == s]
+        for c in mine[:1]:
+            said = f' {c.source}: "{c.text}"' if c.source else " nothing of the answer here"
+            lines.append(f"{n}. {c.t0:.1f}-{c.t1:.1f} s ({c.label}){said}")
     return "\n".join(lines) or "- (no citations)"
 
 
-def review(run: Run, answer: Answer) -> Review:
-    """One reviewer call on ``answer`` (its verification must be set)."""
-    from vidagent.budget import BudgetExceeded
+def review(question: Question, answer: Answer, looker: FrameLooker) -> Review:
+    """One reader call on ``answer`` (its verification must be set)."""
+    from vidagent.budget import BudgetExceeded, Stopped
     from vidagent.exceptions import MediaError, ProviderError
-    from vidagent.models.base import ChatRequest, ImagePart, Message
+    from vidagent.models.base import ChatRequest, Message
     from vidagent.prompts import load_prompt
 
     v = answer.verification
     assert v is not None
-    spans = tuple(dict.fromkeys(Evidence(c.video_id, *c.cited) for c in v.citations))[:5]
-    client = run.agent.models.client("tool_vlm")
-    per = FRAMES
-    if spans and client.capabilities.max_images:
-        per = max(1, min(per, client.capabilities.max_images // len(spans)))
+    spans = list(dict.fromkeys(Evidence(c.video_id, *c.cited) for c in v.citations))[:MOMENTS]
     try:
-        run.meter.check()
-        content: list[str | ImagePart] = []
-        for n, s in enumerate(spans, 1):
-            times = [s.t0 + (s.t1 - s.t0) * (i + 0.5) / per for i in range(per)]
-            content.append(f"Cited span {n} ({s.t0:.1f}-{s.t1:.1f} s):")
-            content += run.agent.index.frame_images(s.video_id, times, size=512)
+        content = looker.content(spans, "Moment {n} ({t0:.1f}-{t1:.1f} s):") if looker.sees else []
+        if not looker.sees:
+            looker.meter.check()
         prompt = (
             load_prompt("critic")
-            .replace("{question}", run.question.prompt)
+            .replace("{seen}", SEEN if looker.sees else UNSEEN)
+            .replace("{question}", question.prompt)
             .replace("{answer}", answer.text)
-            .replace("{citations}", _cited_text(v))
+            .replace("{citations}", _moments(v, spans))
         )
         content.append(prompt)
-        with run.active():
-            reply = client.chat(ChatRequest((Message("user", tuple(content)),), max_tokens=300))
-    except BudgetExceeded as e:
-        return Review("none", f"not reviewed: the {e.budget} budget is spent")
+        request = ChatRequest((Message("user", tuple(content)),), max_tokens=400)
+        reply = looker.client.chat(request).text
+    except (BudgetExceeded, Stopped) as e:
+        return Review("none", f"not reviewed: {e}")
     except (MediaError, ProviderError) as e:
         return Review("none", f"not reviewed: {type(e).__name__}: {e}")
-    run.meter.frames += per * len(spans)
-    verdict = VERDICT.search(reply.text)
-    note = NOTE.search(reply.text)
-    said = (note.group(1) if note else reply.text).strip()[:500]
+    moments = {}
+    for n, said in MOMENT.findall(reply):
+        if 1 <= int(n) <= len(spans):
+            moments[int(n)] = "answers" if said.lower() == "answers" else "does-not-answer"
+    verdict = VERDICT.search(reply)
+    note = NOTE.search(reply)
+    said = (note.group(1) if note else reply).strip()[:500]
     if verdict is None:
-        return Review("none", f"the reviewer gave no verdict: {said[:200]!r}")
-    return Review(verdict.group(1).lower(), said)
+        return Review("none", f"the reviewer gave no verdict: {said[:200]!r}", moments=moments)
+    return Review(verdict.group(1).lower(), said, moments=moments)
+
+
+def with_reader(v: Verification, said: Review) -> Verification:
+    """``v`` with the reader's verdict on each moment set on its citations."""
+    spans = list(dict.fromkeys(Evidence(c.video_id, *c.cited) for c in v.citations))[:MOMENTS]
+    number = {s: n for n, s in enumerate(spans, 1)}
+    citations = tuple(
+        dataclasses.replace(c, reader=said.moments.get(number.get(key, 0), ""))
+        for c in v.citations
+        for key in [Evidence(c.video_id, *c.cited)]
+    )
+    return dataclasses.replace(v, citations=citations)
 
 
 def second_round(run: Run, answer: Answer, note: str) -> Run:
     """The run of the strategy's one more round: a child of ``run`` asked the question with
     the earlier answer and the note, bounded by :data:`ROUND_STEPS` steps."""
-    from vidagent.agents.base import Question
-
     q = run.question
     asked = q.text + SECOND_ROUND.format(answer=answer.text, note=note)
     child = run.child("critic_round", note=note)

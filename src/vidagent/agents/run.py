@@ -40,6 +40,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from vidagent.agents.actions import (
@@ -48,20 +49,24 @@ from vidagent.agents.actions import (
     Decision,
     FormatFailure,
     RepeatedFailure,
+    StepsSpent,
     format_reminder,
     parse_action,
 )
 from vidagent.agents.answer import extract_choice
 from vidagent.agents.evidence import Finder, best, render_open, render_options
+from vidagent.agents.types import Answer
 from vidagent.exceptions import LibraryError
 from vidagent.models.base import Message
 from vidagent.tools.base import Evidence, Observation, Toolbox, ToolContext
 from vidagent.trace import AgentTurn, ChildStarted, FormatError, Observed, PhaseChanged, ToolCalled
 
 if TYPE_CHECKING:
-    from vidagent.agents.base import Agent, Answer, Question
+    from vidagent.agents.types import Question
     from vidagent.budget import Meter
-    from vidagent.models.client import Client
+    from vidagent.models.client import Client, Models
+    from vidagent.tools.index import IndexView
+    from vidagent.tools.options import ToolOptions
     from vidagent.trace import Event, Trace
 
 #: The run whose model or tool call is in progress in this thread: the model calls it makes are
@@ -84,6 +89,32 @@ REFUSED_MADE = (
 )
 
 
+@dataclass(frozen=True)
+class RunPolicy:
+    """How a strategy's runs go, computed once by the agent
+    (:meth:`~vidagent.agents.base.Agent.policy`), so a run never asks the agent back.
+
+    Attributes:
+        name: the strategy's name (a run's name when it has none of its own).
+        mode: ``native`` tool calls or ``json`` actions.
+        turn_tokens: the output cap of a reasoning turn (None: the model's own).
+        steps: the step limit (the budget's, else the strategy's ``max_steps``).
+        refuse_repeats: identical calls refused: those that ``failed`` before, or ``all``.
+        evidence_first: show the index's evidence before the first step.
+        final_prompt: sent (without tools) when a run must end without an answer.
+        final_prompt_choice: the same for a multiple-choice question.
+    """
+
+    name: str
+    mode: Literal["native", "json"]
+    turn_tokens: int | None
+    steps: int
+    refuse_repeats: Literal["failed", "all"] = "failed"
+    evidence_first: bool = False
+    final_prompt: str = "Answer the question now with the information you have."
+    final_prompt_choice: str = "Answer now with the option letter only."
+
+
 def call_key(name: str, arguments: Any) -> str:
     """What makes two tool calls identical: the tool and its (decoded) arguments."""
     if isinstance(arguments, str):  # the raw JSON a native tool call carries
@@ -96,7 +127,9 @@ class Run:
     """The state of one question (or of one child conversation of it).
 
     Attributes:
-        agent: the strategy answering.
+        policy: how the strategy's runs go.
+        index: the index, read-only.
+        models: the model hub.
         question: what is asked.
         messages: this conversation's history as the model sees it.
         step: the current step (shared numbering with the parent for a child run).
@@ -106,29 +139,28 @@ class Run:
 
     def __init__(
         self,
-        agent: Agent,
+        policy: RunPolicy,
+        index: IndexView,
+        models: Models,
         question: Question,
         trace: Trace,
         meter: Meter,
         *,
+        tool_options: ToolOptions | None = None,
         parent: Run | None = None,
         name: str = "",
     ) -> None:
-        self.agent, self.question, self.trace, self.meter = agent, question, trace, meter
+        self.policy, self.index, self.models = policy, index, models
+        self.question, self.trace, self.meter = question, trace, meter
         self.id = uuid.uuid4().hex[:8]
-        self.parent, self.name = parent, name or agent.name
+        self.parent, self.name = parent, name or policy.name
         self.messages: list[Message] = []
         self.step: int = parent.step if parent is not None else 0
         self.evidence: tuple[Evidence, ...] = ()
         self.ctx: ToolContext = (
             parent.ctx
             if parent is not None
-            else agent.index.context(
-                question.video_ids,
-                budget=meter,
-                trace=trace,
-                options=agent.tool_options(question),
-            )
+            else index.context(question.video_ids, budget=meter, trace=trace, options=tool_options)
         )
         self.span = ""  # the tool call in progress: model calls made by the tool carry it
         self.state: Any = None  # the strategy's own per-question memory
@@ -156,7 +188,16 @@ class Run:
 
     def child(self, name: str, **data: Any) -> Run:
         """A new conversation under this run (a sub-agent, a search branch)."""
-        run = Run(self.agent, self.question, self.trace, self.meter, parent=self, name=name)
+        run = Run(
+            self.policy,
+            self.index,
+            self.models,
+            self.question,
+            self.trace,
+            self.meter,
+            parent=self,
+            name=name,
+        )
         self.emit(ChildStarted, child=run.id, parent=self.id, name=name, data=data)
         return run
 
@@ -175,7 +216,7 @@ class Run:
         """Step numbers ``1..limit`` (default: the budget's steps); every budget is checked
         before each step, so a spent budget raises :class:`~vidagent.budget.BudgetExceeded`
         there and the agent turns it into a forced answer."""
-        last = limit if limit is not None else (self.agent.budget.steps or self.agent.max_steps)
+        last = limit if limit is not None else self.policy.steps
         if self.step_limit is not None:
             last = min(last, self.step_limit)
         for step in range(1, last + 1):
@@ -189,10 +230,10 @@ class Run:
 
     @property
     def llm(self) -> Client:
-        return self.agent.models.client("llm")
+        return self.models.client("llm")
 
     def mode(self) -> Literal["native", "json"]:
-        return self.agent.mode()
+        return self.policy.mode
 
     def chat(
         self,
@@ -211,7 +252,7 @@ class Run:
         """
         if check:
             self.meter.check()
-        tokens = max_tokens if max_tokens is not None else self.agent.turn_tokens()
+        tokens = max_tokens if max_tokens is not None else self.policy.turn_tokens
         with self.active():
             return self.llm.structured(messages, schema, max_tokens=tokens).text
 
@@ -248,7 +289,7 @@ class Run:
             tuple(self.messages),
             tools=tuple(toolbox.specs()),
             tool_choice="auto",
-            max_tokens=self.agent.turn_tokens(),
+            max_tokens=self.policy.turn_tokens,
         )
         with self.active():
             response = self.llm.chat(request)
@@ -310,7 +351,7 @@ class Run:
         step, error = self._calls[key]
         if error is not None:
             return Observation(REFUSED_FAILED.format(step=step, error=error), error=True)
-        if self.agent.repeats_refused() == "all":
+        if self.policy.refuse_repeats == "all":
             return Observation(REFUSED_MADE.format(step=step), error=True)
         return None
 
@@ -368,15 +409,15 @@ class Run:
     def evidence_first(self) -> None:
         """Add what the index retrieves for the question (and each option) to the conversation
         as one ``retrieval`` observation, once per question and before the first step, when the
-        agent wants it (:meth:`~vidagent.agents.base.Agent.evidence_first_on`). An index that
+        policy says so (:attr:`RunPolicy.evidence_first`). An index that
         cannot be searched (no clip vectors, another embedder) is a ``evidence_first`` phase
         saying why, and the run goes on without."""
         if self._evidence_done:
             return
         self._evidence_done = True
-        if not self.agent.evidence_first_on():
+        if not self.policy.evidence_first:
             return
-        q, finder = self.question, Finder(self.agent.index)
+        q, finder = self.question, Finder(self.index)
         try:
             finder.check()
         except LibraryError as e:
@@ -406,10 +447,11 @@ class Run:
         """The ReAct loop: reason, call tools, observe, until the answer tool or the step limit.
 
         On the last step ``finish_prompt`` (if any) is added before the model's turn; when the
-        limit passes without an answer, the agent's forced answer makes one more call without
-        tools. Every tool call of one turn runs, in order, and counts towards that turn's step.
+        limit passes without an answer, :class:`~vidagent.agents.actions.StepsSpent` ends the
+        search and the agent's forced answer makes one more call without tools. Every tool
+        call of one turn runs, in order, and counts towards that turn's step.
         """
-        limit = self.agent.budget.steps or self.agent.max_steps
+        limit = self.policy.steps
         for step in self.steps(limit):
             if step == limit and finish_prompt:
                 self.messages.append(Message("user", finish_prompt))
@@ -421,7 +463,7 @@ class Run:
                 # The answer tool echoes its argument; a bad call is an observation to fix.
                 if action.name == answer_tool and not obs.error:
                     return self.answer(obs.text)
-        return self.agent.force_answer(self, "max_steps")
+        raise StepsSpent(f"{limit} steps")
 
     # -- answers ----------------------------------------------------------------------------------
 
@@ -435,8 +477,6 @@ class Run:
         note: str = "",
     ) -> Answer:
         """An answer from the model's text: the option extracted, never guessed."""
-        from vidagent.agents.base import Answer
-
         text, options = text.strip(), self.question.options
         choice = extract_choice(text, options) if options else None
         return Answer(

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vidagent.app.asking import AskPlan
 from vidagent.app.results import AskResult, SearchHit
 from vidagent.app.session import Session
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from vidagent.models.client import Models
     from vidagent.trace import Event
 
-__all__ = ["AskResult", "SearchHit", "Session", "ask", "search"]
+__all__ = ["AskPlan", "AskResult", "SearchHit", "Session", "ask", "search"]
 
 
 def ask(
@@ -48,18 +49,18 @@ def ask(
         The :class:`~vidagent.agents.base.Answer`; ``answer.trace`` holds the run's events.
     """
     with Session(settings, library=library, models=models) as session:
-        result = session.ask(
+        plan = session.plan_ask(
             videos,
             question,
             options=options,
             strategy=strategy,
             budget=budget,
             trace=trace,
-            on_event=on_event,
             tool_mode=tool_mode,
             progress=progress,
             strategy_options=strategy_options,
         )
+        result = plan.run(on_event)
     assert result.answer is not None
     return result.answer
 

@@ -11,11 +11,19 @@ on the project's offline accuracy set (``benchmarks/offline_accuracy.py``; "Offl
 docs/benchmarks/figures.md) retrieval gets 11 of 13 right and DVD with SmolLM2 4 of 13, below the 1 in 3 of
 chance. With one, ``ask`` defaults to DVD and ``ground`` to AVI, as they always have. Either
 way the result carries a one-line ``notice`` saying so, which every front end shows.
+
+A question is resolved once, into an :class:`AskPlan` (:func:`plan_ask`): the question and its
+options checked, the strategy picked with its notice, the strategy's options checked by building
+its agent, the trace path chosen. Every front end makes the plan, shows what it needs of it (the
+HTTP API answers with the trace id at once, the CLI prints the notice) and runs it; the plan
+picks the result type, and a caller that may cancel (the HTTP API's jobs) passes ``should_stop``
+to :meth:`AskPlan.run`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -187,7 +195,76 @@ def prepare(core: SessionCore, agent: Agent, video_ids: Sequence[str]) -> None:
         build_segment_context(core.library, core.models, video_id, **request)
 
 
-def ask(
+@dataclass(frozen=True)
+class AskPlan:
+    """A question resolved once and ready to run: what every front end shows before the run
+    (the strategy, its notice, the trace path) and the agent that answers.
+
+    Made by :func:`plan_ask` (:meth:`Session.plan_ask <vidagent.app.session.Session.plan_ask>`);
+    nothing is indexed or asked until :meth:`run`. Run a plan once: a second run would write
+    over its trace file.
+
+    Attributes:
+        core: the session the plan was made in (its Library, models and settings).
+        strategy: the strategy that answers (the default resolved).
+        notice: one line on why that strategy answers and what it measured offline (``""``:
+            nothing to say); every front end shows it.
+        trace_path: where the run's trace is written (None: kept in memory).
+        agent: the strategy's agent, its options checked.
+        question: the question (or, to ground, the event), checked non-empty.
+        videos: the video files or references, resolved (and indexed where owed) by :meth:`run`.
+        options: the answer options of a multiple-choice question.
+        task: ``answer``, or ``ground`` (the result is then a
+            :class:`~vidagent.app.results.GroundResult`).
+        progress: progress bars while indexing.
+    """
+
+    core: SessionCore = field(repr=False, compare=False)
+    strategy: str
+    notice: str
+    trace_path: Path | None
+    agent: Agent
+    question: str
+    videos: tuple[str | Path, ...]
+    options: tuple[str, ...] = ()
+    task: Task = "answer"
+    progress: bool = False
+
+    def run(
+        self,
+        on_event: Callable[[Event], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> AskResult:
+        """Index what the strategy reads where owed, build what it prepares, and answer.
+
+        Args:
+            on_event: called with every trace event as it happens (live display).
+            should_stop: asked before every step and model call; once it says True the run ends
+                there, its answer's reason ``stopped``, recorded in the trace (how the HTTP
+                API cancels a question).
+
+        Returns:
+            An :class:`~vidagent.app.results.AskResult`, or a
+            :class:`~vidagent.app.results.GroundResult` when the task is ``ground``.
+
+        Raises:
+            MediaError: a file cannot be used as a video.
+            VideoNotFoundError: a reference is neither a file nor a video in the Library.
+            ProviderError: a model endpoint failed while the strategy prepared.
+        """
+        from vidagent.agents.base import Question
+        from vidagent.trace import Trace
+
+        ids = resolve_videos(self.core, self.videos, self.agent, progress=self.progress)
+        self.core.check_embedding()
+        run_trace: Trace = Trace(self.trace_path, listeners=[on_event] if on_event else [])
+        asked = Question(self.question, tuple(ids), self.options, self.task)
+        answer = self.agent.run(asked, run_trace, should_stop=should_stop)
+        result = GroundResult if self.task == "ground" else AskResult
+        return result(run_trace, answer, self.notice)
+
+
+def plan_ask(
     core: SessionCore,
     videos: str | Path | Sequence[str | Path],
     question: str,
@@ -196,31 +273,32 @@ def ask(
     strategy: str | None = None,
     budget: Budget | None = None,
     trace: str | Path | bool = True,
-    on_event: Callable[[Event], None] | None = None,
     tool_mode: ToolMode = "auto",
     progress: bool = False,
     strategy_options: Any = None,
     task: Task = "answer",
-) -> AskResult:
-    """Answer a question about one or more videos (the arguments are
-    :meth:`Session.ask <vidagent.app.session.Session.ask>`'s)."""
-    from vidagent.agents.base import Question
-    from vidagent.trace import Trace
+) -> AskPlan:
+    """Resolve a question once (the arguments are
+    :meth:`Session.plan_ask <vidagent.app.session.Session.plan_ask>`'s).
 
+    Raises:
+        ConfigError: an empty question or event, no video, too many options, an unknown
+            strategy, or an unknown or ill-typed strategy option.
+    """
     if not question.strip():
-        raise ConfigError("the question is empty")
+        raise ConfigError(
+            "the event description is empty" if task == "ground" else "the question is empty"
+        )
     check_options(options)
-    refs = [videos] if isinstance(videos, (str, Path)) else list(videos)
+    refs = (videos,) if isinstance(videos, (str, Path)) else tuple(videos)
     if not refs:
         raise ConfigError("name at least one video")
     strategy, notice = pick_strategy(core.settings, strategy, task)
     chosen = agent(core, strategy, budget=budget, tool_mode=tool_mode, options=strategy_options)
-    ids = resolve_videos(core, refs, chosen, progress=progress)
-    core.check_embedding()
-    path = core.trace_path(strategy) if trace is True else trace or None
-    run_trace: Trace = Trace(path, listeners=[on_event] if on_event else [])
-    answer = chosen.run(Question(question, tuple(ids), tuple(options), task), run_trace)
-    return AskResult(run_trace, answer, notice)
+    path = core.trace_path(strategy) if trace is True else Path(trace) if trace else None
+    return AskPlan(
+        core, strategy, notice, path, chosen, question, refs, tuple(options), task, progress
+    )
 
 
 def ground(
@@ -229,7 +307,8 @@ def ground(
     event: str,
     *,
     strategy: str | None = None,
-    **asked: Any,
+    on_event: Callable[[Event], None] | None = None,
+    **planned: Any,
 ) -> GroundResult:
     """Find when ``event`` happens in ``video``: ``[start, end]`` in seconds and its evidence.
 
@@ -237,12 +316,12 @@ def ground(
     clip, tightened to the times of the event's spoken words). AVI grounds in its own mode
     (``**Answer:**[s, e]``, refined by boundary detection); another strategy is asked when the
     event happens and its answer's first two times are read. Keyword arguments are
-    :func:`ask`'s.
+    :func:`plan_ask`'s.
     """
-    if not event.strip():
-        raise ConfigError("the event description is empty")
-    result = ask(core, video, event, strategy=strategy, task="ground", **asked)
-    return GroundResult(result.trace, result.answer, result.notice)
+    plan = plan_ask(core, video, event, strategy=strategy, task="ground", **planned)
+    result = plan.run(on_event)
+    assert isinstance(result, GroundResult)
+    return result
 
 
 def replay(path: str | Path) -> AskResult:

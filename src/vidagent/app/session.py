@@ -9,7 +9,8 @@ cases; each body lives in its use-case module and takes the session as its core:
   ``known_video``;
 - :mod:`~vidagent.app.videos`: ``videos``, ``show``, ``graph``, ``remove``, ``compact``,
   ``search``, ``frames``;
-- :mod:`~vidagent.app.asking`: ``agent``, ``ask``, ``ground``, ``replay``, strategies;
+- :mod:`~vidagent.app.asking`: ``agent``, ``plan_ask`` (one :class:`~vidagent.app.asking.AskPlan`
+  that every front end runs), ``ask``, ``ground``, ``replay``, strategies;
 - :mod:`~vidagent.app.traces`: ``traces``, ``trace_file``;
 - :mod:`~vidagent.app.benchmarks`: ``bench_run``, ``bench_score``, ``bench_report``,
   ``bench_runs``, ``bench_run_info`` (imported on first use: it loads the benchmark harness);
@@ -50,6 +51,7 @@ from vidagent.app.results import (
 
 if TYPE_CHECKING:
     from vidagent.agents.base import Agent, IndexPlan, ToolMode
+    from vidagent.app.asking import AskPlan
     from vidagent.app.benchmarks import RunInfo
     from vidagent.app.executors import Executor
     from vidagent.app.traces import TraceSummary
@@ -236,6 +238,58 @@ class Session(SessionCore):
         """Build what the strategy reads besides its stages (VideoAgent2's general context)."""
         asking.prepare(self, agent, video_ids)
 
+    def plan_ask(
+        self,
+        videos: str | Path | Sequence[str | Path],
+        question: str,
+        *,
+        options: Sequence[str] = (),
+        strategy: str | None = None,
+        budget: Budget | None = None,
+        trace: str | Path | bool = True,
+        tool_mode: ToolMode = "auto",
+        progress: bool = False,
+        strategy_options: Any = None,
+        task: Literal["answer", "ground"] = "answer",
+    ) -> AskPlan:
+        """A question resolved once, ready to run: the strategy (the default picked), its
+        one-line notice, the trace path and the agent, its options checked. Nothing is indexed
+        or asked until :meth:`AskPlan.run <vidagent.app.asking.AskPlan.run>`, which returns
+        the result (a :class:`~vidagent.app.results.GroundResult` to ground).
+
+        Args:
+            videos: video files (first indexed through the stages the strategy reads, where any
+                is missing) or ids/names in the Library.
+            question: the question.
+            options: answer options, for a multiple-choice question.
+            strategy: a registered strategy name (``dvd``, ``videoagent2``, or a plugin's);
+                None: :meth:`pick_strategy`'s default (``retrieval`` without a model
+                endpoint, else ``dvd``).
+            budget: per-question limits (default :class:`~vidagent.budget.Budget`).
+            trace: a JSONL path, True for ``$VIDAGENT_HOME/traces/…``, False to keep it in memory.
+            tool_mode: ``auto``, ``native`` or ``json`` tool calling.
+            progress: progress bars while indexing.
+            strategy_options: the strategy's options (a mapping or its ``Options``).
+            task: ``"ground"`` reads ``question`` as an event to find in time (see :meth:`ground`).
+
+        Raises:
+            ConfigError: an empty question, no video, too many options, an unknown strategy,
+                or an unknown or ill-typed strategy option: before anything runs.
+        """
+        return asking.plan_ask(
+            self,
+            videos,
+            question,
+            options=options,
+            strategy=strategy,
+            budget=budget,
+            trace=trace,
+            tool_mode=tool_mode,
+            progress=progress,
+            strategy_options=strategy_options,
+            task=task,
+        )
+
     def ask(
         self,
         videos: str | Path | Sequence[str | Path],
@@ -251,38 +305,22 @@ class Session(SessionCore):
         strategy_options: Any = None,
         task: Literal["answer", "ground"] = "answer",
     ) -> AskResult:
-        """Answer a question about one or more videos.
-
-        Args:
-            videos: video files (first indexed through the stages the strategy reads, where any
-                is missing) or ids/names in the Library.
-            question: the question.
-            options: answer options, for a multiple-choice question.
-            strategy: a registered strategy name (``dvd``, ``videoagent2``, or a plugin's);
-                None: :meth:`pick_strategy`'s default (``retrieval`` without a model
-                endpoint, else ``dvd``).
-            budget: per-question limits (default :class:`~vidagent.budget.Budget`).
-            trace: a JSONL path, True for ``$VIDAGENT_HOME/traces/…``, False to keep it in memory.
-            on_event: called with every trace event as it happens (live display).
-            tool_mode: ``auto``, ``native`` or ``json`` tool calling.
-            progress: progress bars while indexing.
-            strategy_options: the strategy's options (a mapping or its ``Options``).
-            task: ``"ground"`` reads ``question`` as an event to find in time (see :meth:`ground`).
-        """
-        return asking.ask(
-            self,
+        """Answer a question about one or more videos: :meth:`plan_ask`, then run the plan,
+        calling ``on_event`` with every trace event as it happens (live display). The other
+        arguments are :meth:`plan_ask`'s."""
+        plan = self.plan_ask(
             videos,
             question,
             options=options,
             strategy=strategy,
             budget=budget,
             trace=trace,
-            on_event=on_event,
             tool_mode=tool_mode,
             progress=progress,
             strategy_options=strategy_options,
             task=task,
         )
+        return plan.run(on_event)
 
     def pick_strategy(
         self, strategy: str | None = None, task: Literal["answer", "ground"] = "answer"

@@ -11,7 +11,7 @@ from vidagent.roles import FOLLOWS, ROLES, capability
 
 def info(core: SessionCore) -> InfoReport:
     """Each role's spec and whether its backend is usable, found without importing it."""
-    from vidagent import __version__
+    from vidagent._version import __version__
     from vidagent.models.registry import backend_status
 
     settings = core.settings

@@ -11,7 +11,7 @@ The report has, for each benchmark and split, one table whose rows are the overa
 every official breakdown and whose columns are, per run, the official number and the strict one
 (unanswered = wrong), each with its 95% interval; then a table of per-question means over the
 answered rows: steps, frames, tokens, cost and latency, and the risk-coverage pair of the
-answers' citation checks (:mod:`vidagent.agents.verify`): **coverage**, the share of answered
+answers' citation checks (:mod:`vidagent.agents.citations`): **coverage**, the share of answered
 questions that did not abstain, and **selective** accuracy, the benchmark's points earned over
 those questions only (``–`` for a run whose rows predate the checks); and the area under the
 whole risk–coverage curve, **AURC**, from each answer's support or confidence

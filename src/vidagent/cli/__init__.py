@@ -32,7 +32,7 @@ import traceback
 
 import click
 
-from vidagent import __version__
+from vidagent._version import __version__
 from vidagent.cli.base import cli, echo_json, hms, parse_sets, parse_time, session_of, settings_of
 from vidagent.exceptions import VidagentError, describe, storage_error
 

@@ -138,7 +138,6 @@ def ask(
     retrieval baseline answers unless a strategy is named; a line on stderr says so. Exits 3
     when the model never answered (its endpoint failed on every try), for every strategy.
     """
-    from vidagent.app.limits import check_options
     from vidagent.budget import Budget
     from vidagent.cli.render import Renderer
 
@@ -155,22 +154,19 @@ def ask(
     budget = Budget(**{k: v for k, v in given.items() if v is not None})
     renderer = Renderer(calls=calls)
     show = _live(renderer, quiet=quiet, stream=sys.stderr if as_json else sys.stdout)
-    check_options(options)
-    session = session_of(ctx)
-    show = _noticed(show, session.pick_strategy(strategy)[1])
+    plan = session_of(ctx).plan_ask(
+        videos,
+        question,
+        options=options,
+        strategy=strategy,
+        budget=budget,
+        trace=trace_path or True,
+        tool_mode=tool_mode,  # type: ignore[arg-type]
+        progress=not quiet,
+        strategy_options={"abstain": abstain, "critic": critic, **parse_sets(sets)},
+    )
     try:
-        result = session.ask(
-            videos,
-            question,
-            options=options,
-            strategy=strategy,
-            budget=budget,
-            trace=trace_path or True,
-            on_event=show,
-            tool_mode=tool_mode,  # type: ignore[arg-type]
-            progress=not quiet,
-            strategy_options={"abstain": abstain, "critic": critic, **parse_sets(sets)},
-        )
+        result = plan.run(on_event=_noticed(show, plan.notice))
     except ProviderError as e:  # while the strategy prepared: no run, no answer
         _never_answered(e)
     if as_json:
@@ -221,26 +217,27 @@ def ground(
     tightened to the times of the event's spoken words. Exits 1 when the answer names no
     interval, 3 when the model never answered.
     """
+    from vidagent.app.results import GroundResult
     from vidagent.budget import Budget
     from vidagent.cli.render import Renderer
 
     show = _live(Renderer(), quiet=quiet, stream=sys.stderr if as_json else sys.stdout)
-    session = session_of(ctx)
-    show = _noticed(show, session.pick_strategy(strategy, "ground")[1])
+    plan = session_of(ctx).plan_ask(
+        video,
+        event,
+        strategy=strategy,
+        budget=Budget(steps=max_steps) if max_steps else None,
+        trace=trace_path or True,
+        tool_mode=tool_mode,  # type: ignore[arg-type]
+        progress=not quiet,
+        strategy_options=parse_sets(sets),
+        task="ground",
+    )
     try:
-        result = session.ground(
-            video,
-            event,
-            strategy=strategy,
-            budget=Budget(steps=max_steps) if max_steps else None,
-            trace=trace_path or True,
-            on_event=show,
-            tool_mode=tool_mode,
-            progress=not quiet,
-            strategy_options=parse_sets(sets),
-        )
+        result = plan.run(on_event=_noticed(show, plan.notice))
     except ProviderError as e:
         _never_answered(e)
+    assert isinstance(result, GroundResult)  # the plan's task is ground
     found = result.interval
     if as_json:
         echo_json(result.to_json())

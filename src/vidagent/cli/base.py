@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from vidagent import __version__, timecode
+from vidagent import timecode
+from vidagent._version import __version__
 from vidagent.config import Settings, load_settings
 from vidagent.roles import ROLES
 from vidagent.timecode import hms

@@ -57,7 +57,13 @@ def mcp(
     get_frames; resources vidagent://videos and vidagent://traces."""
     from vidagent.server.mcp import MediaRoots, build_server, run
 
-    server = build_server(session_of(ctx), MediaRoots(media_roots))
+    session = session_of(ctx)
+    server = build_server(session, MediaRoots(media_roots))
+    if session.library_exists():
+        # Open the Library (LanceDB, its tables) before listening, so the first call is answered
+        # as fast as the next: opened by that call, it took 1 s on an idle machine and over 5 s
+        # on a loaded one, past an HTTP client's default timeout.
+        session.videos()
     run(
         server,
         "http" if transport == "http" else "stdio",

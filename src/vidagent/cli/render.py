@@ -178,6 +178,8 @@ def render_answer(
         lines.append(f"  (forced final answer: {e.reason}{note})")
     if e.confidence is not None:
         lines.append(f"  confidence: {e.confidence:g}")
+    if e.unverified:
+        lines.append("  unverified: a claim about what is seen, with no vision model to check it")
     if e.abstained:
         withheld = f' (withheld: "{shorten(e.withheld, 80)}")' if e.withheld else ""
         lines.append(f"  abstained ({e.abstain_policy}): {e.abstain_reason}{withheld}")
@@ -198,12 +200,14 @@ def _citations(e: Answered, names: dict[str, str]) -> list[str]:
         if several:
             lines.append(f'    claim {k + 1}: "{shorten(str(claim.get("text", "")), 100)}"')
         for c in e.citations:
-            if several and c.get("claim") != k:
+            if several and c.claim != k:
                 continue
-            where = _spans([[c["video_id"], c["t0"], c["t1"]]], names)
-            found = f' {c["source"]}: "{shorten(c["text"], 80)}"' if c.get("source") else ""
+            where = _spans([[c.video_id, c.t0, c.t1]], names)
+            found = f' {c.source}: "{shorten(c.text, 80)}"' if c.source else ""
             indent = "      " if several else "    "
-            lines.append(f"{indent}{c['label']:<11} {where}{found}")
+            read = f" [reader: {c.reader}]" if c.reader else ""
+            notes = "".join(f" ({n})" for n in c.notes)
+            lines.append(f"{indent}{c.label:<11} {where}{found}{read}{notes}")
     if e.verify_note:
         lines.append(f"    ({e.verify_note})")
     return lines

@@ -37,6 +37,13 @@ a hue x saturation histogram of the box on the nearest thumbnail: an intersectio
 ``reid_threshold`` with a known subject's is a match, else a new ``subject_<n>`` is registered
 with the region's dominant colours as appearance.
 
+Beside each describer caption the stage stores what it measured as the row's ``facts``
+(:class:`~vidagent.library.schema.DescriberFacts`: counts, lines and speech quoted, colours,
+brightness, motion, cuts and the sentences reporting them), in the same commit, so readers take
+the facts from there rather than parse the caption; a VLM's caption (and a blank one) stores
+``"{}"``, so a switch between the two never leaves stale facts beside a caption. A describer's
+caption without facts (one written before schema version 3) is pending.
+
 **Checkpoints and resume.** Through the registry, a clip's caption depends on every clip before
 it, so the pending clips are the first clip whose fingerprint differs *and all after it*. The
 registry is stored as the ``"registry"`` artefact, ``inputs_hash`` = the last clip it covers,
@@ -83,7 +90,7 @@ from vidagent.ingest.caption_avi import PROMPT as AVI_PROMPT
 from vidagent.ingest.caption_avi import as_list, avi_request, parse_avi_caption
 from vidagent.ingest.describe import (
     decode_jpeg,
-    describe_clip,
+    describe,
     detections_in,
     next_subject_id,
     reidentify,
@@ -232,9 +239,21 @@ class Caption(Stage):
         if self._independent(ctx.settings):
             return super().pending(ctx)  # no registry chain: each clip stands alone
         clips = ctx.library.clips(ctx.video.video_id)
-        mark = self._marker(ctx.settings)
-        first = next((k for k, c in enumerate(clips) if c.caption_model != mark(c)), len(clips))
+        done = self._done(ctx.settings)
+        first = next((k for k, c in enumerate(clips) if not done(c)), len(clips))
         return clips[first:]
+
+    def _done(self, settings: Settings) -> Callable[[ClipRow], bool]:
+        """Whether a clip is captioned as ``settings`` would caption it: its ``caption_model``
+        is the marker (:meth:`_marker`) and, for the describer, its facts are stored beside the
+        caption (a describer's caption from before schema version 3 has none: it is written
+        again, which calls no model and gives the same caption)."""
+        from vidagent.models.registry import provider_capabilities
+
+        mark = self._marker(settings)
+        if not provider_capabilities(settings.spec(self.role)).describer:
+            return lambda clip: clip.caption_model == mark(clip)
+        return lambda clip: clip.caption_model == mark(clip) and clip.facts not in ("", "{}")
 
     def _marker(self, settings: Settings) -> Callable[[ClipRow], str]:
         """What a clip's ``caption_model`` holds once captioned under ``settings``: the
@@ -317,9 +336,9 @@ class Caption(Stage):
             return entries
         log.info("caption: rebuilding the subject registry before clip %d", first)
         kept = {sid: e for sid, e in entries.items() if int(e.get("first_clip", first)) < first}
-        mark = self._marker(ctx.settings)
+        done = self._done(ctx.settings)
         for clip in ctx.library.clips(ctx.video.video_id):
-            if clip.clip_index < first and clip.caption_model == mark(clip):
+            if clip.clip_index < first and done(clip):
                 for sid in json.loads(clip.subjects or "[]"):
                     kept.setdefault(sid, _subject({}, clip))
         return kept
@@ -347,7 +366,7 @@ class Caption(Stage):
                 caption, present = parsed[0], self._register(clip, parsed[1], parsed[2])
             self._buffer.extend(self._held)
             self._held = []
-            update = {"clip_index": clip.clip_index, "caption": caption}
+            update = {"clip_index": clip.clip_index, "caption": caption, "facts": "{}"}
             update |= {"subjects": json.dumps(present), "caption_model": fp}
             self.finished(ctx, update, bar, now=True)
 
@@ -375,7 +394,7 @@ class Caption(Stage):
             self._buffer.extend(self._held)
             self._held = []
             update = {"clip_index": clip.clip_index, "caption": parsed[0], "caption_model": fp}
-            update["subjects"] = json.dumps(parsed[1])
+            update |= {"subjects": json.dumps(parsed[1]), "facts": "{}"}
             self.finished(ctx, update, bar, now=True)
 
     def request(
@@ -446,7 +465,7 @@ class Caption(Stage):
         log.warning("caption: clip %d rejected by the provider (%s)", clip.clip_index, error)
         self._counts["blank"] += 1
         update = {"clip_index": clip.clip_index, "caption": "", "subjects": empty}
-        update["caption_model"] = fp
+        update |= {"caption_model": fp, "facts": "{}"}
         if self._succeeded:
             self.finished(ctx, update, bar, now=True)
             return
@@ -498,10 +517,8 @@ class Caption(Stage):
             thumbs = [(f.t, decode_jpeg(f.jpeg)) for f in frames[first:end]]
             seen = detections_in(clip, video.width, video.height)
             present = reidentify(registry, clip, seen, thumbs, self.reid_threshold)
-            update = {
-                "clip_index": clip.clip_index,
-                "caption": describe_clip(clip, thumbs, cuts, seen),
-            }
+            caption, facts = describe(clip, thumbs, cuts, seen)
+            update = {"clip_index": clip.clip_index, "caption": caption, "facts": facts.to_json()}
             update |= {"subjects": json.dumps(present), "caption_model": mark(clip)}
             self._registry = registry
             self.finished(ctx, update, bar)

@@ -6,6 +6,11 @@ people and faces with position and size, on-screen text, dominant colours, brigh
 shot cuts and overlapping speech. The caption opens with the perception label and never
 pretends to be a VLM's narration. People are re-identified across clips by a hue x saturation
 histogram of their box on the nearest thumbnail, which builds the subject registry.
+
+Beside the caption, :func:`describe` returns the same measurements as
+:class:`~vidagent.library.schema.DescriberFacts` (the clip row's ``facts``), so no reader has to
+take them back out of the prose: counts, the lines and speech quoted, colours, brightness,
+motion, cuts, and the caption's sentences that report something found, verbatim.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vidagent.library.readable import readable_lines
+from vidagent.library.schema import DescriberFacts
 from vidagent.timecode import clock, hhmmss
 
 if TYPE_CHECKING:
@@ -146,11 +152,10 @@ def _plural(label: str, n: int) -> str:
     return "people" if label == "person" else label + "s"
 
 
-def _people_sentences(clip: ClipRow, seen: list[_Seen]) -> list[str]:
-    if not seen:
-        return ["No people detected."] if clip.detect_model else ["People were not checked."]
+def _people_sentences(seen: list[_Seen]) -> tuple[list[str], dict[str, int]]:
+    """The sentences reporting the detections, and the most of each label in one frame."""
     order = {"person": 0, "face": 1}
-    out, named = [], set()
+    out, named, counts = [], set(), {}
     for label in sorted({s.label for s in seen}, key=lambda x: (order.get(x, 2), x)):
         group = [s for s in seen if s.label == label]
         times = sorted({s.t for s in group})
@@ -159,12 +164,13 @@ def _people_sentences(clip: ClipRow, seen: list[_Seen]) -> list[str]:
         places = "; ".join(_place(s) for s in at)
         out.append(f"{len(at)} {_plural(label, len(at))} in view at {clock(peak)} ({places}).")
         named |= {s.subject for s in at}
+        counts[label] = len(at)
     later: dict[str, _Seen] = {}  # subjects not named above, at their first sighting
     for s in seen:
         if s.subject and s.subject not in named:
             later.setdefault(s.subject, s)
     also = [f"{s.subject} at {clock(s.t)} ({s.where}, {s.size})" for s in later.values()]
-    return out + (["Also seen: " + "; ".join(also) + "."] if also else [])
+    return out + (["Also seen: " + "; ".join(also) + "."] if also else []), counts
 
 
 def _place(s: _Seen) -> str:
@@ -177,7 +183,9 @@ def _grey(rgb: np.ndarray) -> np.ndarray:
     return np.asarray((rgb[..., 0].astype(np.uint16) + rgb[..., 1] + rgb[..., 2]) / 3.0)
 
 
-def _picture_sentence(thumbs: list[tuple[float, np.ndarray]], cuts: list[float]) -> str:
+def _picture(thumbs: list[tuple[float, np.ndarray]], cuts: list[float]) -> dict[str, Any]:
+    """The whole-frame statistics of a clip's thumbnails (:class:`DescriberFacts` fields), their
+    sentence as ``picture``."""
     from vidagent.models.perception import dominant_colours
 
     shares: dict[str, float] = {}
@@ -188,8 +196,13 @@ def _picture_sentence(thumbs: list[tuple[float, np.ndarray]], cuts: list[float])
     greys = [_grey(rgb) for _, rgb in thumbs]  # each (H, W) float
     light = float(np.mean([g.mean() for g in greys])) / 255
     tone = "dark" if light < 0.25 else "dim" if light < 0.45 else "bright" if light > 0.7 else "mid"
-    facts = ["mostly " + ", ".join(f"{n} ({s:.0%})" for n, s in top)]
-    facts.append(f"brightness {light:.2f} ({tone})")
+    said = ["mostly " + ", ".join(f"{n} ({s:.0%})" for n, s in top)]
+    said.append(f"brightness {light:.2f} ({tone})")
+    facts: dict[str, Any] = {
+        "colours": tuple((n, round(s, 3)) for n, s in top),
+        "brightness": tone,
+        "brightness_level": round(light, 3),
+    }
     times = [t for t, _ in thumbs]
     diffs = [  # mean change between consecutive thumbnails of the same shot
         float(np.abs(greys[k + 1] - greys[k]).mean()) / 255
@@ -199,33 +212,64 @@ def _picture_sentence(thumbs: list[tuple[float, np.ndarray]], cuts: list[float])
     ]
     if diffs:
         m = float(np.mean(diffs))
-        facts.append(next(f"{word} ({m:.2f})" for bound, word in _MOTION if m < bound))
-    return "Picture: " + "; ".join(facts) + "."
+        facts["motion"] = next(word for bound, word in _MOTION if m < bound)
+        facts["motion_level"] = round(m, 3)
+        said.append(f"{facts['motion']} ({m:.2f})")
+    facts["picture"] = "Picture: " + "; ".join(said) + "."
+    return facts
 
 
-def describe_clip(
+def describe(
     clip: ClipRow, thumbs: list[tuple[float, np.ndarray]], cuts: list[float], seen: list[_Seen]
-) -> str:
-    """The describer's caption: a factual paragraph opened by the perception label."""
+) -> tuple[str, DescriberFacts]:
+    """The describer's caption, a factual paragraph opened by the perception label, and the
+    facts it states (only those measured: see :class:`~vidagent.library.schema.DescriberFacts`)."""
     from vidagent.models.perception import LABEL
 
-    sentences = [LABEL, *_people_sentences(clip, seen)]
+    sentences = [LABEL]
+    report: list[str] = []  # the sentences that report something found
+    facts: dict[str, Any] = {}
+    if seen:
+        people, counts = _people_sentences(seen)
+        sentences += people
+        report += people
+        facts["people"], facts["faces"] = counts.pop("person", 0), counts.pop("face", 0)
+        facts["objects"] = counts
+    elif clip.detect_model:
+        sentences.append("No people detected.")
+        facts["people"] = facts["faces"] = 0
+    else:
+        sentences.append("People were not checked.")
     lines = readable_lines(clip.ocr_text)  # misreadings stay in ocr_text, out of the caption
     if lines:
         sentences.append("On-screen text: " + " | ".join(f'"{x}"' for x in lines) + ".")
     else:
         sentences.append("No on-screen text." if clip.ocr_model else "Text was not checked.")
+    if clip.ocr_model:
+        facts["lines"] = tuple(lines)
     if thumbs:
-        sentences.append(_picture_sentence(thumbs, cuts))
-    inside = [clock(c) for c in cuts if clip.t0 < c < clip.t1]
-    sentences.append(
-        f"Shot cut{'s' if len(inside) > 1 else ''} at {', '.join(inside)}."
-        if inside
-        else "One continuous shot."
-    )
+        facts |= _picture(thumbs, cuts)
+        sentences.append(facts["picture"])
+        report.append(facts["picture"])
+    facts["cuts"] = tuple(c for c in cuts if clip.t0 < c < clip.t1)
+    if facts["cuts"]:
+        n, at = len(facts["cuts"]), ", ".join(map(clock, facts["cuts"]))
+        sentences.append(f"Shot cut{'s' if n > 1 else ''} at {at}.")
+        report.append(sentences[-1])
+    else:
+        sentences.append("One continuous shot.")
     speech = " ".join(clip.transcript.split())
     if speech:
         sentences.append(f'Speech: "{speech}".')
     else:
         sentences.append("No speech." if clip.transcript_model else "Speech was not transcribed.")
-    return " ".join(sentences)
+    if speech or clip.transcript_model:
+        facts["speech"] = speech
+    return " ".join(sentences), DescriberFacts(**facts, report=tuple(report))
+
+
+def describe_clip(
+    clip: ClipRow, thumbs: list[tuple[float, np.ndarray]], cuts: list[float], seen: list[_Seen]
+) -> str:
+    """The describer's caption alone (see :func:`describe`)."""
+    return describe(clip, thumbs, cuts, seen)[0]

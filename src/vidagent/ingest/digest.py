@@ -11,9 +11,13 @@ of it is written by a model:
   into sentences at ``.``, ``!`` or ``?`` followed by a space;
 - on-screen text: each line of a clip's ``ocr_text``; the same line in consecutive clips is one
   candidate over their joint span;
-- shots: each sentence of a clip's caption that reports something seen (the perception
-  describer's label, its ``Speech:`` and ``On-screen text:`` sentences, which repeat the two
-  sources above, and sentences reporting an absence, such as "No speech.", are left out).
+- shots: what a clip's caption reports seeing. Of the perception describer's caption, the
+  sentences its stored facts list as reporting something found
+  (:attr:`~vidagent.library.schema.DescriberFacts.report`: people seen, the picture, shot cuts),
+  so its label, its quotes of speech and on-screen text, which repeat the two sources above,
+  and its sentences of absence, such as "No speech.", are left out without reading the prose;
+  a describer caption written before its facts were stored (schema version 3; re-indexing
+  writes them) gives none. Of any other caption, every sentence.
 
 Identical texts are kept once, at their first span; a text with fewer than
 :data:`MIN_LETTERS` letters (OCR noise such as "cC") is no candidate.
@@ -65,14 +69,7 @@ LAMBDA = 0.7
 REDUNDANT = 0.9
 #: Letters a candidate needs (OCR reads stray marks as one- or two-letter lines).
 MIN_LETTERS = 3
-#: Caption sentences that repeat another source or report an absence.
-_SKIPPED = re.compile(
-    r"^(Speech:|On-screen text:|No [a-z -]+\.$|One continuous shot\.$|.* was not [a-z]+\.$)"
-)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-#: The describer's quoted speech (its last sentence) and on-screen text, which may hold
-#: sentence ends of their own; removed whole before a caption is cut into sentences.
-_QUOTED = re.compile(r'Speech: ".*"\.$|On-screen text: ".*?"\.(?=\s|$)', re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -107,11 +104,7 @@ def candidates(clips: list[ClipRow], segments: list[TranscriptSegment]) -> list[
             Candidate(c.t0, c.t1, x, "speech") for c in clips for x in sentences(c.transcript)
         ]
     found += _screen_text(clips)
-    for c in clips:
-        caption = _QUOTED.sub(" ", c.caption.replace(LABEL, " ").strip())
-        found += [
-            Candidate(c.t0, c.t1, x, "shot") for x in sentences(caption) if not _SKIPPED.match(x)
-        ]
+    found += [Candidate(c.t0, c.t1, x, "shot") for c in clips for x in shot_sentences(c)]
     seen: set[str] = set()
     out = []
     for cand in sorted(found, key=lambda x: (x.t0, x.t1)):
@@ -119,6 +112,16 @@ def candidates(clips: list[ClipRow], segments: list[TranscriptSegment]) -> list[
             seen.add(cand.text)
             out.append(cand)
     return out
+
+
+def shot_sentences(clip: ClipRow) -> list[str]:
+    """What the clip's caption reports seeing, verbatim (module docstring: shots)."""
+    facts = clip.describer_facts()
+    if facts is not None:
+        return list(facts.report)
+    if clip.caption.startswith(LABEL):  # the describer's, from before its facts were stored
+        return []
+    return sentences(clip.caption)
 
 
 def _screen_text(clips: list[ClipRow]) -> list[Candidate]:

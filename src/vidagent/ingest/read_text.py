@@ -44,11 +44,17 @@ A single straight edge across a cell is 1/32 = 0.031 of it and two are 0.062, so
 passes anything busier than a border; OCR of a frame costs 0.15-0.4 s, the gate about 1 ms.
 
 Per clip, ``ocr_text`` holds the distinct lines in first-seen order joined by newlines, compared
-case- and whitespace-insensitively.
+case- and whitespace-insensitively, and ``ocr_lines`` the same lines as JSON
+``[{"text", "t0", "t1"}, ...]`` with the time of the first and the last sampled frame each was
+read in (a frame found unchanged counts as showing the lines of the frame it reuses); both are
+written in one commit with the fingerprint, so a crash leaves a clip with both or neither. With
+one frame every ``1 / fps`` seconds, a line's true span starts up to one interval before ``t0``
+and ends up to one after ``t1``.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections import deque
 from collections.abc import Iterable
@@ -60,13 +66,13 @@ import numpy as np
 
 from vidagent.ingest.base import IngestContext, Stage, StageEstimate
 from vidagent.ingest.sampling import sample_clips
+from vidagent.library.schema import ClipRow, OcrLine
 from vidagent.media import probe
 
 if TYPE_CHECKING:
     from tqdm import tqdm
 
     from vidagent.config import Settings
-    from vidagent.library import ClipRow
     from vidagent.media import VideoInfo
     from vidagent.models.base import TextLine
     from vidagent.models.client import Client
@@ -93,6 +99,10 @@ _MAX_WAITING = 32
 _READS_AHEAD = 1
 
 
+#: A clip and the OCR slot of each of its sampled frames, with the frame's time.
+_Slots = tuple[ClipRow, list[tuple[float, int]]]
+
+
 def thumbnail(rgb: np.ndarray) -> np.ndarray:
     """The change-detection thumbnail of a frame.  # (H, W, 3) uint8 -> (36, 64) int16"""
     gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)  # (H, W) uint8
@@ -116,15 +126,19 @@ def text_likely(rgb: np.ndarray) -> bool:
     return float(cells.max()) > GATE_MAX_EDGES
 
 
-def merge_lines(frames: Iterable[list[TextLine]]) -> str:
-    """Distinct lines in first-seen order, one per line; case and spacing do not count."""
-    seen: dict[str, str] = {}
-    for lines in frames:
+def timed_lines(frames: Iterable[tuple[float, list[TextLine]]]) -> list[OcrLine]:
+    """The distinct lines of frames ``(t, lines)`` in time order, first seen first (case and
+    spacing do not count), each with the first and the last time it was read."""
+    seen: dict[str, OcrLine] = {}
+    for t, lines in frames:
         for line in lines:
             text = " ".join(line.text.split())
-            if text and text.casefold() not in seen:
-                seen[text.casefold()] = text
-    return "\n".join(seen.values())
+            key = text.casefold()
+            if key in seen:
+                seen[key] = seen[key]._replace(t1=t)
+            elif text:
+                seen[key] = OcrLine(text, t, t)
+    return list(seen.values())
 
 
 class _FrameReader:
@@ -190,7 +204,7 @@ class _FrameReader:
 
 
 class ReadText(Stage):
-    """OCR of sampled frames into ``ocr_text`` per clip.
+    """OCR of sampled frames into ``ocr_text`` and ``ocr_lines`` per clip.
 
     Args:
         fps: frames sampled per second.
@@ -225,11 +239,11 @@ class ReadText(Stage):
         batch = max(self.batch, client.capabilities.batch_size)
         with ThreadPoolExecutor(_READS_AHEAD + 1, thread_name_prefix="read_text") as readers:
             reader = _FrameReader(client, batch, readers, gate)
-            groups: deque[list[tuple[ClipRow, list[int]]]] = deque()  # clips read in order
-            waiting: list[tuple[ClipRow, list[int]]] = []
+            groups: deque[list[_Slots]] = deque()  # clips read in order
+            waiting: list[_Slots] = []
             sampled = sample_clips(probe(ctx.path), clips, self.fps, self.size, ctx.frames)
             for clip, frames in sampled:
-                waiting.append((clip, [reader.add(rgb) for _, rgb in frames]))
+                waiting.append((clip, [(t, reader.add(rgb)) for t, rgb in frames]))
                 if len(reader.queue) >= reader.batch or len(waiting) >= _MAX_WAITING:
                     reader.read_queue()
                     groups.append(waiting)
@@ -251,17 +265,23 @@ class ReadText(Stage):
         self,
         ctx: IngestContext,
         reader: _FrameReader,
-        groups: deque[list[tuple[ClipRow, list[int]]]],
+        groups: deque[list[_Slots]],
         fp: str,
         bar: tqdm,
     ) -> None:
         """Store the clips of the oldest read, once it is done."""
         reader.collect()
         for clip, slots in groups.popleft():
-            text = merge_lines(reader.lines[s] for s in dict.fromkeys(slots))
-            update = {"clip_index": clip.clip_index, "ocr_text": text, "ocr_model": fp}
+            lines = timed_lines((t, reader.lines[s]) for t, s in slots)
+            timed = [{"text": x.text, "t0": round(x.t0, 3), "t1": round(x.t1, 3)} for x in lines]
+            update = {
+                "clip_index": clip.clip_index,
+                "ocr_text": "\n".join(x.text for x in lines),
+                "ocr_lines": json.dumps(timed, ensure_ascii=False),
+                "ocr_model": fp,
+            }
             self.finished(ctx, update, bar)
-        reader.forget(s for group in groups for _, slots in group for s in slots)
+        reader.forget(s for group in groups for _, slots in group for _, s in slots)
 
     def frame_grid(self) -> tuple[float, int]:
         return self.fps, self.size

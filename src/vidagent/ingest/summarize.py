@@ -36,7 +36,8 @@ stage's note, so a truncated summary is never passed off as whole.
 The summary is redone only when its fingerprint (llm spec + prompt hash) or the captions change:
 ``inputs_hash`` hashes the caption lines it was made from. The digest's fingerprint is
 ``extractive|{embed spec}|{embed_text}|{DIGEST_VERSION}``; its ``inputs_hash`` covers the clips'
-captions, transcripts and on-screen text and the transcript segments.
+captions, the perception describer's facts, transcripts and on-screen text and the transcript
+segments.
 
 **Subject registry.** The caption stage leaves the registry ``S_N`` as the ``"registry"`` artefact.
 This stage adds each subject's ``temporal_spans`` (A.11 #2): the clips whose ``subjects`` name
@@ -78,8 +79,9 @@ MIN_BUDGET = 256
 LOCAL_REPLY = 512
 #: The context the estimate assumes of a local model (the llama.cpp default ``n_ctx``).
 LOCAL_CONTEXT = 8192
-#: Bumped when the digest's rules change, so stored digests are redone.
-DIGEST_VERSION = "digest1"
+#: Bumped when the digest's rules change, so stored digests are redone (digest2: shot sentences
+#: from the describer's stored facts, every sentence of another caption).
+DIGEST_VERSION = "digest2"
 
 
 def summary_method(settings: Settings) -> Literal["extractive", "model"]:
@@ -230,7 +232,7 @@ class Summarize(Stage):
             return text_hash(*map(str, caption_lines(clips)))
         segments = ctx.library.transcript(ctx.video.video_id)
         return text_hash(
-            *(f"{c.t0}|{c.t1}|{c.caption}|{c.transcript}|{c.ocr_text}" for c in clips),
+            *(f"{c.t0}|{c.t1}|{c.caption}|{c.facts}|{c.transcript}|{c.ocr_text}" for c in clips),
             *(f"{s.t0}|{s.t1}|{s.text}" for s in segments),
         )
 

@@ -21,6 +21,9 @@ Versions:
    ``"videoagent2:<n>s@<fps>fps"``) with a JSON string ``data``.
 2. ``summaries`` replaced by ``artifacts`` keyed by ``(video_id, kind, key)`` with a typed kind
    (:class:`~vidagent.library.schema.Artifact`); see :func:`summaries_to_artifacts`.
+3. ``clips`` gains ``ocr_lines`` (each OCR line with the times of the frames it was read in) and
+   ``facts`` (the perception describer's measurements beside its caption), filled with ``"[]"``
+   and ``"{}"``: "not recorded" (:mod:`vidagent.library.schema`); see :func:`add_clip_facts`.
 """
 
 from __future__ import annotations
@@ -37,9 +40,9 @@ import pyarrow as pa
 from pyarrow import fs as pafs
 
 from vidagent.exceptions import LibraryError, LibraryVersionError
-from vidagent.library.schema import Artifact, ArtifactKind
+from vidagent.library.schema import TABLES, Artifact, ArtifactKind
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MANIFEST = "manifest.json"
 
 
@@ -178,9 +181,35 @@ def summaries_to_artifacts(library: Upgradable) -> None:
     library.drop_table("summaries")
 
 
+#: The ``clips`` columns of version 3 and the value the rows before it get ("not recorded").
+CLIP_COLUMNS_V3 = {"ocr_lines": "[]", "facts": "{}"}
+
+
+def add_clip_facts(library: Upgradable) -> None:
+    """Version 2 -> 3: add ``ocr_lines`` and ``facts`` to ``clips``, every row ``"[]"`` / ``"{}"``.
+
+    No row is rewritten by hand: LanceDB adds the columns in one commit, then makes them
+    nullable as the current schema declares them (a literal's column starts ``not null``).
+    Safe to run again: each step is skipped once done (a rerun after either commit finds the
+    columns there, or nullable), and a Library with no ``clips`` table yet is left alone (the
+    table is created later with the current schema).
+    """
+    if not library.has_table("clips"):
+        return
+    table = library.table("clips")
+    have = set(table.schema.names)
+    missing = {name: value for name, value in CLIP_COLUMNS_V3.items() if name not in have}
+    if missing:
+        table.add_columns({name: f"'{value}'" for name, value in missing.items()})
+    declared = TABLES["clips"][0]
+    for name in CLIP_COLUMNS_V3:
+        if not table.schema.field(name).nullable and declared.field(name).nullable:
+            table.alter_columns({"path": name, "nullable": True})
+
+
 Migration = Callable[[Upgradable], None]
 #: version v -> function that upgrades a Library from v to v + 1
-MIGRATIONS: dict[int, Migration] = {1: summaries_to_artifacts}
+MIGRATIONS: dict[int, Migration] = {1: summaries_to_artifacts, 2: add_clip_facts}
 
 
 def migrate(library: Upgradable, manifest: Manifest, target: int | None = None) -> Manifest:

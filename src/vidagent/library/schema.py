@@ -2,13 +2,27 @@
 
 Dataclasses are the values code passes around; ``*_SCHEMA`` are what LanceDB stores. Keep the
 two in step: a new column needs a migration in :mod:`vidagent.library.manifest`.
+
+Structured columns are JSON strings (Lance has no schemaless column); each has a typed reader
+here, so no caller parses them by hand. Two of the ``clips`` columns came with schema version 3:
+
+- ``ocr_lines``: the distinct lines of ``ocr_text`` (same lines, same order) with the first and
+  last time of the sampled frames each was read in, ``[{"text", "t0", "t1"}, ...]``; a line read
+  in one frame has ``t0 == t1``. Written by the read_text stage in the same commit as
+  ``ocr_text``. ``"[]"`` beside a non-empty ``ocr_text`` means "not recorded" (OCR done before
+  version 3): :meth:`ClipRow.ocr_line_times` then gives each line the clip's bounds.
+- ``facts``: what the perception describer measured for its caption
+  (:class:`DescriberFacts`), written in the same commit as the caption. ``"{}"`` means none:
+  the caption is a vision-language model's, or the describer's from before version 3
+  (:meth:`ClipRow.describer_facts` returns None; re-indexing writes them, see
+  :mod:`vidagent.ingest.caption`).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Literal, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 import pyarrow as pa
 
@@ -43,12 +57,102 @@ class VideoRecord:
         return cls(**values)
 
 
+class OcrLine(NamedTuple):
+    """An on-screen line and the first and last time (seconds) of the frames it was read in."""
+
+    text: str
+    t0: float
+    t1: float
+
+
+@dataclass(frozen=True)
+class DescriberFacts:
+    """What the perception describer measured for one clip's caption (the ``facts`` column).
+
+    A field is None (or empty) when the describer did not measure it: ``people`` and ``faces``
+    when detection had not run, ``lines`` when OCR had not, ``speech`` when the clip was not
+    transcribed (or captions do not see transcripts), the picture fields when the clip had no
+    thumbnail. Every sentence here is a sentence of the caption, verbatim.
+
+    Attributes:
+        people: most people in view in one sampled frame (the count the caption states).
+        faces: most faces in view in one sampled frame.
+        objects: the same count for the detector's other labels (``{"dog": 1}``).
+        lines: the readable on-screen lines the caption quotes, in order.
+        colours: the picture's dominant named colours with their mean shares, largest first.
+        brightness: ``"dark"``, ``"dim"``, ``"mid"`` or ``"bright"``.
+        brightness_level: the mean grey level of the thumbnails, 0-1.
+        motion: ``"static"``, ``"little motion"``, ``"moderate motion"`` or ``"strong motion"``
+            (None: one thumbnail per shot, nothing to compare).
+        motion_level: the mean change between consecutive same-shot thumbnails, 0-1.
+        cuts: times (seconds) of the shot cuts inside the clip.
+        speech: the transcript the caption quotes (``""``: transcribed, nothing said).
+        picture: the whole-frame statistics sentence (``"Picture: mostly ..."``).
+        report: the caption's sentences that report something found (people seen, the picture,
+            the cuts), in caption order; not the label, the quotes of speech and on-screen text
+            (their own columns hold them) or sentences of absence ("No speech.").
+    """
+
+    people: int | None = None
+    faces: int | None = None
+    objects: dict[str, int] = field(default_factory=dict)
+    lines: tuple[str, ...] | None = None
+    colours: tuple[tuple[str, float], ...] = ()
+    brightness: str | None = None
+    brightness_level: float | None = None
+    motion: str | None = None
+    motion_level: float | None = None
+    cuts: tuple[float, ...] = ()
+    speech: str | None = None
+    picture: str = ""
+    report: tuple[str, ...] = ()
+
+    def to_json(self) -> str:
+        """The stored form: a JSON object of the measured fields only."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None or (f.name in _UNSET_WHEN_EMPTY and not value):
+                continue  # not measured
+            out[f.name] = [list(v) for v in value] if f.name == "colours" else value
+        return json.dumps(out, ensure_ascii=False, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> DescriberFacts | None:
+        """The facts of a stored ``facts`` value; None for ``"{}"`` (none recorded).
+
+        Keys this version does not know (a later one's facts) are left out.
+
+        Raises:
+            ValueError: ``text`` is not a JSON object.
+        """
+        data = json.loads(text or "{}")
+        if not isinstance(data, dict):  # a bad stored value, like json's own ValueError
+            raise ValueError(f"describer facts must be a JSON object, not {text[:40]!r}")  # noqa: TRY004
+        if not data:
+            return None
+        values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+        for key in ("lines", "cuts", "report"):
+            if key in values:
+                values[key] = tuple(values[key])
+        if "colours" in values:
+            values["colours"] = tuple((str(n), float(s)) for n, s in values["colours"])
+        return cls(**values)
+
+
+#: Facts stored only when the describer found something (an empty ``lines``, ``cuts`` or
+#: ``report`` is a measurement: none).
+_UNSET_WHEN_EMPTY = frozenset({"objects", "colours", "picture"})
+
+
 @dataclass(frozen=True)
 class ClipRow:
     """A uniform clip ``[t0, t1)`` and what the ingest stages found in it.
 
     Each stage's output sits beside the fingerprint of what produced it (``*_model``: the model
     spec, plus a prompt hash for prompted stages); an empty fingerprint means "not done yet".
+    ``ocr_lines`` and ``facts`` are JSON strings; read them with :meth:`ocr_line_times` and
+    :meth:`describer_facts` (module docstring).
     """
 
     video_id: str
@@ -57,10 +161,12 @@ class ClipRow:
     t1: float
     caption: str = ""
     caption_model: str = ""
+    facts: str = "{}"  # JSON object of DescriberFacts; "{}": none (a VLM's caption)
     subjects: str = "[]"  # JSON list of subject ids present in the clip
     transcript: str = ""
     transcript_model: str = ""
     ocr_text: str = ""
+    ocr_lines: str = "[]"  # JSON list of {"text", "t0", "t1"}, the lines of ocr_text
     ocr_model: str = ""
     detections: str = "[]"  # JSON list of {"t", "label", "box", "score"}
     detect_model: str = ""
@@ -68,6 +174,30 @@ class ClipRow:
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> ClipRow:
         return cls(**{f.name: row[f.name] for f in fields(cls)})
+
+    @property
+    def ocr_times_recorded(self) -> bool:
+        """Whether ``ocr_lines`` holds the lines' frame times (False: OCR ran before schema
+        version 3, and :meth:`ocr_line_times` gives the clip's bounds)."""
+        return self.ocr_lines not in ("", "[]") or not self.ocr_text.strip()
+
+    def ocr_line_times(self) -> list[OcrLine]:
+        """The clip's on-screen lines with the times of the frames they were read in, in the
+        order of ``ocr_text``; each line over the whole clip where those times are not
+        recorded."""
+        if not self.ocr_times_recorded:
+            lines = (" ".join(x.split()) for x in self.ocr_text.splitlines())
+            return [OcrLine(x, self.t0, self.t1) for x in lines if x]
+        return [
+            OcrLine(str(d["text"]), float(d["t0"]), float(d["t1"]))
+            for d in json.loads(self.ocr_lines or "[]")
+        ]
+
+    def describer_facts(self) -> DescriberFacts | None:
+        """What the perception describer measured for the caption; None when nothing is
+        recorded (a vision-language model's caption, or a describer's from before schema
+        version 3)."""
+        return DescriberFacts.from_json(self.facts)
 
 
 @dataclass(frozen=True)
@@ -226,6 +356,9 @@ CLIPS_SCHEMA = pa.schema(
         pa.field("ocr_model", pa.string()),
         pa.field("detections", pa.string()),
         pa.field("detect_model", pa.string()),
+        # Version 3 (last, where the migration adds them to an older Library's table):
+        pa.field("ocr_lines", pa.string()),
+        pa.field("facts", pa.string()),
     ]
 )
 

@@ -7,8 +7,9 @@ On-disk layout of a Library at ``<uri>`` (a directory, or an object-store URI)::
                              hashes, sampling settings (see manifest.py)
       .write.lock            local Libraries: the inter-process write lock (empty file)
       videos.lance/          one row per video: source, probe facts, per-stage status (JSON)
-      clips.lance/           one row per uniform clip: t0, t1, caption, transcript, OCR text,
-                             detections, subjects
+      clips.lance/           one row per uniform clip: t0, t1, caption (and the perception
+                             describer's facts), transcript, OCR text (and each line's frame
+                             times), detections, subjects (schema.py)
       frames.lance/          sampled frames as small JPEGs (one per 1/sample_fps seconds)
       shots.lance/           shot boundaries
       transcript.lance/      speech segments with word times

@@ -272,6 +272,13 @@ class Capabilities:
     vocabulary: frozenset[str] | None = None
     #: Labels whose detection score is an unbounded margin (HOG's SVM), not a probability.
     margin_labels: frozenset[str] = frozenset()
+    #: A model too small to reason (the embedded SmolLM2-135M): runs show it the index's
+    #: evidence first and refuse every repeated call; ingest writes extractive summaries and
+    #: builds no entity graph with it.
+    weak_reasoner: bool = False
+    #: Replies come from a test's script, not a model (``fake:``): nothing is asked of it that
+    #: the script did not plan (no frames looked at to check citations, no entity graph).
+    scripted: bool = False
 
 
 class Adapter:

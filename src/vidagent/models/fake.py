@@ -77,6 +77,7 @@ class FakeAdapter(Adapter):
         max_images=64,
         batch_size=64,
         local=True,
+        scripted=True,
     )
 
     def __init__(

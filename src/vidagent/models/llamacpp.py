@@ -29,6 +29,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vidagent.config import SMOKE_TEST_LLMS
 from vidagent.exceptions import ConfigError, ContextOverflowError, RequestRejectedError
 from vidagent.models.base import (
     Adapter,
@@ -108,7 +109,11 @@ class LlamaCppAdapter(Adapter):
             )
         self.path = path
         self.n_ctx: int = self.number("n_ctx", 8192, minimum=1)
-        self.capabilities = dataclasses.replace(type(self).capabilities, context_tokens=self.n_ctx)
+        self.capabilities = dataclasses.replace(
+            type(self).capabilities,
+            context_tokens=self.n_ctx,
+            weak_reasoner=f"llamacpp:{model}".startswith(SMOKE_TEST_LLMS),
+        )
         # llama-cpp-python defaults to half the cores, which halves speed on a small machine; more
         # threads than the free cores make its spinning threads wait for one another.
         self.fixed_threads: int = self.number("n_threads", 0)

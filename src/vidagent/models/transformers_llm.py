@@ -40,6 +40,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vidagent.config import SMOKE_TEST_LLMS
 from vidagent.exceptions import (
     BackendMissingError,
     ConfigError,
@@ -243,6 +244,7 @@ class TransformersChat(Adapter):
             type(self).capabilities,
             supports_json_schema=module_available("llguidance"),
             context_tokens=BUNDLED_CONTEXT.get(model),
+            weak_reasoner=f"transformers:{model}".startswith(SMOKE_TEST_LLMS),
         )
         self._model: Any = None
         self._tokenizer: Any = None

@@ -28,8 +28,8 @@
 | ``avi_core_protocol.txt`` | AVI, Fig. 9: the core protocol of every phase |
 | ``avi_retrieve.txt``, ``avi_perceive.txt``, ``avi_review.txt`` | AVI, Figs. 10, 11 and 12: each phase's instruction |
 | ``avi_tools.txt`` | AVI, Fig. 6: one line per tool, as the paper prints them (the strategy reads each tool's line out of it) |
-| ``verify_vision.txt`` | not in the papers: a vision model asked whether each cited span's frames show the answer (:mod:`vidagent.agents.verify`) |
-| ``critic.txt`` | not in the papers: the reviewer that checks an answer against its cited frames and text (:mod:`vidagent.agents.critic`) |
+| ``verify_vision.txt`` | not in the papers: a vision model asked whether each cited span's frames show the answer (:mod:`vidagent.agents.citations`) |
+| ``critic.txt`` | not in the papers: the reader that says of each cited moment whether it answers the question, and whether it agrees with the answer (:mod:`vidagent.agents.critic`) |
 | ``avi_global_explore.txt`` | not in the paper: global_explore_tool's query-focused summary over every caption (the paper names the tool only) |
 
 EEA's tables lost their placeholders' braces in the paper's text: the files put them back

@@ -28,7 +28,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from vidagent import __version__
+from vidagent._version import __version__
 from vidagent.app import Session
 from vidagent.app.limits import MAX_BODY_BYTES
 from vidagent.exceptions import (

@@ -13,8 +13,10 @@ question) in memory, and streams them to subscribers as they happen: a subscribe
 already happened, then each new event, then ``end``. So that a server running for weeks does
 not grow without end, only the newest :data:`KEEP_EVENTS` finished jobs keep all their events;
 older ones keep what their file keeps (an index job's last events) and their ``end``, and past
-:data:`KEEP_JOBS` finished jobs the oldest are forgotten, files included. Cancelling is cooperative: the work checks
-:meth:`Job.check` between stages or steps and stops there with :class:`JobCancelled`.
+:data:`KEEP_JOBS` finished jobs the oldest are forgotten, files included. Cancelling is
+cooperative: an index job's work calls :meth:`Job.check` between stages and stops there with
+:class:`JobCancelled`; a question's run is handed ``should_stop`` reading :attr:`Job.cancelled`,
+stops at its next step or model call, and its work then ends the job with :meth:`Job.check`.
 """
 
 from __future__ import annotations
@@ -123,6 +125,11 @@ class Job:
     @property
     def done(self) -> bool:
         return self.state in FINISHED
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether a cancel was asked for (by a client, or by the server stopping)."""
+        return self._cancel.is_set()
 
     def check(self) -> None:
         """Stop here if a cancel was asked for.

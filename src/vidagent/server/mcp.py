@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import Field, ValidationError
 
-from vidagent import __version__
+from vidagent._version import __version__
 from vidagent.app.limits import (
     MAX_OPTIONS,
     MAX_STAGES,
@@ -292,7 +292,7 @@ class Tools:
 
         refs = [self.roots.video(v, self.session) for v in videos]
         budget = Budget(steps=max_steps)
-        result = self.session.ask(
+        plan = self.session.plan_ask(
             refs,
             question,
             options=options or (),
@@ -300,6 +300,7 @@ class Tools:
             budget=budget,
             strategy_options={"abstain": abstain, "critic": critic},
         )
+        result = plan.run()
         trace = result.trace.path
         return result.to_json() | {"trace_id": trace.stem if trace else None}
 

@@ -22,7 +22,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from vidagent import __version__
+from vidagent._version import __version__
 from vidagent.app.limits import (
     MAX_STAGES,
     MAX_STEPS,
@@ -181,13 +181,25 @@ def search(body: SearchBody, request: Request) -> dict[str, Any]:
 
 @router.post("/ask", status_code=202)
 def ask(body: AskBody, request: Request) -> dict[str, Any]:
+    from vidagent.budget import Budget
+
     server = server_of(request)
-    # an unknown strategy is the request's fault: 400 now; None runs the default (the job's
-    # result carries the notice that says which and why)
-    strategy, _ = server.session.pick_strategy(body.strategy, body.task)
-    trace = server.session.trace_path(strategy).stem
-    params = body.model_dump() | {"videos": server.ask_refs(body.videos), "trace": trace}
-    job = server.jobs.submit("ask", params, server.ask_work)
+    videos = server.ask_refs(body.videos)
+    # the question is resolved once, here: an unknown strategy or option is the request's
+    # fault (400 now); None runs the default (the job's result carries the notice that says
+    # which and why); the job runs this plan
+    plan = server.session.plan_ask(
+        videos,
+        body.question,
+        options=body.options,
+        strategy=body.strategy,
+        budget=Budget(steps=body.max_steps) if body.max_steps else None,
+        task=body.task,
+        strategy_options={"abstain": body.abstain, "critic": body.critic},
+    )
+    assert plan.trace_path is not None  # trace=True: under the session's traces folder
+    trace = plan.trace_path.stem
+    job = server.start_ask(plan, body.model_dump() | {"videos": videos, "trace": trace})
     return {"job_id": job.job_id, "trace": trace}
 
 

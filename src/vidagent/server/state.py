@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vidagent.app import Session
+from vidagent.app import AskPlan, Session
 from vidagent.app.results import IndexReport, video_json
 from vidagent.exceptions import MediaNotFoundError
 from vidagent.server.jobs import Job, JobRegistry
@@ -98,32 +98,23 @@ class Server:
         report = IndexReport(path, result=result).to_json()
         return report | {"video": video_json(result.video)}
 
-    def ask_work(self, job: Job) -> dict[str, Any]:
-        """Answer ``job.params``'s question, each trace event emitted as it happens; a cancel
-        stops the run at its next event."""
-        from vidagent.app.results import GroundResult
-        from vidagent.budget import Budget
+    def start_ask(self, plan: AskPlan, params: dict[str, Any]) -> Job:
+        """A job running ``plan`` (resolved by the request, so nothing resolves it again);
+        ``params`` is what the job shows it was asked."""
+        return self.jobs.submit("ask", params, lambda job: self.ask_work(job, plan))
 
-        p = job.params
+    def ask_work(self, job: Job, plan: AskPlan) -> dict[str, Any]:
+        """Run ``plan``, each trace event emitted as it happens. A cancel stops the run at its
+        next check (``should_stop``: before a step or a model call), and the job ends cancelled;
+        the stream ends at the cancel, and what the run did after it (its answer, reason
+        ``stopped``) is in the trace file only."""
 
         def on_event(event: Any) -> None:
-            job.emit(event.kind, event.to_dict())
-            job.check()
+            if not job.cancelled:
+                job.emit(event.kind, event.to_dict())
 
-        budget = Budget(steps=p["max_steps"]) if p.get("max_steps") else None
-        result = self.session.ask(
-            p["videos"],
-            p["question"],
-            options=p["options"],
-            strategy=p["strategy"],
-            budget=budget,
-            trace=self.session.traces_folder / f"{p['trace']}.jsonl",
-            on_event=on_event,
-            task=p["task"],
-            strategy_options={k: p[k] for k in ("abstain", "critic") if k in p},
-        )
-        if p["task"] == "ground":
-            return GroundResult(result.trace, result.answer, result.notice).to_json()
+        result = plan.run(on_event=on_event, should_stop=lambda: job.cancelled)
+        job.check()  # cancelled: the job ends so (raising here, outside the run)
         return result.to_json()
 
     def ask_refs(self, refs: Sequence[str]) -> list[str]:

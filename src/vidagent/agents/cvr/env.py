@@ -108,14 +108,14 @@ class VideoEnvironment:
             video = CvrVideo(index, None, total_frames=len(files), has_audio=False)
             return Source(video, given, path=given.folder, files=files)
         assert given.video_id is not None
-        record = self.run.agent.index.video(given.video_id)
+        record = self.run.index.video(given.video_id)
         pieces = cvr_frames.clip_pieces(given.spans, record.duration)
         if not pieces:
             raise MediaError(
                 record.source,
                 f"the clip {list(given.spans)} lies outside the video ({record.duration:.1f}s)",
             )
-        summary = self.run.agent.index.global_summary(record.video_id) if self.use_index else ""
+        summary = self.run.index.global_summary(record.video_id) if self.use_index else ""
         length = sum(p.length for p in pieces)
         video = CvrVideo(
             index, round(length, 3), has_audio=record.has_audio, summary=summary or None
@@ -177,7 +177,7 @@ class VideoEnvironment:
 
     def observe(self, targets: Sequence[ObserveTarget], focus_prompt: str) -> str:
         """The visual agent's reply about the targets' frames (a child run)."""
-        client = self.run.agent.models.client("tool_vlm")
+        client = self.run.models.client("tool_vlm")
         limit = client.capabilities.max_images or sum(t.num_frames for t in targets)
         asked = [t.num_frames for t in targets]
         counts = asked if sum(asked) <= limit else cvr_frames.allocate(limit, asked)
@@ -263,7 +263,7 @@ class VideoEnvironment:
     def _speech(self, source: Source, src_a: float, src_b: float) -> list[cvr_audio.Speech]:
         if source.indexed_speech:
             assert source.given.video_id is not None
-            rows = self.run.agent.index.transcript(source.given.video_id, src_a, src_b)
+            rows = self.run.index.transcript(source.given.video_id, src_a, src_b)
             speech = [cvr_audio.Speech(r.t0, r.t1, r.text) for r in rows]
             return cvr_audio.in_window(speech, src_a, src_b)
         try:
@@ -272,7 +272,7 @@ class VideoEnvironment:
             return []
         except MediaError as e:
             raise CvrToolError(f"could not read the audio: {e}") from None
-        asr = self.run.agent.models.client("asr")
+        asr = self.run.models.client("asr")
         self.last_calls += 1
         return cvr_audio.transcribe_window(asr, audio, src_a, src_b)
 

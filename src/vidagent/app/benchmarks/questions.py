@@ -168,6 +168,7 @@ class QuestionRun:
             v = answer.verification
             row.update(
                 abstained=v.abstained,
+                unverified=v.unverified,
                 support=round(v.support, 3),
                 citations=[c.label for c in v.citations],
             )

@@ -452,7 +452,7 @@ class _Run:
     def _manifest(
         self, data: Path, split: str, limits: dict[str, int], workers: int
     ) -> RunManifest:
-        from vidagent import __version__
+        from vidagent._version import __version__
 
         c, s = self.config, self.settings
         dumped = s.model_dump(mode="json")

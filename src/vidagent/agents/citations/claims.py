@@ -1,0 +1,127 @@
+"""The claims an answer makes, and the key words a moment must say or show for each.
+
+For a multiple-choice question one claim: the question with the chosen option. Its key words
+are the option's content words that are not the question's (the question's own words are in
+the video whatever was chosen); when the question offers alternatives (``dark or brightly
+lit?``), also the option's words among them that no other option holds; and when another
+option holds all of these, the words, function words too, that only this option holds
+(``all`` tells ``All rights reserved`` from ``Some rights reserved``). For a free-form answer
+each sentence is a claim (its content words not in the question, all of them when that leaves
+none); for a grounding answer, the event described.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from vidagent.agents.citations.lexicon import Lexicon, lexicon_for
+from vidagent.agents.evidence import words as content_words
+from vidagent.agents.types import Claim
+
+if TYPE_CHECKING:
+    from vidagent.agents.types import Answer, Question
+
+SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
+TOKEN = re.compile(r"[a-z0-9]+")
+#: A question offering alternatives (``dark or brightly lit?``): its words may be the answer's.
+ALTERNATIVES = re.compile(r"\bor\b", re.IGNORECASE)
+#: A contraction of a function word (``don't``, ``you're``, ``we'll``): no content of its own.
+CONTRACTION = re.compile(r"\b[a-z]+'(?:t|re|ll|ve|d|m)\b", re.IGNORECASE)
+POSSESSIVE = re.compile(r"'s\b", re.IGNORECASE)
+
+
+def words(text: str) -> set[str]:
+    """The content words of ``text`` (:func:`vidagent.agents.evidence.words`), contractions
+    read whole: ``don't`` is no content word (not ``don`` and ``t``), ``narrator's`` is
+    ``narrator`` and ``it's`` is ``it``."""
+    plain = CONTRACTION.sub(" ", text.replace("\u2019", "'"))
+    return content_words(POSSESSIVE.sub("", plain))
+
+
+def tokens(text: str) -> set[str]:
+    """Every word of ``text``, lower-cased, function words too (``all``, ``some``, ``no``)."""
+    return set(TOKEN.findall(text.lower()))
+
+
+def held(text: str) -> set[str]:
+    """The words a piece of ``text`` holds, as key words are matched against it: its content
+    words and every word as written (a key word may be a function word)."""
+    return words(text) | tokens(text)
+
+
+def names_speech_or_text(question: str, lexicon: Lexicon) -> bool:
+    """Whether ``question`` names what is said or what is written (``What does the narrator
+    say…``, ``Which title is shown…``)."""
+    asked = tokens(question)
+    return bool(asked & (lexicon.said | lexicon.written))
+
+
+def asks_seen(question: str, lexicon: Lexicon) -> bool:
+    """Whether ``question`` asks how something looks (``What colour is the bus?``, ``What
+    does the woman carry?``)."""
+    return bool(tokens(question) & lexicon.seen)
+
+
+def about_picture(question: str, answer: str, lexicon: Lexicon) -> bool:
+    """Whether ``question`` asks about the picture itself: its content words outside the
+    answer's are all picture words (``Is the scene dark or brightly lit?``, not ``What colour
+    is the narrator's car?``)."""
+    return bool(lexicon.picture) and not (words(question) - words(answer) - lexicon.picture)
+
+
+def option_key_words(question: str, option: str, others: Sequence[str]) -> frozenset[str]:
+    """The words an option's moment must hold (module docstring)."""
+    asked, own = words(question), words(option)
+    key = own - asked
+    if ALTERNATIVES.search(question):
+        offered = set().union(*(words(o) for o in others)) if others else set()
+        key |= (own & asked) - offered
+    if key and any(key <= words(o) for o in others):
+        key |= tokens(option) - tokens(question) - set().union(*(tokens(o) for o in others))
+    return frozenset(key or own)
+
+
+def claims_of(question: Question, answer: Answer) -> tuple[Claim, ...]:
+    """The claims ``answer`` makes (module docstring)."""
+    lexicon = lexicon_for(question.text)
+    asked = words(question.text)
+    named = names_speech_or_text(question.text, lexicon)
+    seen = asks_seen(question.text, lexicon)
+    if question.task == "ground":
+        text = question.text.strip()
+        return (Claim(text, frozenset(asked), names_speech_or_text=named, asks_seen=seen),)
+    if question.options:
+        if answer.choice is None:  # no option named: the text is what is claimed
+            key = frozenset(words(answer.text) - asked)
+            text = f"{question.text.strip()} {answer.text.strip()}"
+            picture = about_picture(question.text, answer.text, lexicon)
+            return (Claim(text, key, picture, frozenset(asked), (), named, (), seen),)
+        option = question.options[answer.choice]
+        others = [o for i, o in enumerate(question.options) if i != answer.choice]
+        key = option_key_words(question.text, option, others)
+        rivals = tuple(
+            option_key_words(question.text, o, [x for x in question.options if x is not o])
+            for o in others
+        )
+        return (
+            Claim(
+                f"{question.text.strip()} {option.strip()}",
+                key,
+                about_picture(question.text, option, lexicon),
+                frozenset(asked - key),
+                rivals,
+                named,
+                tuple(others),
+                seen,
+            ),
+        )
+    found = []
+    for sentence in SENTENCE.split(answer.text.strip()):
+        sentence = sentence.strip()
+        if sentence and words(sentence):
+            own = frozenset(words(sentence) - asked or words(sentence))
+            picture = about_picture(question.text, sentence, lexicon)
+            found.append(Claim(sentence, own, picture, frozenset(asked - own), (), named, (), seen))
+    return tuple(found)

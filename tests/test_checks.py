@@ -1,0 +1,139 @@
+"""The test command fails when any of its checks fails, and the suite's helpers import cleanly.
+
+``scripts/test.sh`` runs in a copy of its folder in which every step it calls (setup, the clip
+fetch, ruff, ``ruff format``, mypy, mkdocs, pytest and the wheel check in the background) is a
+stub that records its call and fails when told to: each failure must end the command with a
+non-zero status, and nothing else may. What each real tool does on a real defect is shown in
+docs/development.md; the docs build's own failure is tested on real pages in test_docs.py.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: a stub step: records ``NAME ARGS`` and exits with the status given for NAME in $FAIL_<NAME>
+STUB = """#!/usr/bin/env bash
+name={name}
+[ "$name" = ruff ] && name=ruff-$1
+[ "$name" = python ] && name=$2
+echo "$name" >>"$STEPS"
+{extra}
+exit "$(printenv "FAIL_${{name//-/_}}" || echo 0)"
+"""
+
+# The wheel check runs in the background: it takes a while and leaves its pid, so a test can see
+# that a failing step stops it.
+WHEEL = 'sleep "${WHEEL_SECONDS:-0}" & echo $! >"$STEPS.sleep"; wait'
+
+STEPS = ["setup", "fetch-media", "ruff-check", "ruff-format", "mypy", "mkdocs", "pytest", "wheel"]
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    """A folder holding the real scripts/test.sh and a stub for every step it runs."""
+    repo = tmp_path / "repo"
+    (repo / "scripts").mkdir(parents=True)
+    (repo / ".venv" / "bin").mkdir(parents=True)
+    shutil.copy(ROOT / "scripts" / "test.sh", repo / "scripts" / "test.sh")
+    stubs = {
+        "scripts/setup.sh": ("setup", ""),
+        "scripts/fetch-media.sh": ("fetch-media", ""),
+        "scripts/check-wheel.sh": ("wheel", WHEEL),
+        ".venv/bin/ruff": ("ruff", ""),
+        ".venv/bin/mypy": ("mypy", ""),
+        ".venv/bin/mkdocs": ("mkdocs", ""),
+        ".venv/bin/python": ("python", ""),
+    }
+    for path, (name, extra) in stubs.items():
+        (repo / path).write_text(STUB.format(name=name, extra=extra))
+        (repo / path).chmod(0o755)
+    return repo
+
+
+def run(checkout: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    steps = checkout / "steps.log"
+    steps.unlink(missing_ok=True)
+    variables = {k: v for k, v in os.environ.items() if not k.startswith(("FAIL_", "TEST_"))}
+    variables |= {"STEPS": str(steps), **env}
+    done = subprocess.run(
+        ["bash", str(checkout / "scripts" / "test.sh")],
+        capture_output=True,
+        text=True,
+        env=variables,
+        timeout=60,
+        check=False,
+    )
+    return done, steps.read_text().split() if steps.exists() else []
+
+
+def test_every_step_runs_and_the_command_passes_when_all_pass(checkout: Path) -> None:
+    done, steps = run(checkout)
+    assert done.returncode == 0, done.stderr
+    assert sorted(steps) == sorted(STEPS)  # the wheel check runs beside the others
+    assert [s for s in steps if s != "wheel"] == [s for s in STEPS if s != "wheel"]
+
+
+@pytest.mark.parametrize("step", [s for s in STEPS if s != "fetch-media"])
+def test_a_failing_step_fails_the_command(checkout: Path, step: str) -> None:
+    done, steps = run(checkout, **{f"FAIL_{step.replace('-', '_')}": "1"})
+    assert done.returncode != 0, f"scripts/test.sh passed with {step} failing"
+    assert step in steps
+    if step == "wheel":
+        assert "the wheel check failed" in done.stderr
+
+
+def test_pytest_collecting_no_test_fails_the_command(checkout: Path) -> None:
+    done, _ = run(checkout, FAIL_pytest="5")  # pytest's status when it ran no test
+    assert done.returncode == 5
+
+
+def test_clips_that_cannot_be_fetched_are_said_and_fail_only_when_required(
+    checkout: Path,
+) -> None:
+    done, steps = run(checkout, FAIL_fetch_media="1")
+    assert done.returncode == 0 and "pytest" in steps
+    assert "real clips unavailable: their tests will skip" in done.stderr
+    required, steps = run(checkout, FAIL_fetch_media="1", TEST_REQUIRE_MEDIA="1")
+    assert required.returncode == 1 and "pytest" not in steps
+
+
+def test_a_failing_step_stops_the_wheel_check_in_the_background(checkout: Path) -> None:
+    done, _ = run(checkout, FAIL_ruff_check="1", WHEEL_SECONDS="60")
+    assert done.returncode != 0
+    pid = int((checkout / "steps.log.sleep").read_text())
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid), "the wheel check's process was left running"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return re.search(r"^State:\s+Z", status, re.MULTILINE) is None  # a zombie has ended
+
+
+def test_no_test_imports_a_conftest_module() -> None:
+    """pytest imports every tests/*/conftest.py as the one module ``conftest``: ``from conftest
+    import …`` gets whichever was imported last. Helpers live in modules of their own."""
+    importing = [
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "tests").rglob("*.py")
+        if re.search(
+            r"^\s*(from\s+[\w.]*conftest\s+import|import\s+[\w.]*conftest)",
+            path.read_text(),
+            re.MULTILINE,
+        )
+    ]
+    assert importing == []
