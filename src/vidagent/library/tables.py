@@ -131,6 +131,12 @@ class Tables:
             return 0
         return int(self._session.size_bytes)
 
+    def cache_entries(self) -> int:
+        """Entries held now by the LanceDB caches of this Library (approximate)."""
+        if "_db" not in self.__dict__:
+            return 0
+        return int(self._session.approx_num_items)
+
     @contextmanager
     def write_lock(self) -> Iterator[None]:
         """Hold the write lock (re-entrant) around a read and the write that depends on it.
