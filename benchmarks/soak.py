@@ -353,6 +353,9 @@ def main() -> int:
     parser.add_argument(
         "--lance-defaults", action="store_true", help="LanceDB's own cache bounds (see above)"
     )
+    parser.add_argument(
+        "--metadata-cache-mib", type=int, help="the server's library_metadata_cache_mib"
+    )
     parser.add_argument("--clients", type=int, default=6)
     parser.add_argument("--videos", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
@@ -368,7 +371,9 @@ def main() -> int:
     endpoint.start()
     with tempfile.TemporaryDirectory(prefix="vidagent-soak-") as tmp:
         clips = make_clips(Path(tmp) / "media", args.videos)
-        extra = LANCE_DEFAULTS if args.lance_defaults else {}
+        extra = dict(LANCE_DEFAULTS) if args.lance_defaults else {}
+        if args.metadata_cache_mib:
+            extra["VIDAGENT_LIBRARY_METADATA_CACHE_MIB"] = str(args.metadata_cache_mib)
         home, media = Path(tmp) / "home", Path(tmp) / "media"
         proc, base = start_server(home, media, endpoint.base_url, extra)
         started = time.monotonic()
@@ -444,7 +449,8 @@ def main() -> int:
         f"(limit {args.max_growth:+g}); after the final indexing {mib[-1]:.0f}"
     )
     print("  each minute of traffic: " + ", ".join(f"{m:.0f}" for m in mib[:traffic_samples:60]))
-    print(f"  LanceDB cache bounds: {'LanceDB defaults' if args.lance_defaults else 'vidagent'}")
+    bounds = "LanceDB's defaults" if args.lance_defaults else "vidagent's"
+    print(f"  LanceDB cache bounds: {bounds}; server settings {extra or 'default'}")
     print(f"5xx or dropped requests: {len(clients.errors)}")
     for line in clients.errors[:10]:
         print(f"  {line}")
