@@ -45,7 +45,7 @@ ENV_PREFIX = "VIDAGENT_"
 #: (6 GiB and 1 GiB) let a long-running server grow by each table version it reads until they
 #: fill; these hold a 1,000-hour Library's indexes and the current versions' metadata.
 LIBRARY_INDEX_CACHE_MIB = 256
-LIBRARY_METADATA_CACHE_MIB = 64
+LIBRARY_METADATA_CACHE_MIB = 32
 
 #: The embedded offline defaults (see DESIGN.md, "Models: roles and spec strings").
 #: The embedded smoke-test llm (SmolLM2-135M), on either runtime: it runs the pipeline offline,

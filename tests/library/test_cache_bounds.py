@@ -51,4 +51,4 @@ def test_the_settings_size_the_caches_of_the_sessions_library(
     assert (settings.library_index_cache_mib, settings.library_metadata_cache_mib) == (256, 2)
     with Session(settings) as session:
         assert session.library.tables.cache_mib == (256, 2)
-    assert Library(tmp_path / "other").tables.cache_mib == (256, 64)  # the defaults
+    assert Library(tmp_path / "other").tables.cache_mib == (256, 32)  # the defaults
