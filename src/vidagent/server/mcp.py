@@ -276,17 +276,24 @@ class Tools:
         ] = None,
         abstain: Annotated[
             Literal["auto", "never", "always-report"],
-            Field(description="auto: unsupported free-form answers become 'insufficient evidence'"),
+            Field(
+                description="auto: a free-form answer whose checked claims are found nowhere it "
+                "cites becomes 'insufficient evidence'"
+            ),
         ] = "auto",
         critic: Annotated[
             Literal["auto", "on", "off"],
-            Field(description="a reviewer checks the answer against its cited frames"),
+            Field(
+                description="a reader says of each cited moment whether it answers the "
+                "question (auto: with a vision model)"
+            ),
         ] = "auto",
     ) -> dict[str, Any]:
         """Answer a question about one or more videos with an agent. Returns the answer, its
         letter for a multiple-choice question, the evidence spans ``[video_id, start, end]`` in
-        seconds, each citation checked (``answer.citations``: label supported/weak/unsupported,
-        tightened ``t0``/``t1``, supporting text), whether it abstained, the run's totals,
+        seconds, each citation checked (``answer.citations``: label found/partial/not-found/
+        unchecked, the quote's ``t0``/``t1``, the quote), whether it abstained or is unverified,
+        the run's totals,
         ``notice`` (a line on the strategy that answered: without a model endpoint, that the
         agents need one), and ``trace_id`` (read ``vidagent://traces/{trace_id}``)."""
         from vidagent.budget import Budget
