@@ -95,6 +95,7 @@ class Tally:
     quote_held: int = 0
     found_right: int = 0
     inside: int = 0
+    words_inside: int = 0
     tight_len: list[float] = field(default_factory=list)
     answerable: int = 0
     unanswerable: int = 0
@@ -141,6 +142,12 @@ class Tally:
             if right and c.label == "found":
                 self.found_right += 1
                 self.inside += any(s0 <= c.t0 and c.t1 <= s1 for s0, s1 in q["spans"])
+                # the quoted words themselves: a spoken quote without its padding
+                from vidagent.agents.citations.check import PAD_SECONDS
+
+                pad = PAD_SECONDS if c.source == "speech" else 0.0
+                a, b = min(c.t0 + pad, c.t1), max(c.t1 - pad, c.t0)
+                self.words_inside += any(s0 <= a and b <= s1 for s0, s1 in q["spans"])
         if not abstained:
             self.kept += 1
             self.kept_right += right
@@ -155,7 +162,8 @@ class Tally:
         total = self.answerable + self.unanswerable
         return (
             f"| {name} | {share(self.quote_held, self.quoted)} | "
-            f"{share(self.inside, self.found_right)} | {mean(self.tight_len)} | "
+            f"{share(self.inside, self.found_right)} | "
+            f"{share(self.words_inside, self.found_right)} | {mean(self.tight_len)} | "
             f"{share(self.abstained_none, self.unanswerable)} "
             f"(+{self.unverified_none} unverified) | "
             f"{share(self.abstained_right, self.right)} | "
@@ -352,11 +360,12 @@ def main() -> None:
             )
     print(
         "| strategy | part | quote precision | right answers' found inside true span | "
-        "quote length s | abstain (unanswerable) | right answers withheld | "
+        "its words inside (no padding) | quote length s | abstain (unanswerable) | "
+        "right answers withheld | "
         "answerable abstained | selective accuracy | coverage | noted (wrong/right) | "
         "mean seconds |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, tallies in results.items():
         for part, tally in tallies.items():
             print(tally.row(f"{name} | {part}"))

@@ -203,6 +203,8 @@ def recall(got: list[list[tuple[str, int]]], truth: list[list[tuple[str, int]]])
 
 
 def main() -> None:
+    from vidagent.config import LIBRARY_INDEX_CACHE_MIB, LIBRARY_METADATA_CACHE_MIB
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--hours", type=float, default=1000.0)
     parser.add_argument("--videos", type=int, help="how many videos (default: one per hour)")
@@ -222,6 +224,8 @@ def main() -> None:
         help="also time the ANN search with these settings",
     )
     parser.add_argument("--dir", help="where to build (default: a temporary directory, deleted)")
+    parser.add_argument("--index-cache-mib", type=int, default=LIBRARY_INDEX_CACHE_MIB)
+    parser.add_argument("--metadata-cache-mib", type=int, default=LIBRARY_METADATA_CACHE_MIB)
     parser.add_argument("--json", dest="json_out", help="also write the figures to this file")
     args = parser.parse_args()
     args.videos = args.videos or max(1, round(args.hours))
@@ -235,7 +239,11 @@ def main() -> None:
     print(f"disk free at {root}: {shutil.disk_usage(root).free / 2**30:.0f} GiB")
     figures: dict[str, Any] = {"hours": args.hours, "videos": args.videos, "dim": args.dim}
     try:
-        lib = Library(root / "library")
+        lib = Library(
+            root / "library",
+            index_cache_mib=args.index_cache_mib,
+            metadata_cache_mib=args.metadata_cache_mib,
+        )
         rng = np.random.default_rng(1)
         topics = rng.standard_normal((4096, args.dim)).astype(np.float32)
         seconds, stored = build(lib, args, topics)
@@ -291,6 +299,13 @@ def main() -> None:
             name = f"nprobes {nprobes}, refine {refine} (recall {recall(more, truth):.3f})"
             report(f"across all, {name}", t)
         lib.set_index_policy(nprobes=default.nprobes, refine_factor=default.refine_factor)
+        # What LanceDB's caches hold after every query above: within the bounds, nothing the
+        # searches read again was evicted (the settings library_*_cache_mib).
+        figures["lance_cache_mib"] = lib.tables.cache_bytes() / 2**20
+        print(
+            f"  LanceDB caches after the searches: {figures['lance_cache_mib']:.1f} MiB "
+            f"(bounds: index {args.index_cache_mib} MiB, metadata {args.metadata_cache_mib} MiB)"
+        )
         figures["size_gib"] = lib.size_bytes() / 2**30
         figures["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
         figures["loadavg"] = os.getloadavg()

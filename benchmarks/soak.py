@@ -21,14 +21,22 @@ counted. After the traffic the faults stop, every clip is indexed once more (fin
 cancel or a failed request left) and the server is stopped with SIGTERM.
 
 Checks, printed as figures: requests by status (and each 5xx with its path: there must be
-none); the server's resident memory (VmRSS) after warm-up, at its peak and at the end; and the
+none); the server's resident memory (VmRSS) once every clip is indexed, at the end of the
+warm-up (the first ``--warmup`` minutes of traffic), at its peak after it and at the end, with
+the growth after the warm-up (at most ``--max-growth`` MiB, else the soak fails); and the
 Library against a clean index of the same clips made by ``vidagent index`` in a fresh home with
 the same specs and a fault-free endpoint: per video the clips (every column), frames, shots,
 transcript segments and clip vectors, with no row lost or duplicated. Ask-time caches
 (artefacts a strategy memoises) are not index rows and are not compared. Exit code 1 when a
 check fails.
 
-    .venv/bin/python benchmarks/soak.py [--minutes 3] [--clients 6] [--videos 4] [--seed 0]
+    .venv/bin/python benchmarks/soak.py [--minutes 3] [--warmup 1] [--clients 6] [--videos 4]
+        [--seed 0] [--max-growth 20] [--lance-defaults]
+    nice .venv/bin/python benchmarks/soak.py --minutes 30 --warmup 5   # the issue's soak
+
+``--lance-defaults`` runs the server with LanceDB's own cache bounds (6 GiB of index, 1 GiB
+of metadata) in place of vidagent's (``library_index_cache_mib``,
+``library_metadata_cache_mib``), to see the growth they bound.
 """
 
 from __future__ import annotations
@@ -111,6 +119,13 @@ def _reply(body: Any) -> dict[str, Any]:
         "function": {"name": name, "arguments": json.dumps(args)},
     }
     return completion("", tool_calls=[call])
+
+
+#: LanceDB's own cache bounds in MiB (index, metadata): what a connection gets without a session.
+LANCE_DEFAULTS = {
+    "VIDAGENT_LIBRARY_INDEX_CACHE_MIB": "6144",
+    "VIDAGENT_LIBRARY_METADATA_CACHE_MIB": "1024",
+}
 
 
 def environment(home: Path, endpoint: str) -> dict[str, str]:
@@ -303,14 +318,17 @@ def compare(got: dict[str, Any], want: dict[str, Any]) -> list[str]:
     return problems
 
 
-def start_server(home: Path, media: Path, endpoint: str) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    home: Path, media: Path, endpoint: str, extra: dict[str, str]
+) -> tuple[subprocess.Popen[bytes], str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     cmd = [sys.executable, "-m", "vidagent", "serve", "--host", "127.0.0.1", "--port", str(port)]
     cmd += ["--media-root", str(media)]
     log = (home.parent / "server.log").open("wb")  # a pipe nobody reads would fill and block
-    proc = subprocess.Popen(cmd, env=environment(home, endpoint), stderr=log, stdout=log)
+    env = environment(home, endpoint) | extra
+    proc = subprocess.Popen(cmd, env=env, stderr=log, stdout=log)
     log.close()
     base = f"http://127.0.0.1:{port}"
     for _ in range(600):
@@ -326,11 +344,24 @@ def start_server(home: Path, media: Path, endpoint: str) -> tuple[subprocess.Pop
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=3.0, help="traffic time (bounded: ≤ 30)")
+    parser.add_argument(
+        "--warmup", type=float, default=1.0, help="minutes of traffic before memory is judged"
+    )
+    parser.add_argument(
+        "--max-growth", type=float, default=20.0, help="MiB the memory may grow after warm-up"
+    )
+    parser.add_argument(
+        "--lance-defaults", action="store_true", help="LanceDB's own cache bounds (see above)"
+    )
+    parser.add_argument(
+        "--metadata-cache-mib", type=int, help="the server's library_metadata_cache_mib"
+    )
     parser.add_argument("--clients", type=int, default=6)
     parser.add_argument("--videos", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     minutes = min(max(args.minutes, 0.1), 30.0)
+    warmup = min(max(args.warmup, 0.0), minutes / 2)
 
     from faultserver import FaultServer
 
@@ -340,7 +371,11 @@ def main() -> int:
     endpoint.start()
     with tempfile.TemporaryDirectory(prefix="vidagent-soak-") as tmp:
         clips = make_clips(Path(tmp) / "media", args.videos)
-        proc, base = start_server(Path(tmp) / "home", Path(tmp) / "media", endpoint.base_url)
+        extra = dict(LANCE_DEFAULTS) if args.lance_defaults else {}
+        if args.metadata_cache_mib:
+            extra["VIDAGENT_LIBRARY_METADATA_CACHE_MIB"] = str(args.metadata_cache_mib)
+        home, media = Path(tmp) / "home", Path(tmp) / "media"
+        proc, base = start_server(home, media, endpoint.base_url, extra)
         started = time.monotonic()
         try:
             # Warm-up: every clip indexed once without faults, so the memory baseline holds
@@ -348,7 +383,7 @@ def main() -> int:
             for clip in clips:
                 httpx.post(f"{base}/api/videos", json={"path": clip.name}, timeout=60)
             wait_jobs(base)
-            rss = [rss_kib(proc.pid)]
+            rss = [rss_kib(proc.pid)]  # one a second from here
             sampling = threading.Event()
 
             def sample() -> None:
@@ -359,7 +394,9 @@ def main() -> int:
             sampler.start()
             model.faults.set()
             clients = Clients(base, clips, args.seed)
-            clients.run(args.clients, time.monotonic() + minutes * 60)
+            traffic = time.monotonic()
+            clients.run(args.clients, traffic + minutes * 60)
+            traffic_samples = len(rss)
             model.faults.clear()
             jobs = wait_jobs(base)
             for clip in clips:  # finish what a cancel or a failed request left
@@ -402,11 +439,18 @@ def main() -> int:
     print(f"endpoint replies: {dict(sorted(model.counts.items()))}")
     print(f"jobs during the soak: {dict(sorted(states.items()))}")
     mib = [r / 1024 for r in rss]
+    warm = min(round(warmup * 60), traffic_samples - 1)  # the sample at the warm-up's end
+    after = mib[warm:traffic_samples]
+    growth = after[-1] - after[0]
     print(
-        f"server memory (VmRSS, MiB): after warm-up {mib[0]:.0f}, peak {max(mib):.0f}, "
-        f"end {mib[-1]:.0f}, growth {mib[-1] - mib[0]:+.0f}; each minute "
-        + ", ".join(f"{m:.0f}" for m in mib[::60])
+        f"server memory (VmRSS, MiB): indexed {mib[0]:.0f}; after {warmup:g} min of warm-up "
+        f"{after[0]:.0f}; then peak {max(after):.0f}, end of traffic {after[-1]:.0f}: "
+        f"growth after warm-up {growth:+.1f} over {(len(after) - 1) / 60:.1f} min "
+        f"(limit {args.max_growth:+g}); after the final indexing {mib[-1]:.0f}"
     )
+    print("  each minute of traffic: " + ", ".join(f"{m:.0f}" for m in mib[:traffic_samples:60]))
+    bounds = "LanceDB's defaults" if args.lance_defaults else "vidagent's"
+    print(f"  LanceDB cache bounds: {bounds}; server settings {extra or 'default'}")
     print(f"5xx or dropped requests: {len(clients.errors)}")
     for line in clients.errors[:10]:
         print(f"  {line}")
@@ -417,7 +461,8 @@ def main() -> int:
     print(f"library vs clean index: {'identical' if not problems else '; '.join(problems)}")
     if failed_final:
         print(f"final index jobs not done: {[j['error'] for j in failed_final]}")
-    return 1 if clients.errors or problems or failed_final else 0
+    grew = growth > args.max_growth
+    return 1 if clients.errors or problems or failed_final or grew else 0
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ base=$(.venv/bin/python -c 'import sys; print(sys._base_executable)')
 "$base" -m venv "$work/venv"
 pip=("$work/venv/bin/python" -m pip --disable-pip-version-check -q --no-input)
 "${pip[@]}" install "torch==2.13.0"  # the CPU build first, as setup.sh does
-CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" "${pip[@]}" install "$root/$wheel[offline]"
+CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF}" "${pip[@]}" install "$root/$wheel[offline]"
 
 cd "$work"
 export VIDAGENT_HOME=$PWD/home HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1

@@ -34,8 +34,10 @@ if $quick; then
   exit 0
 fi
 
-# Portable llama.cpp build (no -march=native), so the cached wheel runs on any x86-64 CPU.
-export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
+# Portable llama.cpp build (no -march=native), so the cached wheel runs on any x86-64 CPU, and
+# without libmtmd (LLaVA-style image input, which vidagent never loads: llama-cpp-python imports
+# it only for its multimodal chat handlers): 51 of 178 objects, ~85 CPU-seconds of the build.
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF}"
 # The first run builds llama-cpp-python from source: say so, let pip show its progress, and
 # print the elapsed minutes while it runs, instead of minutes of silence.
 quiet=(-q)

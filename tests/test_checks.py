@@ -33,6 +33,9 @@ exit "$(printenv "FAIL_${{name//-/_}}" || echo 0)"
 # The wheel check runs in the background: it takes a while and leaves its pid, so a test can see
 # that a failing step stops it.
 WHEEL = 'sleep "${WHEEL_SECONDS:-0}" & echo $! >"$STEPS.sleep"; wait'
+# With $WAIT_WHEEL, ruff starts only once the wheel check is sleeping: on a busy machine a step
+# could otherwise fail before the background check had begun, and there would be nothing to stop.
+WAIT = '[ -n "${WAIT_WHEEL:-}" ] && while [ ! -s "$STEPS.sleep" ]; do sleep 0.05; done'
 
 STEPS = ["setup", "fetch-media", "ruff-check", "ruff-format", "mypy", "mkdocs", "pytest", "wheel"]
 
@@ -48,7 +51,7 @@ def checkout(tmp_path: Path) -> Path:
         "scripts/setup.sh": ("setup", ""),
         "scripts/fetch-media.sh": ("fetch-media", ""),
         "scripts/check-wheel.sh": ("wheel", WHEEL),
-        ".venv/bin/ruff": ("ruff", ""),
+        ".venv/bin/ruff": ("ruff", WAIT),
         ".venv/bin/mypy": ("mypy", ""),
         ".venv/bin/mkdocs": ("mkdocs", ""),
         ".venv/bin/python": ("python", ""),
@@ -107,7 +110,7 @@ def test_clips_that_cannot_be_fetched_are_said_and_fail_only_when_required(
 
 
 def test_a_failing_step_stops_the_wheel_check_in_the_background(checkout: Path) -> None:
-    done, _ = run(checkout, FAIL_ruff_check="1", WHEEL_SECONDS="60")
+    done, _ = run(checkout, FAIL_ruff_check="1", WHEEL_SECONDS="60", WAIT_WHEEL="1")
     assert done.returncode != 0
     pid = int((checkout / "steps.log.sleep").read_text())
     deadline = time.monotonic() + 10

@@ -66,7 +66,10 @@ def test_unit_rows_scales_to_length_one_and_keeps_zero_rows() -> None:
 
 #: Functions outside geometry.py whose names say they compute an overlap or a unit row, each
 #: allowed only as a named wrapper that calls geometry (an official scorer's own name).
-WRAPPERS = {("bench/tasks/videozerobench.py", "tiou")}
+WRAPPERS = {
+    ("bench/tasks/videozerobench.py", "tiou"),  # the official tiou_multi
+    ("bench/tasks/timelens.py", "spans_iou"),  # compute_metrics.py's or TimeLens2's IoU
+}
 GEOMETRY_NAME = re.compile(r"(^|_)(t?iou|iop|unit_rows|merge_intervals)$|^_unit$")
 
 

@@ -30,7 +30,7 @@ PACKAGE = Path(vidagent.__file__).parent
 #: bottom, so that no part reads it from the façade above it.
 RANKS: tuple[tuple[str, ...], ...] = (
     ("exceptions", "timecode", "roles", "geometry", "_version"),
-    ("budget", "trace", "plugins", "prompts"),
+    ("budget", "trace", "plugins", "prompts", "schemas"),
     ("specs",),
     ("config",),
     ("media",),

@@ -40,16 +40,18 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 ENV_PREFIX = "VIDAGENT_"
 
+#: LanceDB's caches of an open Library, in MiB (the settings ``library_index_cache_mib`` and
+#: ``library_metadata_cache_mib``; see :mod:`vidagent.library.tables`). LanceDB's own defaults
+#: (6 GiB and 1 GiB) let a long-running server grow by each table version it reads until they
+#: fill; these hold a 1,000-hour Library's indexes and the current versions' metadata.
+LIBRARY_INDEX_CACHE_MIB = 256
+LIBRARY_METADATA_CACHE_MIB = 32
+
 #: The embedded offline defaults (see DESIGN.md, "Models: roles and spec strings").
 #: The embedded smoke-test llm (SmolLM2-135M), on either runtime: it runs the pipeline offline,
 #: but too weak and too slow on a CPU for work that only a capable model makes worth its cost
 #: (AVI's entity graph).
 SMOKE_TEST_LLMS = ("llamacpp:smollm2", "transformers:smollm2")
-
-
-def is_smoke_test_llm(spec: str) -> bool:
-    """Whether ``spec`` names the embedded smoke-test llm (the SmolLM2 GGUF it ships)."""
-    return spec.startswith(SMOKE_TEST_LLMS)
 
 
 def embedded_llm() -> str:
@@ -152,6 +154,17 @@ class Settings(BaseModel):
     )
     sample_fps: float = Field(1.0, gt=0, description="frames per second kept as thumbnails")
     thumb_size: int = Field(320, ge=16, description="thumbnail longest side in pixels")
+
+    library_index_cache_mib: int = Field(
+        LIBRARY_INDEX_CACHE_MIB,
+        ge=1,
+        description="LanceDB's cache of index pages (ANN partitions, BTREE pages) per open Library",
+    )
+    library_metadata_cache_mib: int = Field(
+        LIBRARY_METADATA_CACHE_MIB,
+        ge=1,
+        description="LanceDB's cache of table metadata (manifests, fragments) per open Library",
+    )
 
     @field_validator(*ROLES)
     @classmethod

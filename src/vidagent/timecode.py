@@ -36,3 +36,39 @@ def parse_time(text: str) -> float:
     for p in parts:
         seconds = seconds * 60 + p
     return seconds
+
+
+def wall_clock(started_at: str, t: float) -> str:
+    """The ISO-8601 wall-clock time ``t`` seconds into a video recorded from ``started_at``
+    (an ISO-8601 time, with its offset where it has one); ``""`` when the start is unknown
+    (empty) or not an ISO-8601 time. Whole seconds unless ``t`` has a fraction."""
+    from datetime import datetime, timedelta
+
+    if not started_at:
+        return ""
+    try:
+        start = datetime.fromisoformat(started_at.replace("Z", "+00:00"))
+    except ValueError:
+        return ""
+    at = start + timedelta(seconds=max(0.0, t))
+    spec = "seconds" if at.microsecond == 0 else "milliseconds"
+    return at.isoformat(timespec=spec).replace("+00:00", "Z")
+
+
+def parse_wall_clock(text: str) -> str:
+    """An ISO-8601 date and time (``2026-05-01T09:30:00``, with ``Z`` or an offset where known)
+    in canonical form (``Z`` for UTC; a time without an offset is kept as local wall time).
+
+    Raises:
+        ValueError: not an ISO-8601 date and time; the message shows the form.
+    """
+    from datetime import datetime
+
+    try:
+        when = datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is not an ISO-8601 date and time; use e.g. 2026-05-01T09:30:00Z"
+        ) from None
+    spec = "seconds" if when.microsecond == 0 else "milliseconds"
+    return when.isoformat(timespec=spec).replace("+00:00", "Z")

@@ -249,7 +249,8 @@ def test_bench_run_with_the_baseline_writes_rows_without_an_llm(tmp_path: Path) 
     assert (summary.ran, summary.errors) == (2, 0)
     found = read_rows(out / "predictions.jsonl").values()
     # five embedding calls, one per option's search; the citation check embeds nothing, as the
-    # cited clips hold no text (the describer's caption is not read: its facts are)
+    # cited clips hold no text it could quote for a ball (the describer's caption is not read,
+    # and its whole-frame facts are read only for a claim about the picture itself)
     assert [(r["error"], r["steps"], r["model_calls"]) for r in found] == [(None, 1, 5)] * 2
 
 

@@ -14,7 +14,7 @@ from clirun import vidagent
 from scipy import stats
 
 from vidagent.app.benchmarks import RunConfig, run_benchmark
-from vidagent.bench.compare import compare_runs, mcnemar_exact, mean_difference
+from vidagent.bench.compare import compare_runs, mcnemar_exact, mean_difference, paired_interval
 from vidagent.exceptions import UserError
 from vidagent.models.base import ChatRequest
 from vidagent.models.fake import FakeAdapter
@@ -116,6 +116,24 @@ def test_mean_difference_is_scipys_paired_bootstrap() -> None:
     assert (d.low, d.high) == pytest.approx((expected.low, expected.high))
     assert d.low < d.diff < d.high and d.low > 1.0  # paired: far narrower than the spread of a
     assert d == mean_difference(a, b, resamples=2000, seed=7)  # seeded: the same twice
+
+
+def test_the_accuracy_interval_resamples_pairs_as_scipys_paired_bootstrap() -> None:
+    rng = np.random.default_rng(1)
+    a = (rng.random(80) < 0.5).astype(float)  # (80,) right or wrong, run A
+    b = (rng.random(80) < 0.65).astype(float)  # (80,) run B on the same questions
+    low, high = paired_interval(
+        80, lambda pick: [b[pick].mean() - a[pick].mean()], resamples=999, seed=5
+    )
+    expected = stats.bootstrap(
+        (a, b),
+        lambda x, y, axis: np.mean(y, axis=axis) - np.mean(x, axis=axis),
+        paired=True,
+        n_resamples=999,
+        method="percentile",
+        rng=np.random.default_rng(5),
+    ).confidence_interval
+    assert (low[0], high[0]) == pytest.approx((expected.low, expected.high))
 
 
 # -- two runs -----------------------------------------------------------------------------------

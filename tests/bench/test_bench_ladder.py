@@ -102,3 +102,20 @@ def test_cli_refuses_a_ladder_and_one_budget_together(tmp_path: Path, _isolated_
     args = ("bench", "run", "lvbench", "--data", str(tmp_path), "--frames", "32,128")
     result = vidagent(*args, "--max-frames", "64", home=_isolated_home)
     assert result.returncode != 0 and "not both" in result.stderr
+
+
+def test_cli_runs_a_ladder_into_one_folder(
+    ladder: Path, tmp_path: Path, _isolated_home: Path
+) -> None:
+    from benchkit import SPECS
+
+    env = {f"VIDAGENT_{k.upper()}": v for k, v in SPECS.items()}
+    env["VIDAGENT_LLM"] = "fake:echo?reply=B"
+    out = tmp_path / "cli-ladder"
+    args = ("bench", "run", "lvbench", "--data", str(ladder.parent / "data"), "--frames", "64,8")
+    result = vidagent(*args, "--out", str(out), "-q", "--json", home=_isolated_home, env=env)
+    assert result.returncode == 0, result.stderr
+    summaries = json.loads(result.stdout)
+    assert [Path(s["out"]).name for s in summaries] == ["frames-8", "frames-64"]
+    assert all(s["questions"] == 3 for s in summaries)
+    assert json.loads((out / "ladder.json").read_text())["frames"] == [8, 64]

@@ -184,3 +184,30 @@ def test_random_files_score_as_compute_metrics(tmp_path: Path) -> None:
         assert scores.overall.score == pytest.approx(want.pop("mIoU")), doc
         got = {k: v for k, v in scores.extra.items() if k.startswith("R@1")}
         assert got == pytest.approx(want), doc
+
+
+def test_several_predicted_spans_score_as_timelens2_does(tmp_path: Path) -> None:
+    """TimeLens2's multi-span IoU: the predicted spans merged, the time shared with the gold span
+    over the time either covers; one span in a list scores as that span."""
+    loaded = timelens.load(SAMPLE)
+    gold = {s.id: s.answer for s in loaded.samples}
+    (g0, g1), (h0, h1) = gold["3MSZA_0"], gold["3MSZA_1"]
+    length = g1 - g0
+    preds = {
+        "3MSZA_0": [[g0, (g0 + g1) / 2], [(g0 + g1) / 2 - 0.5, g1]],  # two overlapping halves: 1
+        "3MSZA_1": [[h0, h1], [h1 + 10, h1 + 20]],  # the gold span and 10 s elsewhere
+    }
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps(preds))
+    outcomes = timelens.score(loaded.samples, timelens.read_predictions(path, loaded.samples))
+    iou = {o.id: o.earned for o in outcomes if o.answered}
+    assert iou["3MSZA_0"] == pytest.approx(1.0)  # the first pair alone would give about 0.5
+    assert iou["3MSZA_1"] == pytest.approx((h1 - h0) / (h1 - h0 + 10))
+    single = tmp_path / "one.json"
+    single.write_text(json.dumps({"3MSZA_0": [[g0, g0 + length / 2]]}))
+    (one,) = [
+        o
+        for o in timelens.score(loaded.samples, timelens.read_predictions(single, loaded.samples))
+        if o.answered
+    ]
+    assert one.earned == pytest.approx(0.5)

@@ -1,6 +1,6 @@
 """The global summary with the embedded smoke-test llm: an extractive digest of the index.
 
-The llm spec names the embedded SmolLM2 (so ``is_smoke_test_llm`` holds), but the hub is given
+The llm spec names the embedded SmolLM2 (a weak reasoner, as its adapter declares), but the hub is given
 explicit adapters: no GGUF is loaded, and the llm raises if the digest ever calls it.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from tqdm import tqdm
 
-from vidagent.config import is_smoke_test_llm, load_settings
+from vidagent.config import load_settings
 from vidagent.ingest.base import IngestContext
 from vidagent.ingest.caption import Caption
 from vidagent.ingest.digest import (
@@ -35,6 +35,7 @@ from vidagent.models.base import ChatRequest
 from vidagent.models.client import Models
 from vidagent.models.fake import FakeAdapter
 from vidagent.models.perception import LABEL, PerceptionDescriber
+from vidagent.models.registry import declared_capabilities
 from vidagent.prompts import load_prompt
 
 SMOKE = "llamacpp:smollm2-135m"
@@ -154,7 +155,7 @@ def digest_lines(text: str) -> list[tuple[str, str]]:
 @pytest.fixture
 def ctx(tmp_path: Path, small_video: Path) -> IngestContext:
     context = make_ctx(Library(tmp_path / "lib"), small_video)
-    assert is_smoke_test_llm(context.settings.spec("llm"))
+    assert declared_capabilities(context.settings.spec("llm"), "llm").weak_reasoner
     indexed(context)
     return context
 

@@ -1,5 +1,6 @@
 """Schema migrations: 1 -> 2, the ``summaries`` table becomes typed ``artifacts``; 2 -> 3, clips
-gain ``ocr_lines`` and ``facts``; 3 -> 4, transcript segments gain ``speaker``.
+gain ``ocr_lines`` and ``facts``; 3 -> 4, videos gain ``recorded_at``; 4 -> 5, transcript
+segments gain ``speaker``.
 
 Old Libraries are written by hand with the table definitions of their version frozen below, so
 the tests keep meaning "a Library an older vidagent wrote" whatever the current schema becomes.
@@ -20,7 +21,12 @@ import pytest
 
 from vidagent.library import ClipRow, Library
 from vidagent.library import manifest as manifest_mod
-from vidagent.library.schema import CLIPS_SCHEMA, TRANSCRIPT_SCHEMA, TranscriptSegment
+from vidagent.library.schema import (
+    CLIPS_SCHEMA,
+    TRANSCRIPT_SCHEMA,
+    VIDEOS_SCHEMA,
+    TranscriptSegment,
+)
 
 # -- version 1, as vidagent 0.1 wrote it --------------------------------------------------------
 
@@ -177,6 +183,7 @@ def assert_migrated(root: Path) -> None:
     for vid in ("v1", "v2"):
         assert [c.caption for c in lib.clips(vid)] == [f"{vid} clip 0", f"{vid} clip 1"]
         assert {(c.ocr_lines, c.facts) for c in lib.clips(vid)} == {("[]", "{}")}  # version 3
+        assert lib.get_video(vid).recorded_at == ""  # version 4: not known
     rows = lib.table("artifacts").to_arrow().to_pylist()
     keys = Counter((r["video_id"], r["kind"], r["key"]) for r in rows)
     assert keys == Counter(list(EXPECTED))  # every row, each exactly once
@@ -347,9 +354,44 @@ def test_a_version_2_library_without_clips_is_migrated(tmp_path: Path) -> None:
     assert lib.clips("v1")[0].ocr_line_times() == [("A", 0.0, 5.0)]
 
 
-# -- version 3 -> 4 -------------------------------------------------------------------------------
+def write_v3_library(root: Path) -> None:
+    """Version 3: the current tables but ``videos`` without ``recorded_at``."""
+    db = lancedb.connect(root)
+    v3 = pa.schema([f for f in VIDEOS_SCHEMA if f.name != "recorded_at"])
+    db.create_table("videos", data=pa.Table.from_pylist([video_row("v1", "2026-01-01")], schema=v3))
+    manifest = {"schema_version": 3, "created_at": "2026-01-01T00:00:00+00:00"}
+    (root / "manifest.json").write_text(json.dumps(manifest))
 
-V3_TRANSCRIPT_SCHEMA = pa.schema(
+
+def test_a_version_3_library_gains_recorded_at_and_takes_a_recording_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    root = tmp_path / "lib"
+    write_v3_library(root)
+
+    def killed(self: object, *args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    # killed after the column was added, before it was made nullable: the next open completes
+    monkeypatch.setattr(lancedb.table.LanceTable, "alter_columns", killed)
+    with pytest.raises(KeyboardInterrupt):
+        Library(root)
+    monkeypatch.undo()
+    assert disk_version(root) == 3
+    for _ in range(2):  # opening again changes nothing
+        lib = Library(root)
+        assert lib.manifest.schema_version == manifest_mod.SCHEMA_VERSION == disk_version(root)
+        assert lib.get_video("v1").recorded_at == ""
+        assert lib.table("videos").schema == VIDEOS_SCHEMA.remove_metadata()
+    lib.put_video(replace(lib.get_video("v1"), recorded_at="2026-05-01T09:30:00Z"))
+    assert Library(root).get_video("v1").recorded_at == "2026-05-01T09:30:00Z"
+
+
+# -- version 4 -> 5 -------------------------------------------------------------------------------
+
+V4_TRANSCRIPT_SCHEMA = pa.schema(
     [
         pa.field("video_id", pa.string(), nullable=False),
         pa.field("segment_index", pa.int32(), nullable=False),
@@ -360,7 +402,7 @@ V3_TRANSCRIPT_SCHEMA = pa.schema(
         pa.field("model", pa.string()),
     ]
 )
-V3_TRANSCRIPT = [
+V4_TRANSCRIPT = [
     {
         "video_id": "v1",
         "segment_index": i,
@@ -374,23 +416,26 @@ V3_TRANSCRIPT = [
 ]
 
 
-def write_v3_library(root: Path) -> None:
+def write_v4_library(root: Path) -> None:
+    """Version 4: the current tables but ``transcript`` without ``speaker``."""
     db = lancedb.connect(root)
-    db.create_table("videos", data=pa.Table.from_pylist([video_row("v1", "2026-01-01")]))
     db.create_table(
-        "transcript", data=pa.Table.from_pylist(V3_TRANSCRIPT, schema=V3_TRANSCRIPT_SCHEMA)
+        "videos", data=pa.Table.from_pylist([video_row("v1", "2026-01-01")], schema=VIDEOS_SCHEMA)
     )
-    manifest = {"schema_version": 3, "created_at": "2026-01-01T00:00:00+00:00"}
+    db.create_table(
+        "transcript", data=pa.Table.from_pylist(V4_TRANSCRIPT, schema=V4_TRANSCRIPT_SCHEMA)
+    )
+    manifest = {"schema_version": 4, "created_at": "2026-01-01T00:00:00+00:00"}
     (root / "manifest.json").write_text(json.dumps(manifest))
 
 
-def assert_v3_migrated(root: Path) -> None:
+def assert_v4_migrated(root: Path) -> None:
     lib = Library(root)
-    assert lib.manifest.schema_version == 4 == disk_version(root)
+    assert lib.manifest.schema_version == 5 == disk_version(root)
     segments = lib.transcript("v1")
     assert [s.segment_index for s in segments] == [0, 1, 2]  # no row lost, none twice
     assert [{k: v for k, v in s.__dict__.items() if k != "speaker"} for s in segments] == (
-        V3_TRANSCRIPT
+        V4_TRANSCRIPT
     )
     assert {s.speaker for s in segments} == {""}  # not labelled
     assert lib.table("transcript").schema == TRANSCRIPT_SCHEMA.remove_metadata()
@@ -401,18 +446,18 @@ def assert_v3_migrated(root: Path) -> None:
     lib.put_transcript("v1", segments)
 
 
-def test_a_version_3_library_gains_the_speaker_column(tmp_path: Path) -> None:
+def test_a_version_4_library_gains_the_speaker_column(tmp_path: Path) -> None:
     root = tmp_path / "lib"
-    write_v3_library(root)
-    assert_v3_migrated(root)
-    assert_v3_migrated(root)  # opening again changes nothing
+    write_v4_library(root)
+    assert_v4_migrated(root)
+    assert_v4_migrated(root)  # opening again changes nothing
 
 
-def test_a_version_3_migration_killed_between_its_commits_completes(
+def test_a_version_4_migration_killed_between_its_commits_completes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = tmp_path / "lib"
-    write_v3_library(root)
+    write_v4_library(root)
 
     def killed(self: object, *args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
@@ -421,9 +466,9 @@ def test_a_version_3_migration_killed_between_its_commits_completes(
     with pytest.raises(KeyboardInterrupt):
         Library(root)
     monkeypatch.undo()
-    assert disk_version(root) == 3
+    assert disk_version(root) == 4
     assert "speaker" in lancedb.connect(root).open_table("transcript").schema.names
-    assert_v3_migrated(root)
+    assert_v4_migrated(root)
 
 
 def test_the_current_version_has_a_migration_from_every_older_one() -> None:

@@ -226,3 +226,34 @@ def test_a_streamed_reply_looping_on_a_short_unit_is_cut_and_generation_stops(
     hello = client.chat(ordinary)
     assert hello.text.strip() and hello.finish_reason in ("stop", "length")
     client.close()
+
+
+def test_the_reader_reads_the_cited_moments_in_one_call_over_http(
+    base_url: str, settings: Settings
+) -> None:
+    # The critic's protocol against a real endpoint: a text reader (images=0) is sent the
+    # quotes of the cited moments in one request, its tokens are counted, and whatever the
+    # small model replies is read without error (its verdicts, when it gives them, are one of
+    # the two the reply format allows).
+    from vidagent.agents.critic import review
+    from vidagent.agents.looker import FrameLooker
+    from vidagent.agents.types import Answer, Question, Verification
+    from vidagent.budget import Budget, Meter
+    from vidagent.trace import Citation
+
+    client = _client(base_url, settings, "smollm2", images="0")
+    assert not client.capabilities.supports_images
+    said = Citation("v", 5.5, 6.8, [4.0, 8.0], "found", 1.0, "speech", "totally free", 0)
+    elsewhere = Citation("v", 0.0, 4.0, [0.0, 4.0], "not-found", 0.0)
+    answer = Answer("B", choice=1, verification=Verification(citations=(said, elsewhere)))
+    question = Question("How much does a license cost?", ("v",), ("ten dollars", "totally free"))
+    meter = Meter(Budget())
+    looker = FrameLooker(client, index=None, meter=meter)  # type: ignore[arg-type]
+    reviewed = review(question, answer, looker)
+    (record,) = client.ledger.records()
+    assert record.error is None and record.input_tokens > 100 and record.output_tokens > 0
+    assert meter.frames == 0  # a text reader is shown no frames
+    assert reviewed.verdict in ("agree", "disagree", "none")
+    assert set(reviewed.moments) <= {1, 2}
+    assert set(reviewed.moments.values()) <= {"answers", "does-not-answer"}
+    client.close()

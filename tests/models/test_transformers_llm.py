@@ -111,9 +111,10 @@ def test_without_llama_cpp_the_embedded_llm_runs_on_transformers() -> None:
         "import importlib.util as u, sys\n"
         "real = u.find_spec\n"
         "u.find_spec = lambda name, *a: None if name == 'llama_cpp' else real(name, *a)\n"
-        "from vidagent.config import DEFAULT_SPECS, is_smoke_test_llm, load_settings\n"
+        "from vidagent.config import DEFAULT_SPECS, load_settings\n"
+        "from vidagent.models.registry import declared_capabilities\n"
         "spec = load_settings().spec('llm')\n"
-        "print(spec, is_smoke_test_llm(spec), DEFAULT_SPECS['llm'] == spec)\n"
+        "print(spec, declared_capabilities(spec, 'llm').weak_reasoner, DEFAULT_SPECS['llm'] == spec)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120

@@ -93,3 +93,55 @@ def test_the_prompt_files_named_here_exist_and_nothing_else_is_claimed() -> None
     assert set(PAPER_PROMPTS) <= names
     ours = {"cvr_master_generic.txt", "avi_global_explore.txt", "vlm_boxes.txt"}
     assert not ours & set(PAPER_PROMPTS)
+
+
+#: Slots the papers' texts glue to the next word, kept in the files as the paper prints them
+#: (the hashes above pin them): PDF extraction lost the space. ``vidagent.train.scripts.fill``
+#: puts it back, so no filled prompt reads "Option Cis the ONLY".
+GLUED_IN_PAPER: dict[str, list[str]] = {
+    "cvr_script_bu.txt": ["<num_correct>Videos"],
+    "cvr_script_cc.txt": ["<config_letter>is"],
+    "cvr_script_fsa.txt": ["<num_steps>Distinct"],
+    "cvr_script_moc.txt": ["<duration>seconds"],
+    "cvr_script_msr.txt": ["<duration>seconds"],
+    "cvr_script_pi.txt": ["<gap_duration>seconds"],
+    "cvr_script_pss.txt": ["<num_steps>Distinct", "<num_steps>phases"],
+}
+SLOT = r"(?:<[a-z_]+>|\{[a-z_]+\})"
+#: A slot glued to a word: a word character before it, or two letters after it (one letter after
+#: a slot is a unit, as in "(0s to <duration>s)").
+GLUED = re.compile(rf"\w{SLOT}|{SLOT}[A-Za-z]{{2,}}")
+
+
+def test_every_slot_glued_to_a_word_in_a_prompt_file_is_the_papers_and_listed() -> None:
+    found = {}
+    for entry in files("vidagent.prompts").iterdir():
+        if entry.name.endswith(".txt"):
+            glued = GLUED.findall(entry.read_text(encoding="utf-8"))
+            if glued:
+                found[entry.name] = sorted(glued)
+    assert found == {k: sorted(v) for k, v in GLUED_IN_PAPER.items()}
+    for name, pieces in GLUED_IN_PAPER.items():
+        paper = PAPERS / f"{PAPER_PROMPTS[name][0]}.txt"
+        if paper.is_file():  # the paper prints them glued: kept on purpose, not ours
+            text = paper.read_text(encoding="utf-8")
+            assert all(piece in text for piece in pieces), name
+
+
+@pytest.mark.parametrize("name", sorted(GLUED_IN_PAPER))
+def test_filled_prompts_have_no_word_glued_to_a_value(name: str) -> None:
+    from vidagent.train.scripts import fill
+
+    template = files("vidagent.prompts").joinpath(name).read_text(encoding="utf-8")
+    slots = set(re.findall(r"<([a-z_]+)>", template))
+    filled = fill(template, {slot: "⟨v⟩" for slot in slots})  # a value with no word characters
+    assert not re.search(r"⟩[A-Za-z]{2}|\w⟨", filled), name
+
+
+def test_the_filled_cc_prompt_reads_as_english() -> None:
+    from vidagent.train.scripts import synthesis_prompt
+    from vidagent.train.slots import config
+
+    prompt = synthesis_prompt("CC", config("CC", 0))
+    letter = re.search(r"Option (\w) is the ONLY", prompt)
+    assert letter is not None and f"Option {letter[1]}is" not in prompt

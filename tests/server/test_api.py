@@ -291,6 +291,29 @@ def test_traces_list_fetch_and_replay(live_server: Any) -> None:
     assert httpx.get(f"{live.url}/api/traces/..%2F..%2Fsecret").status_code == 404
 
 
+def test_an_answers_evidence_downloads_as_a_zip(live_server: Any) -> None:
+    import io
+    import zipfile
+
+    import jsonschema
+
+    from vidagent.app.export import export_schema
+
+    live = live_server()
+    vid = httpx.get(f"{live.url}/api/videos").json()["videos"][0]["video_id"]
+    r = httpx.post(f"{live.url}/api/ask", json={"videos": [vid], "question": "Which text?"})
+    wait_job(live.url, r.json()["job_id"])
+    got = httpx.get(f"{live.url}/api/traces/{r.json()['trace']}/export", timeout=60)
+    assert got.status_code == 200 and got.headers["content-type"] == "application/zip"
+    name = f"{r.json()['trace']}-evidence"
+    assert f'filename="{name}.zip"' in got.headers["content-disposition"]
+    bundle = zipfile.ZipFile(io.BytesIO(got.content))
+    index = json.loads(bundle.read(f"{name}/index.json"))
+    jsonschema.validate(index, export_schema())
+    assert index["question"] == "Which text?" and f"{name}/timeline.md" in bundle.namelist()
+    assert httpx.get(f"{live.url}/api/traces/nope/export").status_code == 404
+
+
 def test_without_a_model_endpoint_retrieval_answers_by_default_and_says_so(
     api_settings: Settings, media: Path
 ) -> None:

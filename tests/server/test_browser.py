@@ -12,6 +12,7 @@ is written to the test's ``tmp_path``; with ``UPDATE_SCREENSHOTS=1`` they are al
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -206,6 +207,26 @@ def screenshot(driver: Any, tmp_path: Path, name: str) -> None:
             small.save(SCREENSHOTS / path.name, optimize=True)
 
 
+def check_bundle(data: bytes, question: str) -> None:
+    """A downloaded evidence zip: its index.json valid against the shipped schema, naming the
+    question, with a clip for each citation."""
+    import io
+    import zipfile
+
+    import jsonschema
+
+    from vidagent.app.export import export_schema
+
+    bundle = zipfile.ZipFile(io.BytesIO(data))
+    (index_name,) = [n for n in bundle.namelist() if n.endswith("/index.json")]
+    index = json.loads(bundle.read(index_name))
+    jsonschema.validate(index, export_schema())
+    assert index["question"] == question and index["citations"]
+    folder = index_name.removesuffix("index.json")
+    assert all(c["clip"] for c in index["citations"]), [c["error"] for c in index["citations"]]
+    assert all(folder + c["clip"] in bundle.namelist() for c in index["citations"])
+
+
 def open_page(driver: Any, served: Served, page: str) -> None:
     """A page with the token given once in its URL (the pages keep it for the API calls)."""
     sep = "&" if "?" in page else "?"
@@ -297,6 +318,44 @@ def test_the_clip_table_says_who_speaks(served: Served, browser: Any, tmp_path: 
         library.delete_artifacts(served.video_id, "speakers", ["names"])
 
 
+def test_a_summary_time_plays_the_moment_and_times_read_as_wall_clock(
+    served: Served, browser: Any, tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
+    from vidagent.library.schema import Artifact
+
+    library = Library(load_settings({"home": str(served.home)}, env={}).library_uri)
+    summary = library.artifact(served.video_id, "summary", "global")
+    record = library.get_video(served.video_id)
+    assert summary is not None
+    written = "[00:01] A blue picture. At 0:00:07 text appears; [99:00] is past the end."
+    library.put_artifact(Artifact(served.video_id, "summary", "global", text=written))
+    library.put_video(replace(record, recorded_at="2026-05-01T09:30:00Z"))
+    try:
+        open_page(browser, served, f"video.html?id={served.video_id}")
+        walls = wait_for(browser, lambda d: css(d, "#clips td.time .wall"), "the clips' wall times")
+        assert [w.text for w in walls] == [
+            "2026-05-01T09:30:00Z",
+            "2026-05-01T09:30:05Z",
+            "2026-05-01T09:30:10Z",
+        ]
+        assert "recorded 2026-05-01T09:30:00Z" in browser.find_element("css selector", "#meta").text
+        links = wait_for(browser, lambda d: css(d, "#summary a.time-link"), "the summary's times")
+        assert [a.text for a in links] == ["[00:01]", "0:00:07"]  # 99:00 is past the end
+        assert "[99:00] is past the end." in browser.find_element("css selector", "#summary").text
+        links[1].click()
+
+        def seeked(d: Any) -> float | None:
+            now = d.execute_script("return document.getElementById('player').currentTime")
+            return now if 6.95 <= now <= 8.5 else None
+
+        wait_for(browser, seeked, "the player to seek to 7 s", timeout=3)
+    finally:
+        library.put_artifact(summary)
+        library.put_video(record)
+
+
 def test_an_ask_streams_steps_and_draws_its_evidence(
     served: Served, browser: Any, tmp_path: Path
 ) -> None:
@@ -370,6 +429,20 @@ def test_an_ask_streams_steps_and_draws_its_evidence(
 
     wait_for(browser, seeked, f"the evidence player to seek to {t0}", timeout=5)
     screenshot(browser, tmp_path, "ask")
+
+    # the evidence downloads as a zip whose index.json the shipped schema accepts
+    link = browser.find_element("css selector", "#export-link")
+    assert link.get_attribute("download").endswith("-evidence.zip")
+    fetched = browser.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "fetch(arguments[0].href).then(async (r) => { const blob = await r.blob();"
+        " const reader = new FileReader(); reader.onload = () => done([r.status,"
+        " r.headers.get('content-type'), reader.result.split(',')[1]]);"
+        " reader.readAsDataURL(blob); }).catch((e) => done([0, String(e), '']));",
+        link,
+    )
+    assert fetched[:2] == [200, "application/zip"], fetched[:2]
+    check_bundle(base64.b64decode(fetched[2]), QUESTION)
 
 
 def test_the_trace_viewer_draws_a_saved_trace(served: Served, browser: Any, tmp_path: Path) -> None:

@@ -121,7 +121,14 @@ async def read_json(client: Client, uri: str) -> Any:
 
 async def test_the_tools_are_listed_with_typed_arguments(client: Client) -> None:
     tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {"list_videos", "index_video", "search", "ask", "get_frames"}
+    assert set(tools) == {
+        "list_videos",
+        "index_video",
+        "search",
+        "ask",
+        "get_frames",
+        "export_evidence",
+    }
     ask = tools["ask"].input_schema
     assert ask["required"] == ["question", "videos"]
     steps = {"minimum": 1, "maximum": 1000, "type": "integer"}
@@ -209,6 +216,28 @@ async def test_ask_returns_the_answer_evidence_and_a_readable_trace(client: Clie
     kinds = [e["kind"] for e in trace["events"]]
     assert kinds[0] == "run_started" and "answer" in kinds and kinds[-1] == "run_finished"
     assert trace["letter"] == "B" and trace["events"][0]["question"] == "What text appears?"
+
+
+async def test_export_evidence_writes_the_answers_bundle_under_the_home(
+    client: Client, settings: Settings
+) -> None:
+    import jsonschema
+
+    from vidagent.app.export import export_schema
+
+    nothing = await client.call_tool("export_evidence", {})
+    assert nothing.is_error and "no answer to export" in text(nothing)
+    args = {"question": "What text appears?", "videos": ["small.mp4"], "options": ["BYE", "HELLO"]}
+    answered = body(await client.call_tool("ask", args))
+    bundle = body(await client.call_tool("export_evidence", {"trace_id": answered["trace_id"]}))
+    assert Path(bundle["path"]) == settings.home / "exports" / answered["trace_id"]
+    jsonschema.validate(bundle["index"], export_schema())
+    assert bundle["index"]["question"] == "What text appears?"
+    assert json.loads((Path(bundle["path"]) / "index.json").read_text()) == bundle["index"]
+    again = body(await client.call_tool("export_evidence", {"zip": True}))  # the last answer
+    assert again["path"].endswith(f"{answered['trace_id']}-2.zip") and Path(again["path"]).is_file()
+    missing = await client.call_tool("export_evidence", {"trace_id": "nope"})
+    assert missing.is_error and "no trace 'nope'" in text(missing)
 
 
 async def test_get_frames_returns_jpeg_images_and_a_line_with_the_times(client: Client) -> None:

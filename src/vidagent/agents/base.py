@@ -531,7 +531,10 @@ class Agent:
         videos = []
         for vid in question.video_ids:
             record = self.index.video(vid)
-            videos.append({"video_id": vid, "name": record.name, "duration": record.duration})
+            video = {"video_id": vid, "name": record.name, "duration": record.duration}
+            if getattr(record, "recorded_at", ""):  # its times also read as wall-clock times
+                video["recorded_at"] = record.recorded_at
+            videos.append(video)
         return {
             "strategy": self.name,
             "question": question.text,

@@ -83,8 +83,10 @@ def review(question: Question, answer: Answer, looker: FrameLooker) -> Review:
             .replace("{answer}", answer.text)
             .replace("{citations}", _moments(v, spans))
         )
-        content.append(prompt)
-        request = ChatRequest((Message("user", tuple(content)),), max_tokens=400)
+        # a text reader gets a plain message: servers whose chat template reads a string (the
+        # llama.cpp server's) refuse a list of parts
+        message = Message("user", (*content, prompt)) if content else Message("user", prompt)
+        request = ChatRequest((message,), max_tokens=400)
         reply = looker.client.chat(request).text
     except (BudgetExceeded, Stopped) as e:
         return Review("none", f"not reviewed: {e}")

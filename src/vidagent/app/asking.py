@@ -4,7 +4,7 @@ saved run.
 
 The default strategy depends on whether a model endpoint is configured (:func:`pick_strategy`).
 "Configured" means the ``llm`` role is anything but the embedded smoke-test model
-(:func:`~vidagent.config.is_smoke_test_llm`, SmolLM2-135M): an OpenAI-compatible endpoint, a
+(a weak reasoner by its capabilities: SmolLM2-135M): an OpenAI-compatible endpoint, a
 GGUF of the user's own, a plugin's model. Without one, ``ask`` and ``ground`` answer with the
 no-LLM ``retrieval`` baseline unless a strategy is named, because SmolLM2-135M does not reason:
 on the project's offline accuracy set (``benchmarks/offline_accuracy.py``; "Offline accuracy" in
@@ -31,7 +31,6 @@ from vidagent.app.core import SessionCore
 from vidagent.app.indexing import index_file
 from vidagent.app.limits import check_options
 from vidagent.app.results import AskResult, GroundResult
-from vidagent.config import is_smoke_test_llm
 from vidagent.exceptions import ConfigError, VideoNotFoundError
 
 if TYPE_CHECKING:
@@ -66,7 +65,9 @@ RUNTIMES = {"llamacpp": "llama.cpp", "transformers": "transformers"}
 def has_endpoint(settings: Settings) -> bool:
     """Whether a real reasoning model is configured: the ``llm`` role is not the embedded
     smoke-test model (SmolLM2-135M)."""
-    return not is_smoke_test_llm(settings.spec("llm"))
+    from vidagent.models.registry import declared_capabilities
+
+    return not declared_capabilities(settings.spec("llm"), "llm").weak_reasoner
 
 
 def pick_strategy(

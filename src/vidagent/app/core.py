@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from vidagent.config import Settings, load_settings
 from vidagent.exceptions import LibraryError
@@ -25,6 +25,13 @@ if TYPE_CHECKING:
 
     # re-exported (PEP 484) for the front ends, which import the app only
     from vidagent.models.client import Models as Models  # noqa: PLC0414
+
+
+class CacheSizes(TypedDict):
+    """The Library's LanceDB cache bounds, in MiB (``Library``'s keyword arguments)."""
+
+    index_cache_mib: int
+    metadata_cache_mib: int
 
 
 class SessionCore:
@@ -98,7 +105,7 @@ class SessionCore:
         if self._library is None:
             from vidagent.library import Library
 
-            self._library = Library(self._uri)
+            self._library = Library(self._uri, **self.cache_sizes)
         return self._library
 
     def existing_library(self) -> Library:
@@ -111,11 +118,19 @@ class SessionCore:
             from vidagent.library import Library
 
             try:
-                self._library = Library(self._uri, create=False)
+                self._library = Library(self._uri, create=False, **self.cache_sizes)
             except LibraryError:
                 missing = f"no Library at {self._uri}; index a video first (vidagent index PATH)"
                 raise LibraryError(missing) from None
         return self._library
+
+    @property
+    def cache_sizes(self) -> CacheSizes:
+        """The Library's LanceDB cache bounds from the settings, as ``Library``'s arguments."""
+        return {
+            "index_cache_mib": self.settings.library_index_cache_mib,
+            "metadata_cache_mib": self.settings.library_metadata_cache_mib,
+        }
 
     @property
     def library_uri(self) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vidagent.library.readable import readable_lines
-from vidagent.timecode import hms
+from vidagent.timecode import hms, wall_clock
 
 if TYPE_CHECKING:
     from vidagent.agents.base import Answer
@@ -211,10 +211,13 @@ class GraphDetail:
 
 @dataclass(frozen=True)
 class SearchHit:
-    """``search``: one clip that matches, with its span and score, and who speaks in it
+    """``search``: one clip that matches, with its span and score; ``recorded_at`` is when its
+    video's recording started (ISO-8601, ``""`` unknown), so its times also read as wall-clock
+    times (``wall_t0``, ``wall_t1``: None when unknown); ``speakers`` is who speaks in it
     (``S1 (Dr Lee)``, in order of speech; empty where nobody is labelled)."""
 
     hit: ClipHit
+    recorded_at: str = ""
     speakers: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
@@ -225,6 +228,8 @@ class SearchHit:
             "t1": c.t1,
             "start": hms(c.t0),
             "end": hms(c.t1),
+            "wall_t0": wall_clock(self.recorded_at, c.t0) or None,
+            "wall_t1": wall_clock(self.recorded_at, c.t1) or None,
             "score": round(self.hit.score, 4),
             "caption": c.caption,
             "transcript": c.transcript,

@@ -12,6 +12,8 @@ cases; each body lives in its use-case module and takes the session as its core:
 - :mod:`~vidagent.app.asking`: ``agent``, ``plan_ask`` (one :class:`~vidagent.app.asking.AskPlan`
   that every front end runs), ``ask``, ``ground``, ``replay``, strategies;
 - :mod:`~vidagent.app.traces`: ``traces``, ``trace_file``;
+- :mod:`~vidagent.app.export`: ``export`` (an answer's evidence as a folder or zip);
+  :mod:`~vidagent.app.sheets`: ``sheet``; :mod:`~vidagent.app.subtitles`: ``subtitles``;
 - :mod:`~vidagent.app.benchmarks`: ``bench_run``, ``bench_score``, ``bench_report``,
   ``bench_runs``, ``bench_run_info`` (imported on first use: it loads the benchmark harness);
 - training (``vidagent train``) is :mod:`~vidagent.app.training`, which needs no Library.
@@ -56,6 +58,8 @@ if TYPE_CHECKING:
     from vidagent.app.asking import AskPlan
     from vidagent.app.benchmarks import RunInfo
     from vidagent.app.executors import Executor
+    from vidagent.app.export import ExportResult
+    from vidagent.app.sheets import SheetResult
     from vidagent.app.traces import TraceSummary
     from vidagent.budget import Budget
     from vidagent.ingest.pipeline import IndexResult, StageRun
@@ -185,6 +189,15 @@ class Session(SessionCore):
             VideoNotFoundError: no such video.
         """
         return _videos.graph(self, ref)
+
+    def set_recorded_at(self, ref: str, when: str) -> Any:
+        """Record when a video's recording started (ISO-8601; ``""`` forgets it), so every time
+        shown of it also reads as a wall-clock time; the updated record.
+
+        Raises:
+            ConfigError: ``when`` is not an ISO-8601 date and time.
+        """
+        return _videos.set_recorded_at(self, ref, when)
 
     def remove(self, ref: str) -> str:
         """Remove a video and everything indexed of it; its id."""
@@ -382,6 +395,64 @@ class Session(SessionCore):
     def trace_file(self, trace_id: str) -> Path | None:
         """The file of the saved trace ``trace_id``, or None when there is no such trace."""
         return _traces.trace_file(self, trace_id)
+
+    # -- evidence to take away --------------------------------------------------------------------
+
+    def export(
+        self,
+        trace: str | Path | None = None,
+        *,
+        out: str | Path | None = None,
+        as_zip: bool = False,
+    ) -> ExportResult:
+        """Write an answer's evidence (clips cut exactly, frames, a contact sheet per video,
+        the cited speech as text/SRT/WebVTT, ``timeline.md``, ``index.json``) to a folder, or
+        a zip with ``as_zip`` or an ``out`` ending in ``.zip``
+        (:mod:`vidagent.app.export`). ``trace``: a trace file (default: the last answer's).
+
+        Raises:
+            UserError: no such trace, no answer in it, or ``out`` is a folder with files in it.
+        """
+        from vidagent.app.export import export
+
+        return export(self, trace, out=out, as_zip=as_zip)
+
+    def last_answer_trace(self) -> Path:
+        """The trace file of the newest run that answered.
+
+        Raises:
+            UserError: no saved trace holds an answer.
+        """
+        from vidagent.app.export import last_answer_trace
+
+        return last_answer_trace(self)
+
+    def sheet(
+        self,
+        ref: str,
+        *,
+        t_from: float | None = None,
+        t_to: float | None = None,
+        count: int = 12,
+        out: str | Path | None = None,
+        columns: int | None = None,
+    ) -> SheetResult:
+        """A contact sheet (a grid of ``count`` frames with their times) of a video or of
+        ``[t_from, t_to]``, from the index's thumbnails where they cover it, written to
+        ``out`` (PNG or JPEG; default ``<name>-sheet.png``) (:mod:`vidagent.app.sheets`)."""
+        from vidagent.app.sheets import sheet
+
+        return sheet(self, ref, t_from=t_from, t_to=t_to, count=count, out=out, columns=columns)
+
+    def subtitles(self, ref: str, fmt: Literal["srt", "vtt", "txt"] = "srt") -> str:
+        """A video's whole transcript as SubRip, WebVTT or text, with speakers where known.
+
+        Raises:
+            UserError: the video has no transcript.
+        """
+        from vidagent.app.subtitles import video_subtitles
+
+        return video_subtitles(self, ref, fmt)
 
     # -- benchmarks -------------------------------------------------------------------------------
 

@@ -57,12 +57,13 @@ class EvalResult:
 
 
 def default_generator(settings: Settings) -> Literal["llm", "template"]:
-    """``template`` when the llm role is the embedded smoke-test SmolLM2, else ``llm``: the
+    """``template`` when the llm role is a weak reasoner (the embedded SmolLM2), else ``llm``: the
     paper's synthesis prompts ask for long, strictly validated JSON that SmolLM2-135M does not
     write (``train scripts --task PSS --n 3`` with it had written no script after 15 minutes)."""
-    from vidagent.config import is_smoke_test_llm
+    from vidagent.models.registry import declared_capabilities
 
-    return "template" if is_smoke_test_llm(settings.spec("llm")) else "llm"
+    weak = declared_capabilities(settings.spec("llm"), "llm").weak_reasoner
+    return "template" if weak else "llm"
 
 
 def write_scripts(

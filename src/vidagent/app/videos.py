@@ -105,12 +105,36 @@ def search(
             for h in hits
             if any(a < h.clip.t1 and b > h.clip.t0 for a, b in spans[h.clip.video_id])
         ][:top]
+    recorded = {v.video_id: v.recorded_at for v in lib.list_videos()} if hits else {}
     out = []
     for h in hits:
         c = h.clip
         segments = lib.transcript(c.video_id, c.t0, c.t1)
-        out.append(SearchHit(h, tuple(who_speaks(segments, names(lib, c.video_id), c.t0, c.t1))))
+        who = tuple(who_speaks(segments, names(lib, c.video_id), c.t0, c.t1))
+        out.append(SearchHit(h, recorded.get(c.video_id, ""), who))
     return out
+
+
+def set_recorded_at(core: SessionCore, ref: str, when: str) -> Any:
+    """Record when a video's recording started (ISO-8601), so its times also read as wall-clock
+    times; ``""`` forgets it. Returns the updated record.
+
+    Raises:
+        ConfigError: ``when`` is not an ISO-8601 date and time.
+        VideoNotFoundError: no such video.
+    """
+    import dataclasses
+
+    from vidagent.timecode import parse_wall_clock
+
+    try:
+        canonical = parse_wall_clock(when) if when else ""
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    lib = core.existing_library()
+    record = dataclasses.replace(lib.get_video(ref), recorded_at=canonical)
+    lib.put_video(record)
+    return record
 
 
 def frames(core: SessionCore, ref: str, times: Sequence[float], *, size: int) -> list[bytes]:

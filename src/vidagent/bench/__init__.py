@@ -7,6 +7,7 @@ One module per benchmark under :mod:`.tasks`, each data plus four small function
 |---|---|---|
 | ``egoschema`` | :mod:`.tasks.egoschema` | subset, full |
 | ``nextqa`` | :mod:`.tasks.nextqa` | val, test (ATP-hard: an id list) |
+| ``nextgqa`` | :mod:`.tasks.nextgqa` | test, val |
 | ``intentqa`` | :mod:`.tasks.intentqa` | test, val, train |
 | ``lvbench`` | :mod:`.tasks.lvbench` | all |
 | ``longvideobench`` | :mod:`.tasks.longvideobench` | val, test (subset ``long``) |
@@ -20,7 +21,8 @@ One module per benchmark under :mod:`.tasks`, each data plus four small function
 The harness beside them: :mod:`.base` (samples, outcomes, scores, the protocol,
 :func:`evaluate`), :mod:`.predictions` (prediction-file and id-list readers), :mod:`.answers`
 (agent answers in each scorer's form), :mod:`.judge` (the LLM judge for open-ended answers),
-:mod:`.rundir` (a run's folder), :mod:`.report` and :mod:`.plots`. Benchmark modules are
+:mod:`.rundir` (a run's folder), :mod:`.report` and :mod:`.plots`, :mod:`.compare` (two runs
+paired) and :mod:`.selective` (risk–coverage). Benchmark modules are
 imported on first use (:func:`get_benchmark`).
 
 An installed package adds a benchmark with an entry point in the ``vidagent.benchmarks`` group
@@ -63,6 +65,7 @@ if TYPE_CHECKING:  # mypy checks that every module implements the Benchmark prot
         longvideobench,
         lvbench,
         mmbench_video,
+        nextgqa,
         nextqa,
         timelens,
         videomme,
@@ -77,6 +80,7 @@ if TYPE_CHECKING:  # mypy checks that every module implements the Benchmark prot
         longvideobench,
         lvbench,
         mmbench_video,
+        nextgqa,
         nextqa,
         timelens,
         videomme,
@@ -90,6 +94,7 @@ BENCHMARKS: Registry[Benchmark] = Registry(
     {
         "egoschema": "vidagent.bench.tasks.egoschema",
         "nextqa": "vidagent.bench.tasks.nextqa",
+        "nextgqa": "vidagent.bench.tasks.nextgqa",
         "intentqa": "vidagent.bench.tasks.intentqa",
         "lvbench": "vidagent.bench.tasks.lvbench",
         "longvideobench": "vidagent.bench.tasks.longvideobench",
@@ -102,7 +107,12 @@ BENCHMARKS: Registry[Benchmark] = Registry(
     },
 )
 
-_ALIASES = {"next-qa": "nextqa", "video-mme": "videomme", "charades-sta": "charades_sta"}
+_ALIASES = {
+    "next-qa": "nextqa",
+    "next-gqa": "nextgqa",
+    "video-mme": "videomme",
+    "charades-sta": "charades_sta",
+}
 _ALIASES |= {"charades": "charades_sta", "lvb": "longvideobench"}
 _ALIASES |= {"timelens-bench": "timelens", "vzb": "videozerobench"}
 

@@ -7,7 +7,8 @@ The curve is risk against coverage at each distinct score; its area, **AURC**, i
 over the coverage levels ``1/n … n/n`` (Geifman et al., 2019), lower is better. Answers with an
 equal score are kept or dropped together: each of them is charged the risk of the whole tie.
 
-Each answer's score is the citation check's ``support`` (:mod:`vidagent.agents.verify`) where
+Each answer's score is the ``support`` its citation check (:mod:`vidagent.agents.citations`)
+recorded in its row where
 the row has one, else the strategy's own ``confidence`` (VideoAgent2's, EEA's); an answer with
 neither is left out, and the count says how many are in. Rows with an error are left out (a
 harness or provider failure is not an answer); an unparsable answer is in, and wrong.

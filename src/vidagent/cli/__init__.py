@@ -14,8 +14,9 @@ module per family of commands:
 - :mod:`.base`: the ``vidagent`` group, its global options and what commands share
 - :mod:`.info`: ``info``, ``probe``
 - :mod:`.index`: ``index`` (with ``--dry-run``)
-- :mod:`.library`: ``list``, ``show``, ``search``, ``remove``
+- :mod:`.library`: ``list``, ``show`` (``--srt``/``--vtt``: the transcript as subtitles), ``search``, ``remove``
 - :mod:`.ask`: ``ask``, ``replay``
+- :mod:`.export`: ``export``, ``sheet``
 - :mod:`.bench`: ``bench score``
 - :mod:`.bench_run`: ``bench run``, ``bench report``
 - :mod:`.mcp`: ``mcp`` (the MCP server)
@@ -107,4 +108,4 @@ __all__ = [
 ]
 
 # Register the commands (imported for their side effect on ``cli``).
-from vidagent.cli import ask, bench, bench_run, index, info, library, mcp, serve, train  # noqa: E402, F401
+from vidagent.cli import ask, bench, bench_run, export, index, info, library, mcp, serve, train  # noqa: E402, F401

@@ -96,8 +96,8 @@ def _noticed(show: Callable[[Any], None], line: str) -> Callable[[Any], None]:
     type=click.Choice(["auto", "never", "always-report"]),
     default="auto",
     show_default=True,
-    help="auto: an answer its citations do not support says 'insufficient evidence' "
-    "(multiple choice: keeps its letter, marked abstained)",
+    help="auto: an answer whose checked claims are found nowhere it cites says 'insufficient "
+    "evidence' (multiple choice: keeps its letter, marked abstained)",
 )
 @click.option(
     "--critic",
@@ -133,9 +133,9 @@ def ask(
 
     Each step is shown as it happens: thought, tool, arguments, a short observation. The
     answer ends with the video spans it rests on, each citation checked against the index
-    (supported, weak or unsupported, with its tightened time); the whole run is in the trace
-    file. With no model endpoint configured (the llm is the embedded SmolLM2-135M) the
-    retrieval baseline answers unless a strategy is named; a line on stderr says so. Exits 3
+    (found, partial, not-found or unchecked, with the quote at its own time); the whole run is
+    in the trace file. With no model endpoint configured (the llm is the embedded SmolLM2-135M)
+    the retrieval baseline answers unless a strategy is named; a line on stderr says so. Exits 3
     when the model never answered (its endpoint failed on every try), for every strategy.
     """
     from vidagent.budget import Budget

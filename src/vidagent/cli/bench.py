@@ -66,7 +66,7 @@ def score(
     judge_prompt: str,
     as_json: bool,
 ) -> None:
-    """Score a predictions file on BENCH (egoschema, nextqa, intentqa, lvbench,
+    """Score a predictions file on BENCH (egoschema, nextqa, nextgqa, intentqa, lvbench,
     longvideobench, videomme, charades_sta, crossvid, mmbench_video, videozerobench,
     timelens)."""
     result = session_of(ctx).bench_score(

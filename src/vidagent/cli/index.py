@@ -5,7 +5,7 @@ from __future__ import annotations
 import glob
 import json
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -142,6 +142,12 @@ def executor_of(
     type=click.Choice(["registry", "avi"]),
     help="captions with DVD's subject registry (default) or AVI's independent per-clip prompt",
 )
+@click.option(
+    "--started-at",
+    metavar="ISO",
+    help="when the recording started (ISO-8601, e.g. 2026-05-01T09:30:00Z; one file only): "
+    "times then also read as wall-clock times [the container's creation time]",
+)
 @click.option("--json", "as_json", is_flag=True, help="print JSON lines, one per video")
 @click.option(
     "--progress/--no-progress", default=None, help="progress bars (default: on a terminal)"
@@ -159,6 +165,7 @@ def index(
     clip_seconds: float | None,
     sample_fps: float | None,
     caption_style: Literal["registry", "avi"] | None,
+    started_at: str | None,
     as_json: bool,
     progress: bool | None,
     executor: str | None,
@@ -186,6 +193,13 @@ def index(
     if not files:
         raise click.UsageError(f"no video files match {' '.join(paths)}")
     chosen = _stages(stages)
+    if started_at is not None:
+        if len(files) != 1:
+            raise click.BadParameter(
+                f"gives one recording's start; {len(files)} files were named",
+                param_hint="--started-at",
+            )
+        started_at = parse_started_at(started_at)
     session = session_of(ctx, settings)
     if dry_run:
         failed = _dry_run(session.estimate(files, stages=chosen), settings, as_json)
@@ -194,12 +208,32 @@ def index(
         runner = executor_of(executor, jobs, address, rate_limits)
         try:
             reports = session.index(files, stages=chosen, progress=show, executor=runner)
+            if started_at:
+                reports = _stamped(session, reports, started_at)
             failed = _index(reports, as_json)
         finally:
             if runner is not None:
                 runner.close()
     if failed:
         ctx.exit(1)
+
+
+def parse_started_at(text: str) -> str:
+    """``--started-at`` in canonical ISO-8601 form."""
+    from vidagent.timecode import parse_wall_clock
+
+    try:
+        return parse_wall_clock(text)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--started-at") from None
+
+
+def _stamped(session: Any, reports: Iterable[IndexReport], when: str) -> Iterator[IndexReport]:
+    """The reports, each indexed video's recording start recorded as ``when`` first."""
+    for report in reports:
+        if report.ok and report.result is not None and report.result.structure is not None:
+            session.set_recorded_at(report.result.structure.video.video_id, when)
+        yield report
 
 
 def _index(reports: Iterable[IndexReport], as_json: bool) -> int:

@@ -3,9 +3,12 @@ and looking after the Library."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from vidagent.cli.base import cli, echo_json, hms, parse_time, session_of
+from vidagent.timecode import wall_clock
 
 
 @cli.command(name="list")
@@ -31,11 +34,38 @@ def list_videos(ctx: click.Context, as_json: bool) -> None:
     is_flag=True,
     help="show the entity graph (AVI) instead: entities, relations",
 )
+@click.option(
+    "--srt",
+    "subtitles",
+    flag_value="srt",
+    help="print (or write, -o) the whole transcript as SubRip subtitles instead",
+)
+@click.option("--vtt", "subtitles", flag_value="vtt", help="the same as WebVTT")
+@click.option(
+    "-o", "--out", type=click.Path(dir_okay=False), help="with --srt/--vtt: write to this file"
+)
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 @click.pass_context
-def show(ctx: click.Context, video: str, graph: bool, as_json: bool) -> None:
+def show(
+    ctx: click.Context,
+    video: str,
+    graph: bool,
+    subtitles: str | None,
+    out: str | None,
+    as_json: bool,
+) -> None:
     """Show a video's summary, subject registry and clip table (or, with --graph, its entity
-    graph)."""
+    graph; with --srt or --vtt, its whole transcript as subtitles)."""
+    if out and not subtitles:
+        raise click.UsageError("-o/--out writes subtitles: give --srt or --vtt with it")
+    if subtitles:
+        text = session_of(ctx).subtitles(video, "vtt" if subtitles == "vtt" else "srt")
+        if out:
+            Path(out).write_text(text, encoding="utf-8")
+            click.echo(f"wrote {out}")
+        else:
+            click.echo(text, nl=False)
+        return
     if graph:
         _show_graph(ctx, video, as_json)
         return
@@ -45,6 +75,10 @@ def show(ctx: click.Context, video: str, graph: bool, as_json: bool) -> None:
         return
     v, clips, summary, subjects = detail.video, detail.clips, detail.summary, detail.registry
     click.echo(f"{v.video_id}  {v.name}  {hms(v.duration)}  {v.width}x{v.height}  {v.source}")
+    if v.recorded_at:
+        click.echo(
+            f"recorded: {wall_clock(v.recorded_at, 0.0)} (clip times below also as wall-clock)"
+        )
     stages = ", ".join(f"{name} ({info.get('model', '')})" for name, info in v.stages.items())
     click.echo(f"stages: {stages}")
     if summary:
@@ -58,7 +92,8 @@ def show(ctx: click.Context, video: str, graph: bool, as_json: bool) -> None:
             )
     click.echo("\nclips")
     for c in clips:
-        click.echo(f"  {hms(c.t0)}-{hms(c.t1)}  {' '.join(c.caption.split())[:110]}")
+        wall = f"  {wall_clock(v.recorded_at, c.t0)}" if v.recorded_at else ""
+        click.echo(f"  {hms(c.t0)}-{hms(c.t1)}{wall}  {' '.join(c.caption.split())[:110]}")
         said = [s for s in detail.said_in(c) if s.speaker]
         for s in said:  # who speaks, line by line, where the speakers stage labelled them
             who = detail.speaker(s)
@@ -150,12 +185,14 @@ def search(
         return
     if not found:
         click.echo("no matching clips")
-    for f in found:
-        h = f.hit
+    for found_hit in found:
+        h = found_hit.hit
         said = f'  "{h.clip.transcript[:80]}"' if h.clip.transcript else ""
-        who = f"  [{', '.join(f.speakers)}]" if f.speakers else ""
+        who = f"  [{', '.join(found_hit.speakers)}]" if found_hit.speakers else ""
+        wall = found_hit.to_json()["wall_t0"]
+        when = f"{hms(h.clip.t0)}-{hms(h.clip.t1)}" + (f" ({wall})" if wall else "")
         click.echo(
-            f"{h.score:.3f}  {h.clip.video_id[:8]}  {hms(h.clip.t0)}-{hms(h.clip.t1)}  {' '.join(h.clip.caption.split())[:90]}{who}{said}"
+            f"{h.score:.3f}  {h.clip.video_id[:8]}  {when}  {' '.join(h.clip.caption.split())[:90]}{who}{said}"
         )
 
 

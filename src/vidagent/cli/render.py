@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from vidagent.timecode import clock
+from vidagent.timecode import clock, wall_clock
 from vidagent.trace import (
     AgentTurn,
     Answered,
@@ -54,6 +54,7 @@ class Renderer:
         self.width = width
         self.calls = calls
         self.names: dict[str, str] = {}
+        self.recorded: dict[str, str] = {}  # video id -> when its recording started
         self.options: list[str] = []
 
     def _cut(self, text: str) -> str:
@@ -62,6 +63,7 @@ class Renderer:
     def __call__(self, e: Event) -> str | None:
         if isinstance(e, RunStarted):
             self.names = {v["video_id"]: v.get("name", v["video_id"]) for v in e.videos}
+            self.recorded = {v["video_id"]: v.get("recorded_at") or "" for v in e.videos}
             self.options = list(e.options)
             videos = ", ".join(self.names.values())
             head = f"[{e.strategy}] {e.question}"
@@ -102,7 +104,7 @@ class Renderer:
                 f"{e.latency_s:.2f}s{cost}{' (cached)' if e.cached else ''}"
             )
         if isinstance(e, Answered):
-            return render_answer(e, self.names, self.options)
+            return render_answer(e, self.names, self.options, self.recorded)
         if isinstance(e, RunFinished):
             cost = f", ${e.cost_usd:.4f}" if e.cost_usd else ""
             if e.unpriced:  # a sum that leaves calls out is not the cost: say which
@@ -159,9 +161,13 @@ class Renderer:
 
 
 def render_answer(
-    e: Answered, names: dict[str, str] | None = None, options: list[str] | None = None
+    e: Answered,
+    names: dict[str, str] | None = None,
+    options: list[str] | None = None,
+    recorded: dict[str, str] | None = None,
 ) -> str:
-    """The answer block: text with its option, how it ended, evidence spans."""
+    """The answer block: text with its option, how it ended, evidence spans; citations of a
+    video whose recording start is in ``recorded`` also read as wall-clock times."""
     text = e.text.strip()
     if e.choice is not None:
         letter = chr(65 + e.choice)
@@ -185,11 +191,11 @@ def render_answer(
         lines.append(f"  abstained ({e.abstain_policy}): {e.abstain_reason}{withheld}")
     if e.evidence:
         lines.append(f"  evidence: {_spans(e.evidence, names or {})}")
-    lines += _citations(e, names or {})
+    lines += _citations(e, names or {}, recorded or {})
     return "\n".join(lines)
 
 
-def _citations(e: Answered, names: dict[str, str]) -> list[str]:
+def _citations(e: Answered, names: dict[str, str], recorded: dict[str, str]) -> list[str]:
     """Each citation with its label, tightened time, source and supporting text; grouped by
     claim when the answer makes several."""
     if not e.citations:
@@ -203,6 +209,8 @@ def _citations(e: Answered, names: dict[str, str]) -> list[str]:
             if several and c.claim != k:
                 continue
             where = _spans([[c.video_id, c.t0, c.t1]], names)
+            if wall := wall_clock(recorded.get(c.video_id, ""), c.t0):
+                where += f" ({wall})"
             who = f" ({c.speaker})" if c.speaker else ""
             found = f' {c.source}{who}: "{shorten(c.text, 80)}"' if c.source else ""
             indent = "      " if several else "    "

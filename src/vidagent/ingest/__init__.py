@@ -66,7 +66,11 @@ def index_video(
 
     settings = settings or load_settings()
     if not isinstance(library, Library):
-        library = Library(library or settings.library_uri)
+        library = Library(
+            library or settings.library_uri,
+            index_cache_mib=settings.library_index_cache_mib,
+            metadata_cache_mib=settings.library_metadata_cache_mib,
+        )
     hub = models or Models(settings)
     try:
         result = index_path(

@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from vidagent.config import SMOKE_TEST_LLMS
 from vidagent.exceptions import ConfigError, MediaError
 from vidagent.ingest.base import IngestContext, Stage, StageEstimate
 from vidagent.ingest.sampling import FrameShare, KeptFrames
@@ -71,18 +70,16 @@ STAGES: tuple[str, ...] = tuple(name for name in _BUILT_IN if name not in OPTION
 STAGE_REGISTRY: Registry[Callable[[], Stage]] = Registry("vidagent.stages", "stage", _BUILT_IN)
 
 
-#: Spec prefixes of llms that cannot extract a graph unasked: the embedded smoke-test SmolLM2
-#: (config's default) and the scripted test models (``fake:``), whose replies are written for
-#: the stages a test names.
-NO_GRAPH_LLMS = (*SMOKE_TEST_LLMS, "fake:")
-
-
 def default_stages(settings: Settings) -> tuple[str, ...]:
     """What ``vidagent index`` runs when no stages are named: :data:`STAGES`, plus ``graph``
-    when the ``llm`` role is a model that can follow AVI's extraction prompt (anything but
-    :data:`NO_GRAPH_LLMS`), so a configured endpoint builds the entity graph once at index time
-    and AVI's questions never wait for it."""
-    if settings.spec("llm").startswith(NO_GRAPH_LLMS):
+    when the ``llm`` role is a model that can follow AVI's extraction prompt (neither a weak
+    reasoner, the embedded SmolLM2, nor a test's scripted model, whose replies are written for
+    the stages a test names), so a configured endpoint builds the entity graph once at index
+    time and AVI's questions never wait for it."""
+    from vidagent.models.registry import declared_capabilities
+
+    caps = declared_capabilities(settings.spec("llm"), "llm")
+    if caps.weak_reasoner or caps.scripted:
         return STAGES
     return tuple(n for n in _BUILT_IN if n not in OPTIONAL or n == "graph")
 

@@ -125,6 +125,8 @@ def _video_row(
         has_audio=info.has_audio,
         added_at=old.added_at if old else _now(),
         stages={**(old.stages if old else {}), STAGE: {"sampling": sampling, "at": _now()}},
+        # a time the user gave (--started-at) stays; else the container's creation time
+        recorded_at=(old.recorded_at if old else "") or info.created_at,
     )
 
 

@@ -3,7 +3,7 @@
 **Which summary** (the ``summary`` setting): ``model`` is the VideoAgent2 summary below;
 ``extractive`` is the digest of :mod:`vidagent.ingest.digest` (indexed sentences chosen by the
 ``embed`` role, no llm call); ``auto`` (the default) is the digest when the ``llm`` is the
-embedded smoke-test model (:func:`~vidagent.config.is_smoke_test_llm`), which repeats itself and
+embedded smoke-test model (a weak reasoner, as its capabilities say), which repeats itself and
 echoes the prompt, and the model's summary otherwise. The artefact's ``data["method"]`` says
 which it is, and the fingerprints differ, so switching redoes it.
 
@@ -52,7 +52,6 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from vidagent.config import is_smoke_test_llm
 from vidagent.exceptions import ContextOverflowError
 from vidagent.ingest.base import IngestContext, Stage, StageEstimate, text_hash
 from vidagent.ingest.digest import digest
@@ -86,9 +85,13 @@ DIGEST_VERSION = "digest2"
 
 def summary_method(settings: Settings) -> Literal["extractive", "model"]:
     """What the ``summary`` setting asks of this llm: ``auto`` is the extractive digest for
-    the embedded smoke-test llm, the model's summary for any other."""
+    a weak reasoner (the embedded smoke-test llm's capabilities say so), the model's summary for
+    any other."""
     if settings.summary == "auto":
-        return "extractive" if is_smoke_test_llm(settings.spec("llm")) else "model"
+        from vidagent.models.registry import declared_capabilities
+
+        weak = declared_capabilities(settings.spec("llm"), "llm").weak_reasoner
+        return "extractive" if weak else "model"
     return settings.summary
 
 

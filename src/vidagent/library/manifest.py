@@ -24,7 +24,10 @@ Versions:
 3. ``clips`` gains ``ocr_lines`` (each OCR line with the times of the frames it was read in) and
    ``facts`` (the perception describer's measurements beside its caption), filled with ``"[]"``
    and ``"{}"``: "not recorded" (:mod:`vidagent.library.schema`); see :func:`add_clip_facts`.
-4. ``transcript`` gains ``speaker`` (the diarization stage's label), filled with ``""``: "not
+4. ``videos`` gains ``recorded_at``: when the recording started (ISO-8601; the container's
+   ``creation_time`` or ``vidagent index --started-at``), ``""`` unknown; see
+   :func:`add_recorded_at`.
+5. ``transcript`` gains ``speaker`` (the diarization stage's label), filled with ``""``: "not
    labelled"; see :func:`add_transcript_speaker`.
 """
 
@@ -44,7 +47,7 @@ from pyarrow import fs as pafs
 from vidagent.exceptions import LibraryError, LibraryVersionError
 from vidagent.library.schema import TABLES, Artifact, ArtifactKind
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 MANIFEST = "manifest.json"
 
 
@@ -209,8 +212,23 @@ def add_clip_facts(library: Upgradable) -> None:
             table.alter_columns({"path": name, "nullable": True})
 
 
+def add_recorded_at(library: Upgradable) -> None:
+    """Version 3 -> 4: add ``recorded_at`` to ``videos``, every row ``""`` (unknown: re-indexing
+    reads the container's creation time, ``--started-at`` sets it). Safe to run again, in the
+    same two commits as :func:`add_clip_facts`; a Library with no ``videos`` table is left alone.
+    """
+    if not library.has_table("videos"):
+        return
+    table = library.table("videos")
+    if "recorded_at" not in set(table.schema.names):
+        table.add_columns({"recorded_at": "''"})
+    declared = TABLES["videos"][0]
+    if not table.schema.field("recorded_at").nullable and declared.field("recorded_at").nullable:
+        table.alter_columns({"path": "recorded_at", "nullable": True})
+
+
 def add_transcript_speaker(library: Upgradable) -> None:
-    """Version 3 -> 4: add ``speaker`` to ``transcript``, every row ``""`` (not labelled).
+    """Version 4 -> 5: add ``speaker`` to ``transcript``, every row ``""`` (not labelled).
 
     Like :func:`add_clip_facts`: one LanceDB commit adds the column, a second makes it nullable
     as the schema declares it; each is skipped once done, and a Library without a
@@ -230,7 +248,8 @@ Migration = Callable[[Upgradable], None]
 MIGRATIONS: dict[int, Migration] = {
     1: summaries_to_artifacts,
     2: add_clip_facts,
-    3: add_transcript_speaker,
+    3: add_recorded_at,
+    4: add_transcript_speaker,
 }
 
 

@@ -29,7 +29,9 @@ import pyarrow as pa
 
 @dataclass(frozen=True)
 class VideoRecord:
-    """One video in the Library. ``stages`` maps a stage name to what produced it and when."""
+    """One video in the Library. ``stages`` maps a stage name to what produced it and when;
+    ``recorded_at`` is when the recording started (ISO-8601, schema version 4: the container's
+    ``creation_time`` or the ``--started-at`` given at indexing), ``""`` when unknown."""
 
     video_id: str
     source: str
@@ -44,6 +46,7 @@ class VideoRecord:
     has_audio: bool
     added_at: str
     stages: dict[str, Any] = field(default_factory=dict)
+    recorded_at: str = ""
 
     def to_row(self) -> dict[str, Any]:
         row = asdict(self)
@@ -54,6 +57,7 @@ class VideoRecord:
     def from_row(cls, row: dict[str, Any]) -> VideoRecord:
         values = {f.name: row[f.name] for f in fields(cls)}
         values["stages"] = json.loads(values["stages"] or "{}")
+        values["recorded_at"] = values["recorded_at"] or ""
         return cls(**values)
 
 
@@ -232,7 +236,7 @@ class TranscriptSegment:
     """A speech segment; ``words`` is a JSON list of ``[t0, t1, word, probability]``.
 
     ``speaker`` is the diarization stage's label (``"S1"``, ``"S2"``, … numbered by first
-    appearance; :mod:`vidagent.ingest.speakers`), ``""`` where it has not run (schema version 4
+    appearance; :mod:`vidagent.ingest.speakers`), ``""`` where it has not run (schema version 5
     added the column). The names a user gives the labels live in the video's ``"speakers"``
     artefact, key ``"names"``.
     """
@@ -348,6 +352,7 @@ VIDEOS_SCHEMA = pa.schema(
         pa.field("has_audio", pa.bool_()),
         pa.field("added_at", pa.string()),
         pa.field("stages", pa.string()),
+        pa.field("recorded_at", pa.string()),
     ]
 )
 
@@ -381,7 +386,7 @@ TRANSCRIPT_SCHEMA = pa.schema(
         pa.field("text", pa.string()),
         pa.field("words", pa.string()),
         pa.field("model", pa.string()),
-        # Version 4: the diarization stage's label, "" where it has not run.
+        # Version 5: the diarization stage's label, "" where it has not run.
         pa.field("speaker", pa.string()),
     ]
 )

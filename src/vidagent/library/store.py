@@ -93,6 +93,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from vidagent.config import LIBRARY_INDEX_CACHE_MIB, LIBRARY_METADATA_CACHE_MIB
 from vidagent.exceptions import LibraryError
 from vidagent.library.artifacts import Artifacts
 from vidagent.library.graph import EntityGraph
@@ -147,6 +148,9 @@ class Library:
         create: create the Library when there is none at ``uri`` (else raise LibraryError).
         storage_options: LanceDB's object-store options (credentials, endpoint, region); by
             default they come from the environment (``AWS_*``, ``GOOGLE_*``, ``AZURE_*``).
+        index_cache_mib: the bound of LanceDB's index cache (ANN partitions, BTREE pages).
+        metadata_cache_mib: the bound of LanceDB's metadata cache; both are held for the
+            Library's life (see :mod:`vidagent.library.tables`, "Cache sizes").
     """
 
     def __init__(
@@ -155,9 +159,16 @@ class Library:
         *,
         create: bool = True,
         storage_options: dict[str, str] | None = None,
+        index_cache_mib: int = LIBRARY_INDEX_CACHE_MIB,
+        metadata_cache_mib: int = LIBRARY_METADATA_CACHE_MIB,
     ) -> None:
         self.uri = str(uri)
-        self.tables = Tables(self.uri, storage_options=storage_options)
+        self.tables = Tables(
+            self.uri,
+            storage_options=storage_options,
+            index_cache_mib=index_cache_mib,
+            metadata_cache_mib=metadata_cache_mib,
+        )
         self.rows = Rows(self.tables)
         self.derived = Artifacts(self.tables)
         self.vectors = Vectors(self.tables, self.rows)

@@ -6,6 +6,19 @@ and indexes) reads and writes through one :class:`Tables`, so there is one place
 tables, one lock every write takes, one copy of the manifest in the process, and one write path
 (:meth:`Tables.merge`) that keeps the indexes up to date by the manifest's index policy. The
 locking and commit rules are described in :mod:`vidagent.library.store`.
+
+**Cache sizes.** The connection's LanceDB session caches index pages (ANN partitions, BTREE
+pages) and table metadata (manifests, fragment lists, file footers) for the life of the
+process, each an LRU bounded in bytes. Every commit makes a new version of its table, and with
+``read_consistency_interval=0`` the next read opens that version and caches its metadata (and
+an index rebuilt by the commit caches anew); the entries of older versions stay until the
+bound evicts them. Under LanceDB's defaults (6 GiB of index, 1 GiB of metadata) a server that
+indexes while it answers grew by every version it had read: ~13 KiB of metadata per commit in
+a loop of writes and reads (``benchmarks/lance_cache.py``), 161 MiB in the 10-minute soak of
+the HTTP API, outside Python's heap. The bounds here (:data:`~vidagent.config.
+LIBRARY_INDEX_CACHE_MIB`, :data:`~vidagent.config.LIBRARY_METADATA_CACHE_MIB`; the settings
+``library_index_cache_mib`` and ``library_metadata_cache_mib``) keep the indexes of a
+1,000-hour Library and the current versions' metadata, and stop the growth there.
 """
 
 from __future__ import annotations
@@ -21,6 +34,7 @@ from typing import Any
 import pyarrow as pa
 from pyarrow import fs as pafs
 
+from vidagent.config import LIBRARY_INDEX_CACHE_MIB, LIBRARY_METADATA_CACHE_MIB
 from vidagent.exceptions import LibraryError, VidagentError, storage_error
 from vidagent.library.filters import quote
 from vidagent.library.hot import HotVideos
@@ -57,6 +71,8 @@ class Tables:
     Args:
         uri: a directory path, a ``file://`` URI or an object-store URI (see ``Library``).
         storage_options: LanceDB's object-store options.
+        index_cache_mib: the bound of LanceDB's index cache for this Library, in MiB.
+        metadata_cache_mib: the bound of its metadata cache, in MiB (see the module).
 
     Attributes:
         uri: the location as given.
@@ -67,8 +83,16 @@ class Tables:
             opens (:meth:`read_manifest`, then creation or migration).
     """
 
-    def __init__(self, uri: str, *, storage_options: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        uri: str,
+        *,
+        storage_options: dict[str, str] | None = None,
+        index_cache_mib: int = LIBRARY_INDEX_CACHE_MIB,
+        metadata_cache_mib: int = LIBRARY_METADATA_CACHE_MIB,
+    ) -> None:
         self.uri = uri
+        self.cache_mib = (index_cache_mib, metadata_cache_mib)
         local_path = local_library_path(uri)
         self.local = local_path is not None
         self.fs, self.root = split_uri(local_path or uri)
@@ -78,6 +102,7 @@ class Tables:
         )
         self._storage_options = storage_options
         self._handles: dict[str, Any] = {}
+        self._session: Any = None  # LanceDB's, made with the connection
         self.hot = HotVideos()
         self.manifest: Manifest
 
@@ -87,12 +112,30 @@ class Tables:
         # that is not there with create=False must leave nothing behind.
         import lancedb
 
-        # Interval 0: every read sees the latest commit, other processes' too (store.py).
+        # Interval 0: every read sees the latest commit, other processes' too (store.py); the
+        # caches are bounded (see the module).
+        index_mib, metadata_mib = self.cache_mib
+        self._session = lancedb.Session(
+            index_cache_size_bytes=index_mib << 20, metadata_cache_size_bytes=metadata_mib << 20
+        )
         return lancedb.connect(
             self.root if self.local else self.uri,
             read_consistency_interval=timedelta(0),
             storage_options=self._storage_options,
+            session=self._session,
         )
+
+    def cache_bytes(self) -> int:
+        """Bytes held now by the LanceDB caches of this Library (0 before it is first read)."""
+        if "_db" not in self.__dict__:
+            return 0
+        return int(self._session.size_bytes)
+
+    def cache_entries(self) -> int:
+        """Entries held now by the LanceDB caches of this Library (approximate)."""
+        if "_db" not in self.__dict__:
+            return 0
+        return int(self._session.approx_num_items)
 
     @contextmanager
     def write_lock(self) -> Iterator[None]:

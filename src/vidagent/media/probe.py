@@ -89,6 +89,10 @@ class VideoInfo:
         keyframe_interval: Estimated seconds between keyframes (from the container index, or
             ``DEFAULT_KEYFRAME_INTERVAL`` when there is none).
         stream_index: Index of the video stream that was probed.
+        created_at: When the recording started, as the container's (or the video stream's)
+            ``creation_time`` tag says, ISO-8601 in UTC (``2026-05-01T09:30:00Z``); ``""`` when
+            there is none, it does not parse, or it is a placeholder (before 1971: encoders
+            that know no time write the epoch).
     """
 
     path: str
@@ -106,6 +110,7 @@ class VideoInfo:
     start_time: float = 0.0
     keyframe_interval: float = DEFAULT_KEYFRAME_INTERVAL
     stream_index: int = 0
+    created_at: str = ""
 
 
 def probe(path: str | Path) -> VideoInfo:
@@ -151,7 +156,30 @@ def probe(path: str | Path) -> VideoInfo:
             start_time=start,
             keyframe_interval=keyframe_interval,
             stream_index=video.index,
+            created_at=creation_time(container.metadata, video.metadata),
         )
+
+
+def creation_time(*tags: dict[str, str]) -> str:
+    """The first ``creation_time`` tag among ``tags`` that reads as a real time, as ISO-8601 in
+    UTC; ``""`` when none does (see :attr:`VideoInfo.created_at`)."""
+    from datetime import datetime, timezone
+
+    for found in tags:
+        text = found.get("creation_time", "").strip()
+        if not text:
+            continue
+        try:
+            when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            continue
+        when = when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when
+        if when.year < 1971:  # the epoch: an encoder that did not know the time
+            continue
+        when = when.astimezone(timezone.utc)
+        spec = "seconds" if when.microsecond == 0 else "milliseconds"
+        return when.isoformat(timespec=spec).replace("+00:00", "Z")
+    return ""
 
 
 def check_path(path: str | Path) -> int:

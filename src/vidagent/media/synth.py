@@ -45,6 +45,8 @@ def make_video(
     counter: bool = False,
     rotation: int = 0,
     faststart: bool = False,
+    audio_duration: float | None = None,
+    creation_time: str = "",
 ) -> list[float]:
     """Encode a synthetic video and return its true shot boundaries.
 
@@ -64,6 +66,9 @@ def make_video(
         rotation: Display rotation in degrees clockwise (0, 90, 180 or 270), written as the
             container's display matrix; frames are coded unrotated.
         faststart: MP4/MOV only: put the index (``moov``) before the data, as web videos do.
+        audio_duration: seconds of tone (default: as long as the picture); longer makes a file
+            whose audio outlasts its picture, as some screen and phone recorders write.
+        creation_time: the container's ``creation_time`` tag (ISO-8601), as cameras write it.
 
     Returns:
         Times in seconds of the first frame of every shot after the first (``shots - 1`` values).
@@ -74,6 +79,8 @@ def make_video(
     starts = [round(i * n_frames / shots) for i in range(shots)]
     options = {"movflags": "+faststart"} if faststart else {}
     container = av.open(str(path), "w", options=options)
+    if creation_time:
+        container.metadata["creation_time"] = creation_time
     try:
         video = _add_video_stream(container, codec, fps, size, gop, preset, rotation)
         tone = _add_audio_stream(container, path) if audio == "tone" else None
@@ -83,10 +90,42 @@ def make_video(
             container.mux(video.encode(frame))
         container.mux(video.encode(None))
         if tone is not None:
-            _encode_tone(container, tone, n_frames / fps, tone_hz)
+            _encode_tone(container, tone, audio_duration or n_frames / fps, tone_hz)
     finally:
         container.close()
     return [s / fps for s in starts[1:]]
+
+
+def make_vfr(
+    path: str | Path,
+    *,
+    segments: Sequence[tuple[float, float]] = ((2.0, 25.0), (3.0, 2.0), (2.0, 25.0)),
+    size: tuple[int, int] = (320, 180),
+    counter: bool = True,
+) -> list[float]:
+    """Encode a variable-frame-rate video (as phones record when the light drops): each
+    ``(seconds, fps)`` segment at its own rate, timestamps in milliseconds. Returns each
+    frame's time.
+    """
+    times: list[float] = []
+    at = 0.0
+    for seconds, fps in segments:
+        n = max(1, round(seconds * fps))
+        times += [at + i / fps for i in range(n)]
+        at += n / fps
+    container = av.open(str(path), "w")
+    try:
+        stream = _add_video_stream(container, "libx264", 25, size, 250, "veryfast", 0)
+        stream.codec_context.time_base = Fraction(1, 1000)
+        frames = _render_frames(len(times), 25, size, [0], (), counter)
+        for t, rgb in zip(times, frames, strict=True):  # (H, W, 3) uint8
+            frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
+            frame.pts, frame.time_base = round(t * 1000), Fraction(1, 1000)
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode(None))
+    finally:
+        container.close()
+    return times
 
 
 def make_audio_only(path: str | Path, *, duration: float = 2.0, tone_hz: float = 440.0) -> Path:

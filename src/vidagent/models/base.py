@@ -295,6 +295,12 @@ class Adapter:
         self.model = model
         self.options = dict(options or {})
 
+    @classmethod
+    def declares(cls, model: str, options: dict[str, str]) -> Capabilities:
+        """The capabilities this adapter declares for ``model`` before it is built (the
+        class's; an adapter whose model decides one, such as a weak reasoner, says so)."""
+        return cls.capabilities
+
     def number(self, name: str, default: float, *, minimum: float = 0, whole: bool = True) -> Any:
         """The spec option ``name`` as a number (an int when ``whole``), at least ``minimum``.
 

@@ -99,6 +99,12 @@ class LlamaCppAdapter(Adapter):
     provider = "llamacpp"
     capabilities = Capabilities(roles=frozenset({"llm"}), supports_json_schema=True, local=True)
 
+    @classmethod
+    def declares(cls, model: str, options: dict[str, str]) -> Capabilities:
+        """The embedded SmolLM2 (:data:`~vidagent.config.SMOKE_TEST_LLMS`) is a weak reasoner."""
+        weak = f"{cls.provider}:{model}".startswith(SMOKE_TEST_LLMS)
+        return dataclasses.replace(cls.capabilities, weak_reasoner=weak)
+
     def __init__(self, model: str, options: dict[str, str] | None = None) -> None:
         super().__init__(model, options)
         path = _model_path(model)
@@ -112,7 +118,7 @@ class LlamaCppAdapter(Adapter):
         self.capabilities = dataclasses.replace(
             type(self).capabilities,
             context_tokens=self.n_ctx,
-            weak_reasoner=f"llamacpp:{model}".startswith(SMOKE_TEST_LLMS),
+            weak_reasoner=self.declares(model, self.options).weak_reasoner,
         )
         # llama-cpp-python defaults to half the cores, which halves speed on a small machine; more
         # threads than the free cores make its spinning threads wait for one another.

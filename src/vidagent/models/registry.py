@@ -154,6 +154,22 @@ def provider_capabilities(spec: str | Spec) -> Capabilities:
     return adapter_class(parsed.provider).capabilities
 
 
+def declared_capabilities(spec: str | Spec, role: str | None = None) -> Capabilities:
+    """What the adapter of ``spec`` declares for that model (:meth:`Adapter.declares`: whether
+    it is a weak reasoner, a test's script), without creating one: for the decisions made from
+    the settings before any model is built (the summary's method, ingest's default stages).
+
+    Raises:
+        ConfigError: a bad spec, or a provider that cannot be imported.
+    """
+    parsed = _parsed(spec)
+    if parsed.disabled:
+        from vidagent.models.base import Capabilities
+
+        return Capabilities(roles=frozenset())
+    return adapter_class(parsed.provider, role).declares(parsed.model, parsed.options)
+
+
 def backend_status(spec: str, settings: Settings, role: str) -> BackendStatus:
     """Whether the backend for ``spec`` is installed and usable, without importing heavy code."""
     from vidagent.models.base import BackendStatus

@@ -237,6 +237,12 @@ class TransformersChat(Adapter):
     provider = "transformers"
     capabilities = Capabilities(roles=frozenset({"llm"}), local=True)
 
+    @classmethod
+    def declares(cls, model: str, options: dict[str, str]) -> Capabilities:
+        """The embedded SmolLM2 (:data:`~vidagent.config.SMOKE_TEST_LLMS`) is a weak reasoner."""
+        weak = f"{cls.provider}:{model}".startswith(SMOKE_TEST_LLMS)
+        return dataclasses.replace(cls.capabilities, weak_reasoner=weak)
+
     def __init__(self, model: str, options: dict[str, str] | None = None) -> None:
         super().__init__(model, options)
         resolve(model)  # a ConfigError now, not at the first question
@@ -244,7 +250,7 @@ class TransformersChat(Adapter):
             type(self).capabilities,
             supports_json_schema=module_available("llguidance"),
             context_tokens=BUNDLED_CONTEXT.get(model),
-            weak_reasoner=f"transformers:{model}".startswith(SMOKE_TEST_LLMS),
+            weak_reasoner=self.declares(model, self.options).weak_reasoner,
         )
         self._model: Any = None
         self._tokenizer: Any = None

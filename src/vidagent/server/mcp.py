@@ -1,7 +1,8 @@
 """The MCP server (``vidagent mcp``): one :class:`~vidagent.app.session.Session` as tools and
 resources for MCP clients, over stdio or streamable HTTP, with the official ``mcp`` SDK (2.x).
 
-Tools: ``list_videos``, ``index_video``, ``search``, ``ask``, ``get_frames`` (JPEG images).
+Tools: ``list_videos``, ``index_video``, ``search``, ``ask``, ``get_frames`` (JPEG images),
+``export_evidence`` (an answer's evidence bundle, written under ``$VIDAGENT_HOME/exports``).
 Resources: ``vidagent://videos``, ``vidagent://videos/{video_id}``, ``vidagent://traces`` and
 ``vidagent://traces/{trace_id}``. Each calls one Session method and returns its result's
 ``to_json()``; nothing is re-implemented here.
@@ -279,17 +280,24 @@ class Tools:
         ] = None,
         abstain: Annotated[
             Literal["auto", "never", "always-report"],
-            Field(description="auto: unsupported free-form answers become 'insufficient evidence'"),
+            Field(
+                description="auto: a free-form answer whose checked claims are found nowhere it "
+                "cites becomes 'insufficient evidence'"
+            ),
         ] = "auto",
         critic: Annotated[
             Literal["auto", "on", "off"],
-            Field(description="a reviewer checks the answer against its cited frames"),
+            Field(
+                description="a reader says of each cited moment whether it answers the "
+                "question (auto: with a vision model)"
+            ),
         ] = "auto",
     ) -> dict[str, Any]:
         """Answer a question about one or more videos with an agent. Returns the answer, its
         letter for a multiple-choice question, the evidence spans ``[video_id, start, end]`` in
-        seconds, each citation checked (``answer.citations``: label supported/weak/unsupported,
-        tightened ``t0``/``t1``, supporting text), whether it abstained, the run's totals,
+        seconds, each citation checked (``answer.citations``: label found/partial/not-found/
+        unchecked, the quote's ``t0``/``t1``, the quote), whether it abstained or is unverified,
+        the run's totals,
         ``notice`` (a line on the strategy that answered: without a model endpoint, that the
         agents need one), and ``trace_id`` (read ``vidagent://traces/{trace_id}``)."""
         from vidagent.budget import Budget
@@ -327,6 +335,30 @@ class Tools:
             f"{t:g} s ({hms(t)})" for t in times
         )
         return [line, *(Image(data=p, format="jpeg") for p in parts)]
+
+    def export_evidence(
+        self,
+        trace_id: Annotated[
+            Ref | None,
+            Field(description="a saved trace (see vidagent://traces); default: the last answer"),
+        ] = None,
+        zip: Annotated[bool, Field(description="write one .zip instead of a folder")] = False,
+    ) -> dict[str, Any]:
+        """Write an answer's evidence (each cited span as an MP4 clip, frames, a contact sheet
+        per video, the cited speech as text/SRT/WebVTT, timeline.md, index.json) under the
+        server's ``$VIDAGENT_HOME/exports``; returns the bundle's ``path`` and its index."""
+        path = None
+        if trace_id is not None:
+            path = self.session.trace_file(trace_id)
+            if path is None:
+                raise ToolInputError(f"no trace {trace_id!r}; see vidagent://traces")
+        trace = path or self.session.last_answer_trace()
+        folder = self.session.settings.home / "exports"
+        out, n = folder / trace.stem, 1
+        while out.exists() or out.with_name(out.name + ".zip").exists():
+            n += 1
+            out = folder / f"{trace.stem}-{n}"
+        return self.session.export(trace, out=out, as_zip=zip).to_json()
 
     # -- resources --------------------------------------------------------------------------------
 
@@ -396,7 +428,13 @@ def build_server(session: Session, roots: MediaRoots | None = None) -> MCPServer
     server = VidagentMCP(
         "vidagent", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
-    for fn in (tools.list_videos, tools.index_video, tools.search, tools.ask):
+    for fn in (
+        tools.list_videos,
+        tools.index_video,
+        tools.search,
+        tools.ask,
+        tools.export_evidence,
+    ):
         server.take(fn)
     # Images and a line of text: unstructured content, no output schema.
     server.take(tools.get_frames, structured_output=False)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import mimetypes
+import shutil
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -319,6 +320,30 @@ def get_trace(trace_id: RefParam, request: Request) -> dict[str, Any]:
 def replay_trace(trace_id: RefParam, request: Request) -> dict[str, Any]:
     server = server_of(request)
     return server.session.replay(_trace_file(server, trace_id)).to_json()
+
+
+@router.get("/traces/{trace_id}/export")
+def export_trace(trace_id: RefParam, request: Request) -> FileResponse:
+    """The answer's evidence (:meth:`Session.export <vidagent.app.Session.export>`) as a zip
+    download, ``<trace id>-evidence.zip``; written to a temporary folder that is removed once
+    the response is sent."""
+    from starlette.background import BackgroundTask
+
+    server = server_of(request)
+    path = _trace_file(server, trace_id)
+    folder = Path(tempfile.mkdtemp(prefix="vidagent-export-"))
+    name = f"{trace_id}-evidence.zip"
+    try:
+        result = server.session.export(path, out=folder / name, as_zip=True)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return FileResponse(
+        result.path,
+        media_type="application/zip",
+        filename=name,
+        background=BackgroundTask(shutil.rmtree, folder, ignore_errors=True),
+    )
 
 
 @router.get("/bench/runs")

@@ -279,9 +279,18 @@ class SynthesisReport:
     duplicates: int
 
 
+#: A slot the paper's text glued to the next word ("Option <config_letter>is the ONLY", "Exactly
+#: <num_correct>Videos must", "<duration>seconds"): the PDF extraction lost the space. The prompt
+#: files keep the paper's text as printed (tests/prompts/test_paper_prompts.py lists each case);
+#: :func:`fill` puts the space back, so the filled prompt reads "Option C is the ONLY". A slot
+#: before a single letter is a unit and stays ("(0s to <duration>s)").
+GLUED_SLOT = re.compile(r"(<[a-z_]+>)(?=[A-Za-z]{2})")
+
+
 def fill(template: str, slots: dict[str, Any]) -> str:
-    """The prompt with every ``<slot>`` replaced; a slot left unfilled is our bug."""
-    text = template
+    """The prompt with every ``<slot>`` replaced, a space put back after a slot the paper's
+    text glued to a word; a slot left unfilled is our bug."""
+    text = GLUED_SLOT.sub(r"\1 ", template)
     for key, value in slots.items():
         text = text.replace(f"<{key}>", str(value))
     left = re.findall(r"<([a-z_]+)>", text)

@@ -57,7 +57,6 @@ from typing import TYPE_CHECKING, Literal
 
 from vidagent.agents.actions import Action, Decision, final_answer_schema
 from vidagent.agents.base import Agent, Answer, IndexPlan, Question
-from vidagent.config import is_smoke_test_llm
 from vidagent.exceptions import ConfigError
 from vidagent.models.base import Message, ToolSpec
 from vidagent.prompts import load_prompt
@@ -168,7 +167,7 @@ class AVIAgent(Agent):
         """Whether the entity graph is built and searched: not when ablated, and not with the
         embedded smoke-test llm, which would spend many minutes of CPU per video extracting a
         graph too poor to search."""
-        return self.options.graph and not is_smoke_test_llm(self.models.settings.spec("llm"))
+        return self.options.graph and not self.weak_llm()
 
     def phase_tools(self, phase: Phase) -> tuple[Tool, ...]:
         """The tools a phase offers (Eq. 8), as the options leave them."""

@@ -116,7 +116,10 @@ class Checker:
     def check(self, claims: Sequence[Claim], spans: Sequence[Evidence]) -> list[Citation]:
         """Each span checked for its best claim, and for every other claim it holds key words
         of."""
-        per_span = [pieces_in(self.index, s) for s in spans]
+        picture = any(c.about_picture for c in claims)
+        per_span = [
+            [p for p in pieces_in(self.index, s) if picture or p.source != "picture"] for s in spans
+        ]
         texts = list(dict.fromkeys(p.text for ps in per_span for p in ps))[:MAX_PIECES]
         cosines = self._cosines([c.text for c in claims], texts)  # (claims, pieces)
         column = {t: i for i, t in enumerate(texts)}

@@ -277,16 +277,16 @@ def query_score(phis: Sequence[float], tau: float = 0.1) -> float:
     return tau * (m + math.log(sum(math.exp(p / tau - m) for p in phis) / len(phis)))
 
 
-ENTROPY_TEMPERATURE = 10.0  # reward points: softmax(r / 100 / 0.1), the paper's tau_c on r
+ENTROPY_TEMPERATURE = 10.0  # reward points: a gap-fill (the paper gives the entropy none)
 
 
 def entropy(rewards: Sequence[float], temperature: float = ENTROPY_TEMPERATURE) -> float:
     """H: the entropy of softmax(r / temperature) over the candidates, divided by log N so it
     lies in [0, 1]; 0 for a single candidate (spec B.11 #6).
 
-    The paper gives the softmax no temperature (spec B.11 #3). ``temperature`` is in reward
-    points; the default 10 is the softmax of r / 100 at 0.1, the only temperature the paper
-    states (tau_c, on unit-scale similarities). Under it a clear winner (a 50-point margin or
+    The paper gives the entropy's softmax no temperature (spec B.11 #3): the default 10 (reward
+    points) is vidagent's gap-fill, not the paper's tau_c, which scales unit-scale similarities
+    elsewhere; 10 equals r / 100 at 0.1, the scale of that temperature. Under it a clear winner (a 50-point margin or
     more) gives H near 0 and ties give H near 1, Fig. 4's two modes, while a 5-point margin stays
     uncertain (rewards 80, 75, 20, 10, 10, 10, 10: H = 0.36), so an unreliable reward model hands
     the ranking to the query score as Fig. 5 shows. At temperature 1 on the raw scores (the

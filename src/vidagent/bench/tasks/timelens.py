@@ -28,9 +28,16 @@ both ways: against the TimeLens span and against the original one (same predicti
 queries), so a grounding number can be read on either annotation. Re-worded queries have no
 original and are left out of that section; a note says how many matched.
 
+Several predicted spans per query, as TimeLens2 predicts them (``{"<video>_<n>": [[s, e], ...]}``
+or ``{"<video>_<n>": {"spans": [[s, e], ...]}}``), score by TimeLens2's multi-span IoU
+(``grpo/timelens/rewards/metrics.py``, ``iou_overlap_ratio``): the predicted spans merged, the
+time they share with the gold span over the time either covers; a list of one span scores as
+that span. The official files' ``timestamps`` keep ``compute_metrics.py``'s rule: the first pair.
+
 Predictions: the official ``{"<video>.mp4>>><query>>>><span>": {"timestamps": [[s, e], ...],
 "answers": text}}`` (JSON, or JSONL with one such object per line), ``{"<video>_<n>": [s, e]}``,
-or the runner's JSONL with ``parsed: [s, e]``.
+``{"<video>_<n>": [[s, e], ...]}`` (several spans), or the runner's JSONL with
+``parsed: [s, e]``.
 """
 
 from __future__ import annotations
@@ -57,7 +64,7 @@ from vidagent.bench.base import (
     unanswered,
 )
 from vidagent.bench.predictions import check_predictions_file, is_runner_rows, read_json_rows
-from vidagent.geometry import interval_iou
+from vidagent.geometry import interval_iou, intervals_iou
 
 if TYPE_CHECKING:
     from vidagent.bench.judge import Judge
@@ -172,14 +179,45 @@ def score(
         if s.id not in predictions:
             outcomes.append(unanswered(s))
             continue
-        interval = first_pair(predictions[s.id])
-        iou = interval_iou(interval, s.answer) if interval and isinstance(s.answer, tuple) else 0.0
-        detail: dict[str, Any] = {"prediction": interval, "iou": iou}
+        spans = predicted_spans(predictions[s.id])
+        gold = s.answer if isinstance(s.answer, tuple) else None
+        iou = spans_iou(spans, gold) if spans and gold else 0.0
+        detail: dict[str, Any] = {"prediction": spans[0] if spans else None, "iou": iou}
+        if spans and len(spans) > 1:
+            detail["spans"] = spans
         original = s.extras.get("original_span")
         if original is not None:
-            detail["original_iou"] = interval_iou(interval, original) if interval else 0.0
+            detail["original_iou"] = spans_iou(spans, original) if spans else 0.0
         outcomes.append(Outcome(s.id, iou, detail=detail))
     return outcomes
+
+
+def predicted_spans(value: Any) -> list[tuple[float, float]] | None:
+    """The spans a prediction names: several as TimeLens2 predicts them (``[[s, e], ...]``, or
+    ``{"spans": [[s, e], ...]}``), else the one :func:`first_pair` reads; ``None``: none."""
+    if isinstance(value, dict) and "spans" in value:
+        value = value["spans"]
+    if isinstance(value, (list, tuple)) and value and all(_is_pair(v) for v in value):
+        return [(float(v[0]), float(v[1])) for v in value]
+    pair = first_pair(value)
+    return [pair] if pair is not None else None
+
+
+def _is_pair(value: Any) -> bool:
+    return (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value)
+    )
+
+
+def spans_iou(spans: Sequence[tuple[float, float]], gold: Sequence[float]) -> float:
+    """One span: its IoU with the gold span (``compute_metrics.py``); several: TimeLens2's
+    multi-span IoU (``grpo/timelens/rewards/metrics.py`` ``iou_overlap_ratio``): the predicted
+    spans merged, the time they share with the gold span over the time either covers."""
+    if len(spans) == 1:
+        return interval_iou(spans[0], gold)
+    return intervals_iou(spans, [gold])
 
 
 def first_pair(value: Any) -> tuple[float, float] | None:

@@ -68,6 +68,39 @@ export function url(path) {
   return `${path}${sep}token=${encodeURIComponent(token())}`;
 }
 
+// The download of an answer's evidence (clips, frames, sheets, subtitles, timeline.md,
+// index.json) as a zip: a plain link, so the browser saves it; the token rides in the URL.
+export function exportLink(traceId) {
+  return el("a", {
+    href: url(`/api/traces/${encodeURIComponent(traceId)}/export`),
+    id: "export-link",
+    class: "button",
+    download: `${traceId}-evidence.zip`,
+    title: "Each cited span as a clip, frames, contact sheets, subtitles, timeline.md and index.json",
+  }, "Download evidence (.zip)");
+}
+
+// Times written in text ("[01:05]", "0:01:05", "1:02:03.5") as links calling onTime(seconds);
+// the rest stays text. A time past ``limit`` seconds is left as text.
+const TIME_IN_TEXT = /\[?\b(?:(\d{1,3}):)?(\d{1,3}):([0-5]\d)(?:\.(\d+))?\b\]?/g;
+export function linkTimes(text, onTime, limit = Infinity) {
+  const out = [];
+  let last = 0;
+  for (const m of String(text ?? "").matchAll(TIME_IN_TEXT)) {
+    const [whole, h, mi, s, frac] = m;
+    const seconds = Number(h || 0) * 3600 + Number(mi) * 60 + Number(s) + Number(frac ? `0.${frac}` : 0);
+    if (seconds > limit) continue;
+    out.push(text.slice(last, m.index));
+    out.push(el("a", {
+      href: "#", class: "time-link", title: "Play from here", dataset: { t: seconds },
+      onclick: (event) => { event.preventDefault(); onTime(seconds); },
+    }, whole));
+    last = m.index + whole.length;
+  }
+  out.push(String(text ?? "").slice(last));
+  return out.filter((part) => part !== "");
+}
+
 export function mediaUrl(videoId) {
   return url(`/api/videos/${encodeURIComponent(videoId)}/media`);
 }
@@ -155,6 +188,15 @@ export function clock(seconds) {
   const sec = Number.isInteger(rest) ? String(rest) : rest.toFixed(1);
   const padded = rest < 10 ? `0${sec}` : sec;
   return h ? `${h}:${String(m).padStart(2, "0")}:${padded}` : `${m}:${padded}`;
+}
+
+// When a video knows when its recording started (ISO-8601), t seconds into it as an ISO-8601
+// wall-clock time in UTC ("2026-05-01T09:31:15.500Z", whole seconds without the fraction);
+// "" when it does not.
+export function wallClock(recordedAt, t) {
+  const start = recordedAt ? Date.parse(recordedAt) : NaN;
+  if (Number.isNaN(start)) return "";
+  return new Date(start + Number(t) * 1000).toISOString().replace(/\.000Z$/, "Z");
 }
 
 export function span(t0, t1) {

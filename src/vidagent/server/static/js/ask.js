@@ -1,7 +1,7 @@
 // The ask page: choose videos and a question, then watch the agent's steps stream in, the
 // answer with its evidence on a timeline, and the trajectory as a tree.
 
-import { api, clear, el, param, showError, showVersion, streamJob } from "./api.js";
+import { api, clear, el, exportLink, param, showError, showVersion, streamJob } from "./api.js";
 import { TraceView } from "./trajectory.js";
 
 const form = document.getElementById("ask");
@@ -61,7 +61,11 @@ function traceLink(trace) {
   if (!trace) return null;
   // The API names a trace by id; a path's file name without ".jsonl" is that id.
   const id = String(trace).split("/").pop().replace(/\.jsonl$/, "");
-  return el("a", { href: `trace.html?id=${encodeURIComponent(id)}`, id: "trace-link" }, "open the saved trace");
+  return [
+    el("a", { href: `trace.html?id=${encodeURIComponent(id)}`, id: "trace-link" }, "open the saved trace"),
+    " ",
+    exportLink(id),
+  ];
 }
 
 form.addEventListener("submit", async (event) => {

@@ -1,6 +1,6 @@
 // The trace viewer: the saved traces, or one of them drawn as the ask page draws a live run.
 
-import { api, clear, el, param, shorten, showError, showVersion } from "./api.js";
+import { api, clear, el, exportLink, param, shorten, showError, showVersion } from "./api.js";
 import { TraceView } from "./trajectory.js";
 
 async function list() {
@@ -41,6 +41,9 @@ async function show(id) {
       document.title = `vidagent · ${shorten(started.question, 60)}`;
       document.getElementById("trace-meta").textContent =
         [started.strategy, started.started_at, id].filter(Boolean).join(" · ");
+    }
+    if (events.some((e) => e.kind === "answer")) {
+      document.getElementById("trace-meta").after(el("p", {}, exportLink(id)));
     }
   } catch (e) {
     showError(box, e);

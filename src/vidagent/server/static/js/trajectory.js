@@ -7,7 +7,7 @@
 // ``span`` names, when it has one), ``span`` puts a model call inside its tool call, and EEA's
 // ``search_round`` nodes nest by their ``parent`` node ids. No strategy is special-cased.
 
-import { clear, clock, el, mediaUrl, shorten, span } from "./api.js";
+import { clear, clock, el, mediaUrl, shorten, span, wallClock } from "./api.js";
 
 // Both spellings: vidagent.trace's kinds and the names the API documentation uses.
 const ANSWER = new Set(["answer", "answered"]);
@@ -194,10 +194,12 @@ export class TraceView {
       const label = citation ? ` ${citation.label}` : "";
       const who = citation && citation.speaker ? ` (${citation.speaker})` : "";
       const said = citation && citation.source ? ` · ${citation.source}${who}: "${citation.text}"` : "";
+      const wall = wallClock(video.recorded_at, t0);
       const mark = el("div", {
-        class: `mark${label}`, title: `${citation ? `${citation.label} · ` : ""}${span(t0, t1)}${said} · click to play`,
+        class: `mark${label}`,
+        title: `${citation ? `${citation.label} · ` : ""}${span(t0, t1)}${wall ? ` (${wall})` : ""}${said} · click to play`,
         role: "button", tabindex: 0,
-        dataset: { videoId, t0, t1, label: citation ? citation.label : "" },
+        dataset: { videoId, t0, t1, label: citation ? citation.label : "", wall },
         style: { left: `${(100 * t0) / duration}%`, width: `${(100 * (t1 - t0)) / duration}%` },
       });
       const play = () => {

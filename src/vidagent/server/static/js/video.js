@@ -1,11 +1,18 @@
 // The video page: the player, the clip table, and search results that seek the player.
 
-import { api, clear, clock, el, mediaUrl, param, shorten, showError, showVersion, span } from "./api.js";
+import { api, clear, clock, el, linkTimes, mediaUrl, param, shorten, showError, showVersion, span, wallClock } from "./api.js";
 
 const videoId = param("id");
 const player = document.getElementById("player");
 const clipsBody = document.querySelector("#clips tbody");
 const resultsBody = document.querySelector("#results tbody");
+let recordedAt = ""; // when the video's recording started, when it knows
+
+// A time cell: the span, and beneath it the wall-clock time it began when the video knows it.
+function timeCell(t0, t1) {
+  const wall = wallClock(recordedAt, t0);
+  return el("td", { class: "time" }, span(t0, t1), wall ? el("div", { class: "muted wall" }, wall) : null);
+}
 
 function seek(t0) {
   const go = () => {
@@ -28,7 +35,7 @@ function clipRow(clip, transcript) {
     "tr",
     { class: "clickable", title: "Play from here", dataset: { t0: clip.t0, t1: clip.t1 },
       onclick: () => seek(clip.t0) },
-    el("td", { class: "time" }, span(clip.t0, clip.t1)),
+    timeCell(clip.t0, clip.t1),
     el("td", {}, clip.caption || ""),
     el("td", {}, speechOf(clip, transcript)),
     el("td", {}, (clip.on_screen_text || []).join(" | ")),
@@ -40,7 +47,7 @@ function resultRow(hit) {
     "tr",
     { class: "clickable result", title: "Play from here", dataset: { t0: hit.t0, t1: hit.t1 },
       onclick: () => seek(hit.t0) },
-    el("td", { class: "time" }, span(hit.t0, hit.t1)),
+    timeCell(hit.t0, hit.t1),
     el("td", {}, Number(hit.score).toFixed(3)),
     el("td", {}, shorten([hit.caption, (hit.speakers || []).length ? `[${hit.speakers.join(", ")}] ${hit.transcript}` : hit.transcript, (hit.on_screen_text || []).join(" | ")].filter(Boolean).join(" · "), 200)),
   );
@@ -56,13 +63,16 @@ async function load() {
     const video = detail.video || detail;
     document.title = `vidagent · ${video.name}`;
     document.getElementById("title").textContent = video.name;
+    recordedAt = video.recorded_at || "";
     document.getElementById("meta").textContent = [
+      recordedAt && `recorded ${wallClock(recordedAt, 0)}`,
       clock(video.duration),
       video.width && `${video.width}×${video.height}`,
       video.fps && `${Number(video.fps).toFixed(2)} fps`,
       video.video_id,
     ].filter(Boolean).join(" · ");
-    document.getElementById("summary").textContent = detail.summary || "";
+    // the summary's times play the moment, as the clip rows and evidence marks do
+    clear(document.getElementById("summary"), linkTimes(detail.summary || "", seek, video.duration + 1));
     document.getElementById("ask-link").href = `ask.html?video=${encodeURIComponent(video.video_id)}`;
     player.src = mediaUrl(video.video_id);
     const clips = detail.clips || [];

@@ -1,0 +1,211 @@
+"""Contact sheets of a video or a span (``vidagent sheet``), and the frames they are made of.
+
+Frames come from the index's stored thumbnails (the ``frames`` table) where they cover the
+span: every point the sheet shows has a thumbnail within half a spacing of it. Points without
+one are decoded from the source file; when the source is gone, the thumbnails there are
+used as they are, and a span with none is an error that says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from vidagent.app.core import SessionCore
+from vidagent.exceptions import ConfigError, MediaNotFoundError
+from vidagent.timecode import clock, hms, wall_clock
+
+if TYPE_CHECKING:
+    from vidagent.library import Library, VideoRecord
+
+#: Frames on a sheet when none is asked for.
+DEFAULT_COUNT = 12
+
+
+@dataclass(frozen=True)
+class SheetResult:
+    """``sheet``: the contact sheet written, the span it shows and where its frames came from.
+
+    Attributes:
+        video_id: the video.
+        path: the image file (PNG or JPEG, by its suffix).
+        t0, t1: the span shown (seconds).
+        times: each frame's time, in reading order.
+        thumbnails: how many of them are the index's stored thumbnails (the rest were decoded).
+        recorded_at: when the video was recorded (ISO-8601), ``""`` unknown.
+    """
+
+    video_id: str
+    path: Path
+    t0: float
+    t1: float
+    times: list[float] = field(default_factory=list)
+    thumbnails: int = 0
+    recorded_at: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "video_id": self.video_id,
+            "path": str(self.path),
+            "t0": self.t0,
+            "t1": self.t1,
+            "start": hms(self.t0),
+            "end": hms(self.t1),
+            "wall_t0": wall_clock(self.recorded_at, self.t0) or None,
+            "wall_t1": wall_clock(self.recorded_at, self.t1) or None,
+            "times": self.times,
+            "thumbnails": self.thumbnails,
+            "decoded": len(self.times) - self.thumbnails,
+        }
+
+
+def span_of(video: VideoRecord, t_from: float | None, t_to: float | None) -> tuple[float, float]:
+    """``[t_from, t_to]`` clamped to the video (whole video by default).
+
+    Raises:
+        ConfigError: the span is empty or outside the video.
+    """
+    t0 = 0.0 if t_from is None else float(t_from)
+    t1 = video.duration if t_to is None else min(float(t_to), video.duration)
+    if t0 >= video.duration:
+        raise ConfigError(
+            f"--from {hms(t0)} is past the end of {video.name} ({hms(video.duration)})"
+        )
+    if t1 <= t0:
+        raise ConfigError(f"the span {clock(t0)}-{clock(t1)} is empty: --to must be after --from")
+    return t0, t1
+
+
+def points(t0: float, t1: float, count: int) -> list[float]:
+    """``count`` times spread evenly over ``[t0, t1]``, each in the middle of its share."""
+    step = (t1 - t0) / count
+    return [t0 + (i + 0.5) * step for i in range(count)]
+
+
+def span_frames(
+    lib: Library, video: VideoRecord, times: list[float], *, size: int = 480
+) -> tuple[list[tuple[float, np.ndarray]], int]:
+    """A frame for each of ``times`` (sorted): the stored thumbnail nearest it when one lies
+    within half a spacing, else one decoded from the source. Returns ``(t, rgb)`` pairs (the
+    frame's own time) and how many came from thumbnails.
+
+    Raises:
+        MediaNotFoundError: some point has no thumbnail and the source file is gone, and no
+            thumbnail at all lies in the span.
+    """
+    import cv2
+
+    from vidagent.media import frames_at
+
+    # half the spacing: a thumbnail shown for two points would repeat a frame on the sheet
+    reach = (times[-1] - times[0]) / (len(times) - 1) / 2 if len(times) > 1 else 0.5
+    reach = max(reach, 1e-3)
+    stored = lib.frames(video.video_id, times[0] - reach, times[-1] + reach)
+    chosen: list[tuple[float, Any]] = []
+    for t in times:
+        near = min(stored, key=lambda f: abs(f.t - t), default=None)
+        chosen.append((t, near if near is not None and abs(near.t - t) <= reach else None))
+    missing = [t for t, f in chosen if f is None]
+    decoded: dict[float, np.ndarray] = {}
+    if missing:
+        if not Path(video.source).is_file():
+            if not stored:
+                raise MediaNotFoundError(
+                    video.source, "is gone and the index holds no thumbnails in this span"
+                )
+            chosen = [(f.t, f) for f in stored]  # what the index has, as it is
+            missing = []
+        else:
+            rgb = frames_at(video.source, missing, size=size)  # (N, H, W, 3) uint8
+            decoded = dict(zip(missing, rgb, strict=True))
+    out: list[tuple[float, np.ndarray]] = []
+    for t, f in chosen:
+        if f is None:
+            out.append((t, decoded[t]))
+        else:
+            bgr = cv2.imdecode(np.frombuffer(f.jpeg, np.uint8), cv2.IMREAD_COLOR)  # (H, W, 3)
+            if bgr is None:  # a damaged thumbnail: decode the moment instead
+                bgr = cv2.cvtColor(frames_at(video.source, [f.t], size=size)[0], cv2.COLOR_RGB2BGR)
+            out.append((float(f.t), cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)))
+    return out, len(out) - len(decoded)
+
+
+def draw_sheet(
+    video: VideoRecord,
+    frames: list[tuple[float, np.ndarray]],
+    t0: float,
+    t1: float,
+    *,
+    columns: int | None = None,
+) -> np.ndarray:
+    """The sheet image: each frame labelled with its time (and wall-clock time where the video
+    knows when it was recorded), titled with the video and the span."""
+    from vidagent.media.sheet import contact_sheet
+
+    recorded = getattr(video, "recorded_at", "")
+    tiles = []
+    for t, rgb in frames:
+        wall = wall_clock(recorded, t)
+        tiles.append((f"{clock(t)}  {wall}" if wall else clock(t), rgb))
+    title = f"{video.name}  {clock(t0)}-{clock(t1)}  ({video.video_id[:8]})"
+    if recorded:
+        title += f"  recorded {wall_clock(recorded, 0.0)}"
+    return contact_sheet(tiles, columns=columns, title=title)
+
+
+def write_image(rgb: np.ndarray, path: Path) -> None:
+    """Write an RGB image; the suffix chooses PNG or JPEG.
+
+    Raises:
+        ConfigError: a suffix that is neither.
+    """
+    import cv2
+
+    suffix = path.suffix.lower()
+    if suffix not in (".png", ".jpg", ".jpeg"):
+        raise ConfigError(f"{path}: a contact sheet is written as .png or .jpg")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ok, buf = cv2.imencode(suffix, cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+    if not ok:
+        raise ValueError(f"could not encode an image of shape {rgb.shape}")
+    path.write_bytes(buf.tobytes())
+
+
+def sheet(
+    core: SessionCore,
+    ref: str,
+    *,
+    t_from: float | None = None,
+    t_to: float | None = None,
+    count: int = DEFAULT_COUNT,
+    out: str | Path | None = None,
+    columns: int | None = None,
+) -> SheetResult:
+    """A contact sheet of a video (or ``[t_from, t_to]`` of it) with ``count`` frames, written
+    to ``out`` (default ``<video name>-sheet.png`` in the working folder).
+
+    Raises:
+        VideoNotFoundError: no such video.
+        ConfigError: an empty span, a count below 1, or an image suffix other than PNG/JPEG.
+        MediaNotFoundError: see :func:`span_frames`.
+    """
+    if count < 1:
+        raise ConfigError("a contact sheet needs at least one frame (--count)")
+    lib = core.existing_library()
+    video = lib.get_video(ref)
+    t0, t1 = span_of(video, t_from, t_to)
+    path = Path(out) if out else Path(f"{Path(video.name).stem or video.video_id[:8]}-sheet.png")
+    frames, thumbs = span_frames(lib, video, points(t0, t1, count))
+    write_image(draw_sheet(video, frames, t0, t1, columns=columns), path)
+    return SheetResult(
+        video.video_id,
+        path,
+        t0,
+        t1,
+        [round(t, 3) for t, _ in frames],
+        thumbs,
+        getattr(video, "recorded_at", ""),
+    )

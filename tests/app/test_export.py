@@ -1,0 +1,203 @@
+"""Evidence a person can take away: an answer exported as clips cut exactly to their spans,
+frames, a contact sheet, subtitles, a timeline and an ``index.json`` that its shipped schema
+accepts; contact sheets and whole-transcript subtitles of a video."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import av
+import jsonschema
+import pytest
+from factories import INDEX_SPECS
+
+from vidagent.app import Session
+from vidagent.app.export import export_schema
+from vidagent.config import load_settings
+from vidagent.exceptions import UserError
+from vidagent.library import Library
+from vidagent.library.schema import TranscriptSegment
+from vidagent.media import frames_at, probe
+from vidagent.media.synth import make_video, read_counter
+from vidagent.trace import Answered, Citation, RunStarted, Trace
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    """A 12 s counter video with a tone, indexed with the fakes; a transcript of two segments
+    with a speaker on the first. Returns (home, library, video id)."""
+    root = tmp_path_factory.mktemp("export")
+    video = root / "talk.mp4"
+    make_video(video, duration=12, fps=25, size=(320, 180), counter=True, audio="tone", gop=50)
+    home, lib = root / "home", root / "lib"
+    settings = load_settings({**INDEX_SPECS, "home": str(home)}, env={})
+    with Session(settings, library=lib) as session:
+        result = session.index_file(video, stages=["transcribe"])
+        vid = result.structure.video.video_id
+        segments = [
+            TranscriptSegment(vid, 0, 2.0, 4.0, "the door opens now", "[]", "fake"),
+            TranscriptSegment(vid, 1, 6.0, 9.0, "and then it closes", "[]", "fake"),
+        ]
+        session.library.put_transcript(vid, segments)
+    return home, lib, vid
+
+
+@dataclass(frozen=True)
+class _Spoken(TranscriptSegment):
+    """A transcript segment with a speaker, as a diarization stage labels them."""
+
+    speaker: str = ""
+
+
+@pytest.fixture(autouse=True)
+def _speakers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first segment is said by "Dr Lee" (speaker labels come from a diarization stage;
+    here the Library's reader adds one)."""
+    read = Library.transcript
+
+    def transcript(self: Library, *args: Any, **kwargs: Any) -> list[TranscriptSegment]:
+        found = read(self, *args, **kwargs)
+        return [
+            _Spoken(**asdict(s), speaker="Dr Lee") if s.segment_index == 0 else s for s in found
+        ]
+
+    monkeypatch.setattr(Library, "transcript", transcript)
+
+
+def _session(home: Path, lib: Path) -> Session:
+    return Session(load_settings({**INDEX_SPECS, "home": str(home)}, env={}), library=lib)
+
+
+def _answer_trace(path: Path, vid: str) -> Path:
+    trace = Trace(path)
+    trace.emit(RunStarted(0.0, "retrieval", "When does the door open?", [], [], {}, {}))
+    citations = [
+        Citation(vid, 2.5, 3.5, [2.0, 4.0], "found", 1.0, "speech", "the door opens", 0),
+        Citation(vid, 7.0, 7.0, [7.0, 7.0], "unchecked", 0.0, "", "", 1),
+    ]
+    trace.emit(Answered(1.0, "At 2 s.", None, True, False, "", None, [], citations=citations))
+    trace.close()
+    return path
+
+
+def test_an_export_holds_exact_clips_frames_sheet_subtitles_and_a_valid_index(
+    indexed: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    home, lib, vid = indexed
+    trace = _answer_trace(home / "traces" / "20260101-000000-retrieval-abcdef.jsonl", vid)
+    with _session(home, lib) as session:
+        result = session.export(out=tmp_path / "bundle")  # the last answer's trace
+    out = result.path
+    index = json.loads((out / "index.json").read_text())
+    jsonschema.validate(index, export_schema())
+    assert index["schema_version"] == 1 and index["trace"] == str(trace)
+    assert index["question"] == "When does the door open?" and index["answer"] == "At 2 s."
+    first, second = index["citations"]
+    assert (first["t0"], first["t1"], first["label"]) == (2.0, 4.0, "found")
+    # the exact span: the clip starts on frame 50 (2.0 s at 25 fps), not on a keyframe (0, 50
+    # frames apart) and lasts the span, with its audio
+    clip = probe(out / first["clip"])
+    assert abs(clip.duration - 2.0) < 0.1 and clip.has_audio
+    assert read_counter(frames_at(clip, [0.0])[0]) == 50
+    # a span of no length is widened to a second around it
+    assert (second["t0"], second["t1"]) == (6.5, 7.5)
+    assert read_counter(frames_at(probe(out / second["clip"]), [0.0])[0]) == round(6.5 * 25)
+    assert 2 <= len(first["frames"]) <= 4 and all(
+        (out / f["file"]).is_file() for f in first["frames"]
+    )
+    assert (out / index["videos"][0]["sheet"]).stat().st_size > 1000
+    srt = (out / first["subtitles"]["srt"]).read_text()
+    assert "00:00:00,000 --> 00:00:02,000\nDr Lee: the door opens now" in srt
+    vtt = (out / "transcript.vtt").read_text()
+    assert vtt.startswith("WEBVTT") and "00:00:02.000 --> 00:00:04.000\n<v Dr Lee>the door" in vtt
+    timeline = (out / "timeline.md").read_text()
+    assert "**Question:** When does the door open?" in timeline
+    assert f"[{first['clip']}]({first['clip']})" in timeline and "> the door opens" in timeline
+    assert first["transcript"][0]["speaker"] == "Dr Lee"
+
+
+def test_an_export_zip_holds_the_bundle_and_a_missing_answer_is_one_line(
+    indexed: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    home, lib, vid = indexed
+    trace = _answer_trace(tmp_path / "t.jsonl", vid)
+    with _session(home, lib) as session:
+        result = session.export(trace, out=tmp_path / "ev", as_zip=True)
+        assert result.path == tmp_path / "ev.zip"
+        names = zipfile.ZipFile(result.path).namelist()
+        assert "ev/index.json" in names and any(n.endswith(".mp4") for n in names)
+        empty = Trace(tmp_path / "none.jsonl")
+        empty.emit(RunStarted(0.0, "retrieval", "Q?", [], [], {}, {}))
+        empty.close()
+        with pytest.raises(UserError, match="the run gave no answer"):
+            session.export(empty.path)
+        with pytest.raises(UserError, match="is not empty"):
+            session.export(trace, out=tmp_path)
+
+
+def test_a_contact_sheet_uses_the_stored_thumbnails_where_they_cover_the_span(
+    indexed: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    home, lib, vid = indexed
+    with _session(home, lib) as session:
+        whole = session.sheet(vid, out=tmp_path / "s.png", count=6)
+        assert whole.thumbnails == 6 and (whole.t0, whole.t1) == (0.0, 12.0)
+        # 20 frames in 2 s: denser than the thumbnails, so most are decoded
+        close = session.sheet(vid, t_from=2.0, t_to=4.0, count=20, out=tmp_path / "c.jpg")
+        assert close.thumbnails < 20 and len(close.times) == 20
+        with av.open(str(close.path)) as img:
+            assert next(img.decode(video=0)).width > 300
+        with pytest.raises(UserError, match="--to must be after --from"):
+            session.sheet(vid, t_from=5.0, t_to=4.0)
+
+
+def test_the_whole_transcript_as_subtitles_with_speakers(
+    indexed: tuple[Path, Path, str],
+) -> None:
+    home, lib, vid = indexed
+    with _session(home, lib) as session:
+        srt = session.subtitles(vid, "srt")
+        vtt = session.subtitles(vid, "vtt")
+    assert srt.splitlines()[:3] == [
+        "1",
+        "00:00:02,000 --> 00:00:04,000",
+        "Dr Lee: the door opens now",
+    ]
+    assert "2\n00:00:06,000 --> 00:00:09,000\nand then it closes" in srt
+    assert vtt.startswith("WEBVTT\n\n00:00:02.000 --> 00:00:04.000\n<v Dr Lee>the door opens now")
+
+
+def test_the_commands_export_draw_and_write_subtitles_or_say_why_not_in_one_line(
+    indexed: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    from clirun import vidagent
+
+    home, lib, vid = indexed
+    trace = _answer_trace(tmp_path / "t.jsonl", vid)
+    run = {"home": home, "env": {"VIDAGENT_LIBRARY": str(lib)}}
+    done = vidagent("export", str(trace), "-o", str(tmp_path / "b"), "--zip", **run)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"wrote {tmp_path / 'b.zip'}: 2 citations, 2 clips")
+    drawn = vidagent(
+        "sheet", vid, "--from", "0:02", "--to", "4", "-o", str(tmp_path / "s.png"), **run
+    )
+    assert (
+        drawn.returncode == 0 and "6 frames" not in drawn.stdout and (tmp_path / "s.png").is_file()
+    )
+    written = vidagent("show", vid, "--vtt", "-o", str(tmp_path / "t.vtt"), **run)
+    assert written.returncode == 0 and (tmp_path / "t.vtt").read_text().startswith("WEBVTT")
+    printed = vidagent("show", vid, "--srt", **run)
+    assert "Dr Lee: the door opens now" in printed.stdout
+    for args, message in [
+        (("export", str(tmp_path / "nope.jsonl")), "no such trace file"),
+        (("sheet", vid, "--from", "20"), "is past the end"),
+        (("sheet", vid, "-o", str(tmp_path / "s.gif")), "written as .png or .jpg"),
+        (("show", vid, "-o", str(tmp_path / "x")), "give --srt or --vtt"),
+    ]:
+        failed = vidagent(*args, **run)
+        assert failed.returncode != 0 and message in failed.stderr.strip().splitlines()[-1]
+        assert "Traceback" not in failed.stderr
