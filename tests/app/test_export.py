@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import zipfile
-from dataclasses import asdict, dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,24 +46,15 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
     return home, lib, vid
 
 
-@dataclass(frozen=True)
-class _Spoken(TranscriptSegment):
-    """A transcript segment with a speaker, as a diarization stage labels them."""
-
-    speaker: str = ""
-
-
 @pytest.fixture(autouse=True)
 def _speakers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first segment is said by "Dr Lee" (speaker labels come from a diarization stage;
+    """The first segment is said by "Dr Lee" (speaker labels come from the speakers stage;
     here the Library's reader adds one)."""
     read = Library.transcript
 
     def transcript(self: Library, *args: Any, **kwargs: Any) -> list[TranscriptSegment]:
         found = read(self, *args, **kwargs)
-        return [
-            _Spoken(**asdict(s), speaker="Dr Lee") if s.segment_index == 0 else s for s in found
-        ]
+        return [replace(s, speaker="Dr Lee") if s.segment_index == 0 else s for s in found]
 
     monkeypatch.setattr(Library, "transcript", transcript)
 
