@@ -191,7 +191,7 @@ def test_a_plugin_benchmark_is_listed_and_loaded() -> None:
 
 @pytest.mark.usefixtures("installed")
 def test_a_plugin_stage_runs_when_named(small_video: Path, tmp_path: Path) -> None:
-    assert stage_names() == (*STAGES[:5], "embed_frames", "graph", "summarize", "tagplug")
+    assert stage_names() == (*STAGES[:6], "embed_frames", "graph", "summarize", "tagplug")
     assert STAGES[-1] == "summarize"  # the default run is unchanged by installing a plugin
     assert make_stage("tagplug").name == "tagplug"
     settings = load_settings({"cache": "off"})
@@ -235,7 +235,8 @@ def test_an_unknown_name_lists_every_known_one() -> None:
         make_stage("nope")
     assert str(err.value) == (
         "unknown stage 'nope'; choose one of: "
-        "transcribe, read_text, detect, caption, embed, embed_frames, graph, summarize, tagplug"
+        "transcribe, read_text, detect, speakers, caption, embed, embed_frames, graph, summarize, "
+        "tagplug"
     )
     with pytest.raises(ConfigError, match=r"unknown object tracker 'x'; choose one of: .*stay"):
         TRACKERS.load("x")

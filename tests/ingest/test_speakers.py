@@ -202,7 +202,11 @@ def test_the_retrieval_baseline_answers_who_says_from_the_labels(
             )
             assert chosen.answer is not None and chosen.answer.choice == 1
             (where,) = chosen.answer.evidence
-            assert (where.t0, where.t1) == (4.6, 7.92)  # Bob's line, not the clip
+            # Bob's line (Whisper's segment, 4.6-7.9 s; its end moves by a few hundredths with the
+            # threads it runs on), not the clip
+            assert where.t0 == pytest.approx(4.6, abs=0.1) and where.t1 == pytest.approx(
+                7.9, abs=0.1
+            )
             # A citation of speech says who says the quote.
             quoted = session.ask(
                 vid,
