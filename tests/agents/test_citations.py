@@ -328,6 +328,39 @@ def test_a_trace_written_before_the_new_labels_is_read_as_written(tmp_path: Path
     assert "supported" in render_answer(e, {VID: "talk.mp4"}, list(COST.options))
 
 
+def test_an_answer_is_valid_against_its_shipped_json_schema(
+    library: Library, tmp_path: Path
+) -> None:
+    import jsonschema
+
+    from vidagent.trace import CITATION_LABELS
+
+    schema = json.loads(
+        (
+            Path(__file__).resolve().parents[2] / "src/vidagent/schemas/answer.schema.json"
+        ).read_text()
+    )
+    assert schema["$defs"]["label"]["enum"] == list(CITATION_LABELS)
+    seen = Question("What colour is the umbrella the woman carries?", (VID,), ("red", "green"))
+    for question, text, spans in [
+        (COST, "B", [(4.0, 8.0), (0.0, 4.0)]),
+        (seen, "B", [(0.0, 4.0)]),
+        (Question("What does the narrator say?", (VID,)), "Someone speaks.", []),
+    ]:
+        answer = Cites(library, models(), options={"text": text, "spans": spans}).run(question)
+        assert answer.trace is not None
+        body = AskResult(answer.trace).to_json()["answer"]
+        jsonschema.validate(body, schema)
+    found = Cites(library, models(), options={"text": "B", "spans": [(4.0, 8.0)]}).run(COST)
+    assert found.trace is not None
+    wrong = AskResult(found.trace).to_json()["answer"]
+    wrong["citations"][0]["label"] = "supported"  # a schema-1 label in a schema-2 answer
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(wrong, schema)
+    wrong["schema"] = 1  # as a trace written before the new labels: valid
+    jsonschema.validate(wrong, schema)
+
+
 def test_the_label_vocabulary_is_the_documented_one() -> None:
     from vidagent.trace import CITATION_LABELS
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vidagent._version import __version__
+from vidagent.agents.answer import option_letter
 from vidagent.app.core import SessionCore
 from vidagent.app.sheets import draw_sheet, span_frames, write_image
 from vidagent.app.subtitles import speaker_of, subtitles
@@ -396,7 +397,7 @@ def _timeline(index: dict[str, Any]) -> str:
     names = {v["video_id"]: v["name"] or v["video_id"][:8] for v in index["videos"]}
     out = ["# Evidence", "", f"**Question:** {index['question']}", ""]
     if index["options"]:
-        out += [f"- {chr(65 + i)}. {o}" for i, o in enumerate(index["options"])] + [""]
+        out += [f"- {option_letter(i)}. {o}" for i, o in enumerate(index["options"])] + [""]
     out += [f"**Answer:** {index['answer']}", ""]
     out += [
         f"Strategy `{index['strategy']}`, exported {index['created_at']} from `{index['trace']}`.",

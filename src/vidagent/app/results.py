@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vidagent.agents.answer import option_letter
 from vidagent.library.readable import readable_lines
 from vidagent.timecode import hms, wall_clock
 
@@ -257,7 +258,9 @@ class AskResult:
                 return None
             return {k: v for k, v in dataclasses.asdict(event).items() if k not in ("t", "span")}
 
-        letter = chr(65 + answered.choice) if answered and answered.choice is not None else None
+        letter = (
+            option_letter(answered.choice) if answered and answered.choice is not None else None
+        )
         return {
             "answer": fields(answered),
             "letter": letter,
