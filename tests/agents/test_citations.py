@@ -614,3 +614,13 @@ def test_the_citation_question_set_is_well_formed(monkeypatch: pytest.MonkeyPatc
             continue
         assert 0 <= r["answer"] < len(r["options"]) and r["spans"], r["id"]
         assert all(0 <= a < b <= durations[r["video"]] for a, b in r["spans"]), r["id"]
+
+
+def test_every_named_rule_names_a_test_that_exists() -> None:
+    from vidagent.agents.citations.rules import RULES
+
+    root = Path(__file__).resolve().parents[2]
+    for rule in RULES:
+        path, _, name = rule.test.partition("::")
+        assert f"def {name}(" in (root / path).read_text(), rule.name
+        assert rule.origin and rule.name
