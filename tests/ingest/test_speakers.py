@@ -126,6 +126,26 @@ def test_off_labels_nothing(tmp_path: Path) -> None:
     assert Library(settings.library_uri).artifact(result.video.video_id, "speakers") is None
 
 
+def test_without_the_voice_encoder_nothing_is_pending_until_it_is_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The demo's quick setup has no voice encoder: the stage must not show a progress bar on
+    # every index and question, and must label the video once the encoder is there.
+    settings = _settings(tmp_path)
+    path = get_clip("two_voices.mp4")
+    monkeypatch.setattr(voices, "available", lambda: False)
+    result = _index(path, settings, ["transcribe", "speakers"])
+    assert result.video is not None
+    ran = result.stages[-1]
+    assert (ran.clips, ran.note) == (0, "not labelled: pip install 'vidagent[speakers]'")
+    assert Library(settings.library_uri).artifact(result.video.video_id, "speakers") is None
+    monkeypatch.undo()
+    again = _index(path, settings, ["transcribe", "speakers"])
+    assert again.stages[-1].clips > 0
+    labels = {s.speaker for s in Library(settings.library_uri).transcript(result.video.video_id)}
+    assert len(labels - {""}) == 2
+
+
 def test_rename_and_search_by_speaker(meeting: tuple[Settings, str, list[Any]]) -> None:
     settings, vid, _ = meeting
     with Session(settings) as session:

@@ -182,6 +182,10 @@ def talk_time(segments: Sequence[TranscriptSegment]) -> dict[str, dict[str, floa
     return dict(sorted(out.items(), key=lambda kv: int(kv[0][1:])))
 
 
+#: The note of a run where the voice encoder is not installed (the demo's quick setup).
+NOT_INSTALLED = "not labelled: pip install 'vidagent[speakers]'"
+
+
 class Speakers(Stage):
     """Speaker labels on the transcript rows (module docstring).
 
@@ -215,9 +219,16 @@ class Speakers(Stage):
 
     def pending(self, ctx: IngestContext) -> list[ClipRow]:
         """Every clip while the stored labels were made by another fingerprint or from another
-        transcript (the work is per video); none when the setting is off."""
+        transcript (the work is per video); none when the setting is off, or while the voice
+        encoder is not installed (asked again at every run, so installing it labels the video
+        at the next index or question)."""
+        from vidagent.models import voices
+
         if ctx.settings.speakers == "off":
             self.note = "off (settings.speakers)"
+            return []
+        if not voices.available():  # nothing can be labelled: no work, no progress bar
+            self.note = NOT_INSTALLED
             return []
         vid = ctx.video.video_id
         stored = ctx.library.artifact(vid, "speakers")
@@ -232,9 +243,6 @@ class Speakers(Stage):
         self.note = ""
         vid = ctx.video.video_id
         segments = ctx.library.transcript(vid)
-        if segments and not voices.available():
-            self.note = "not labelled: pip install 'vidagent[speakers]'"
-            return
         audio = self._audio(ctx) if segments else None
         if audio is None:
             self.note = "no speech" if ctx.video.has_audio else "no audio track"
