@@ -10,6 +10,7 @@ import pytest
 
 from vidagent.media import (
     ShotDetector,
+    content_score,
     decode,
     encode_jpeg,
     frames_at,
@@ -148,6 +149,45 @@ def test_tapped_frames_are_prepared_on_the_decode_workers(shots_video, monkeypat
     )
     assert prepared.finish(16.0) == plain.finish(16.0)  # the same cuts from prepared frames
     assert preparers and all(name.startswith("vidagent-decode") for name in preparers)
+
+
+def test_frame_scores_on_the_workers_equal_the_sequential_ones(shots_video, monkeypatch):
+    """Each chunk scores its frames where it decodes them and hands over no frame but its
+    first and last: every score, across chunk joins too, is the one of one sequential pass."""
+    monkeypatch.setattr(decode, "_CHUNK_MIN_SECONDS", 2.0)
+    monkeypatch.setattr(decode, "_CHUNK_MIN_KEYFRAME_INTERVALS", 0.5)
+    frames: list[tuple[float, np.ndarray]] = []
+    list(
+        iter_sampled_frames(
+            shots_video.path, fps=1.0, size=64, on_frame=lambda t, f: frames.append((t, to_hsv(f)))
+        )
+    )
+    sequential = [(frames[0][0], 0.0)] + [
+        (t, content_score(a, b)) for (_, a), (t, b) in zip(frames, frames[1:], strict=False)
+    ]
+    scored: list[tuple[float, float]] = []
+    workers: set[str] = set()
+
+    def score(a: np.ndarray, b: np.ndarray) -> float:
+        workers.add(threading.current_thread().name)
+        return content_score(a, b)
+
+    samples = list(
+        iter_sampled_frames(
+            shots_video.path,
+            fps=1.0,
+            size=64,
+            workers=2,
+            on_frame_prepare=to_hsv,
+            frame_score=score,
+            on_score=lambda t, s: scored.append((t, s)),
+        )
+    )
+    assert len(samples) == 16
+    assert [t for t, _ in scored] == pytest.approx([t for t, _ in sequential])
+    assert [s for _, s in scored] == pytest.approx([s for _, s in sequential], abs=1e-12)
+    assert any(name.startswith("vidagent-decode") for name in workers)
+    assert "MainThread" in workers  # each later chunk's first frame, against the one before
 
 
 def test_shots_in_the_sampling_pass(shots_video):

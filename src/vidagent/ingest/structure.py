@@ -18,6 +18,7 @@ from vidagent.library import ClipRow, FrameRow, Library, ShotRow, VideoRecord, c
 from vidagent.media import (
     ShotDetector,
     VideoInfo,
+    content_score,
     encode_jpeg,
     iter_sampled_frames,
     probe,
@@ -81,9 +82,10 @@ def index_structure(
             info,
             fps=settings.sample_fps,
             size=settings.thumb_size,
-            on_frame=detector.push_hsv,
             on_frame_size=shot_side,
             on_frame_prepare=to_hsv,  # on the decode workers, not this thread
+            frame_score=content_score,  # there too, so no frame waits for this thread
+            on_score=detector.push_score,
             keep=(keep.fps, keep.size) if keep and keep.fits(settings.sample_fps) else None,
             on_keep=keep.add if keep else None,
         )

@@ -18,7 +18,14 @@ from vidagent.media.decode import (
     sample_grid,
 )
 from vidagent.media.probe import AudioStreamInfo, VideoInfo, probe
-from vidagent.media.segment import ShotDetector, TimeSpan, detect_shots, to_hsv, uniform_clips
+from vidagent.media.segment import (
+    ShotDetector,
+    TimeSpan,
+    content_score,
+    detect_shots,
+    to_hsv,
+    uniform_clips,
+)
 
 __all__ = [
     "AudioStreamInfo",
@@ -26,6 +33,7 @@ __all__ = [
     "Size",
     "TimeSpan",
     "VideoInfo",
+    "content_score",
     "detect_shots",
     "encode_jpeg",
     "extract_audio",

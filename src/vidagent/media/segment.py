@@ -85,6 +85,16 @@ def to_hsv(frame: np.ndarray) -> np.ndarray:
     return cv2.cvtColor(frame, cv2.COLOR_RGB2HSV)
 
 
+def content_score(previous: np.ndarray, hsv: np.ndarray) -> float:
+    """The content score of ``hsv`` after ``previous`` (both from :func:`to_hsv`): the mean
+    absolute difference over the three channels, in one pass (PySceneDetect averages each
+    channel's, which equals this to within 1e-14); 0 across a change of size, as for a first
+    frame, which has nothing to differ from.  # (h, w, 3) uint8 each"""
+    if previous.shape != hsv.shape:
+        return 0.0
+    return float(cv2.norm(hsv, previous, cv2.NORM_L1)) / hsv.size
+
+
 class ShotDetector:
     """Streaming shot-cut detector: PySceneDetect's ``AdaptiveDetector`` or ``ContentDetector``.
 
@@ -156,13 +166,14 @@ class ShotDetector:
     def push_hsv(self, t: float, hsv: np.ndarray) -> None:
         """:meth:`push` for a frame already in :func:`to_hsv` (which a decoder's worker threads
         can run: ``on_frame_prepare=to_hsv``).  # hsv: (h, w, 3) uint8"""
-        if self._previous is None or self._previous.shape != hsv.shape:
-            score = 0.0  # the first frame has nothing to differ from, as in PySceneDetect
-        else:
-            # The mean absolute difference over the three channels, in one pass (PySceneDetect
-            # averages each channel's, which equals this to within 1e-14).
-            score = cv2.norm(hsv, self._previous, cv2.NORM_L1) / hsv.size
+        score = 0.0 if self._previous is None else content_score(self._previous, hsv)
         self._previous = hsv
+        self.push_score(t, score)
+
+    def push_score(self, t: float, score: float) -> None:
+        """:meth:`push` for a frame whose :func:`content_score` against the frame pushed before
+        it is already known (a decoder's workers compute it, so that no frame waits in memory:
+        ``on_score=detector.push_score``); the first frame's is 0."""
         if self.method == "adaptive":
             self._adaptive(t, score)
         else:
