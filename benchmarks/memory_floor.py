@@ -62,8 +62,10 @@ def main() -> None:
     models = Models(settings)
     frame = np.zeros((360, 640, 3), np.uint8)
     frame[150:210, 100:540] = 255
-    step("asr: faster-whisper tiny.en", lambda: models.client("asr").transcribe(
-        TranscribeRequest(np.zeros(16000 * 5, np.float32))))
+    step(
+        "asr: faster-whisper tiny.en",
+        lambda: models.client("asr").transcribe(TranscribeRequest(np.zeros(16000 * 5, np.float32))),
+    )
     step("ocr: RapidOCR PP-OCR engines", lambda: models.client("ocr").read_text([frame]))
     step("detector: OpenCV HOG + Haar", lambda: models.client("detector").detect([frame]))
     step("embed: MiniLM", lambda: models.client("embed").embed(["a person walks"]))

@@ -199,8 +199,10 @@ def test_kept_frames_are_the_decoded_ones_and_only_where_they_cover_the_request(
     thumbs = list(iter_sampled_frames(info, 1.0, 64, keep=(0.5, 320), on_keep=kept.add))
     assert len(thumbs) == 12 and sorted(kept.frames) == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
     decoded = list(iter_sampled_frames(info, 0.5, 320, start=4.0, end=10.0))
-    taken = kept.take(info, 0.5, 320, 4.0, 10.0)
-    assert taken is not None and [t for t, _ in taken] == [t for t, _ in decoded] == [4.0, 6.0, 8.0]
+    lazy = kept.take(info, 0.5, 320, 4.0, 10.0)
+    assert lazy is not None
+    taken = list(lazy)
+    assert [t for t, _ in taken] == [t for t, _ in decoded] == [4.0, 6.0, 8.0]
     assert all((a == b).all() for (_, a), (_, b) in zip(taken, decoded, strict=True))
     assert kept.take(info, 0.5, 200, 4.0, 10.0) is None  # another size
     assert kept.take(info, 1.0, 320, 4.0, 10.0) is None  # another grid
@@ -209,3 +211,33 @@ def test_kept_frames_are_the_decoded_ones_and_only_where_they_cover_the_request(
     list(iter_sampled_frames(info, 1.0, 64, keep=(0.5, 320), on_keep=small.add))
     assert small.over and not small.frames  # all or nothing
     assert small.take(info, 0.5, 320, 0.0, 4.0) is None
+
+
+def test_kept_frames_wait_on_disk_not_in_memory(tmp_path: Path, small_video: Path) -> None:
+    """An hour of kept 640x360 frames was 1.2 GB in memory: they go to a file and come back
+    one at a time, exactly, and the file goes when they are cleared."""
+    import tracemalloc
+
+    import numpy as np
+
+    kept = KeptFrames(0.5, 320, folder=tmp_path)
+    frames = {2.0 * i: np.full((180, 320, 3), i * 40, np.uint8) for i in range(6)}
+    frames[4.0][10:20, 30:40] = (1, 2, 3)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for t, rgb in frames.items():
+            kept.add(t, rgb.copy())  # the copy is freed once added
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 320 * 180 * 3  # not even one frame stays in memory
+    assert kept.held == 6 * 320 * 180 * 3
+    info = probe(small_video)  # 12 s at 320x180
+    lazy = kept.take(info, 0.5, 320, 0.0, 12.0)
+    assert lazy is not None
+    back = list(lazy)
+    assert [t for t, _ in back] == sorted(frames)
+    assert all((rgb == frames[t]).all() for t, rgb in back)
+    kept.clear()
+    assert kept.take(info, 0.5, 320, 0.0, 12.0) is None and kept.held == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 import cv2
@@ -163,7 +164,7 @@ def test_frame_scores_on_the_workers_equal_the_sequential_ones(shots_video, monk
         )
     )
     sequential = [(frames[0][0], 0.0)] + [
-        (t, content_score(a, b)) for (_, a), (t, b) in zip(frames, frames[1:], strict=False)
+        (t, content_score(a, b)) for (_, a), (t, b) in itertools.pairwise(frames)
     ]
     scored: list[tuple[float, float]] = []
     workers: set[str] = set()

@@ -234,46 +234,50 @@ def index_path(
             if own.frames is not None:
                 own.frames.close()
 
-    last_sampling = max((k for k, stage in enumerate(staged) if stage.frame_grid()), default=-1)
-    i = 0
-    while i < len(stages):
-        if keep is not None and i > last_sampling:
-            keep.clear()  # no stage left samples frames: not held through caption to summarize
-        j = i
-        while overlap and j < len(stages) and stages[j] in INDEPENDENT:
-            j += 1
-        # Stages that sample frames take them through a share: from the structure pass where
-        # it kept them, else from one decode for all the stages running at once.
-        share = FrameShare(kept=keep)
-        if j - i < 2:
-            alone = ctx
-            starting(stages[i])
-            if staged[i].frame_grid():
-                alone = dataclasses.replace(ctx, frames=share.ticket())
-            record(run(staged[i], alone))
-            ctx.video = alone.video
-            i += 1
-            continue
-        later = [r for stage in staged[j:] if (r := stage.role)]
-        for name in stages[i:j]:
-            starting(name)
-        with ThreadPoolExecutor(j - i + 2, thread_name_prefix="ingest") as pool:
-            # Each stage has its own context: run_stage rebinds ctx.video after each stage.
-            own = [
-                dataclasses.replace(ctx, frames=share.ticket() if stage.frame_grid() else None)
-                for stage in staged[i:j]
-            ]
-            runs = [pool.submit(run, st, c) for st, c in zip(staged[i:j], own, strict=True)]
-            warm = pool.submit(models.warm, later)
-            # Weights that are no role's (the voice encoder) load in the same spare time.
-            warm_stages = [pool.submit(stage.warm, settings) for stage in staged[j:]]
-            for future in runs:
-                record(future.result())
-            warm.result()
-            for loading in warm_stages:
-                loading.result()
-        ctx.video = library.get_video(ctx.video.video_id)  # with their stage entries
-        i = j
+    try:
+        last_sampling = max((k for k, stage in enumerate(staged) if stage.frame_grid()), default=-1)
+        i = 0
+        while i < len(stages):
+            if keep is not None and i > last_sampling:
+                keep.clear()  # no stage left samples frames: not held through caption to summarize
+            j = i
+            while overlap and j < len(stages) and stages[j] in INDEPENDENT:
+                j += 1
+            # Stages that sample frames take them through a share: from the structure pass where
+            # it kept them, else from one decode for all the stages running at once.
+            share = FrameShare(kept=keep)
+            if j - i < 2:
+                alone = ctx
+                starting(stages[i])
+                if staged[i].frame_grid():
+                    alone = dataclasses.replace(ctx, frames=share.ticket())
+                record(run(staged[i], alone))
+                ctx.video = alone.video
+                i += 1
+                continue
+            later = [r for stage in staged[j:] if (r := stage.role)]
+            for name in stages[i:j]:
+                starting(name)
+            with ThreadPoolExecutor(j - i + 2, thread_name_prefix="ingest") as pool:
+                # Each stage has its own context: run_stage rebinds ctx.video after each stage.
+                own = [
+                    dataclasses.replace(ctx, frames=share.ticket() if stage.frame_grid() else None)
+                    for stage in staged[i:j]
+                ]
+                runs = [pool.submit(run, st, c) for st, c in zip(staged[i:j], own, strict=True)]
+                warm = pool.submit(models.warm, later)
+                # Weights that are no role's (the voice encoder) load in the same spare time.
+                warm_stages = [pool.submit(stage.warm, settings) for stage in staged[j:]]
+                for future in runs:
+                    record(future.result())
+                warm.result()
+                for loading in warm_stages:
+                    loading.result()
+            ctx.video = library.get_video(ctx.video.video_id)  # with their stage entries
+            i = j
+    finally:
+        if keep is not None:
+            keep.clear()  # its file of frames goes now, also when a stage failed
     result.video = library.get_video(ctx.video.video_id)
     result.wall = time.perf_counter() - started
     return result

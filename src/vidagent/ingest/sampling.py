@@ -9,10 +9,14 @@ frames share one decode (:class:`FrameShare`).
 
 from __future__ import annotations
 
+import os
+import tempfile
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
@@ -97,9 +101,9 @@ def _middle(info: VideoInfo, clip: ClipRow, size: Size) -> ClipFrames:
     return [(t, frames_at(info, [t], size=size)[0])]
 
 
-#: Bytes of frames :class:`KeptFrames` holds at most (the 3-minute 480x352 clip's 91 frames
-#: are 46 MB; a 10-minute 640x360 clip's 300 are 207 MB): past it, none are kept.
-KEEP_BUDGET_BYTES = 512 * 2**20
+#: Bytes of frames :class:`KeptFrames` writes at most (a 640x360 hour at 0.5 fps is 1.2 GB,
+#: three hours 3.7 GB; an hour of 1080p read at 960 px 2.8 GB): past it, none are kept.
+KEEP_BUDGET_BYTES = 6 * 2**30
 
 
 class KeptFrames:
@@ -107,16 +111,24 @@ class KeptFrames:
     pass for the stages that sample that grid (read_text and detect): its decode reaches every
     frame anyway, and decoding the grid again cost about 1 CPU second on the 3-minute clip.
 
-    All or nothing: past ``budget`` bytes it drops what it holds, and the stages decode.
+    The frames go to an unnamed temporary file in ``folder`` (the system's by default), not to
+    memory, and are read back one at a time: held in memory, an hour of 640x360 frames was 1.2
+    GB, and what a process may hold must not grow with the video's length. The file is gone
+    when :meth:`clear` runs or the process ends. All or nothing: past ``budget`` bytes it drops
+    what it wrote, and the stages decode.
     """
 
-    def __init__(self, fps: float, size: Size, budget: int = KEEP_BUDGET_BYTES) -> None:
+    def __init__(
+        self, fps: float, size: Size, budget: int = KEEP_BUDGET_BYTES, folder: Path | None = None
+    ) -> None:
         self.fps = fps
         self.size = size
         self.budget = budget
-        self.frames: dict[float, np.ndarray] = {}  # round(t, 6) -> (H, W, 3) uint8 RGB
+        self.folder = folder
+        self.frames: dict[float, tuple[int, tuple[int, ...]]] = {}  # round(t, 6) -> (at, shape)
         self.held = 0
         self.over = False
+        self._file: BinaryIO | None = None
 
     def fits(self, sample_fps: float) -> bool:
         """Whether every time of this grid is one of ``sample_fps``'s (both from 0)."""
@@ -126,28 +138,51 @@ class KeptFrames:
     def add(self, t: float, rgb: np.ndarray) -> None:
         if self.over:
             return
-        self.held += rgb.nbytes
-        if self.held > self.budget:
+        if self.held + rgb.nbytes > self.budget:
+            self.clear()
             self.over = True
-            self.frames.clear()
             return
-        self.frames[round(t, 6)] = rgb
+        if self._file is None:
+            if self.folder is not None:
+                self.folder.mkdir(parents=True, exist_ok=True)
+            self._file = tempfile.TemporaryFile(dir=self.folder, prefix="vidagent-frames-")  # noqa: SIM115 (lives as long as the frames)
+            weakref.finalize(self, self._file.close)  # dropped unclosed (a run that failed)
+        data = np.ascontiguousarray(rgb)
+        os.pwrite(self._file.fileno(), memoryview(data).cast("B"), self.held)
+        self.frames[round(t, 6)] = (self.held, data.shape)
+        self.held += data.nbytes
 
     def take(
         self, info: VideoInfo, fps: float, size: Size, start: float, end: float
-    ) -> list[tuple[float, np.ndarray]] | None:
-        """What ``iter_sampled_frames(info, fps, size, start=start, end=end)`` would yield, or
-        None where some of it is not kept."""
+    ) -> Iterator[tuple[float, np.ndarray]] | None:
+        """What ``iter_sampled_frames(info, fps, size, start=start, end=end)`` would yield,
+        read from the file as it is iterated, or None where some of it is not kept."""
         if fps != self.fps or output_size(info, size) != output_size(info, self.size):
             return None
         grid = sample_grid(info, fps, start, end)
         found = [self.frames.get(round(t, 6)) for t in grid]
-        if not grid or any(f is None for f in found):
+        if not grid or self._file is None or any(f is None for f in found):
             return None
-        return [(t, f) for t, f in zip(grid, found, strict=True) if f is not None]
+        fd = self._file.fileno()
+        return ((t, _read_frame(fd, *where)) for t, where in zip(grid, found, strict=True) if where)
 
     def clear(self) -> None:
+        """Forget every frame and delete the file."""
         self.frames.clear()
+        self.held = 0
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def _read_frame(fd: int, at: int, shape: tuple[int, ...]) -> np.ndarray:
+    """One frame :meth:`KeptFrames.add` wrote at byte ``at``.  # (H, W, 3) uint8"""
+    frame = np.empty(shape, np.uint8)
+    view = memoryview(frame).cast("B")
+    done = 0
+    while done < frame.nbytes:  # pread may return less than asked
+        done += os.preadv(fd, [view[done:]], at + done)
+    return frame
 
 
 #: Items (a clip and its frames) a consumer of a :class:`FrameShare` may run ahead of the
