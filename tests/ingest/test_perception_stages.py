@@ -152,6 +152,28 @@ def test_windows_are_cut_in_the_pause_nearest_the_boundary() -> None:
     assert len(cut_windows(audio, 21.0, window=10.0, search=2.0)) == 2
 
 
+def test_windows_come_from_pieces_as_from_the_whole_waveform() -> None:
+    """The stage never holds the whole audio: loudness and window samples are taken from
+    pieces of any size, and are exactly those of the whole waveform."""
+    from vidagent.ingest.transcribe import cut_at_pauses, loudness, window_audio
+
+    rng = np.random.default_rng(1)
+    audio = (0.3 * rng.standard_normal(round(31.37 * SAMPLE_RATE))).astype(np.float32)
+    audio[round(9.1 * SAMPLE_RATE) : round(9.5 * SAMPLE_RATE)] = 0.0
+    cuts = [0, *sorted(rng.integers(1, len(audio), 40)), len(audio)]
+    pieces = [audio[a:b] for a, b in itertools.pairwise(cuts)]
+    rms, samples = loudness(pieces)
+    assert samples == len(audio) and len(rms) == len(audio) // 320
+    for window, search in ((10.0, 2.0), (7.3, 1.1)):
+        windows = cut_at_pauses(rms, samples, 31.37, window, search)
+        assert windows == cut_windows(audio, 31.37, window, search)
+        wanted = windows[::2]
+        got = list(window_audio(iter(pieces), wanted))
+        assert len(got) == len(wanted)
+        for piece, (a, b) in zip(got, wanted, strict=True):
+            assert np.array_equal(piece, audio[round(a * SAMPLE_RATE) : round(b * SAMPLE_RATE)])
+
+
 @pytest.mark.realmedia
 @pytest.mark.models
 def test_transcribe_real_speech_into_segments_and_clips(

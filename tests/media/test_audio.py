@@ -46,3 +46,22 @@ def test_pick_stream_by_index(counter_video):
 def test_video_without_audio(shots_video):
     with pytest.raises(NoAudioError, match="no audio stream"):
         extract_audio(shots_video.path)
+
+
+def test_pieces_are_the_waveform_decoded_as_asked(counter_video, tmp_path):
+    """iter_audio holds one decoded frame's samples at a time, and its pieces joined are
+    extract_audio's waveform, also where the audio starts after the picture (a lead of
+    silence) and where it is cut."""
+    from vidagent.media import iter_audio
+    from vidagent.media.synth import make_video
+
+    late = tmp_path / "late.mp4"  # the tone outlasts the picture: the waveform runs past it
+    make_video(late, duration=2.0, audio="tone", audio_duration=3.0)
+    for path in (counter_video.path, late):
+        pieces = iter_audio(path)
+        first = next(pieces)
+        assert len(first) <= 4096  # one AAC frame's worth, not the file
+        rest = list(pieces)
+        whole = np.concatenate([first, *rest])
+        assert np.array_equal(whole, extract_audio(path))
+        assert max(len(p) for p in rest) <= 4096

@@ -1,7 +1,9 @@
 """The transcribe stage: speech to text with word times, stored per segment and per clip.
 
-The audio is extracted once (16 kHz mono, about 230 MB per hour in memory) and transcribed in
-windows of ``window_seconds`` (default 60), each written as soon as it is done, so a killed
+The audio (16 kHz mono) is decoded twice and never held whole (an hour is 230 MB; decoding it
+costs about 2 CPU seconds): once for its loudness, from which the windows are cut, and once
+more while the windows are transcribed, each from the samples of that window alone. It is
+transcribed in windows of ``window_seconds`` (default 60), each written as soon as it is done, so a killed
 index keeps every window it finished and its rerun transcribes only the rest: a crash loses at
 most one window. (The default was 300 s, which made any video under five minutes one window,
 all lost to a kill; Whisper decodes 30 s at a time anyway, and 60 s windows cut at pauses lose
@@ -30,6 +32,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -37,7 +40,7 @@ import numpy as np
 from vidagent.exceptions import NoAudioError
 from vidagent.ingest.base import IngestContext, Stage, StageEstimate
 from vidagent.library.schema import TranscriptSegment
-from vidagent.media import extract_audio
+from vidagent.media import iter_audio
 from vidagent.models.base import TranscribeRequest
 
 if TYPE_CHECKING:
@@ -61,14 +64,46 @@ Window = tuple[float, float]
 WordTimes = tuple[float, float, str]  # (t0, t1, word) in seconds from the video start
 
 
+_FRAME = round(_RMS_FRAME * SAMPLE_RATE)  # samples per loudness frame
+
+
 def cut_windows(audio: np.ndarray, total: float, window: float, search: float) -> list[Window]:
+    """Back-to-back windows covering ``[0, total)``, cut where ``audio`` is quietest
+    (:func:`cut_at_pauses` of its :func:`loudness`).  # audio: (S,) float32 at SAMPLE_RATE"""
+    return cut_at_pauses(*loudness([audio]), total, window, search)
+
+
+def loudness(pieces: Iterable[np.ndarray]) -> tuple[np.ndarray, int]:
+    """The RMS of each whole 20 ms frame of the waveform given in consecutive pieces, and its
+    length in samples: all :func:`cut_at_pauses` needs, 50 numbers a second.
+
+    Returns:
+        (rms, samples).  # rms: (samples // 320,) float64
+    """
+    rms: list[np.ndarray] = []
+    left = np.zeros(0, np.float32)  # the samples of a frame not yet whole
+    samples = 0
+    for piece in pieces:
+        samples += len(piece)
+        joined = np.concatenate([left, piece]) if len(left) else piece
+        n = len(joined) // _FRAME
+        frames = joined[: n * _FRAME].reshape(n, _FRAME)  # (n, 320)
+        rms.append(np.sqrt(np.mean(frames.astype(np.float64) ** 2, axis=1)))
+        left = joined[n * _FRAME :]
+    return (np.concatenate(rms) if rms else np.zeros(0)), samples
+
+
+def cut_at_pauses(
+    rms: np.ndarray, samples: int, total: float, window: float, search: float
+) -> list[Window]:
     """Back-to-back windows covering ``[0, total)``, cut where the audio is quietest.
 
     Each boundary is searched within ``search`` seconds (at most a quarter window) of its
     nominal place ``k * window``; a last window shorter than ``search`` is merged.
 
     Args:
-        audio: the waveform.  # (S,) float32 at SAMPLE_RATE
+        rms: the loudness of each 20 ms frame, and ``samples`` the waveform's length
+            (:func:`loudness`).
         total: seconds to cover (the longer of the audio and the video).
         window: nominal window length in seconds.
         search: how far from the nominal boundary a cut may move, in seconds.
@@ -77,24 +112,46 @@ def cut_windows(audio: np.ndarray, total: float, window: float, search: float) -
     cuts = [0.0]
     k = 1
     while k * window < total - search:
-        cuts.append(_quietest(audio, k * window - search, k * window + search))
+        cuts.append(_quietest(rms, samples, k * window - search, k * window + search))
         k += 1
     cuts.append(total)
     return list(itertools.pairwise(cuts))
 
 
-def _quietest(audio: np.ndarray, lo: float, hi: float) -> float:
-    """The time in ``[lo, hi]`` at the centre of the quietest 200 ms of ``audio``."""
-    frame = round(_RMS_FRAME * SAMPLE_RATE)
-    start = round(lo * SAMPLE_RATE)
-    n = (min(round(hi * SAMPLE_RATE), len(audio)) - start) // frame
+def _quietest(rms: np.ndarray, samples: int, lo: float, hi: float) -> float:
+    """The time in ``[lo, hi]`` at the centre of the quietest 200 ms: of whole 20 ms frames
+    from the first that starts at or after ``lo`` (frames start at multiples of 20 ms)."""
+    first = -(-round(lo * SAMPLE_RATE) // _FRAME)  # ceil
+    n = min(round(hi * SAMPLE_RATE), samples) // _FRAME - first
     if n < _RMS_SMOOTH:  # the audio ends before the search range: any cut is silent
         return (lo + hi) / 2
-    frames = audio[start : start + n * frame].reshape(n, frame)  # (n, frame)
-    rms = np.sqrt(np.mean(frames.astype(np.float64) ** 2, axis=1))  # (n,)
-    smooth = np.convolve(rms, np.ones(_RMS_SMOOTH) / _RMS_SMOOTH, mode="valid")
+    smooth = np.convolve(rms[first : first + n], np.ones(_RMS_SMOOTH) / _RMS_SMOOTH, "valid")
     best = int(np.argmin(smooth))  # window [best, best + _RMS_SMOOTH) is quietest
-    return lo + (best + _RMS_SMOOTH / 2) * _RMS_FRAME
+    return (first + best + _RMS_SMOOTH / 2) * _RMS_FRAME
+
+
+def window_audio(pieces: Iterable[np.ndarray], windows: list[Window]) -> Iterator[np.ndarray]:
+    """The samples of each of ``windows`` (in time order, not overlapping) out of the waveform
+    given in consecutive pieces, holding no more than one window and one piece.
+
+    Yields:
+        Each window's samples, in order.  # (S,) float32
+    """
+    source = iter(pieces)
+    held: list[np.ndarray] = []
+    start = 0  # the sample held[0] starts at
+    end = 0  # the sample after the last one held
+    for a, b in windows:
+        lo, hi = round(a * SAMPLE_RATE), round(b * SAMPLE_RATE)
+        while end < hi:
+            piece = next(source, None)
+            if piece is None:
+                break
+            held.append(piece)
+            end += len(piece)
+        joined = np.concatenate(held) if held else np.zeros(0, np.float32)
+        yield joined[max(lo - start, 0) : max(hi - start, 0)]
+        held, start = [joined[max(hi - start, 0) :]], max(hi, start)
 
 
 def clip_text(words: list[WordTimes], t0: float, t1: float) -> str:
@@ -126,14 +183,14 @@ class Transcribe(Stage):
         self.note = ""
         if not clips:
             return
-        audio = self._audio(ctx)
-        if audio is None:
+        loud = self._loudness(ctx)
+        if loud is None:
             self.note = "no audio track"
             for clip in clips:
                 self.finished(ctx, _update(clip, "", fp), bar)
             return
-        total = max(len(audio) / SAMPLE_RATE, ctx.video.duration, max(c.t1 for c in clips))
-        windows = cut_windows(audio, total, self.window_seconds, self.search_seconds)
+        total = max(loud[1] / SAMPLE_RATE, ctx.video.duration, max(c.t1 for c in clips))
+        windows = cut_at_pauses(*loud, total, self.window_seconds, self.search_seconds)
         # Every window a pending clip overlaps reruns, but those a killed run finished (their
         # segments stored under this fingerprint); a clip is finished once the last window it
         # needs is done, its text from the words of every window it overlaps.
@@ -146,9 +203,9 @@ class Transcribe(Stage):
         words: list[WordTimes] = [(w[0], w[1], w[2]) for s in segments for w in json.loads(s.words)]
         self._finish(ctx, [c for c in clips if needs[c.clip_index] == -1], words, fp, bar)
         client = ctx.models.client(str(self.role))
-        for i in todo:
+        pieces = window_audio(iter_audio(ctx.path, SAMPLE_RATE), [windows[i] for i in todo])
+        for i, piece in zip(todo, pieces, strict=True):
             a, b = windows[i]
-            piece = audio[round(a * SAMPLE_RATE) : round(b * SAMPLE_RATE)]  # (S,) float32
             found = client.transcribe(TranscribeRequest(piece)) if piece.size else None
             new = _segments(ctx.video.video_id, i, a, b, found, fp)
             words += [(w[0], w[1], w[2]) for s in new for w in json.loads(s.words)]
@@ -172,11 +229,12 @@ class Transcribe(Stage):
             self.finished(ctx, _update(clip, text, fp), bar)
         self.flush(ctx)
 
-    def _audio(self, ctx: IngestContext) -> np.ndarray | None:
+    def _loudness(self, ctx: IngestContext) -> tuple[np.ndarray, int] | None:
+        """The audio's :func:`loudness`, or None where the video has none."""
         if not ctx.video.has_audio:
             return None
         try:
-            return extract_audio(ctx.path, SAMPLE_RATE)
+            return loudness(iter_audio(ctx.path, SAMPLE_RATE))
         except NoAudioError:
             return None
 

@@ -7,7 +7,7 @@ the typed ``MediaError`` subclasses of :mod:`vidagent.exceptions` for files it c
 
 from __future__ import annotations
 
-from vidagent.media.audio import extract_audio
+from vidagent.media.audio import extract_audio, iter_audio
 from vidagent.media.decode import (
     Size,
     encode_jpeg,
@@ -37,6 +37,7 @@ __all__ = [
     "detect_shots",
     "encode_jpeg",
     "extract_audio",
+    "iter_audio",
     "frames_at",
     "iter_frames",
     "iter_sampled_frames",

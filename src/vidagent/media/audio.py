@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import av
@@ -19,7 +20,8 @@ def extract_audio(
 
     Sample 0 is aligned with the first video frame (``t = 0`` everywhere in the media API):
     audio that starts later is padded with silence, audio that starts earlier is trimmed. For
-    an audio-only file, sample 0 is the first audio sample.
+    an audio-only file, sample 0 is the first audio sample. An hour is 230 MB at 16 kHz: where
+    a long file need not be held at once, :func:`iter_audio` gives the same samples in pieces.
 
     Args:
         path: A video (or audio) file.
@@ -35,15 +37,57 @@ def extract_audio(
             be opened (see :mod:`vidagent.media.probe`).
         NoAudioError: There is no audio stream (or none with ``stream_index``).
     """
+    pieces = list(iter_audio(path, sample_rate, stream_index))
+    return np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
+
+
+def iter_audio(
+    path: str | Path, sample_rate: int = 16000, stream_index: int | None = None
+) -> Iterator[np.ndarray]:
+    """:func:`extract_audio`'s waveform in consecutive pieces, decoded as they are asked for,
+    so that memory does not grow with the file's length (the pieces joined are that waveform,
+    sample for sample). The file is checked, and its stream chosen, at the first ``next``.
+
+    Yields:
+        The next samples.  # (n,) float32 mono in [-1, 1]
+    """
     check_path(path)
     with open_media(path) as container:
         stream = _audio_stream(path, container, stream_index)
-        audio, first_time = _decode_mono(path, container, stream, sample_rate)
         origin = _video_origin(container)
-    if origin is not None and first_time is not None:
-        audio = _align(audio, round((first_time - origin) * sample_rate))
-    # Resampling filters can overshoot slightly on full-scale input.
-    return np.clip(audio, -1.0, 1.0, out=audio)
+        decoded = _decode_mono(path, container, stream, sample_rate)
+        for piece in _aligned(decoded, origin, sample_rate):
+            # Resampling filters can overshoot slightly on full-scale input.
+            yield np.clip(piece, -1.0, 1.0, out=piece)
+
+
+def _aligned(
+    decoded: Iterator[tuple[np.ndarray, float | None]], origin: float | None, sample_rate: int
+) -> Iterator[np.ndarray]:
+    """Shift so sample 0 is the video's start: pad a positive lead, trim a negative one. The
+    lead is known at the first decoded frame (``first_time``); the silence of damaged packets
+    before it waits until then."""
+    waiting: list[np.ndarray] = []
+    trim: int | None = None  # samples still to drop from the front; None before the lead
+    for piece, first_time in decoded:
+        if trim is None:
+            waiting.append(piece)
+            if first_time is None:
+                continue
+            lead = round((first_time - origin) * sample_rate) if origin is not None else 0
+            if lead > 0:
+                yield np.zeros(lead, np.float32)
+            trim = max(0, -lead)
+            pieces, waiting = waiting, []
+        else:
+            pieces = [piece]
+        for p in pieces:
+            if trim:
+                cut = min(trim, len(p))
+                p, trim = p[cut:], trim - cut
+            if len(p):
+                yield p
+    yield from (p for p in waiting if len(p))  # nothing was ever decoded: no lead to apply
 
 
 def _decode_mono(
@@ -51,14 +95,14 @@ def _decode_mono(
     container: av.container.InputContainer,
     stream: av.audio.stream.AudioStream,
     sample_rate: int,
-) -> tuple[np.ndarray, float | None]:
-    """Decode, downmix and resample; returns the waveform and its first timestamp.
+) -> Iterator[tuple[np.ndarray, float | None]]:
+    """Decode, downmix and resample; yields each piece with the waveform's first timestamp
+    (None until a frame has been decoded).
 
     A packet the decoder rejects becomes silence of the packet's length, so one damaged frame
     (common at the start of AVI files) neither aborts extraction nor shifts later audio.
     """
     resampler = AudioResampler(format="flt", layout="mono", rate=sample_rate)
-    chunks: list[np.ndarray] = []  # (n,) float32 pieces
     first_time: float | None = None
     decoded = failed = 0
     silence = 0.0  # seconds of silence inserted before the first decoded frame
@@ -68,19 +112,19 @@ def _decode_mono(
         except av.error.InvalidDataError:
             failed += 1
             seconds = float((packet.duration or 0) * packet.time_base) if packet.time_base else 0.0
-            chunks.append(np.zeros(round(seconds * sample_rate), np.float32))
             silence += seconds if not decoded else 0.0
+            yield np.zeros(round(seconds * sample_rate), np.float32), first_time
             continue
         for frame in frames:
             if first_time is None and frame.time is not None:
                 first_time = float(frame.time) - silence
             decoded += 1
-            chunks.extend(f.to_ndarray().reshape(-1) for f in resampler.resample(frame))
-    chunks.extend(f.to_ndarray().reshape(-1) for f in resampler.resample(None))
+            for f in resampler.resample(frame):
+                yield f.to_ndarray().reshape(-1), first_time
+    for f in resampler.resample(None):
+        yield f.to_ndarray().reshape(-1), first_time
     if failed and not decoded:
         raise CorruptMediaError(path, f"none of the {failed} audio packets can be decoded")
-    audio = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)  # (S,) float32
-    return audio, first_time
 
 
 def _audio_stream(
@@ -106,12 +150,3 @@ def _video_origin(container: av.container.InputContainer) -> float | None:
         if stream.start_time is not None and stream.time_base:
             return float(stream.start_time * stream.time_base)
     return None
-
-
-def _align(audio: np.ndarray, lead: int) -> np.ndarray:
-    """Shift so sample 0 is the video's start: pad a positive lead, trim a negative one."""
-    if lead > 0:
-        return np.concatenate([np.zeros(lead, np.float32), audio])
-    if lead < 0:
-        return np.array(audio[-lead:])
-    return audio
