@@ -167,11 +167,12 @@ def test_windows_come_from_pieces_as_from_the_whole_waveform() -> None:
     for window, search in ((10.0, 2.0), (7.3, 1.1)):
         windows = cut_at_pauses(rms, samples, 31.37, window, search)
         assert windows == cut_windows(audio, 31.37, window, search)
-        wanted = windows[::2]
-        got = list(window_audio(iter(pieces), wanted))
-        assert len(got) == len(wanted)
-        for piece, (a, b) in zip(got, wanted, strict=True):
-            assert np.array_equal(piece, audio[round(a * SAMPLE_RATE) : round(b * SAMPLE_RATE)])
+        for wanted in (windows, windows[1::2]):  # every window, or those a rerun redoes
+            got = list(window_audio(iter(pieces), wanted))
+            assert len(got) == len(wanted)
+            for piece, (a, b) in zip(got, wanted, strict=True):
+                whole = audio[round(a * SAMPLE_RATE) : round(b * SAMPLE_RATE)]
+                assert np.array_equal(piece, whole)
 
 
 @pytest.mark.realmedia
