@@ -458,7 +458,10 @@ def test_detect_finds_pedestrians(make_context: MakeContext, realmedia: ModuleTy
         assert 0.0 <= d["t"] < 30.0
     assert all(c.detect_model == "opencv:hog+haar" for c in after[:6])
     assert all(c.detect_model == "" for c in after[6:])
-    assert stage.note == f"{len(records)} detections in 30 frames"
+    assert (
+        stage.note
+        == f"{len(records)} detections in 30 frames (0 unchanged, their detections reused)"
+    )
 
 
 def test_detect_boxes_are_in_display_pixels(
@@ -485,6 +488,45 @@ def test_detect_boxes_are_in_display_pixels(
         {"t": 0.0, "label": "edge", "box": [0.0, 0.0, 640.0, 360.0], "score": 0.5},
     ]
     assert [d["t"] for d in first[::2]] == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+def test_detect_reuses_the_detections_of_an_unchanged_picture(
+    tmp_path: Path, make_context: MakeContext, settings: Settings
+) -> None:
+    """A still picture is detected once: its repeats get its detections at their own times,
+    and a picture that changes is detected again."""
+    from fractions import Fraction
+
+    import av
+
+    path = tmp_path / "still.mp4"
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=10)
+        stream.width, stream.height, stream.pix_fmt = 320, 180, "yuv420p"
+        for i in range(100):  # 10 s: one picture for 6 s, then another
+            rgb = np.full((180, 320, 3), 90, np.uint8)
+            x = 40 if i < 60 else 200
+            rgb[60:120, x : x + 60] = 250
+            frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
+            frame.pts, frame.time_base = i, Fraction(1, 10)
+            out.mux(stream.encode(frame))
+        out.mux(stream.encode(None))
+    seen: list[int] = []
+
+    def detect(rgb: np.ndarray) -> list[Detection]:
+        seen.append(int(np.argmax(rgb[90, :, 0] > 200)))  # where the box starts
+        return [Detection("box", (float(seen[-1]), 60.0, seen[-1] + 60.0, 120.0), 0.9)]
+
+    ctx = make_context(
+        path, Models.from_adapters({"detector": FakeAdapter(detect_fn=detect)}, settings)
+    )
+    stage = Detect(fps=1.0)
+    run_stage(stage, ctx)
+    assert len(seen) == 2 and abs(seen[0] - 40) <= 2 and abs(seen[1] - 200) <= 2
+    found = [d for c in ctx.library.clips(ctx.video.video_id) for d in json.loads(c.detections)]
+    assert [d["t"] for d in found] == [float(t) for t in range(10)]  # every frame, its own time
+    assert [d["box"][0] for d in found] == [found[0]["box"][0]] * 6 + [found[6]["box"][0]] * 4
+    assert stage.note == "10 detections in 10 frames (8 unchanged, their detections reused)"
 
 
 def test_detect_resumes_only_pending_clips(
