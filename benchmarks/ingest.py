@@ -25,11 +25,24 @@ run side by side, so only the overall row is wall time. The load average is prin
 machine may be shared.
 
     .venv/bin/python benchmarks/ingest.py [--only real|generated] [--skip STAGE ...]
+
+**Long mode** (``--long MIN ...``) measures what an archive costs: a video of each length is
+composed from the real clips (``benchmarks/_compose.py``: narration, a still stretch, pedestrians,
+a film trailer, a countdown, three voices, black; 640x360, 25 fps; cached in ``.cache/bench/``,
+not committed) and indexed with every default stage in a fresh process twice: *before* with the
+package of commit ``--before`` (default :data:`BEFORE_REV`, the pipeline as issue 47 found it,
+from a git worktree in ``.cache/bench/``) and *after* with this tree. It prints each run's
+realtime factor, CPU seconds and peak resident memory (``ru_maxrss``), and compares what the two
+indexes hold: the spoken words and their times, the on-screen lines per clip (and lists those
+lost), the people and faces detected per clip.
+
+    .venv/bin/python benchmarks/ingest.py --long 20 60 180 --before-upto 60
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import tempfile
@@ -40,6 +53,7 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def generated_clip() -> Path:
@@ -147,9 +161,180 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+# -- long mode: an hour and more of the real clips, before and after, time and memory ----------
+
+#: Today's pipeline before the bounded-memory and repeat-skipping work (issue 47): the
+#: ``before`` of ``--long`` runs the package of this commit, from a git worktree.
+BEFORE_REV = "11d3585"
+
+
+def long_runs(minutes: list[float], before_rev: str, before_upto: float) -> None:
+    """Index the composed video of each length with today's package (``before``, up to
+    ``before_upto`` minutes) and with this one, each in a fresh process; print the realtime
+    factor, CPU seconds and peak resident memory, and compare what the two indexes hold."""
+    from _compose import long_video
+
+    before_src = _worktree(before_rev) if before_upto > 0 else None
+    print(f"before: {before_rev} (git worktree); after: this tree")
+    rows = []
+    for m in minutes:
+        path = long_video(m * 60)
+        runs = {}
+        for label, src in (("before", before_src), ("after", ROOT / "src")):
+            if src is None or (label == "before" and m > before_upto):
+                continue
+            home = Path(tempfile.mkdtemp(prefix=f"vidagent-long-{label}-"))
+            print(f"\n{m:g} min, {label}: load average {load()} at start", flush=True)
+            runs[label] = _child(path, home, src)
+            r = runs[label]
+            print(
+                f"  {r['duration'] / r['wall']:.1f}x realtime: {r['wall']:.1f} s wall, "
+                f"{r['cpu']:.1f} CPU s, peak {r['peak_mib']:.0f} MiB; load {load()} at end"
+            )
+            for stage, seconds, note in r["stages"]:
+                print(f"    {stage:<11} {seconds:7.1f} s  {note}")
+        if "before" in runs:
+            _compare(runs["before"]["home"], runs["after"]["home"])
+        rows.append((m, runs))
+    print(f"\n{'length':>7} {'':>6} {'wall s':>7} {'rt x':>6} {'CPU s':>7} {'peak MiB':>9}")
+    for m, runs in rows:
+        for label, r in runs.items():
+            print(
+                f"{m:6g}m {label:>6} {r['wall']:7.1f} {r['duration'] / r['wall']:6.1f} "
+                f"{r['cpu']:7.1f} {r['peak_mib']:9.0f}"
+            )
+
+
+def _worktree(rev: str) -> Path:
+    import subprocess
+
+    where = ROOT / ".cache" / "bench" / f"before-{rev}"
+    if not where.exists():
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(where), rev],
+            check=True,
+            capture_output=True,
+        )
+    return where / "src"
+
+
+def _child(path: Path, home: Path, src: Path) -> dict[str, Any]:
+    """One ``index_path`` of ``path`` in a fresh interpreter importing vidagent from ``src``."""
+    import json
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(src), "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", str(path), str(home)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    result["home"] = str(home)
+    return result
+
+
+def _child_main(path: str, home: str) -> None:
+    """In the child: index, then print one JSON line of figures."""
+    import json
+    import resource
+
+    import vidagent
+    from vidagent.config import load_settings
+    from vidagent.ingest import index_path
+    from vidagent.library import Library
+    from vidagent.media import probe
+    from vidagent.models.client import Models
+
+    settings = load_settings({"home": home, "cache": "off"})
+    started = time.perf_counter()
+    with Models(settings) as models:
+        result = index_path(
+            path, library=Library(settings.library_uri), settings=settings, models=models
+        )
+    wall = time.perf_counter() - started
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print(
+        json.dumps(
+            {
+                "package": str(Path(vidagent.__file__).parent),
+                "duration": probe(path).duration,
+                "wall": wall,
+                "cpu": usage.ru_utime + usage.ru_stime,
+                "peak_mib": usage.ru_maxrss / 1024,
+                "stages": [(r.stage, r.seconds, r.note) for r in result.stages],
+            }
+        )
+    )
+
+
+def _compare(before_home: str, after_home: str) -> None:
+    """What the two indexes hold: spoken words with their times, on-screen lines, detections."""
+    import json
+
+    from vidagent.library import Library
+
+    def load_index(home: str) -> tuple[list[Any], list[Any]]:
+        library = Library(str(Path(home) / "library"))
+        (video,) = library.list_videos()
+        return library.transcript(video.video_id), library.clips(video.video_id)
+
+    (seg_b, clips_b), (seg_a, clips_a) = load_index(before_home), load_index(after_home)
+    words_b = [(w[2], w[0], w[1]) for s in seg_b for w in json.loads(s.words)]
+    words_a = [(w[2], w[0], w[1]) for s in seg_a for w in json.loads(s.words)]
+    same = sum(
+        1
+        for (wb, b0, b1), (wa, a0, a1) in zip(words_b, words_a, strict=False)
+        if wb == wa and abs(b0 - a0) < 0.011 and abs(b1 - a1) < 0.011
+    )
+    print(
+        f"  speech: {len(words_b)} words before, {len(words_a)} after; "
+        f"{same} the same word at the same times (±10 ms)"
+    )
+    lines_b = {(c.clip_index, x) for c in clips_b for x in c.ocr_text.split("\n") if x}
+    lines_a = {(c.clip_index, x) for c in clips_a for x in c.ocr_text.split("\n") if x}
+    lost = sorted(lines_b - lines_a)
+    print(
+        f"  on-screen lines (clip, line): {len(lines_b)} before, {len(lines_a)} after; "
+        f"{len(lost)} lost{': ' + '; '.join(f'{i}: {x}' for i, x in lost[:10]) if lost else ''}"
+    )
+    for label in ("person", "face"):
+        count_b = [
+            sum(d["label"] == label for d in json.loads(c.detections or "[]")) for c in clips_b
+        ]
+        count_a = [
+            sum(d["label"] == label for d in json.loads(c.detections or "[]")) for c in clips_a
+        ]
+        differ = sum(1 for b, a in zip(count_b, count_a, strict=True) if b != a)
+        print(
+            f"  {label} detections: {sum(count_b)} before, {sum(count_a)} after; "
+            f"{differ} of {len(clips_b)} clips count differently"
+        )
+
+
 def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--child":
+        _child_main(sys.argv[2], sys.argv[3])
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", choices=["real", "generated"])
+    parser.add_argument(
+        "--long",
+        nargs="+",
+        type=float,
+        metavar="MIN",
+        help="long mode: videos of these lengths in minutes composed from the real clips",
+    )
+    parser.add_argument("--before", default=BEFORE_REV, help="long mode: the commit of before")
+    parser.add_argument(
+        "--before-upto",
+        type=float,
+        default=math.inf,
+        metavar="MIN",
+        help="long mode: run before only on videos up to this long (0: never)",
+    )
     parser.add_argument(
         "--skip", nargs="*", default=[], help="stages left out (e.g. summarize), both runs"
     )
@@ -160,6 +345,9 @@ def main() -> None:
     from _cpu import describe
 
     print(describe())
+    if args.long:
+        long_runs(args.long, args.before, args.before_upto)
+        return
     print(f"stages: {', '.join(stages)}")
     if args.only != "generated":
         clip = real_clip()

@@ -155,7 +155,8 @@ def test_windows_are_cut_in_the_pause_nearest_the_boundary() -> None:
 def test_windows_come_from_pieces_as_from_the_whole_waveform() -> None:
     """The stage never holds the whole audio: loudness and window samples are taken from
     pieces of any size, and are exactly those of the whole waveform."""
-    from vidagent.ingest.transcribe import cut_at_pauses, loudness, window_audio
+    from vidagent.ingest.transcribe import cut_at_pauses, loudness
+    from vidagent.media import audio_spans
 
     rng = np.random.default_rng(1)
     audio = (0.3 * rng.standard_normal(round(31.37 * SAMPLE_RATE))).astype(np.float32)
@@ -168,7 +169,7 @@ def test_windows_come_from_pieces_as_from_the_whole_waveform() -> None:
         windows = cut_at_pauses(rms, samples, 31.37, window, search)
         assert windows == cut_windows(audio, 31.37, window, search)
         for wanted in (windows, windows[1::2]):  # every window, or those a rerun redoes
-            got = list(window_audio(iter(pieces), wanted))
+            got = list(audio_spans(iter(pieces), wanted))
             assert len(got) == len(wanted)
             for piece, (a, b) in zip(got, wanted, strict=True):
                 whole = audio[round(a * SAMPLE_RATE) : round(b * SAMPLE_RATE)]

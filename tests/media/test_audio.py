@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -65,3 +67,19 @@ def test_pieces_are_the_waveform_decoded_as_asked(counter_video, tmp_path):
         whole = np.concatenate([first, *rest])
         assert np.array_equal(whole, extract_audio(path))
         assert max(len(p) for p in rest) <= 4096
+
+
+def test_spans_out_of_pieces_overlapping_or_past_the_end():
+    """audio_spans cuts spans that overlap (speaker windows do) and spans past the end out of
+    pieces of any size, exactly as slices of the whole waveform."""
+    from vidagent.media import audio_spans
+
+    rng = np.random.default_rng(2)
+    audio = rng.standard_normal(16000 * 10).astype(np.float32)
+    cuts = [0, *sorted(rng.integers(1, len(audio), 25)), len(audio)]
+    pieces = [audio[a:b] for a, b in itertools.pairwise(cuts)]
+    spans = [(0.0, 1.6), (1.2, 2.8), (1.5, 1.9), (4.0, 5.6), (5.0, 6.6), (9.5, 11.0), (12.0, 13.0)]
+    got = list(audio_spans(iter(pieces), spans))
+    assert len(got) == len(spans)
+    for piece, (a, b) in zip(got, spans, strict=True):
+        assert np.array_equal(piece, audio[round(a * 16000) : round(b * 16000)])

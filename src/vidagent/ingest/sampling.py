@@ -148,7 +148,9 @@ class KeptFrames:
             self._file = tempfile.TemporaryFile(dir=self.folder, prefix="vidagent-frames-")  # noqa: SIM115 (lives as long as the frames)
             weakref.finalize(self, self._file.close)  # dropped unclosed (a run that failed)
         data = np.ascontiguousarray(rgb)
-        os.pwrite(self._file.fileno(), memoryview(data).cast("B"), self.held)
+        os.pwrite(
+            self._file.fileno(), data.tobytes(), self.held
+        )  # no view: numpy lacks Buffer types
         self.frames[round(t, 6)] = (self.held, data.shape)
         self.held += data.nbytes
 
@@ -177,12 +179,16 @@ class KeptFrames:
 
 def _read_frame(fd: int, at: int, shape: tuple[int, ...]) -> np.ndarray:
     """One frame :meth:`KeptFrames.add` wrote at byte ``at``.  # (H, W, 3) uint8"""
-    frame = np.empty(shape, np.uint8)
-    view = memoryview(frame).cast("B")
+    size = int(np.prod(shape))
+    data = bytearray(size)
+    view = memoryview(data)
     done = 0
-    while done < frame.nbytes:  # pread may return less than asked
-        done += os.preadv(fd, [view[done:]], at + done)
-    return frame
+    while done < size:  # pread may return less than asked
+        got = os.preadv(fd, [view[done:]], at + done)
+        if got == 0:
+            raise OSError(f"kept frames file ends at byte {at + done}")
+        done += got
+    return np.frombuffer(data, np.uint8).reshape(shape)
 
 
 #: Items (a clip and its frames) a consumer of a :class:`FrameShare` may run ahead of the

@@ -37,8 +37,9 @@ Measured by ``benchmarks/diarization.py`` (diarization error rate, share of inge
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -46,7 +47,7 @@ import numpy as np
 from vidagent.exceptions import NoAudioError
 from vidagent.ingest.base import IngestContext, Stage, StageEstimate, text_hash
 from vidagent.library.schema import Artifact, TranscriptSegment
-from vidagent.media import extract_audio
+from vidagent.media import audio_spans, iter_audio
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -146,8 +147,12 @@ def label_segments(count: int, positions: Sequence[int], clusters: np.ndarray) -
     return out
 
 
+#: Windows embedded per call: their audio (26 MB) is all a run holds at once.
+EMBED_BATCH = 256
+
+
 def diarize(
-    audio: np.ndarray,
+    audio: np.ndarray | Iterable[np.ndarray],
     segments: Sequence[TranscriptSegment],
     encoder: VoiceEncoder,
     threshold: float = THRESHOLD,
@@ -156,11 +161,23 @@ def diarize(
     """A speaker label per segment of ``segments`` (in their order).
 
     Args:
-        audio: the video's audio.  # (S,) float32 at SAMPLE_RATE
+        audio: the video's audio, whole or in consecutive pieces (:func:`~vidagent.media.
+            iter_audio`, so that an hour's 230 MB is never held).  # (S,) float32 at SAMPLE_RATE
     """
     windows = speech_windows(segments)
-    pieces = [audio[round(a * SAMPLE_RATE) : round(b * SAMPLE_RATE)] for _, a, b in windows]
-    positions, vectors = segment_vectors(len(segments), windows, encoder.embed(pieces))
+    order = sorted(range(len(windows)), key=lambda i: windows[i][1])
+    spans = audio_spans(
+        [audio] if isinstance(audio, np.ndarray) else audio,
+        [windows[i][1:] for i in order],
+        SAMPLE_RATE,
+    )
+    found: list[np.ndarray] = []  # (B, D) each, in `order`
+    while batch := list(itertools.islice(spans, EMBED_BATCH)):
+        found.append(encoder.embed(batch))
+    embedded = np.concatenate(found) if found else np.zeros((0, 0), np.float32)
+    vectors = np.empty_like(embedded)
+    vectors[order] = embedded  # back in the windows' order
+    positions, vectors = segment_vectors(len(segments), windows, vectors)
     seconds = np.array([segments[k].t1 - segments[k].t0 for k in positions])
     clusters = cluster(vectors, seconds, threshold, min_seconds)
     return label_segments(len(segments), positions, clusters)
@@ -267,13 +284,16 @@ class Speakers(Stage):
         )
         bar.update(len(clips))
 
-    def _audio(self, ctx: IngestContext) -> np.ndarray | None:
+    def _audio(self, ctx: IngestContext) -> Iterator[np.ndarray] | None:
+        """The audio in pieces as it is decoded, or None where the video has none."""
         if not ctx.video.has_audio:
             return None
+        pieces = iter_audio(ctx.path, SAMPLE_RATE)
         try:
-            return extract_audio(ctx.path, SAMPLE_RATE)
-        except NoAudioError:
+            first = next(pieces)  # the file is opened, and its stream found, here
+        except (NoAudioError, StopIteration):
             return None
+        return itertools.chain([first], pieces)
 
     def estimate(self, info: VideoInfo, clips: int, settings: Settings) -> StageEstimate:
         est = StageEstimate(self.name, None, self.fingerprint(settings))

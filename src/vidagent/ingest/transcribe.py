@@ -32,7 +32,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -40,7 +40,7 @@ import numpy as np
 from vidagent.exceptions import NoAudioError
 from vidagent.ingest.base import IngestContext, Stage, StageEstimate
 from vidagent.library.schema import TranscriptSegment
-from vidagent.media import iter_audio
+from vidagent.media import audio_spans, iter_audio
 from vidagent.models.base import TranscribeRequest
 
 if TYPE_CHECKING:
@@ -130,30 +130,6 @@ def _quietest(rms: np.ndarray, samples: int, lo: float, hi: float) -> float:
     return (first + best + _RMS_SMOOTH / 2) * _RMS_FRAME
 
 
-def window_audio(pieces: Iterable[np.ndarray], windows: list[Window]) -> Iterator[np.ndarray]:
-    """The samples of each of ``windows`` (in time order, not overlapping) out of the waveform
-    given in consecutive pieces, holding no more than one window and one piece.
-
-    Yields:
-        Each window's samples, in order.  # (S,) float32
-    """
-    source = iter(pieces)
-    held: list[np.ndarray] = []
-    start = 0  # the sample held[0] starts at
-    end = 0  # the sample after the last one held
-    for a, b in windows:
-        lo, hi = round(a * SAMPLE_RATE), round(b * SAMPLE_RATE)
-        while end < hi:
-            piece = next(source, None)
-            if piece is None:
-                break
-            held.append(piece)
-            end += len(piece)
-        joined = np.concatenate(held) if held else np.zeros(0, np.float32)
-        yield joined[max(lo - start, 0) : max(hi - start, 0)]
-        held, start = [joined[max(hi - start, 0) :]], max(hi, start)
-
-
 def clip_text(words: list[WordTimes], t0: float, t1: float) -> str:
     """The words whose midpoint falls in ``[t0, t1)``, joined by spaces."""
     return " ".join(w for a, b, w in words if t0 <= (a + b) / 2 < t1)
@@ -203,7 +179,7 @@ class Transcribe(Stage):
         words: list[WordTimes] = [(w[0], w[1], w[2]) for s in segments for w in json.loads(s.words)]
         self._finish(ctx, [c for c in clips if needs[c.clip_index] == -1], words, fp, bar)
         client = ctx.models.client(str(self.role))
-        pieces = window_audio(iter_audio(ctx.path, SAMPLE_RATE), [windows[i] for i in todo])
+        pieces = audio_spans(iter_audio(ctx.path, SAMPLE_RATE), [windows[i] for i in todo])
         for i, piece in zip(todo, pieces, strict=True):
             a, b = windows[i]
             found = client.transcribe(TranscribeRequest(piece)) if piece.size else None

@@ -7,7 +7,7 @@ the typed ``MediaError`` subclasses of :mod:`vidagent.exceptions` for files it c
 
 from __future__ import annotations
 
-from vidagent.media.audio import extract_audio, iter_audio
+from vidagent.media.audio import audio_spans, extract_audio, iter_audio
 from vidagent.media.decode import (
     Size,
     encode_jpeg,
@@ -33,6 +33,7 @@ __all__ = [
     "Size",
     "TimeSpan",
     "VideoInfo",
+    "audio_spans",
     "content_score",
     "detect_shots",
     "encode_jpeg",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import av
@@ -59,6 +59,38 @@ def iter_audio(
         for piece in _aligned(decoded, origin, sample_rate):
             # Resampling filters can overshoot slightly on full-scale input.
             yield np.clip(piece, -1.0, 1.0, out=piece)
+
+
+def audio_spans(
+    pieces: Iterable[np.ndarray], spans: Sequence[tuple[float, float]], sample_rate: int = 16000
+) -> Iterator[np.ndarray]:
+    """The samples of each span ``(t0, t1)`` in seconds, out of a waveform given in consecutive
+    pieces (:func:`iter_audio`), holding only what a span still to come may need: spans must
+    come in order of their starts and may overlap. A span past the waveform's end is cut
+    short (or empty).
+
+    Yields:
+        Each span's samples, in order.  # (S,) float32
+    """
+    source = iter(pieces)
+    held = np.zeros(0, np.float32)
+    start = 0  # the sample held[0] is
+    for k, (a, b) in enumerate(spans):
+        lo, hi = round(a * sample_rate), round(b * sample_rate)
+        more = [held]
+        end = start + len(held)
+        while end < hi:
+            piece = next(source, None)
+            if piece is None:
+                break
+            more.append(piece)
+            end += len(piece)
+        held = np.concatenate(more) if len(more) > 1 else held
+        yield held[max(lo - start, 0) : max(hi - start, 0)]
+        # Later spans start at the next one's start or after: what lies before it is done.
+        nxt = round(spans[k + 1][0] * sample_rate) if k + 1 < len(spans) else end
+        drop = min(max(nxt - start, 0), len(held))
+        held, start = held[drop:], start + drop
 
 
 def _aligned(
