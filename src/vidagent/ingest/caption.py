@@ -219,8 +219,6 @@ class Caption(Stage):
     format_retries: ClassVar[int] = 2
     probation: ClassVar[int] = 3
     reid_threshold: ClassVar[float] = 0.6
-    #: OpenAI high-detail cost of a 1280x720 image: 6 tiles of 512 px x 170 + 85 = 1105 tokens
-    tokens_per_image: ClassVar[int] = 1105
     output_tokens: ClassVar[int] = 250
 
     def __init__(self, benchmark_hint: str = "") -> None:
@@ -546,25 +544,37 @@ class Caption(Stage):
         # ~2.5 spoken words/s at ~1.3 tokens/word; the registry grows, ~200 tokens on average
         speech = settings.clip_seconds * 3.3 if info.has_audio else 4
         history = 0 if avi else 200 + speech  # Fig. 7 has neither a registry nor a transcript
-        per_call = prompt + history + per_clip * (self.tokens_per_image + 8)
+        image, detail = self.image_tokens(info, spec)
+        per_call = prompt + history + per_clip * (image + 8)
         return StageEstimate(
             self.name,
             self.role,
             spec,
             calls=clips,
             frames=frames,
-            input_tokens=int(
-                clips * per_call - (clips * per_clip - frames) * (self.tokens_per_image + 8)
-            ),
+            input_tokens=int(clips * per_call - (clips * per_clip - frames) * (image + 8)),
             output_tokens=clips * self.output_tokens,
             seconds=clips * 6.0,
             notes=[
-                f"{self.tokens_per_image} tokens per 720p image (OpenAI high detail)",
+                f"{image} tokens per frame ({detail})",
                 "calls are independent (AVI, Fig. 7)"
                 if avi
                 else "calls run one after another: each needs the previous clip's registry",
             ],
         )
+
+    def image_tokens(self, info: VideoInfo, spec: str) -> tuple[int, str]:
+        """Tokens one frame of ``info`` sent at :attr:`frame_size` costs under ``spec``'s
+        ``detail`` option (OpenAI's rule, :func:`vidagent.models.openai.image_tokens`), and
+        how it was counted, for the estimate's notes."""
+        from vidagent.models.openai import image_tokens
+        from vidagent.specs import parse_spec
+
+        scale = min(1.0, self.frame_size / max(info.width, info.height, 1))
+        w, h = round(info.width * scale), round(info.height * scale)
+        detail = parse_spec(spec).options.get("detail")
+        how = "low detail" if detail == "low" else f"{w}x{h} at OpenAI's high detail"
+        return image_tokens(w, h, detail), how
 
 
 #: The perception stages whose rows a describer's caption states, by their clips column.

@@ -20,6 +20,11 @@ Spec options (``openai:<model>?key=value&…``) override settings:
 ``context_tokens`` the model's context window (prompt and reply); every request is then fitted
                    into it (:mod:`vidagent.models.context`), as for local models
 ``stream``         ``1``/``0``: read chat replies as they are generated (default 0, below)
+``detail``         ``low``, ``high`` or ``auto``: OpenAI's ``detail`` on every image part (default:
+                   none sent, which OpenAI reads as ``auto``). ``low`` bills an image 85 tokens
+                   whatever its size, at a 512 px view of it; ``high`` 85 + 170 per 512 px tile
+                   (:func:`image_tokens`). It changes what the model sees, not what vidagent
+                   sends: the DVD paper's frames (2 fps, 720p) are the same bytes either way
 =================  =========================================================================
 
 Degenerate replies. With ``stream=1`` a chat reply is read as Server-Sent Events while the
@@ -62,6 +67,7 @@ from __future__ import annotations
 import dataclasses
 import email.utils
 import json
+import math
 import os
 import re
 import time
@@ -120,8 +126,14 @@ _KNOWN_OPTIONS = (
     "max_output_tokens",
     "context_tokens",
     "stream",
+    "detail",
 )
 EFFORTS = ("minimal", "low", "medium", "high")
+DETAILS = ("low", "high", "auto")
+#: OpenAI's image tokens (gpt-4o, gpt-4.1, o-series): a base per image, and per 512 px tile at
+#: high detail, after the image is fitted into 2048 px and then its shortest side into 768 px.
+IMAGE_BASE_TOKENS = 85
+IMAGE_TILE_TOKENS = 170
 _REASONING_NAME = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
 _ERROR_TEXT_LIMIT = 300
 
@@ -139,12 +151,14 @@ class Parameters:
         effort: ``reasoning_effort`` to send, if any.
         max_output: the spec's cap on every reply, if any.
         stream: read chat replies as Server-Sent Events, cutting degenerate ones.
+        detail: OpenAI's ``detail`` for image parts, if the spec sets one.
     """
 
     reasoning: bool = False
     effort: str | None = None
     max_output: int | None = None
     stream: bool = False
+    detail: str | None = None
 
     @classmethod
     def of(cls, model: str, options: dict[str, str]) -> Parameters:
@@ -162,7 +176,30 @@ class Parameters:
         cap = options.get("max_output_tokens")
         max_output = int(_number(options, "max_output_tokens", 1)) if cap is not None else None
         stream = _flag(options, "stream", False)
-        return cls(_flag(options, "reasoning", inferred), effort, max_output, stream)
+        detail = options.get("detail")
+        if detail is not None and detail not in DETAILS:
+            raise ConfigError(f"spec option detail={detail!r} must be one of {', '.join(DETAILS)}")
+        return cls(_flag(options, "reasoning", inferred), effort, max_output, stream, detail)
+
+
+def image_tokens(width: int, height: int, detail: str | None = None) -> int:
+    """Input tokens OpenAI bills for one ``width`` x ``height`` image at ``detail``.
+
+    OpenAI's documented rule: ``low`` is a flat :data:`IMAGE_BASE_TOKENS`; ``high`` fits the
+    image into 2048 x 2048, then scales it down so its shortest side is at most 768 px, and adds
+    :data:`IMAGE_TILE_TOKENS` per 512 px tile. ``auto`` (and no ``detail``, which OpenAI reads
+    as ``auto``) is counted as ``high``: that is what gpt-4o bills for a frame larger than
+    512 px, so an estimate errs high rather than low.
+    """
+    if detail == "low":
+        return IMAGE_BASE_TOKENS
+    w, h = float(width), float(height)
+    if max(w, h) > 2048:
+        w, h = w * 2048 / max(w, h), h * 2048 / max(w, h)
+    if min(w, h) > 768:
+        w, h = w * 768 / min(w, h), h * 768 / min(w, h)
+    tiles = math.ceil(round(w) / 512) * math.ceil(round(h) / 512)
+    return IMAGE_BASE_TOKENS + IMAGE_TILE_TOKENS * tiles
 
 
 @dataclass(frozen=True)
@@ -273,19 +310,22 @@ def status(model: str, options: dict[str, str], settings: Settings) -> BackendSt
 # Request bodies
 
 
-def _part(p: str | ImagePart) -> dict[str, Any]:
+def _part(p: str | ImagePart, detail: str | None = None) -> dict[str, Any]:
     if isinstance(p, str):
         return {"type": "text", "text": p}
-    return {"type": "image_url", "image_url": {"url": p.data_url()}}
+    image: dict[str, Any] = {"url": p.data_url()}
+    if detail is not None:
+        image["detail"] = detail
+    return {"type": "image_url", "image_url": image}
 
 
-def _message(m: Message) -> dict[str, Any]:
+def _message(m: Message, detail: str | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"role": m.role}
     if isinstance(m.content, str):
         # OpenAI wants null, not "", beside tool calls.
         out["content"] = m.content if (m.content or not m.tool_calls) else None
     else:
-        out["content"] = [_part(p) for p in m.content]
+        out["content"] = [_part(p, detail) for p in m.content]
     if m.tool_calls:
         out["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
@@ -588,7 +628,7 @@ class OpenAIAdapter(Adapter):
         params = self.parameters
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [_message(m) for m in request.messages],
+            "messages": [_message(m, params.detail) for m in request.messages],
         }
         if not params.reasoning:
             body["temperature"] = request.temperature

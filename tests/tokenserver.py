@@ -1,0 +1,207 @@
+"""A loopback OpenAI-compatible server that bills every request as OpenAI would, for cost tests.
+
+It answers ``/chat/completions`` and ``/embeddings`` and reports ``usage`` the way OpenAI does,
+counted here from the request itself, independently of vidagent's estimates:
+
+- text: an approximation of OpenAI's BPE tokenizers (``o200k``), never the estimate's four
+  characters a token: a word of up to six letters or digits is one token and longer ones one per
+  six; a run of punctuation is one token per two characters; whitespace is free. Each message
+  adds 4 tokens of framing and the reply 3, as OpenAI's counting guide says;
+- an image: OpenAI's documented rule, read from the JPEG's own size and the part's ``detail``:
+  ``low`` is 85 tokens; ``high`` (and ``auto`` or none, as gpt-4o bills a frame larger than
+  512 px) fits the image into 2048 px, then its shortest side into 768 px, and adds 170 per
+  512 px tile.
+
+Replies are scripted by what the request asks (a Table 9 or Fig. 7 caption, a Fig. 8 graph, or
+plain text), each a realistic length, and counted with the same rule. ``requests`` keeps every
+``(path, body, prompt_tokens, completion_tokens)``. Importable from tests and benchmarks
+(``tests/`` is on their ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import math
+import re
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+
+from PIL import Image
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+_WORD = re.compile(r"\w+")
+_PUNCT = re.compile(r"[^\w\s]+")
+
+#: About 170 words, what gpt-4o writes for a 5 s clip under Table 9.
+CAPTION = " ".join(
+    ["A presenter in a red jacket stands beside a whiteboard and points at a chart while"]
+    + ["a second person in a blue shirt nods, writes a note and turns to the camera."] * 6
+)
+
+
+def text_tokens(text: str) -> int:
+    """Tokens of ``text`` by the rule in the module docstring."""
+    words = sum(math.ceil(len(w) / 6) for w in _WORD.findall(text))
+    return words + sum(math.ceil(len(p) / 2) for p in _PUNCT.findall(text))
+
+
+def image_tokens(data_url: str, detail: str | None) -> int:
+    """OpenAI's tokens for one image part (module docstring), from the image's own size."""
+    if detail == "low":
+        return 85
+    raw = base64.b64decode(data_url.split(",", 1)[1])
+    w, h = (float(x) for x in Image.open(io.BytesIO(raw)).size)
+    fit = min(1.0, 2048 / max(w, h))
+    w, h = w * fit, h * fit
+    short = min(1.0, 768 / min(w, h))
+    w, h = w * short, h * short
+    return 85 + 170 * math.ceil(round(w) / 512) * math.ceil(round(h) / 512)
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """A chat body's prompt tokens: framing, text and images."""
+    total = 3
+    for message in body.get("messages", []):
+        total += 4
+        content = message.get("content") or ""
+        if isinstance(content, str):
+            total += text_tokens(content)
+            continue
+        for part in content:
+            if part.get("type") == "text":
+                total += text_tokens(part["text"])
+            else:
+                image = part["image_url"]
+                total += image_tokens(image["url"], image.get("detail"))
+    return total
+
+
+def scripted_reply(body: dict[str, Any]) -> str:
+    """A reply in the shape the request asks for: Table 9, Fig. 7, Fig. 8 or plain text."""
+    first = body["messages"][0]["content"]
+    prompt = first if isinstance(first, str) else str(first[0].get("text", ""))
+    if "new_subject_registry" in prompt or "clip_description" in prompt:
+        return json.dumps(
+            {
+                "new_subject_registry": {},
+                "subject_registry": {},
+                "clip_description": {"subjects_present": [], "captions": CAPTION},
+            }
+            if "new_subject_registry" in prompt
+            else {"subject_registry": {}, "clip_description": CAPTION}
+        )
+    if "video_analysis" in prompt:
+        person = {
+            "subject_id": None,
+            "subject_name": "Man in red jacket",
+            "appearance_timeline": [[0, 5]],
+            "attributes": ["red jacket"],
+            "actions_events": [{"action": "points at a chart", "timestamp": [0, 5]}],
+        }
+        return json.dumps({"video_analysis": [person] * 4, "interactions": []})
+    return "The video shows a presenter explaining a chart to a colleague. " * 8
+
+
+class TokenServer:
+    """The server, on 127.0.0.1 and a free port, in a thread.
+
+    Args:
+        reply: the reply text for a chat body (default :func:`scripted_reply`).
+    """
+
+    def __init__(self, reply: Callable[[dict[str, Any]], str] = scripted_reply) -> None:
+        self.reply = reply
+        self.requests: list[tuple[str, Any, int, int]] = []
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def start(self) -> Self:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def bodies(self, suffix: str = "/chat/completions") -> list[Any]:
+        with self._lock:
+            return [body for path, body, _, _ in self.requests if path.endswith(suffix)]
+
+    def tokens(self, suffix: str = "/chat/completions") -> tuple[int, int, int]:
+        """``(calls, prompt tokens, completion tokens)`` billed for ``suffix``'s requests."""
+        with self._lock:
+            rows = [(p, c) for path, _, p, c in self.requests if path.endswith(suffix)]
+        return len(rows), sum(p for p, _ in rows), sum(c for _, c in rows)
+
+    def answer(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if path.endswith("/embeddings"):
+            texts = list(body.get("input", []))
+            used = sum(text_tokens(t) for t in texts)
+            self._log(path, body, used, 0)
+            data = [{"index": i, "embedding": _vector(t)} for i, t in enumerate(texts)]
+            return {"object": "list", "data": data, "usage": {"prompt_tokens": used}}
+        text = self.reply(body)
+        used, out = prompt_tokens(body), text_tokens(text)
+        self._log(path, body, used, out)
+        return {
+            "id": "chatcmpl-token",
+            "object": "chat.completion",
+            "model": body.get("model", ""),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": used, "completion_tokens": out, "total_tokens": used + out},
+        }
+
+    def _log(self, path: str, body: Any, used: int, out: int) -> None:
+        with self._lock:
+            self.requests.append((path, body, used, out))
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                data = json.dumps(server.answer(self.path, json.loads(raw))).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        return Handler
+
+
+def _vector(text: str, dim: int = 16) -> list[float]:
+    digest = hashlib.sha256(text.encode()).digest()
+    return [b / 255 for b in digest[:dim]]
