@@ -67,6 +67,15 @@ the prompt has no slot for them), so switching styles re-captions every clip. Th
 describer is not a VLM: it has no prompt to change, so under ``"avi"`` it writes the same
 captions and registry as above, and only the fingerprint (``|avi``) differs.
 
+**Repeated pictures** (``settings.caption_skip_repeats``, off by default: the papers caption
+every clip). On a VLM, a clip whose stored thumbnails repeat the previous clip's picture
+(:mod:`vidagent.ingest.repeats`) is not sent: it takes that clip's caption and subjects, and its
+``caption_model`` is the fingerprint plus ``|reused=<n>``, ``n`` the clip whose call wrote the
+caption (a run of still clips all name the first). No model call, so the registry is unchanged.
+Such a clip counts as done only while the setting is on: turned off, it is pending again (under
+the registry style, with every clip after it). The stage's note says how many were reused. The
+describer calls no model and ignores the setting.
+
 Not implemented: A.11 #1's ``parallel_merge`` (the chain is sequential, as in the paper) and
 A.11 #4's transcript-guided segmentation (clips are the structure stage's uniform clips).
 """
@@ -119,6 +128,9 @@ FIX_JSON = (
 # What the stage keeps per subject: the prompt's fields, the clip that introduced the subject
 # (to rebuild the registry on resume) and, on the describer path, its colour signature.
 KEPT_FIELDS = (*REGISTRY_FIELDS, "first_clip", "signature")
+#: What follows the fingerprint in ``caption_model`` of a clip whose caption was reused from an
+#: earlier clip with the same picture, then that clip's index (``caption_skip_repeats``).
+REUSED = "|reused="
 _CONFIG_STATUSES = frozenset({401, 403, 404})  # a key, permission or model problem, not content
 #: Clips whose thumbnails the describer path reads in one Library query (one a clip cost 5 ms each).
 _CLIPS_PER_QUERY = 64
@@ -234,10 +246,10 @@ class Caption(Stage):
         return f"{base}|hint={text_hash(self.benchmark_hint)[:8]}" if self.benchmark_hint else base
 
     def pending(self, ctx: IngestContext) -> list[ClipRow]:
-        if self._independent(ctx.settings):
-            return super().pending(ctx)  # no registry chain: each clip stands alone
         clips = ctx.library.clips(ctx.video.video_id)
         done = self._done(ctx.settings)
+        if self._independent(ctx.settings):
+            return [c for c in clips if not done(c)]  # no registry chain: each clip alone
         first = next((k for k, c in enumerate(clips) if not done(c)), len(clips))
         return clips[first:]
 
@@ -248,9 +260,15 @@ class Caption(Stage):
         again, which calls no model and gives the same caption)."""
         from vidagent.models.registry import provider_capabilities
 
-        mark = self._marker(settings)
         if not provider_capabilities(settings.spec(self.role)).describer:
-            return lambda clip: clip.caption_model == mark(clip)
+            fp = self.fingerprint(settings)
+            # a caption reused for a repeated picture counts as done only while reuse is on
+            reused = fp + REUSED if settings.caption_skip_repeats else None
+            return lambda clip: (
+                clip.caption_model == fp
+                or (reused is not None and clip.caption_model.startswith(reused))
+            )
+        mark = self._marker(settings)
         return lambda clip: clip.caption_model == mark(clip) and clip.facts not in ("", "{}")
 
     def _marker(self, settings: Settings) -> Callable[[ClipRow], str]:
@@ -277,12 +295,13 @@ class Caption(Stage):
         self._registry: dict[str, Any] | None = None
         self._held: list[dict[str, Any]] = []
         self._succeeded = False
-        self._counts = {"blank": 0, "unparsed": 0}
+        self._counts = {"blank": 0, "unparsed": 0, "reused": 0}
 
     def run(self, ctx: IngestContext, clips: list[ClipRow], bar: tqdm) -> None:
         if not clips:
             return
         client = ctx.models.client(self.role)
+        self._setup_repeats(ctx)
         if not ctx.settings.caption_transcripts:  # as DVD without its auxiliary transcripts
             clips = [dataclasses.replace(c, transcript="", transcript_model="") for c in clips]
         if client.capabilities.describer:
@@ -301,6 +320,11 @@ class Caption(Stage):
         blank, raw = self._counts["blank"], self._counts["unparsed"]
         notes = [f"{blank} clip(s) left blank (request rejected)"] if blank else []
         notes += [f"{raw} clip(s) stored as raw text (unparsable JSON)"] if raw else []
+        if self._counts["reused"]:
+            notes.append(
+                f"{self._counts['reused']} clip(s) reused the caption of the clip before "
+                "(the picture repeats; caption_skip_repeats)"
+            )
         self.note = "; ".join(notes)
 
     def flush(self, ctx: IngestContext) -> None:
@@ -349,6 +373,8 @@ class Caption(Stage):
         info = probe(ctx.path)
         fp = self.fingerprint(ctx.settings)
         for clip in clips:
+            if self._reused(ctx, clip, fp, bar):
+                continue
             request = self.request(info, clip, self._registry or {}, client.capabilities.max_images)
             try:
                 parsed, raw = self._ask(client, request, parse_caption)
@@ -366,6 +392,7 @@ class Caption(Stage):
             self._held = []
             update = {"clip_index": clip.clip_index, "caption": caption, "facts": "{}"}
             update |= {"subjects": json.dumps(present), "caption_model": fp}
+            self._captioned(update)
             self.finished(ctx, update, bar, now=True)
 
     def _run_avi(self, ctx: IngestContext, client: Client, clips: list[ClipRow], bar: tqdm) -> None:
@@ -375,6 +402,8 @@ class Caption(Stage):
         info = probe(ctx.path)
         fp = self.fingerprint(ctx.settings)
         for clip in clips:
+            if self._reused(ctx, clip, fp, bar):
+                continue
             times = self.frame_times(clip, client.capabilities.max_images)
             request = avi_request(
                 info, clip, times, size=self.frame_size, quality=self.jpeg_quality
@@ -393,7 +422,48 @@ class Caption(Stage):
             self._held = []
             update = {"clip_index": clip.clip_index, "caption": parsed[0], "caption_model": fp}
             update |= {"subjects": json.dumps(parsed[1]), "facts": "{}"}
+            self._captioned(update)
             self.finished(ctx, update, bar, now=True)
+
+    # -- repeated pictures (caption_skip_repeats) -----------------------------------------------
+
+    def _setup_repeats(self, ctx: IngestContext) -> None:
+        """The clips as stored (to find each pending clip's predecessor) and the comparer, when
+        ``caption_skip_repeats`` is on."""
+        from vidagent.ingest.repeats import Repeats
+
+        self._repeats: Repeats | None = None
+        self._rows: dict[int, ClipRow] = {}
+        if ctx.settings.caption_skip_repeats:
+            vid = ctx.video.video_id
+            self._repeats = Repeats(ctx.library, vid, ctx.settings.caption_skip_repeats)
+            self._rows = {c.clip_index: c for c in ctx.library.clips(vid)}
+
+    def _captioned(self, update: dict[str, Any]) -> None:
+        """Remember a clip's new caption, which the clip after it may reuse."""
+        row = self._rows.get(int(update["clip_index"]))
+        if row is not None:
+            fields = {k: v for k, v in update.items() if k != "clip_index"}
+            self._rows[row.clip_index] = dataclasses.replace(row, **fields)
+
+    def _reused(self, ctx: IngestContext, clip: ClipRow, fp: str, bar: tqdm) -> bool:
+        """Store the previous clip's caption for ``clip`` when its picture repeats that clip's
+        (:mod:`vidagent.ingest.repeats`), marked with where it came from; False: call the model."""
+        before = self._rows.get(clip.clip_index - 1)
+        if self._repeats is None or before is None or not before.caption.strip():
+            return False
+        model = before.caption_model
+        if model != fp and not model.startswith(fp + REUSED):
+            return False  # not captioned under these settings (blank, or another model's)
+        if not self._repeats.repeats(before, clip):
+            return False
+        source = model.partition(REUSED)[2] or str(before.clip_index)
+        update = {"clip_index": clip.clip_index, "caption": before.caption, "facts": "{}"}
+        update |= {"subjects": before.subjects, "caption_model": f"{fp}{REUSED}{source}"}
+        self._counts["reused"] += 1
+        self._captioned(update)
+        self.finished(ctx, update, bar)
+        return True
 
     def request(
         self, info: VideoInfo, clip: ClipRow, registry: dict[str, Any], max_images: int
@@ -464,6 +534,7 @@ class Caption(Stage):
         self._counts["blank"] += 1
         update = {"clip_index": clip.clip_index, "caption": "", "subjects": empty}
         update |= {"caption_model": fp, "facts": "{}"}
+        self._captioned(update)
         if self._succeeded:
             self.finished(ctx, update, bar, now=True)
             return
@@ -546,6 +617,18 @@ class Caption(Stage):
         history = 0 if avi else 200 + speech  # Fig. 7 has neither a registry nor a transcript
         image, detail = self.image_tokens(info, spec)
         per_call = prompt + history + per_clip * (image + 8)
+        notes = [
+            f"{image} tokens per frame ({detail})",
+            "calls are independent (AVI, Fig. 7)"
+            if avi
+            else "calls run one after another: each needs the previous clip's registry",
+        ]
+        if settings.caption_skip_repeats:
+            notes.append(
+                "every clip counted: clips whose picture repeats reuse a caption "
+                "(caption_skip_repeats), but a dry run decodes nothing to know which; "
+                "the run's note says how many"
+            )
         return StageEstimate(
             self.name,
             self.role,
@@ -555,12 +638,7 @@ class Caption(Stage):
             input_tokens=int(clips * per_call - (clips * per_clip - frames) * (image + 8)),
             output_tokens=clips * self.output_tokens,
             seconds=clips * 6.0,
-            notes=[
-                f"{image} tokens per frame ({detail})",
-                "calls are independent (AVI, Fig. 7)"
-                if avi
-                else "calls run one after another: each needs the previous clip's registry",
-            ],
+            notes=notes,
         )
 
     def image_tokens(self, info: VideoInfo, spec: str) -> tuple[int, str]:
