@@ -13,7 +13,9 @@ counted here from the request itself, independently of vidagent's estimates:
   512 px tile.
 
 Replies are scripted by what the request asks (a Table 9 or Fig. 7 caption, a Fig. 8 graph, or
-plain text), each a realistic length, and counted with the same rule. ``requests`` keeps every
+plain text), each the length the dry run assumes (250, 1,500 and 500 tokens), so that what
+follows from them (the captions the graph and summary read) checks the estimate's arithmetic
+rather than a guess at a model's verbosity; counted with the same rule. ``requests`` keeps every
 ``(path, body, prompt_tokens, completion_tokens)``. Importable from tests and benchmarks
 (``tests/`` is on their ``sys.path``).
 """
@@ -39,10 +41,12 @@ if TYPE_CHECKING:
 _WORD = re.compile(r"\w+")
 _PUNCT = re.compile(r"[^\w\s]+")
 
-#: About 170 words, what gpt-4o writes for a 5 s clip under Table 9.
+#: A caption of about 220 tokens, so that a Table 9 reply is the 250 tokens the dry run
+#: assumes (``Caption.output_tokens``): the rows after captioning (embed, graph, summarize)
+#: then check the estimate's arithmetic, not a guess at a model's length.
 CAPTION = " ".join(
     ["A presenter in a red jacket stands beside a whiteboard and points at a chart while"]
-    + ["a second person in a blue shirt nods, writes a note and turns to the camera."] * 6
+    + ["a second person in a blue shirt nods, writes a note and turns to the camera."] * 11
 )
 
 
@@ -85,8 +89,11 @@ def prompt_tokens(body: dict[str, Any]) -> int:
 
 def scripted_reply(body: dict[str, Any]) -> str:
     """A reply in the shape the request asks for: Table 9, Fig. 7, Fig. 8 or plain text."""
-    first = body["messages"][0]["content"]
-    prompt = first if isinstance(first, str) else str(first[0].get("text", ""))
+    prompt = " ".join(
+        m["content"] if isinstance(m["content"], str) else str(m["content"][0].get("text", ""))
+        for m in body["messages"]
+        if m.get("content")
+    )
     if "new_subject_registry" in prompt or "clip_description" in prompt:
         return json.dumps(
             {
@@ -105,8 +112,8 @@ def scripted_reply(body: dict[str, Any]) -> str:
             "attributes": ["red jacket"],
             "actions_events": [{"action": "points at a chart", "timestamp": [0, 5]}],
         }
-        return json.dumps({"video_analysis": [person] * 4, "interactions": []})
-    return "The video shows a presenter explaining a chart to a colleague. " * 8
+        return json.dumps({"video_analysis": [person] * 24, "interactions": []})
+    return "The video shows a presenter explaining a chart to a colleague. " * 33
 
 
 class TokenServer:
