@@ -113,3 +113,21 @@ def test_the_estimate_says_it_cannot_know_the_repeats(slide_video: Path) -> None
     assert (est.calls, est.input_tokens) == (base.calls, base.input_tokens)
     assert any("a dry run decodes nothing" in n for n in est.notes)
     assert not any("caption_skip_repeats" in n for n in base.notes)
+
+
+def test_a_video_indexed_before_has_its_repeats_counted_off(
+    tmp_path: Path, slide_video: Path
+) -> None:
+    from vidagent.ingest.pipeline import estimate_path
+
+    config = load_settings({"vlm": "openai:gpt-4o", "caption_skip_repeats": 0.05})
+    lib = Library(tmp_path / "lib")
+    fresh = estimate_path(slide_video, config, ("caption",), lib).stages[1]
+    assert fresh.calls == 8  # not in the Library: nothing to know it by
+    index_structure(lib, slide_video, config)  # the thumbnails, as an offline index leaves them
+    known = estimate_path(slide_video, config, ("caption",), lib).stages[1]
+    assert (known.calls, known.frames) == (6, 60)  # clips 1 and 2 repeat clip 0
+    assert known.input_tokens == round(fresh.input_tokens * 6 / 8)
+    assert "2 of 8 clips repeat the previous clip's picture" in known.notes[-1]
+    off = config.model_copy(update={"caption_skip_repeats": 0.0})
+    assert estimate_path(slide_video, off, ("caption",), lib).stages[1].calls == 8

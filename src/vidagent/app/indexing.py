@@ -147,10 +147,12 @@ def estimate(
     from vidagent.models.registry import provider_capabilities
 
     settings = core.settings
+    # a video indexed before lets a stage refine its figures (repeated pictures); never created
+    library = core.existing_library() if core.library_exists() else None
     for path in paths:
         try:
             chosen = default_stages(settings) if stages is None else stages
-            found = estimate_path(path, settings, chosen)
+            found = estimate_path(path, settings, chosen, library)
         except MediaError as e:
             yield EstimateReport(Path(path), error=str(e))
             continue

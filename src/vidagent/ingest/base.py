@@ -100,6 +100,13 @@ class Stage:
     def estimate(self, info: VideoInfo, clips: int, settings: Settings) -> StageEstimate:
         raise NotImplementedError
 
+    def refine(
+        self, estimate: StageEstimate, library: Library, video_id: str, settings: Settings
+    ) -> StageEstimate:
+        """``estimate`` corrected by what the Library already holds of the video (indexed
+        before, under ``video_id``); by default as it is."""
+        return estimate
+
     # -- checkpoints ------------------------------------------------------------------------------
 
     def start(self) -> None:

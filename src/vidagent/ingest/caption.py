@@ -89,6 +89,7 @@ import math
 import re
 from bisect import bisect_left
 from collections.abc import Callable
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
@@ -114,7 +115,7 @@ if TYPE_CHECKING:
     from tqdm import tqdm
 
     from vidagent.config import Settings
-    from vidagent.library import ClipRow
+    from vidagent.library import ClipRow, Library
     from vidagent.media import VideoInfo
     from vidagent.models.client import Client
 
@@ -626,8 +627,9 @@ class Caption(Stage):
         if settings.caption_skip_repeats:
             notes.append(
                 "every clip counted: clips whose picture repeats reuse a caption "
-                "(caption_skip_repeats), but a dry run decodes nothing to know which; "
-                "the run's note says how many"
+                "(caption_skip_repeats), but a dry run decodes nothing to know which (it "
+                "counts them from the thumbnails of a video indexed before); the run's note "
+                "says how many"
             )
         return StageEstimate(
             self.name,
@@ -638,6 +640,35 @@ class Caption(Stage):
             input_tokens=int(clips * per_call - (clips * per_clip - frames) * (image + 8)),
             output_tokens=clips * self.output_tokens,
             seconds=clips * 6.0,
+            notes=notes,
+        )
+
+    def refine(
+        self, estimate: StageEstimate, library: Library, video_id: str, settings: Settings
+    ) -> StageEstimate:
+        """With ``caption_skip_repeats`` on and the video's thumbnails stored under the same
+        clips, the clips whose picture repeats the clip before (as the run will find them)
+        are counted off: no call, no frames, no tokens."""
+        from vidagent.ingest.repeats import Repeats
+
+        clips = library.clips(video_id)
+        if not settings.caption_skip_repeats or not estimate.calls or len(clips) != estimate.calls:
+            return estimate
+        repeats = Repeats(library, video_id, settings.caption_skip_repeats)
+        n = sum(repeats.repeats(a, b) for a, b in pairwise(clips))
+        notes = [x for x in estimate.notes if "caption_skip_repeats" not in x]
+        notes.append(
+            f"{n} of {len(clips)} clips repeat the previous clip's picture in the stored "
+            "thumbnails (caption_skip_repeats): not counted"
+        )
+        kept = (len(clips) - n) / len(clips)
+        return dataclasses.replace(
+            estimate,
+            calls=len(clips) - n,
+            frames=round(estimate.frames * kept),
+            input_tokens=round(estimate.input_tokens * kept),
+            output_tokens=round(estimate.output_tokens * kept),
+            seconds=estimate.seconds * kept,
             notes=notes,
         )
 
