@@ -10,7 +10,9 @@ prices (USD per 1M tokens: gpt-4o 2.50 in, 10.00 out; the embedder 0.02).
 Printed, per endpoint stage (caption, embed, graph, summarize): the dry run's calls, input
 tokens and cost beside what the run's usage ledger reports, and their ratio (the dry run aims
 within ±25%); then each cost option, each a fresh caption run of the same video, against the
-default captions: ``detail=low``, ``caption_skip_repeats=0.05``, in input tokens and dollars.
+default captions: ``detail=low``, ``caption_skip_repeats=0.05``, in input tokens and dollars;
+then ``batch`` (OpenAI's Batch API, which the server also serves): AVI-style captions and the
+graph without and with it (DVD's registry captions are a chain, which no batch can hold).
 
 The video (``--video PATH``) defaults to a generated one: ``--minutes`` (10) at 1280x720 and
 10 fps, 20 shots of which every other one is still (a slide, a locked-off camera), with a line
@@ -203,6 +205,18 @@ def main() -> None:
                 f"${default['cost'] - row['cost']:.3f} ({saved / default['in']:.0%})"
                 + (f"  [{row['note']}]" if row["note"] else "")
             )
+        print("\nbatch (AVI-style captions and the graph; DVD's registry captions are a chain):")
+        costs = {}
+        for flag in (False, True):
+            name = "batch" if flag else "no-batch"
+            settings = settings_for(work / name, server.base_url, caption_style="avi", batch=flag)
+            rows, _ = run(video, settings, ("caption", "graph"))
+            costs[flag] = sum(r["all_cost"] for r in rows.values())
+            tokens = sum(r["in"] for r in rows.values())
+            print(f"  {name:<18} {tokens:>10,} in tok ${costs[flag]:.3f}")
+        print(
+            f"  batch saves ${costs[False] - costs[True]:.3f} ({1 - costs[True] / costs[False]:.0%})"
+        )
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
 
 

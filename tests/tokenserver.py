@@ -18,13 +18,22 @@ follows from them (the captions the graph and summary read) checks the estimate'
 rather than a guess at a model's verbosity; counted with the same rule. ``requests`` keeps every
 ``(path, body, prompt_tokens, completion_tokens)``. Importable from tests and benchmarks
 (``tests/`` is on their ``sys.path``).
+
+It also serves OpenAI's Batch API as the adapter uses it: ``POST /files`` (multipart, the JSONL
+kept), ``POST /batches`` (its lines answered at once, each logged as a chat request under the
+path ``batch:/v1/chat/completions``), ``GET /batches/{id}`` (the states in ``batch_states``
+first, one a look, then ``completed``; a batch created while ``fail_batches`` is set reports
+``failed``) and ``GET /files/{id}/content``; a line whose ``custom_id`` is in ``reject_ids``
+goes to the error file with a 400.
 """
 
 from __future__ import annotations
 
 import base64
+import email.parser
 import hashlib
 import io
+import itertools
 import json
 import math
 import re
@@ -126,6 +135,12 @@ class TokenServer:
     def __init__(self, reply: Callable[[dict[str, Any]], str] = scripted_reply) -> None:
         self.reply = reply
         self.requests: list[tuple[str, Any, int, int]] = []
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.batch_states: list[str] = []  # states a batch reports before "completed"
+        self.fail_batches = False
+        self.reject_ids: set[str] = set()
+        self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
@@ -186,6 +201,58 @@ class TokenServer:
             "usage": {"prompt_tokens": used, "completion_tokens": out, "total_tokens": used + out},
         }
 
+    # -- the Batch API ----------------------------------------------------------------------
+
+    def upload(self, content_type: str, raw: bytes) -> dict[str, Any]:
+        head = f"Content-Type: {content_type}\r\n\r\n".encode()
+        message = email.parser.BytesParser().parsebytes(head + raw)
+        data = next(p.get_payload(decode=True) for p in message.walk() if p.get_filename())
+        file_id = f"file-{next(self._ids)}"
+        self.files[file_id] = data
+        return {"id": file_id, "object": "file", "purpose": "batch"}
+
+    def create_batch(self, body: dict[str, Any]) -> dict[str, Any]:
+        batch_id = f"batch_{next(self._ids)}"
+        lines = [json.loads(x) for x in self.files[body["input_file_id"]].splitlines() if x]
+        batch = {"id": batch_id, "lines": len(lines), "looks": 0, "failed": self.fail_batches}
+        if not self.fail_batches:
+            out, errors = [], []
+            for line in lines:
+                cid = line["custom_id"]
+                if cid in self.reject_ids:
+                    error = {"message": "Invalid image.", "code": "invalid_image"}
+                    response = {"status_code": 400, "body": {"error": error}}
+                    errors.append({"custom_id": cid, "response": response, "error": None})
+                    continue
+                answer = self.answer("batch:" + line["url"], line["body"])
+                out.append({"custom_id": cid, "response": {"status_code": 200, "body": answer}})
+            batch["output"] = self._file(out)
+            batch["errors"] = self._file(errors) if errors else None
+        self.batches[batch_id] = batch
+        return self.batch(batch_id)
+
+    def batch(self, batch_id: str) -> dict[str, Any]:
+        batch = self.batches[batch_id]
+        batch["looks"] += 1
+        if batch["failed"]:
+            reason = {"data": [{"message": "The input file has no valid lines."}]}
+            return {"id": batch_id, "status": "failed", "errors": reason}
+        states = self.batch_states
+        state = states[batch["looks"] - 1] if batch["looks"] <= len(states) else "completed"
+        done = state == "completed"
+        return {
+            "id": batch_id,
+            "object": "batch",
+            "status": state,
+            "output_file_id": batch["output"] if done else None,
+            "error_file_id": batch["errors"] if done else None,
+        }
+
+    def _file(self, rows: list[dict[str, Any]]) -> str:
+        file_id = f"file-{next(self._ids)}"
+        self.files[file_id] = "".join(json.dumps(r) + "\n" for r in rows).encode()
+        return file_id
+
     def _log(self, path: str, body: Any, used: int, out: int) -> None:
         with self._lock:
             self.requests.append((path, body, used, out))
@@ -196,9 +263,24 @@ class TokenServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                data = json.dumps(server.answer(self.path, json.loads(raw))).encode()
+                if self.path.endswith("/files"):
+                    reply = server.upload(self.headers["Content-Type"], raw)
+                elif self.path.endswith("/batches"):
+                    reply = server.create_batch(json.loads(raw))
+                else:
+                    reply = server.answer(self.path, json.loads(raw))
+                self._send(json.dumps(reply).encode(), "application/json")
+
+            def do_GET(self) -> None:
+                name = self.path.rstrip("/").split("/")
+                if name[-1] == "content":
+                    self._send(server.files[name[-2]], "application/jsonl")
+                else:
+                    self._send(json.dumps(server.batch(name[-1])).encode(), "application/json")
+
+            def _send(self, data: bytes, kind: str) -> None:
                 self.send_response(200)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)

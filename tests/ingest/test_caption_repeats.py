@@ -7,7 +7,6 @@ import dataclasses
 import json
 from pathlib import Path
 
-import pytest
 from tqdm import tqdm
 
 from vidagent.config import load_settings
@@ -35,24 +34,6 @@ def answer(caption: str) -> str:
             "clip_description": {"subjects_present": [], "captions": caption},
         }
     )
-
-
-@pytest.fixture(scope="module")
-def slide_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """40 s at 320x180: a still picture for 20 s (a caption on it from 15 s), then a panning
-    shot. Clips of 5 s: 0 captioned, 1 and 2 repeat it, 3 has the caption, 4-7 move."""
-    from vidagent.media.synth import make_video
-
-    path = tmp_path_factory.mktemp("slides") / "slides.mp4"
-    make_video(
-        path,
-        duration=40,
-        size=(320, 180),
-        shots=2,
-        still_shots=(0,),
-        text_overlays=[(15.0, 20.0, "SLIDE TWO")],
-    )
-    return path
 
 
 def index(

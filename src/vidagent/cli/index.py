@@ -151,6 +151,13 @@ def executor_of(
     "default 0: off, every clip captioned as the papers do)",
 )
 @click.option(
+    "--batch/--no-batch",
+    default=None,
+    help="send the entity graph's windows and AVI-style captions through OpenAI's Batch API: "
+    "half the price, answers within 24 h while the command waits; a rerun resumes the batch "
+    "(default: off, or the batch setting)",
+)
+@click.option(
     "--started-at",
     metavar="ISO",
     help="when the recording started (ISO-8601, e.g. 2026-05-01T09:30:00Z; one file only): "
@@ -174,6 +181,7 @@ def index(
     sample_fps: float | None,
     caption_style: Literal["registry", "avi"] | None,
     skip_repeats: float | None,
+    batch: bool | None,
     started_at: str | None,
     as_json: bool,
     progress: bool | None,
@@ -200,6 +208,8 @@ def index(
         settings.caption_style = caption_style
     if skip_repeats is not None:
         settings.caption_skip_repeats = skip_repeats
+    if batch is not None:
+        settings.batch = batch
     files = expand_paths(paths)
     if not files:
         raise click.UsageError(f"no video files match {' '.join(paths)}")

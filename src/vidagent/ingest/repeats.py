@@ -61,13 +61,14 @@ class Repeats:
         self._thumbs: dict[int, list[np.ndarray]] = {}
 
     def thumbs(self, clip: ClipRow) -> list[np.ndarray]:
-        """The clip's thumbnails, shrunk; the last two clips' are kept."""
-        if clip.clip_index not in self._thumbs:
+        """The clip's thumbnails, shrunk; the two clips' read last are kept."""
+        found = self._thumbs.get(clip.clip_index)
+        if found is None:
             rows = self.library.frames(self.video_id, clip.t0, clip.t1)
-            self._thumbs[clip.clip_index] = [grey(f.jpeg) for f in rows if f.t < clip.t1]
-            for old in sorted(self._thumbs)[:-2]:
-                del self._thumbs[old]
-        return self._thumbs[clip.clip_index]
+            found = self._thumbs[clip.clip_index] = [grey(f.jpeg) for f in rows if f.t < clip.t1]
+            while len(self._thumbs) > 2:  # the two last read: clips come in order
+                del self._thumbs[next(iter(self._thumbs))]
+        return found
 
     def change(self, previous: ClipRow, clip: ClipRow) -> float | None:
         """The largest difference of any thumbnail of the two clips from ``previous``'s last

@@ -59,6 +59,13 @@ that and the client layer bounds the retries; 408 → ProviderTimeout; 429 → R
 ContextOverflowError; other 4xx and 3xx → RequestRejectedError; a body that is not
 JSON or lacks the fields the protocol promises → MalformedResponseError.
 
+The Batch API (``capabilities.supports_batch``): :meth:`OpenAIAdapter.batch_submit` uploads chat
+requests as a JSONL file (``/files``, ``purpose=batch``, each line ``{"custom_id", "method",
+"url": "/v1/chat/completions", "body"}``) and starts a batch of it (``/batches``, 24 h window);
+:meth:`~OpenAIAdapter.batch_status` reads ``/batches/{id}``; :meth:`~OpenAIAdapter.batch_results`
+reads its output and error files (``/files/{id}/content``), a failed line becoming its error.
+Submitting, polling, resuming and pricing are :meth:`vidagent.models.client.Client.chat_batch`'s.
+
 The adapter never retries, caches or counts: :mod:`vidagent.models.client` does.
 """
 
@@ -71,7 +78,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -92,6 +99,7 @@ from vidagent.exceptions import (
 from vidagent.models.base import (
     Adapter,
     BackendStatus,
+    BatchStatus,
     Capabilities,
     ChatRequest,
     ChatResponse,
@@ -282,6 +290,7 @@ def _resolve(options: dict[str, str], settings: Settings) -> _Resolved:
         else None,
         batch_size=64,
         local=False,
+        supports_batch=True,
     )
     timeout = _number(options, "timeout", settings.request_timeout)
     return _Resolved(base_url, key, source, timeout, caps, style)
@@ -548,6 +557,7 @@ class OpenAIAdapter(Adapter):
         max_images=DEFAULT_MAX_IMAGES,
         batch_size=64,
         local=False,
+        supports_batch=True,
     )
 
     def __init__(
@@ -693,6 +703,76 @@ class OpenAIAdapter(Adapter):
                 endpoint=self.endpoint,
             )
 
+    # -- the Batch API ----------------------------------------------------------------------
+
+    def batch_submit(self, requests: Sequence[tuple[str, ChatRequest]]) -> str:
+        """Upload the requests as a JSONL file (``purpose=batch``) and start a batch of it
+        (``/batches``, 24 h window); the batch's id."""
+        lines = [
+            json.dumps(
+                {
+                    "custom_id": custom_id,
+                    "method": "POST",
+                    "url": "/v1/chat/completions",
+                    "body": self.chat_body(request),
+                }
+            )
+            for custom_id, request in requests
+        ]
+        data = ("\n".join(lines) + "\n").encode("utf-8")
+        upload = ("batch.jsonl", data, "application/jsonl")
+        file = self._post("/files", {"purpose": "batch"}, {"file": upload})
+        batch = self._post(
+            "/batches",
+            {
+                "input_file_id": file.get("id"),
+                "endpoint": "/v1/chat/completions",
+                "completion_window": "24h",
+            },
+        )
+        if not batch.get("id"):
+            raise MalformedResponseError("batch created without an id", endpoint=self.endpoint)
+        return str(batch["id"])
+
+    def batch_status(self, batch_id: str) -> BatchStatus:
+        body = self._get(f"/batches/{batch_id}")
+        errors = (body.get("errors") or {}).get("data") or []
+        why = "; ".join(str(e.get("message", e)) for e in errors if isinstance(e, dict))
+        return BatchStatus(
+            batch_id,
+            str(body.get("status") or ""),
+            str(body.get("output_file_id") or ""),
+            str(body.get("error_file_id") or ""),
+            why,
+        )
+
+    def batch_results(self, status: BatchStatus) -> dict[str, ChatResponse | Exception]:
+        out: dict[str, ChatResponse | Exception] = {}
+        for file_id in (status.output_file, status.error_file):
+            if not file_id:
+                continue
+            text = self._get(f"/files/{file_id}/content", text=True)
+            for line in filter(str.strip, text.splitlines()):
+                row = json.loads(line)
+                out[str(row.get("custom_id"))] = self._batch_answer(row)
+        return out
+
+    def _batch_answer(self, row: dict[str, Any]) -> ChatResponse | Exception:
+        """One line of a batch's output or error file: the answer, or the request's error."""
+        response = row.get("response") or {}
+        code = int(response.get("status_code") or 0)
+        body = response.get("body") or {}
+        if code == 200 and not row.get("error"):
+            try:
+                return _chat_response(body, self.model)
+            except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+                return self._malformed("batch chat completion", e)
+        error = row.get("error") or (body.get("error") if isinstance(body, dict) else None) or {}
+        message = error.get("message", "failed") if isinstance(error, dict) else str(error)
+        kind = error.get("code") if isinstance(error, dict) else ""
+        cls = ContextOverflowError if kind == "context_length_exceeded" else RequestRejectedError
+        return cls(f"batch request: {message}", endpoint=self.endpoint, status=code or None)
+
     # -- embeddings -------------------------------------------------------------------------
 
     def embed(self, request: EmbedRequest) -> EmbedResponse:
@@ -727,6 +807,24 @@ class OpenAIAdapter(Adapter):
             else:
                 response = self._http.post(path, data=body, files=files)
         _raise_for_status(response, self.endpoint)
+        try:
+            data = response.json()
+        except ValueError:
+            snippet = response.text[:80]
+            raise MalformedResponseError(
+                f"HTTP {response.status_code} body is not JSON: {snippet!r}", endpoint=self.endpoint
+            ) from None
+        if not isinstance(data, dict):
+            raise MalformedResponseError("JSON body is not an object", endpoint=self.endpoint)
+        return data
+
+    def _get(self, path: str, *, text: bool = False) -> Any:
+        """GET ``path``: its JSON object, or with ``text`` its body as text."""
+        with _transport_errors(self.endpoint):
+            response = self._http.get(path)
+        _raise_for_status(response, self.endpoint)
+        if text:
+            return response.text
         try:
             data = response.json()
         except ValueError:
