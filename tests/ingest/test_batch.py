@@ -211,3 +211,26 @@ def test_the_dry_run_prices_batched_stages_at_half(tmp_path: Path, small_video: 
         plain, batched = rows["--no-batch"][stage], rows["--batch"][stage]
         assert batched["input_tokens"] == plain["input_tokens"]
         assert batched["batch"] and batched["cost_usd"] == pytest.approx(plain["cost_usd"] / 2)
+
+
+def test_a_batched_reply_that_is_not_the_json_is_asked_again_at_once(
+    tmp_path: Path, small_video: Path
+) -> None:
+    from tokenserver import scripted_reply
+
+    replies = iter(["Sorry, I cannot help with that."])
+
+    def reply(body: dict[str, Any]) -> str:
+        return next(replies, None) or scripted_reply(body)
+
+    with TokenServer(reply) as server:
+        ctx = captioned(tmp_path, small_video, config(tmp_path, server))
+        run = run_stage(Graph(), ctx)
+        (again,) = direct(server)
+    assert again["messages"][-2] == {
+        "role": "assistant",
+        "content": "Sorry, I cannot help with that.",
+    }
+    assert "JSON object" in again["messages"][-1]["content"]
+    assert [r.operation for r in graph_calls(ctx)] == ["chat_batch", "chat"]
+    assert "unreadable" not in run.note and ctx.library.entity_graph(ctx.video.video_id)

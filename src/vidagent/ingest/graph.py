@@ -292,7 +292,8 @@ class Graph(Stage):
             if found is None:
                 retry = [*requests[f"window-{i}"].messages, Message("assistant", answer.text)]
                 self.calls += 1
-                reply = client.structured([*retry, Message("user", RETRY_NOTE)], SCHEMA)
+                again = [*retry, Message("user", RETRY_NOTE)]
+                reply = client.structured(again, SCHEMA, max_tokens=reply_cap(client))
                 found = parse_extraction(reply.text)
             if found is None:
                 self.failed.append(f"{secs(w[0].t0)}-{secs(w[-1].t1)}")

@@ -534,7 +534,12 @@ class Client:
             if isinstance(hit, ChatResponse):
                 self._record("chat", hit.usage, time.monotonic(), cached=True)
                 results[custom_id] = hit
-        asked = {k: r for k, r in requests.items() if k not in results}
+        context = self.capabilities.context_tokens
+        asked = {
+            k: fit_request(r, context)[0] if context else r
+            for k, r in requests.items()
+            if k not in results
+        }
         inputs = _requests_hash(asked)
         state: dict[str, Any] = {"inputs": inputs, "batches": []}
         if job is not None and job.get("inputs") == inputs:
