@@ -141,8 +141,9 @@ KEPT_FIELDS = (*REGISTRY_FIELDS, "first_clip", "signature")
 #: earlier clip with the same picture, then that clip's index (``caption_skip_repeats``).
 REUSED = "|reused="
 _CONFIG_STATUSES = frozenset({401, 403, 404})  # a key, permission or model problem, not content
-#: AVI captions a batch holds under ``settings.batch``: about 150 MB of 720p frames in base64
-#: (OpenAI takes 200 MB a file), grouped by clip index so a rerun finds the same batches.
+#: AVI captions submitted together under ``settings.batch``, grouped by clip index so a rerun
+#: finds the same batches; the client cuts a group into batches under OpenAI's 200 MB a file
+#: (100 clips of ten 720p frames are about 150-250 MB in base64). It bounds the frames held.
 BATCH_CLIPS = 100
 #: Clips whose thumbnails the describer path reads in one Library query (one a clip cost 5 ms each).
 _CLIPS_PER_QUERY = 64

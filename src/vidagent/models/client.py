@@ -575,6 +575,7 @@ class Client:
         poll_seconds: float,
     ) -> BatchStatus:
         """Poll ``batch`` until its answers are ready; a failed one leaves the state."""
+        waited = False
         while True:
             look = functools.partial(self.adapter.batch_status, batch["id"])
             status, _ = self._with_retries("batch_status", look, time.monotonic())
@@ -588,9 +589,14 @@ class Client:
                     f"batch {batch['id']} {status.state}{why}; running again submits it anew",
                     endpoint=self.adapter.endpoint,
                 )
-            _log.info(
-                "batch %s is %s; next look in %.0f s", batch["id"], status.state, poll_seconds
+            # said once where it shows (the wait may last a day), then quietly at each look
+            say = _log.info if waited else _log.warning
+            say(
+                "batch %s is %s: waiting for it (up to 24 h; stop and run again to resume)",
+                batch["id"],
+                status.state,
             )
+            waited = True
             self._sleep(poll_seconds)
 
     def _batch_priced(self, response: ChatResponse) -> ChatResponse:
