@@ -234,3 +234,20 @@ def test_a_batched_reply_that_is_not_the_json_is_asked_again_at_once(
     assert "JSON object" in again["messages"][-1]["content"]
     assert [r.operation for r in graph_calls(ctx)] == ["chat_batch", "chat"]
     assert "unreadable" not in run.note and ctx.library.entity_graph(ctx.video.video_id)
+
+
+def test_requests_over_a_files_limit_are_cut_into_batches_and_all_answered(
+    tmp_path: Path, server: TokenServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vidagent.models import client as client_module
+    from vidagent.models import load_model
+    from vidagent.models.base import ChatRequest, Message
+
+    monkeypatch.setattr(client_module, "BATCH_MAX_BYTES", 50)  # two 22-character requests a batch
+    client = load_model("openai:gpt-4o", config(tmp_path, server))
+    requests = {f"r{i}": ChatRequest((Message("user", f"question {i} " * 2),)) for i in range(5)}
+    saved: list[int] = []
+    answers = client.chat_batch(requests, None, lambda state: saved.append(len(state["batches"])))
+    assert [b["lines"] for b in server.batches.values()] == [2, 2, 1]
+    assert set(answers) == set(requests) and all(a.text for a in answers.values())
+    assert saved == [1, 2, 3]  # the state is stored after each submission
