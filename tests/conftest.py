@@ -58,6 +58,24 @@ def small_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def slide_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """40 s at 320x180: a still picture for 20 s (a caption on it from 15 s), then a panning
+    shot. Clips of 5 s: 0 captioned, 1 and 2 repeat it, 3 has the caption, 4-7 move."""
+    from vidagent.media.synth import make_video
+
+    path = tmp_path_factory.mktemp("slides") / "slides.mp4"
+    make_video(
+        path,
+        duration=40,
+        size=(320, 180),
+        shots=2,
+        still_shots=(0,),
+        text_overlays=[(15.0, 20.0, "SLIDE TWO")],
+    )
+    return path
+
+
+@pytest.fixture(scope="session")
 def counter_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """12 s, 25 fps, 320x180, each frame's index drawn along the bottom."""
     from vidagent.media.synth import make_video

@@ -127,6 +127,20 @@ class Settings(BaseModel):
         description="clip captions: DVD's progressive subject registry (Table 9) or AVI's "
         "independent per-clip captions (Fig. 7)",
     )
+    caption_skip_repeats: float = Field(
+        0.0,
+        ge=0,
+        lt=1,
+        description="0: off (the papers: every clip captioned); else a clip whose stored "
+        "thumbnails repeat the previous clip's picture, no 32x32 greyscale pixel differing by "
+        "more than this (0-1; 0.05 suggested), reuses its caption instead of calling the model",
+    )
+    batch: bool = Field(
+        False,
+        description="send ingest's independent endpoint calls (the entity graph's windows, "
+        "AVI-style captions) through OpenAI's Batch API: half the price, answers within 24 h, "
+        "the run waiting; its state kept in the Library so a rerun resumes",
+    )
     summary: Literal["auto", "model", "extractive"] = Field(
         "auto",
         description="global summary: the llm's (VideoAgent2's prompt) or an extractive digest of "

@@ -299,6 +299,6 @@ def test_the_estimate_counts_fig_7_without_history(small_video: Path) -> None:
     dvd, fig = Caption().estimate(info, 3, registry), Caption().estimate(info, 3, avi)
     assert (fig.calls, fig.frames) == (dvd.calls, dvd.frames) == (3, 24)
     # the prompt and 10 images per call, less the 6 the 2 s last clip does not have
-    image = Caption.tokens_per_image + 8
+    image = 425 + 8  # a 640x360 frame: 2 x 1 tiles of 512 px at high detail
     assert fig.input_tokens == 3 * (len(load_prompt("avi_caption")) // 4 + 10 * image) - 6 * image
     assert "calls are independent (AVI, Fig. 7)" in fig.notes

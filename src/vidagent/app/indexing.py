@@ -143,14 +143,17 @@ def estimate(
     """What indexing each file would spend; nothing is decoded, called or written."""
     from vidagent.ingest import estimate_path
     from vidagent.ingest.pipeline import default_stages
+    from vidagent.models.client import BATCH_DISCOUNT
     from vidagent.models.prices import call_cost
     from vidagent.models.registry import provider_capabilities
 
     settings = core.settings
+    # a video indexed before lets a stage refine its figures (repeated pictures); never created
+    library = core.existing_library() if core.library_exists() else None
     for path in paths:
         try:
             chosen = default_stages(settings) if stages is None else stages
-            found = estimate_path(path, settings, chosen)
+            found = estimate_path(path, settings, chosen, library)
         except MediaError as e:
             yield EstimateReport(Path(path), error=str(e))
             continue
@@ -158,5 +161,6 @@ def estimate(
         for r in found.stages:
             # a stage without a model ("decoder") names no spec: it runs here, free
             local = ":" not in r.spec or provider_capabilities(r.spec).local
-            costs.append(call_cost(r.spec, r.input_tokens, r.output_tokens, settings, local=local))
+            cost = call_cost(r.spec, r.input_tokens, r.output_tokens, settings, local=local)
+            costs.append(cost * BATCH_DISCOUNT if r.batch and cost is not None else cost)
         yield EstimateReport(Path(path), estimate=found, costs=costs)

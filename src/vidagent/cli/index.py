@@ -143,6 +143,21 @@ def executor_of(
     help="captions with DVD's subject registry (default) or AVI's independent per-clip prompt",
 )
 @click.option(
+    "--skip-repeats",
+    type=click.FloatRange(0, 1, max_open=True),
+    metavar="DIFF",
+    help="reuse the previous clip's caption where the picture repeats: no pixel of the stored "
+    "thumbnails, shrunk to 32x32 greyscale, differs by more than DIFF (0-1; 0.05 suggested; "
+    "default 0: off, every clip captioned as the papers do)",
+)
+@click.option(
+    "--batch/--no-batch",
+    default=None,
+    help="send the entity graph's windows and AVI-style captions through OpenAI's Batch API: "
+    "half the price, answers within 24 h while the command waits; a rerun resumes the batch "
+    "(default: off, or the batch setting)",
+)
+@click.option(
     "--started-at",
     metavar="ISO",
     help="when the recording started (ISO-8601, e.g. 2026-05-01T09:30:00Z; one file only): "
@@ -165,6 +180,8 @@ def index(
     clip_seconds: float | None,
     sample_fps: float | None,
     caption_style: Literal["registry", "avi"] | None,
+    skip_repeats: float | None,
+    batch: bool | None,
     started_at: str | None,
     as_json: bool,
     progress: bool | None,
@@ -189,6 +206,10 @@ def index(
         settings.sample_fps = sample_fps
     if caption_style is not None:
         settings.caption_style = caption_style
+    if skip_repeats is not None:
+        settings.caption_skip_repeats = skip_repeats
+    if batch is not None:
+        settings.batch = batch
     files = expand_paths(paths)
     if not files:
         raise click.UsageError(f"no video files match {' '.join(paths)}")

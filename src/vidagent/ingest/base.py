@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -58,6 +59,26 @@ class StageEstimate:
     output_tokens: int = 0
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    #: the calls go through a batch API, billed at ``BATCH_DISCOUNT`` of the price
+    batch: bool = False
+
+
+def batch_job(
+    ctx: IngestContext, stage: str
+) -> tuple[dict[str, Any] | None, Callable[[dict[str, Any]], None]]:
+    """The batch state ``stage`` stored for the video (None: none) and how to store it anew:
+    the ``"batch"`` artefact keyed by the stage, for
+    :meth:`~vidagent.models.client.Client.chat_batch`."""
+    from vidagent.library.schema import Artifact
+
+    vid = ctx.video.video_id
+    stored = ctx.library.artifact(vid, "batch", stage)
+
+    def save(state: dict[str, Any]) -> None:
+        kept = Artifact(vid, "batch", stage, data=state, inputs_hash=str(state.get("inputs", "")))
+        ctx.library.put_artifact(kept)
+
+    return (stored.data if stored is not None else None), save
 
 
 def text_hash(*parts: str) -> str:
@@ -99,6 +120,13 @@ class Stage:
 
     def estimate(self, info: VideoInfo, clips: int, settings: Settings) -> StageEstimate:
         raise NotImplementedError
+
+    def refine(
+        self, estimate: StageEstimate, library: Library, video_id: str, settings: Settings
+    ) -> StageEstimate:
+        """``estimate`` corrected by what the Library already holds of the video (indexed
+        before, under ``video_id``); by default as it is."""
+        return estimate
 
     # -- checkpoints ------------------------------------------------------------------------------
 

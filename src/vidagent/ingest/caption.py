@@ -67,6 +67,23 @@ the prompt has no slot for them), so switching styles re-captions every clip. Th
 describer is not a VLM: it has no prompt to change, so under ``"avi"`` it writes the same
 captions and registry as above, and only the fingerprint (``|avi``) differs.
 
+**Repeated pictures** (``settings.caption_skip_repeats``, off by default: the papers caption
+every clip). On a VLM, a clip whose stored thumbnails repeat the previous clip's picture
+(:mod:`vidagent.ingest.repeats`) is not sent: it takes that clip's caption and subjects, and its
+``caption_model`` is the fingerprint plus ``|reused=<n>``, ``n`` the clip whose call wrote the
+caption (a run of still clips all name the first). No model call, so the registry is unchanged.
+Such a clip counts as done only while the setting is on: turned off, it is pending again (under
+the registry style, with every clip after it). The stage's note says how many were reused. The
+describer calls no model and ignores the setting.
+
+**Batch** (``settings.batch``, off by default). AVI's captions stand alone, so with a model that
+has a batch API they go through it at half the price, :data:`BATCH_CLIPS` clips a batch grouped
+by clip index (the ``"batch"`` artefact keyed ``caption-<group>`` holds its state, so a rerun
+polls the same batches); an unparsable answer gets its format retries and a rejected one is
+blank, as without batch. A clip whose picture repeats is left out of the batch and takes the
+caption of the clip before once that is known. DVD's registry captions are a chain, each call
+needing the registry the clip before left, so they are never batched: the note says so.
+
 Not implemented: A.11 #1's ``parallel_merge`` (the chain is sequential, as in the paper) and
 A.11 #4's transcript-guided segmentation (clips are the structure stage's uniform clips).
 """
@@ -80,12 +97,13 @@ import math
 import re
 from bisect import bisect_left
 from collections.abc import Callable
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
 from vidagent.exceptions import RequestRejectedError
-from vidagent.ingest.base import IngestContext, Stage, StageEstimate, text_hash
+from vidagent.ingest.base import IngestContext, Stage, StageEstimate, batch_job, text_hash
 from vidagent.ingest.caption_avi import PROMPT as AVI_PROMPT
 from vidagent.ingest.caption_avi import as_list, avi_request, parse_avi_caption
 from vidagent.ingest.describe import (
@@ -97,7 +115,7 @@ from vidagent.ingest.describe import (
 )
 from vidagent.library.schema import Artifact
 from vidagent.library.views import REGISTRY_FIELDS, registry_view
-from vidagent.models.base import ChatRequest, ImagePart, Message
+from vidagent.models.base import ChatRequest, ChatResponse, ImagePart, Message
 from vidagent.prompts import load_prompt, prompt_hash
 from vidagent.timecode import clock, hhmmss
 
@@ -105,7 +123,7 @@ if TYPE_CHECKING:
     from tqdm import tqdm
 
     from vidagent.config import Settings
-    from vidagent.library import ClipRow
+    from vidagent.library import ClipRow, Library
     from vidagent.media import VideoInfo
     from vidagent.models.client import Client
 
@@ -119,7 +137,14 @@ FIX_JSON = (
 # What the stage keeps per subject: the prompt's fields, the clip that introduced the subject
 # (to rebuild the registry on resume) and, on the describer path, its colour signature.
 KEPT_FIELDS = (*REGISTRY_FIELDS, "first_clip", "signature")
+#: What follows the fingerprint in ``caption_model`` of a clip whose caption was reused from an
+#: earlier clip with the same picture, then that clip's index (``caption_skip_repeats``).
+REUSED = "|reused="
 _CONFIG_STATUSES = frozenset({401, 403, 404})  # a key, permission or model problem, not content
+#: AVI captions submitted together under ``settings.batch``, grouped by clip index so a rerun
+#: finds the same batches; the client cuts a group into batches under OpenAI's 200 MB a file
+#: (100 clips of ten 720p frames are about 150-250 MB in base64). It bounds the frames held.
+BATCH_CLIPS = 100
 #: Clips whose thumbnails the describer path reads in one Library query (one a clip cost 5 ms each).
 _CLIPS_PER_QUERY = 64
 _PLACEHOLDERS = re.compile(
@@ -219,8 +244,6 @@ class Caption(Stage):
     format_retries: ClassVar[int] = 2
     probation: ClassVar[int] = 3
     reid_threshold: ClassVar[float] = 0.6
-    #: OpenAI high-detail cost of a 1280x720 image: 6 tiles of 512 px x 170 + 85 = 1105 tokens
-    tokens_per_image: ClassVar[int] = 1105
     output_tokens: ClassVar[int] = 250
 
     def __init__(self, benchmark_hint: str = "") -> None:
@@ -236,10 +259,10 @@ class Caption(Stage):
         return f"{base}|hint={text_hash(self.benchmark_hint)[:8]}" if self.benchmark_hint else base
 
     def pending(self, ctx: IngestContext) -> list[ClipRow]:
-        if self._independent(ctx.settings):
-            return super().pending(ctx)  # no registry chain: each clip stands alone
         clips = ctx.library.clips(ctx.video.video_id)
         done = self._done(ctx.settings)
+        if self._independent(ctx.settings):
+            return [c for c in clips if not done(c)]  # no registry chain: each clip alone
         first = next((k for k, c in enumerate(clips) if not done(c)), len(clips))
         return clips[first:]
 
@@ -250,9 +273,15 @@ class Caption(Stage):
         again, which calls no model and gives the same caption)."""
         from vidagent.models.registry import provider_capabilities
 
-        mark = self._marker(settings)
         if not provider_capabilities(settings.spec(self.role)).describer:
-            return lambda clip: clip.caption_model == mark(clip)
+            fp = self.fingerprint(settings)
+            # a caption reused for a repeated picture counts as done only while reuse is on
+            reused = fp + REUSED if settings.caption_skip_repeats else None
+            return lambda clip: (
+                clip.caption_model == fp
+                or (reused is not None and clip.caption_model.startswith(reused))
+            )
+        mark = self._marker(settings)
         return lambda clip: clip.caption_model == mark(clip) and clip.facts not in ("", "{}")
 
     def _marker(self, settings: Settings) -> Callable[[ClipRow], str]:
@@ -279,12 +308,13 @@ class Caption(Stage):
         self._registry: dict[str, Any] | None = None
         self._held: list[dict[str, Any]] = []
         self._succeeded = False
-        self._counts = {"blank": 0, "unparsed": 0}
+        self._counts = {"blank": 0, "unparsed": 0, "reused": 0, "batched": 0, "unbatched": 0}
 
     def run(self, ctx: IngestContext, clips: list[ClipRow], bar: tqdm) -> None:
         if not clips:
             return
         client = ctx.models.client(self.role)
+        self._setup_repeats(ctx)
         if not ctx.settings.caption_transcripts:  # as DVD without its auxiliary transcripts
             clips = [dataclasses.replace(c, transcript="", transcript_model="") for c in clips]
         if client.capabilities.describer:
@@ -303,6 +333,23 @@ class Caption(Stage):
         blank, raw = self._counts["blank"], self._counts["unparsed"]
         notes = [f"{blank} clip(s) left blank (request rejected)"] if blank else []
         notes += [f"{raw} clip(s) stored as raw text (unparsable JSON)"] if raw else []
+        if self._counts["batched"]:
+            notes.append(
+                f"{self._counts['batched']} clip(s) captioned through the Batch API at half price"
+            )
+        if self._counts["unbatched"]:
+            notes.append(f"batch: {client.spec} has no batch API; clips sent one by one")
+        vlm = not client.capabilities.describer
+        if ctx.settings.batch and vlm and ctx.settings.caption_style == "registry":
+            notes.append(
+                "batch: not for DVD's registry captions (each call needs the registry the "
+                "clip before left); sent one by one"
+            )
+        if self._counts["reused"]:
+            notes.append(
+                f"{self._counts['reused']} clip(s) reused the caption of the clip before "
+                "(the picture repeats; caption_skip_repeats)"
+            )
         self.note = "; ".join(notes)
 
     def flush(self, ctx: IngestContext) -> None:
@@ -351,6 +398,8 @@ class Caption(Stage):
         info = probe(ctx.path)
         fp = self.fingerprint(ctx.settings)
         for clip in clips:
+            if self._reused(ctx, clip, fp, bar):
+                continue
             request = self.request(info, clip, self._registry or {}, client.capabilities.max_images)
             try:
                 parsed, raw = self._ask(client, request, parse_caption)
@@ -368,34 +417,133 @@ class Caption(Stage):
             self._held = []
             update = {"clip_index": clip.clip_index, "caption": caption, "facts": "{}"}
             update |= {"subjects": json.dumps(present), "caption_model": fp}
+            self._captioned(update)
             self.finished(ctx, update, bar, now=True)
 
     def _run_avi(self, ctx: IngestContext, client: Client, clips: list[ClipRow], bar: tqdm) -> None:
-        """AVI's captions: each clip on its own, so a clip is checkpointed as soon as it is done."""
+        """AVI's captions: each clip on its own, so a clip is checkpointed as soon as it is done
+        (with ``settings.batch``, a group of clips as its batch is answered)."""
         from vidagent.media import probe
 
         info = probe(ctx.path)
         fp = self.fingerprint(ctx.settings)
+        if ctx.settings.batch and client.capabilities.supports_batch:
+            self._run_avi_batch(ctx, client, clips, bar, info)
+            return
+        if ctx.settings.batch:
+            self._counts["unbatched"] = len(clips)
         for clip in clips:
-            times = self.frame_times(clip, client.capabilities.max_images)
-            request = avi_request(
-                info, clip, times, size=self.frame_size, quality=self.jpeg_quality
-            )
-            try:
-                parsed, raw = self._ask(client, request, parse_avi)
-            except (RequestRejectedError, _Filtered) as e:
-                self._rejected(ctx, clip, e, fp, bar, empty="{}")
+            if self._reused(ctx, clip, fp, bar):
                 continue
-            self._succeeded = True
-            if parsed is None:
-                log.warning("caption: clip %d answer is not JSON; storing it raw", clip.clip_index)
-                self._counts["unparsed"] += 1
-                parsed = (raw.strip(), {})
-            self._buffer.extend(self._held)
-            self._held = []
-            update = {"clip_index": clip.clip_index, "caption": parsed[0], "caption_model": fp}
-            update |= {"subjects": json.dumps(parsed[1]), "facts": "{}"}
-            self.finished(ctx, update, bar, now=True)
+            self._avi_clip(ctx, client, clip, self._avi_request(info, client, clip), bar)
+
+    def _avi_request(self, info: VideoInfo, client: Client, clip: ClipRow) -> ChatRequest:
+        times = self.frame_times(clip, client.capabilities.max_images)
+        return avi_request(info, clip, times, size=self.frame_size, quality=self.jpeg_quality)
+
+    def _avi_clip(
+        self,
+        ctx: IngestContext,
+        client: Client,
+        clip: ClipRow,
+        request: ChatRequest,
+        bar: tqdm,
+        first: ChatResponse | Exception | None = None,
+    ) -> None:
+        """Caption one clip from its Fig. 7 request (``first``: the answer a batch gave it)."""
+        fp = self.fingerprint(ctx.settings)
+        try:
+            if isinstance(first, Exception):
+                raise first
+            parsed, raw = self._ask(client, request, parse_avi, first)
+        except (RequestRejectedError, _Filtered) as e:
+            self._rejected(ctx, clip, e, fp, bar, empty="{}")
+            return
+        self._succeeded = True
+        if parsed is None:
+            log.warning("caption: clip %d answer is not JSON; storing it raw", clip.clip_index)
+            self._counts["unparsed"] += 1
+            parsed = (raw.strip(), {})
+        self._buffer.extend(self._held)
+        self._held = []
+        update = {"clip_index": clip.clip_index, "caption": parsed[0], "caption_model": fp}
+        update |= {"subjects": json.dumps(parsed[1]), "facts": "{}"}
+        self._captioned(update)
+        self.finished(ctx, update, bar, now=first is None)
+
+    def _run_avi_batch(
+        self, ctx: IngestContext, client: Client, clips: list[ClipRow], bar: tqdm, info: VideoInfo
+    ) -> None:
+        """AVI's captions through the batch API, :data:`BATCH_CLIPS` clips a batch (the group
+        by clip index, so a rerun finds the same group and polls its batch). A clip whose
+        picture repeats the one before is not sent; it takes that clip's caption once known,
+        and is asked alone if that caption is blank."""
+        from itertools import groupby
+
+        fp = self.fingerprint(ctx.settings)
+        for number, members in groupby(clips, key=lambda c: c.clip_index // BATCH_CLIPS):
+            group = list(members)
+            requests = {
+                f"clip-{clip.clip_index}": self._avi_request(info, client, clip)
+                for clip in group
+                if not self._same_picture(clip)
+            }
+            answers = client.chat_batch(requests, *batch_job(ctx, f"caption-{number}"))
+            for clip in group:
+                key = f"clip-{clip.clip_index}"
+                if key not in requests and self._reused(ctx, clip, fp, bar):
+                    continue
+                request = requests.get(key) or self._avi_request(info, client, clip)
+                self._counts["batched"] += key in answers
+                self._avi_clip(ctx, client, clip, request, bar, answers.get(key))
+            self.flush(ctx)
+
+    # -- repeated pictures (caption_skip_repeats) -----------------------------------------------
+
+    def _setup_repeats(self, ctx: IngestContext) -> None:
+        """The clips as stored (to find each pending clip's predecessor) and the comparer, when
+        ``caption_skip_repeats`` is on."""
+        from vidagent.ingest.repeats import Repeats
+
+        self._repeats: Repeats | None = None
+        self._rows: dict[int, ClipRow] = {}
+        if ctx.settings.caption_skip_repeats:
+            vid = ctx.video.video_id
+            self._repeats = Repeats(ctx.library, vid, ctx.settings.caption_skip_repeats)
+            self._rows = {c.clip_index: c for c in ctx.library.clips(vid)}
+
+    def _captioned(self, update: dict[str, Any]) -> None:
+        """Remember a clip's new caption, which the clip after it may reuse."""
+        row = self._rows.get(int(update["clip_index"]))
+        if row is not None:
+            fields = {k: v for k, v in update.items() if k != "clip_index"}
+            self._rows[row.clip_index] = dataclasses.replace(row, **fields)
+
+    def _same_picture(self, clip: ClipRow) -> bool:
+        """Whether ``clip``'s picture repeats the clip before's (whatever its caption)."""
+        before = self._rows.get(clip.clip_index - 1)
+        return (
+            self._repeats is not None and before is not None and self._repeats.repeats(before, clip)
+        )
+
+    def _reused(self, ctx: IngestContext, clip: ClipRow, fp: str, bar: tqdm) -> bool:
+        """Store the previous clip's caption for ``clip`` when its picture repeats that clip's
+        (:mod:`vidagent.ingest.repeats`), marked with where it came from; False: call the model."""
+        before = self._rows.get(clip.clip_index - 1)
+        if self._repeats is None or before is None or not before.caption.strip():
+            return False
+        model = before.caption_model
+        if model != fp and not model.startswith(fp + REUSED):
+            return False  # not captioned under these settings (blank, or another model's)
+        if not self._repeats.repeats(before, clip):
+            return False
+        source = model.partition(REUSED)[2] or str(before.clip_index)
+        update = {"clip_index": clip.clip_index, "caption": before.caption, "facts": "{}"}
+        update |= {"subjects": before.subjects, "caption_model": f"{fp}{REUSED}{source}"}
+        self._counts["reused"] += 1
+        self._captioned(update)
+        self.finished(ctx, update, bar)
+        return True
 
     def request(
         self, info: VideoInfo, clip: ClipRow, registry: dict[str, Any], max_images: int
@@ -436,11 +584,16 @@ class Caption(Stage):
         client: Client,
         request: ChatRequest,
         parse: Callable[[str], P | None],
+        first: ChatResponse | None = None,
     ) -> tuple[P | None, str]:
-        """The parsed answer (or None) and the last raw text, with format retries."""
+        """The parsed answer (or None) and the last raw text, with format retries; ``first``
+        is the first answer where it came already (from a batch)."""
         messages, raw = request.messages, ""
-        for _ in range(1 + self.format_retries):
-            response = client.chat(dataclasses.replace(request, messages=messages))
+        for attempt in range(1 + self.format_retries):
+            if attempt == 0 and first is not None:
+                response = first
+            else:
+                response = client.chat(dataclasses.replace(request, messages=messages))
             if response.finish_reason == "content_filter":
                 raise _Filtered(response.text)
             raw = response.text
@@ -466,6 +619,7 @@ class Caption(Stage):
         self._counts["blank"] += 1
         update = {"clip_index": clip.clip_index, "caption": "", "subjects": empty}
         update |= {"caption_model": fp, "facts": "{}"}
+        self._captioned(update)
         if self._succeeded:
             self.finished(ctx, update, bar, now=True)
             return
@@ -546,25 +700,80 @@ class Caption(Stage):
         # ~2.5 spoken words/s at ~1.3 tokens/word; the registry grows, ~200 tokens on average
         speech = settings.clip_seconds * 3.3 if info.has_audio else 4
         history = 0 if avi else 200 + speech  # Fig. 7 has neither a registry nor a transcript
-        per_call = prompt + history + per_clip * (self.tokens_per_image + 8)
+        image, detail = self.image_tokens(info, spec)
+        per_call = prompt + history + per_clip * (image + 8)
+        notes = [
+            f"{image} tokens per frame ({detail})",
+            "calls are independent (AVI, Fig. 7)"
+            if avi
+            else "calls run one after another: each needs the previous clip's registry",
+        ]
+        batch = settings.batch and avi and provider_capabilities(spec).supports_batch
+        if batch:
+            notes.append("Batch API: half the price, answers within 24 h")
+        elif settings.batch:
+            notes.append("not batched: " + ("no batch API" if avi else "the registry is a chain"))
+        if settings.caption_skip_repeats:
+            notes.append(
+                "every clip counted: clips whose picture repeats reuse a caption "
+                "(caption_skip_repeats), but a dry run decodes nothing to know which (it "
+                "counts them from the thumbnails of a video indexed before); the run's note "
+                "says how many"
+            )
         return StageEstimate(
             self.name,
             self.role,
             spec,
             calls=clips,
             frames=frames,
-            input_tokens=int(
-                clips * per_call - (clips * per_clip - frames) * (self.tokens_per_image + 8)
-            ),
+            input_tokens=int(clips * per_call - (clips * per_clip - frames) * (image + 8)),
             output_tokens=clips * self.output_tokens,
             seconds=clips * 6.0,
-            notes=[
-                f"{self.tokens_per_image} tokens per 720p image (OpenAI high detail)",
-                "calls are independent (AVI, Fig. 7)"
-                if avi
-                else "calls run one after another: each needs the previous clip's registry",
-            ],
+            notes=notes,
+            batch=batch,
         )
+
+    def refine(
+        self, estimate: StageEstimate, library: Library, video_id: str, settings: Settings
+    ) -> StageEstimate:
+        """With ``caption_skip_repeats`` on and the video's thumbnails stored under the same
+        clips, the clips whose picture repeats the clip before (as the run will find them)
+        are counted off: no call, no frames, no tokens."""
+        from vidagent.ingest.repeats import Repeats
+
+        clips = library.clips(video_id)
+        if not settings.caption_skip_repeats or not estimate.calls or len(clips) != estimate.calls:
+            return estimate
+        repeats = Repeats(library, video_id, settings.caption_skip_repeats)
+        n = sum(repeats.repeats(a, b) for a, b in pairwise(clips))
+        notes = [x for x in estimate.notes if "caption_skip_repeats" not in x]
+        notes.append(
+            f"{n} of {len(clips)} clips repeat the previous clip's picture in the stored "
+            "thumbnails (caption_skip_repeats): not counted"
+        )
+        kept = (len(clips) - n) / len(clips)
+        return dataclasses.replace(
+            estimate,
+            calls=len(clips) - n,
+            frames=round(estimate.frames * kept),
+            input_tokens=round(estimate.input_tokens * kept),
+            output_tokens=round(estimate.output_tokens * kept),
+            seconds=estimate.seconds * kept,
+            notes=notes,
+        )
+
+    def image_tokens(self, info: VideoInfo, spec: str) -> tuple[int, str]:
+        """Tokens one frame of ``info`` sent at :attr:`frame_size` costs under ``spec``'s
+        ``detail`` option (OpenAI's rule, :func:`vidagent.models.openai.image_tokens`), and
+        how it was counted, for the estimate's notes."""
+        from vidagent.models.openai import image_tokens
+        from vidagent.specs import parse_spec
+
+        scale = min(1.0, self.frame_size / max(info.width, info.height, 1))
+        w, h = round(info.width * scale), round(info.height * scale)
+        detail = parse_spec(spec).options.get("detail")
+        how = "low detail" if detail == "low" else f"{w}x{h} at OpenAI's high detail"
+        return image_tokens(w, h, detail), how
 
 
 #: The perception stages whose rows a describer's caption states, by their clips column.

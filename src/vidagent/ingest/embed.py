@@ -82,11 +82,19 @@ class Embed(Stage):
     def estimate(self, info: VideoInfo, clips: int, settings: Settings) -> StageEstimate:
         spec = settings.spec("embed")
         local = not spec.startswith("openai:")
+        # a caption as the graph and summary stages count it: the describer's short report,
+        # or a VLM's 250-token reply; then ~2.5 spoken words/s at ~1.3 tokens/word, and a line
+        # of on-screen text
+        caption = 100 if settings.spec("captioner").startswith("perception:") else 250
+        extra = 0.0
+        if settings.embed_text != "caption":
+            extra = 10 + (settings.clip_seconds * 3.3 if info.has_audio else 0)
         return StageEstimate(
             self.name,
             self.role,
             spec,
             calls=-(-clips // self.batch),
-            input_tokens=clips * 120,  # caption + speech + on-screen text of a 5 s clip
+            input_tokens=int(clips * (caption + extra)),
             seconds=clips / 150 if local else -(-clips // self.batch) * 1.0,
+            notes=[f"{caption} tokens per caption"],
         )

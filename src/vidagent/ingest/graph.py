@@ -20,6 +20,13 @@ so a cached bad reply is not simply returned again); a second bad reply leaves t
 empty and says so in the stage's note. A model that refuses a window as too long gets it in two
 halves.
 
+**Batch** (``settings.batch``, off by default). With a model that has a batch API (OpenAI's),
+the windows go in one batch at half the price (:meth:`~vidagent.models.client.Client.chat_batch`),
+its state stored in the Library as the ``"batch"`` artefact keyed ``graph``, so a rerun polls
+the batch it submitted. A reply that is not the JSON is asked again at once, and a window the
+batch failed is sent alone, as without it; the note counts the batched windows and names
+what was not batched and why.
+
 **Graph.** Nodes, edges, super-nodes and importance are built by
 :class:`~vidagent.library.graph.EntityGraph`; the ``embed`` role embeds ``"name; attributes"`` of
 each person (the clustering similarity of Eq. 10) and every node's name (Eq. 13's
@@ -38,16 +45,17 @@ model (:func:`~vidagent.ingest.pipeline.default_stages`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from vidagent.exceptions import ContextOverflowError
-from vidagent.ingest.base import IngestContext, Stage, StageEstimate, text_hash
+from vidagent.ingest.base import IngestContext, Stage, StageEstimate, batch_job, text_hash
 from vidagent.library.graph import EntityGraph, secs
 from vidagent.library.graph_extract import Extraction, merge_extractions, parse_extraction
-from vidagent.models.base import Message
+from vidagent.models.base import ChatResponse, Message
 from vidagent.models.context import CHARS_PER_TOKEN
 from vidagent.prompts import load_prompt
 
@@ -58,6 +66,9 @@ if TYPE_CHECKING:
     from vidagent.library import ClipRow
     from vidagent.media import VideoInfo
     from vidagent.models.client import Client
+
+#: A batch's stored state and how to store it anew (:func:`~vidagent.ingest.base.batch_job`).
+BatchJob = tuple[dict[str, Any] | None, Callable[[dict[str, Any]], None]]
 
 PROMPT = "avi_graph"
 WINDOW = 60  # captions per window when the model declares no context (B.11 #2)
@@ -181,6 +192,8 @@ class Graph(Stage):
         self.calls = 0  # llm calls of the last run
         self.windows = 0  # windows of the last run
         self.failed: list[str] = []  # windows left empty, as "t0-t1"
+        self.batched = 0  # windows answered through the batch API
+        self.unbatched: list[str] = []  # why batch was not used, where it was asked for
 
     def fingerprint(self, settings: Settings) -> str:
         return f"{super().fingerprint(settings)}|embed={settings.spec('embed')}"
@@ -211,9 +224,15 @@ class Graph(Stage):
     def build(self, ctx: IngestContext, clips: list[ClipRow]) -> EntityGraph:
         """Extract, merge, cluster, embed and score the graph of ``clips``."""
         self.calls, self.windows, self.failed = 0, 0, []
+        self.batched, self.unbatched = 0, []
         lines = caption_lines(clips)
         spans = [(c.clip_index, c.t0, c.t1) for c in clips]
-        extraction = self.extract(ctx.models.client(self.role), lines) if lines else Extraction()
+        client = ctx.models.client(self.role)
+        batch = batch_job(ctx, self.name) if ctx.settings.batch else None
+        if batch is not None and not client.capabilities.supports_batch:
+            self.unbatched.append(f"{client.spec} has no batch API: windows sent one by one")
+            batch = None
+        extraction = self.extract(client, lines, batch) if lines else Extraction()
         graph = EntityGraph.build(ctx.video.video_id, extraction, spans)
         self._embed(ctx, graph)
         graph.score()
@@ -223,6 +242,9 @@ class Graph(Stage):
                 f"{len(self.failed)} of {self.windows} windows unreadable, left empty "
                 f"({', '.join(self.failed)})"
             )
+        if self.batched:
+            notes.append(f"{self.batched} windows through the Batch API at half price")
+        notes += self.unbatched
         graph.notes = notes + graph.notes
         people = sum(n.kind == "human" for n in graph.nodes.values())
         summary = (
@@ -232,11 +254,51 @@ class Graph(Stage):
         self.note = "; ".join([summary, *notes])
         return graph
 
-    def extract(self, client: Client, lines: list[CaptionLine]) -> Extraction:
-        """Every window's extraction, merged."""
+    def extract(
+        self, client: Client, lines: list[CaptionLine], batch: BatchJob | None = None
+    ) -> Extraction:
+        """Every window's extraction, merged; through the model's batch API with ``batch``
+        (its stored state and how to store it)."""
         budget = self.token_budget or caption_budget(client)
-        parts = [self._window(client, w) for w in windows(lines, budget)]
-        return merge_extractions(parts)
+        chunks = windows(lines, budget)
+        if batch is None:
+            return merge_extractions([self._window(client, w) for w in chunks])
+        return merge_extractions(self._batched(client, chunks, batch))
+
+    def _batched(
+        self, client: Client, chunks: list[list[CaptionLine]], batch: BatchJob
+    ) -> list[Extraction]:
+        """The windows' extractions from one batch; a reply that is not the JSON is asked
+        again at once, and a window the batch failed goes one by one, both as without it."""
+        system = Message("system", load_prompt(PROMPT))
+        requests = {
+            f"window-{i}": client.structured_request(
+                [system, Message("user", "\n".join(map(str, w)))], SCHEMA, reply_cap(client)
+            )
+            for i, w in enumerate(chunks)
+        }
+        answers = client.chat_batch(requests, *batch)
+        parts: list[Extraction] = []
+        for i, w in enumerate(chunks):
+            answer = answers[f"window-{i}"]
+            if not isinstance(answer, ChatResponse):
+                self.unbatched.append(f"window {i + 1} failed in the batch ({answer}): sent alone")
+                parts.append(self._window(client, w))
+                continue
+            self.batched += 1
+            self.windows += 1
+            self.calls += 1
+            found = parse_extraction(answer.text)
+            if found is None:
+                retry = [*requests[f"window-{i}"].messages, Message("assistant", answer.text)]
+                self.calls += 1
+                again = [*retry, Message("user", RETRY_NOTE)]
+                reply = client.structured(again, SCHEMA, max_tokens=reply_cap(client))
+                found = parse_extraction(reply.text)
+            if found is None:
+                self.failed.append(f"{secs(w[0].t0)}-{secs(w[-1].t1)}")
+            parts.append(found or Extraction())
+        return parts
 
     def _window(self, client: Client, lines: list[CaptionLine]) -> Extraction:
         self.windows += 1
@@ -277,9 +339,12 @@ class Graph(Stage):
             n.name_vector = v
 
     def estimate(self, info: VideoInfo, clips: int, settings: Settings) -> StageEstimate:
+        from vidagent.models.registry import provider_capabilities
+
         spec = settings.spec(self.role)
         per_caption = 100 if settings.spec("captioner").startswith("perception:") else 250
         local = not spec.startswith("openai:")
+        batch = settings.batch and provider_capabilities(spec).supports_batch
         step = WINDOW - WINDOW // OVERLAP_SHARE
         calls = max(1, -(-(clips - WINDOW // OVERLAP_SHARE) // step)) if clips else 0
         prompt = len(load_prompt(PROMPT)) // CHARS_PER_TOKEN
@@ -296,5 +361,7 @@ class Graph(Stage):
             notes=[
                 f"windows of {WINDOW} captions, {WINDOW // OVERLAP_SHARE} shared",
                 f"{per_caption} tokens per caption",
+                *(["Batch API: half the price, answers within 24 h"] if batch else []),
             ],
+            batch=batch,
         )

@@ -294,14 +294,26 @@ class IndexEstimate:
 
 
 def estimate_path(
-    path: str | Path, settings: Settings, stages: Sequence[str] = STAGES
+    path: str | Path,
+    settings: Settings,
+    stages: Sequence[str] = STAGES,
+    library: Library | None = None,
 ) -> IndexEstimate:
-    """What indexing ``path`` would spend, from a probe alone: nothing is decoded or called."""
+    """What indexing ``path`` would spend, from a probe alone: nothing is decoded or called.
+    With a ``library`` that holds the video already, each stage may refine its figures from
+    what is stored (:meth:`~vidagent.ingest.base.Stage.refine`)."""
+    from vidagent.library.store import content_id
     from vidagent.media import probe, uniform_clips
 
     info = probe(path)
     clips = len(uniform_clips(info.duration, settings.clip_seconds))
     frames = int(info.duration * settings.sample_fps)
     rows = [StageEstimate("structure", None, "decoder", frames=frames, seconds=info.duration / 60)]
-    rows += [make_stage(name).estimate(info, clips, settings) for name in stages]
+    known = content_id(path) if library is not None else ""
+    for name in stages:
+        stage = make_stage(name)
+        row = stage.estimate(info, clips, settings)
+        if library is not None and library.has_video(known):
+            row = stage.refine(row, library, known, settings)
+        rows.append(row)
     return IndexEstimate(Path(path), info.duration, clips, rows)

@@ -256,7 +256,9 @@ class TranscriptSegment:
 
 
 #: What a derived artefact is; one table holds them all, told apart by ``(kind, key)``.
-ArtifactKind = Literal["summary", "registry", "browse", "context", "graph", "training", "speakers"]
+ArtifactKind = Literal[
+    "summary", "registry", "browse", "context", "graph", "training", "speakers", "batch"
+]
 ARTIFACT_KINDS: frozenset[str] = frozenset(get_args(ArtifactKind))
 #: ``key`` of a video's global summary (``kind="summary"``).
 GLOBAL_SUMMARY = "global"
@@ -288,7 +290,9 @@ class Artifact:
             ``{"graph_id", "nodes", "edges", "notes"}``), ``"training"``, ``"speakers"`` (key
             ``""``: the diarization stage's result, ``data`` ``{"speakers": {label: {"seconds",
             "segments"}}}``; key ``"names"``: the names a user gave the labels, ``data``
-            ``{label: name}``).
+            ``{label: name}``), ``"batch"`` (key = the stage: the OpenAI batches an ingest stage
+            submitted, ``data`` ``{"inputs", "batches": [{"id", "ids"}]}``, so a rerun polls
+            them instead of submitting again; :meth:`~vidagent.models.client.Client.chat_batch`).
         key: which one of its kind; ``""`` for one-per-video kinds.
         text: its text, when it has one.
         data: its structured payload, a JSON-able dict (the Library stores and parses it).

@@ -47,6 +47,7 @@ def make_video(
     faststart: bool = False,
     audio_duration: float | None = None,
     creation_time: str = "",
+    still_shots: Sequence[int] = (),
 ) -> list[float]:
     """Encode a synthetic video and return its true shot boundaries.
 
@@ -69,6 +70,8 @@ def make_video(
         audio_duration: seconds of tone (default: as long as the picture); longer makes a file
             whose audio outlasts its picture, as some screen and phone recorders write.
         creation_time: the container's ``creation_time`` tag (ISO-8601), as cameras write it.
+        still_shots: indices of shots drawn as a still picture (no pan, no disc), as a slide
+            or a locked-off camera on an empty room; text overlays and the counter still show.
 
     Returns:
         Times in seconds of the first frame of every shot after the first (``shots - 1`` values).
@@ -84,7 +87,7 @@ def make_video(
     try:
         video = _add_video_stream(container, codec, fps, size, gop, preset, rotation)
         tone = _add_audio_stream(container, path) if audio == "tone" else None
-        frames = _render_frames(n_frames, fps, size, starts, text_overlays, counter)
+        frames = _render_frames(n_frames, fps, size, starts, text_overlays, counter, still_shots)
         for rgb in frames:  # (H, W, 3) uint8
             frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
             container.mux(video.encode(frame))
@@ -252,6 +255,7 @@ def _render_frames(
     starts: Sequence[int],
     text_overlays: Sequence[tuple[float, float, str]],
     counter: bool,
+    still_shots: Sequence[int] = (),
 ) -> Iterator[np.ndarray]:
     w, h = size
     shot_of = np.searchsorted(np.asarray(starts), np.arange(n_frames), side="right") - 1
@@ -260,9 +264,10 @@ def _render_frames(
         shot = int(shot_of[k])
         if shot not in backgrounds:
             backgrounds = {shot: _scene_background(shot, w, h)}  # keep one scene in memory
-        local = k - starts[shot]
+        local = 0 if shot in still_shots else k - starts[shot]
         rgb = _pan(backgrounds[shot], local, w, h, shot)  # (H, W, 3) uint8
-        _draw_disc(rgb, local, shot)
+        if shot not in still_shots:
+            _draw_disc(rgb, local, shot)
         t = k / fps
         for t0, t1, text in text_overlays:
             if t0 <= t < t1:

@@ -279,6 +279,29 @@ class Capabilities:
     #: Replies come from a test's script, not a model (``fake:``): nothing is asked of it that
     #: the script did not plan (no frames looked at to check citations, no entity graph).
     scripted: bool = False
+    #: Chat requests can go through an asynchronous batch API (OpenAI's: half the price,
+    #: results within a day): :meth:`Adapter.batch_submit` and the two after it.
+    supports_batch: bool = False
+
+
+@dataclass(frozen=True)
+class BatchStatus:
+    """Where one submitted batch stands.
+
+    Attributes:
+        batch_id: the provider's id.
+        state: ``validating``, ``in_progress``, ``finalizing``, ``completed``, ``failed``,
+            ``expired``, ``cancelling`` or ``cancelled`` (OpenAI's words).
+        output_file: the file of the answers, once there is one.
+        error_file: the file of the requests that failed, once there is one.
+        errors: why the batch itself failed, in one line ("" if it did not).
+    """
+
+    batch_id: str
+    state: str
+    output_file: str = ""
+    error_file: str = ""
+    errors: str = ""
 
 
 class Adapter:
@@ -333,6 +356,20 @@ class Adapter:
 
     def chat(self, request: ChatRequest) -> ChatResponse:
         raise NotImplementedError(f"{self.spec} does not chat")
+
+    def batch_submit(self, requests: Sequence[tuple[str, ChatRequest]]) -> str:
+        """Submit chat requests, each under its custom id, as one batch; its id
+        (``capabilities.supports_batch``)."""
+        raise NotImplementedError(f"{self.spec} has no batch API")
+
+    def batch_status(self, batch_id: str) -> BatchStatus:
+        """Where a submitted batch stands."""
+        raise NotImplementedError(f"{self.spec} has no batch API")
+
+    def batch_results(self, status: BatchStatus) -> dict[str, ChatResponse | Exception]:
+        """A finished batch's answers by custom id; a request that failed maps to its error
+        (a :class:`~vidagent.exceptions.ProviderError`)."""
+        raise NotImplementedError(f"{self.spec} has no batch API")
 
     def embed(self, request: EmbedRequest) -> EmbedResponse:
         raise NotImplementedError(f"{self.spec} does not embed text")

@@ -19,6 +19,7 @@ role. State comes in through it, never through module globals.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import random
 import threading
@@ -35,11 +36,13 @@ from vidagent.exceptions import (
     ConfigError,
     ContextOverflowError,
     ProviderError,
+    RequestRejectedError,
     RetryableError,
     describe,
 )
 from vidagent.models.base import (
     Adapter,
+    BatchStatus,
     Capabilities,
     ChatRequest,
     ChatResponse,
@@ -67,6 +70,16 @@ SleepFn = Callable[[float], None]
 
 #: Texts per embedding request; longer lists are split (each chunk cached and counted alone).
 EMBED_CHUNK = 256
+#: What a batch's tokens cost against the same calls made one by one (OpenAI's Batch API).
+BATCH_DISCOUNT = 0.5
+#: Requests, and bytes of them, per batch: under OpenAI's limits of 50,000 and 200 MB a file.
+BATCH_MAX_REQUESTS = 50_000
+BATCH_MAX_BYTES = 150 * 2**20
+#: Seconds between looks at a batch that is not done (OpenAI's finish within 24 h).
+BATCH_POLL_SECONDS = 30.0
+#: Batch states whose files hold answers, and those that end a batch without them.
+_ANSWERED = frozenset({"completed", "expired"})
+_FAILED = frozenset({"failed", "cancelling", "cancelled"})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -335,15 +348,23 @@ class Client:
         compiles the schema into a grammar; OpenAI-compatible servers take ``json_schema``),
         else JSON mode with the schema left to the prompt.
         """
+        return self.chat(self.structured_request(messages, schema, max_tokens, temperature))
+
+    def structured_request(
+        self,
+        messages: Sequence[Message],
+        schema: dict[str, Any] | None,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+    ) -> ChatRequest:
+        """The request :meth:`structured` sends (for :meth:`chat_batch`)."""
         native = schema is not None and self.capabilities.supports_json_schema
-        return self.chat(
-            ChatRequest(
-                tuple(messages),
-                response_schema=schema if native else None,
-                json_mode=schema is not None and not native,
-                max_tokens=max_tokens,
-                temperature=temperature,
-            )
+        return ChatRequest(
+            tuple(messages),
+            response_schema=schema if native else None,
+            json_mode=schema is not None and not native,
+            max_tokens=max_tokens,
+            temperature=temperature,
         )
 
     def embed(self, texts: Sequence[str] | EmbedRequest) -> EmbedResponse:
@@ -480,8 +501,146 @@ class Client:
         for ledger in _CAPTURING.get():
             ledger.record(record)
 
+    # -- the batch API ----------------------------------------------------------------------
+
+    def chat_batch(
+        self,
+        requests: Mapping[str, ChatRequest],
+        job: Mapping[str, Any] | None,
+        save: Callable[[dict[str, Any]], None],
+        *,
+        poll_seconds: float = BATCH_POLL_SECONDS,
+    ) -> dict[str, ChatResponse | Exception]:
+        """Chat requests through the model's batch API, answered by custom id.
+
+        Requests the response cache holds are answered from it. The others are submitted in
+        batches (at most :data:`BATCH_MAX_REQUESTS` and about :data:`BATCH_MAX_BYTES` each)
+        unless ``job``, the state ``save`` last stored, already holds them for the same
+        requests: then those batches are polled again, not submitted again. ``save`` gets the
+        state after every submission. Each batch is polled every ``poll_seconds`` until it is
+        done; its answers are cached and counted at :data:`BATCH_DISCOUNT` of the price. A
+        request that failed, or that an expired batch never reached, maps to its error.
+
+        Raises:
+            ConfigError: the model has no batch API.
+            RequestRejectedError: a batch failed or was cancelled (one line, with the
+                provider's reason); it is dropped from the state, so a rerun submits it again.
+        """
+        if not self.capabilities.supports_batch:
+            raise ConfigError(f"{self.spec} has no batch API; turn batch off for it")
+        results: dict[str, ChatResponse | Exception] = {}
+        for custom_id, request in requests.items():
+            hit = self.cache.lookup(self.spec, "chat", request)
+            if isinstance(hit, ChatResponse):
+                self._record("chat", hit.usage, time.monotonic(), cached=True)
+                results[custom_id] = hit
+        context = self.capabilities.context_tokens
+        asked = {
+            k: fit_request(r, context)[0] if context else r
+            for k, r in requests.items()
+            if k not in results
+        }
+        inputs = _requests_hash(asked)
+        state: dict[str, Any] = {"inputs": inputs, "batches": []}
+        if job is not None and job.get("inputs") == inputs:
+            state["batches"] = [dict(b) for b in job.get("batches", [])]
+        sent = {k for b in state["batches"] for k in b["ids"]}
+        for chunk in _batch_chunks([(k, r) for k, r in asked.items() if k not in sent]):
+            submit = functools.partial(self.adapter.batch_submit, chunk)
+            batch_id, _ = self._with_retries("batch_submit", submit, time.monotonic())
+            state["batches"].append({"id": batch_id, "ids": [k for k, _ in chunk]})
+            save(state)
+        for batch in list(state["batches"]):
+            status = self._await_batch(batch, state, save, poll_seconds)
+            started = time.monotonic()
+            fetch = functools.partial(self.adapter.batch_results, status)
+            answers, _ = self._with_retries("batch_results", fetch, started)
+            for custom_id in batch["ids"]:
+                answer = answers.get(custom_id) or RequestRejectedError(
+                    f"batch {batch['id']} {status.state} before answering {custom_id}",
+                    endpoint=self.adapter.endpoint,
+                )
+                if isinstance(answer, ChatResponse):
+                    answer = self._batch_priced(answer)
+                    self.cache.store(self.spec, "chat", asked[custom_id], answer)
+                    self._record("chat_batch", answer.usage, started)
+                results[custom_id] = answer
+        return {k: results[k] for k in requests if k in results}
+
+    def _await_batch(
+        self,
+        batch: dict[str, Any],
+        state: dict[str, Any],
+        save: Callable[[dict[str, Any]], None],
+        poll_seconds: float,
+    ) -> BatchStatus:
+        """Poll ``batch`` until its answers are ready; a failed one leaves the state."""
+        waited = False
+        while True:
+            look = functools.partial(self.adapter.batch_status, batch["id"])
+            status, _ = self._with_retries("batch_status", look, time.monotonic())
+            if status.state in _ANSWERED:
+                return status
+            if status.state in _FAILED:
+                state["batches"].remove(batch)
+                save(state)
+                why = f": {status.errors}" if status.errors else ""
+                raise RequestRejectedError(
+                    f"batch {batch['id']} {status.state}{why}; running again submits it anew",
+                    endpoint=self.adapter.endpoint,
+                )
+            # said once where it shows (the wait may last a day), then quietly at each look
+            say = _log.info if waited else _log.warning
+            say(
+                "batch %s is %s: waiting for it (up to 24 h; stop and run again to resume)",
+                batch["id"],
+                status.state,
+            )
+            waited = True
+            self._sleep(poll_seconds)
+
+    def _batch_priced(self, response: ChatResponse) -> ChatResponse:
+        usage = price_usage(response.usage, self.spec, self.settings)
+        usage = dataclasses.replace(usage, cost_usd=usage.cost_usd * BATCH_DISCOUNT)
+        return dataclasses.replace(response, usage=usage)
+
     def close(self) -> None:
         self.adapter.close()
+
+
+def _requests_hash(requests: Mapping[str, ChatRequest]) -> str:
+    """What identifies a set of batch requests: their ids and canonical bodies."""
+    import hashlib
+    import json
+
+    body = json.dumps([[k, r.canonical()] for k, r in requests.items()], sort_keys=True)
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
+
+
+def _batch_chunks(
+    requests: Sequence[tuple[str, ChatRequest]],
+) -> Iterator[list[tuple[str, ChatRequest]]]:
+    """``requests`` cut into batches under :data:`BATCH_MAX_REQUESTS` and, by the size of
+    their images in base64 plus their text, about :data:`BATCH_MAX_BYTES`."""
+    chunk: list[tuple[str, ChatRequest]] = []
+    size = 0
+    for item in requests:
+        request = item[1]
+        images = sum(
+            len(p.data) * 4 // 3
+            for m in request.messages
+            if not isinstance(m.content, str)
+            for p in m.content
+            if not isinstance(p, str)
+        )
+        text = sum(len(m.text) for m in request.messages)
+        if chunk and (len(chunk) >= BATCH_MAX_REQUESTS or size + images + text > BATCH_MAX_BYTES):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(item)
+        size += images + text
+    if chunk:
+        yield chunk
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,6 +20,11 @@ Spec options (``openai:<model>?key=value&…``) override settings:
 ``context_tokens`` the model's context window (prompt and reply); every request is then fitted
                    into it (:mod:`vidagent.models.context`), as for local models
 ``stream``         ``1``/``0``: read chat replies as they are generated (default 0, below)
+``detail``         ``low``, ``high`` or ``auto``: OpenAI's ``detail`` on every image part (default:
+                   none sent, which OpenAI reads as ``auto``). ``low`` bills an image 85 tokens
+                   whatever its size, at a 512 px view of it; ``high`` 85 + 170 per 512 px tile
+                   (:func:`image_tokens`). It changes what the model sees, not what vidagent
+                   sends: the DVD paper's frames (2 fps, 720p) are the same bytes either way
 =================  =========================================================================
 
 Degenerate replies. With ``stream=1`` a chat reply is read as Server-Sent Events while the
@@ -54,6 +59,13 @@ that and the client layer bounds the retries; 408 → ProviderTimeout; 429 → R
 ContextOverflowError; other 4xx and 3xx → RequestRejectedError; a body that is not
 JSON or lacks the fields the protocol promises → MalformedResponseError.
 
+The Batch API (``capabilities.supports_batch``): :meth:`OpenAIAdapter.batch_submit` uploads chat
+requests as a JSONL file (``/files``, ``purpose=batch``, each line ``{"custom_id", "method",
+"url": "/v1/chat/completions", "body"}``) and starts a batch of it (``/batches``, 24 h window);
+:meth:`~OpenAIAdapter.batch_status` reads ``/batches/{id}``; :meth:`~OpenAIAdapter.batch_results`
+reads its output and error files (``/files/{id}/content``), a failed line becoming its error.
+Submitting, polling, resuming and pricing are :meth:`vidagent.models.client.Client.chat_batch`'s.
+
 The adapter never retries, caches or counts: :mod:`vidagent.models.client` does.
 """
 
@@ -62,10 +74,11 @@ from __future__ import annotations
 import dataclasses
 import email.utils
 import json
+import math
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -86,6 +99,7 @@ from vidagent.exceptions import (
 from vidagent.models.base import (
     Adapter,
     BackendStatus,
+    BatchStatus,
     Capabilities,
     ChatRequest,
     ChatResponse,
@@ -120,8 +134,14 @@ _KNOWN_OPTIONS = (
     "max_output_tokens",
     "context_tokens",
     "stream",
+    "detail",
 )
 EFFORTS = ("minimal", "low", "medium", "high")
+DETAILS = ("low", "high", "auto")
+#: OpenAI's image tokens (gpt-4o, gpt-4.1, o-series): a base per image, and per 512 px tile at
+#: high detail, after the image is fitted into 2048 px and then its shortest side into 768 px.
+IMAGE_BASE_TOKENS = 85
+IMAGE_TILE_TOKENS = 170
 _REASONING_NAME = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
 _ERROR_TEXT_LIMIT = 300
 
@@ -139,12 +159,14 @@ class Parameters:
         effort: ``reasoning_effort`` to send, if any.
         max_output: the spec's cap on every reply, if any.
         stream: read chat replies as Server-Sent Events, cutting degenerate ones.
+        detail: OpenAI's ``detail`` for image parts, if the spec sets one.
     """
 
     reasoning: bool = False
     effort: str | None = None
     max_output: int | None = None
     stream: bool = False
+    detail: str | None = None
 
     @classmethod
     def of(cls, model: str, options: dict[str, str]) -> Parameters:
@@ -162,7 +184,30 @@ class Parameters:
         cap = options.get("max_output_tokens")
         max_output = int(_number(options, "max_output_tokens", 1)) if cap is not None else None
         stream = _flag(options, "stream", False)
-        return cls(_flag(options, "reasoning", inferred), effort, max_output, stream)
+        detail = options.get("detail")
+        if detail is not None and detail not in DETAILS:
+            raise ConfigError(f"spec option detail={detail!r} must be one of {', '.join(DETAILS)}")
+        return cls(_flag(options, "reasoning", inferred), effort, max_output, stream, detail)
+
+
+def image_tokens(width: int, height: int, detail: str | None = None) -> int:
+    """Input tokens OpenAI bills for one ``width`` x ``height`` image at ``detail``.
+
+    OpenAI's documented rule: ``low`` is a flat :data:`IMAGE_BASE_TOKENS`; ``high`` fits the
+    image into 2048 x 2048, then scales it down so its shortest side is at most 768 px, and adds
+    :data:`IMAGE_TILE_TOKENS` per 512 px tile. ``auto`` (and no ``detail``, which OpenAI reads
+    as ``auto``) is counted as ``high``: that is what gpt-4o bills for a frame larger than
+    512 px, so an estimate errs high rather than low.
+    """
+    if detail == "low":
+        return IMAGE_BASE_TOKENS
+    w, h = float(width), float(height)
+    if max(w, h) > 2048:
+        w, h = w * 2048 / max(w, h), h * 2048 / max(w, h)
+    if min(w, h) > 768:
+        w, h = w * 768 / min(w, h), h * 768 / min(w, h)
+    tiles = math.ceil(round(w) / 512) * math.ceil(round(h) / 512)
+    return IMAGE_BASE_TOKENS + IMAGE_TILE_TOKENS * tiles
 
 
 @dataclass(frozen=True)
@@ -245,6 +290,7 @@ def _resolve(options: dict[str, str], settings: Settings) -> _Resolved:
         else None,
         batch_size=64,
         local=False,
+        supports_batch=True,
     )
     timeout = _number(options, "timeout", settings.request_timeout)
     return _Resolved(base_url, key, source, timeout, caps, style)
@@ -273,19 +319,22 @@ def status(model: str, options: dict[str, str], settings: Settings) -> BackendSt
 # Request bodies
 
 
-def _part(p: str | ImagePart) -> dict[str, Any]:
+def _part(p: str | ImagePart, detail: str | None = None) -> dict[str, Any]:
     if isinstance(p, str):
         return {"type": "text", "text": p}
-    return {"type": "image_url", "image_url": {"url": p.data_url()}}
+    image: dict[str, Any] = {"url": p.data_url()}
+    if detail is not None:
+        image["detail"] = detail
+    return {"type": "image_url", "image_url": image}
 
 
-def _message(m: Message) -> dict[str, Any]:
+def _message(m: Message, detail: str | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"role": m.role}
     if isinstance(m.content, str):
         # OpenAI wants null, not "", beside tool calls.
         out["content"] = m.content if (m.content or not m.tool_calls) else None
     else:
-        out["content"] = [_part(p) for p in m.content]
+        out["content"] = [_part(p, detail) for p in m.content]
     if m.tool_calls:
         out["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
@@ -508,6 +557,7 @@ class OpenAIAdapter(Adapter):
         max_images=DEFAULT_MAX_IMAGES,
         batch_size=64,
         local=False,
+        supports_batch=True,
     )
 
     def __init__(
@@ -588,7 +638,7 @@ class OpenAIAdapter(Adapter):
         params = self.parameters
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [_message(m) for m in request.messages],
+            "messages": [_message(m, params.detail) for m in request.messages],
         }
         if not params.reasoning:
             body["temperature"] = request.temperature
@@ -653,6 +703,76 @@ class OpenAIAdapter(Adapter):
                 endpoint=self.endpoint,
             )
 
+    # -- the Batch API ----------------------------------------------------------------------
+
+    def batch_submit(self, requests: Sequence[tuple[str, ChatRequest]]) -> str:
+        """Upload the requests as a JSONL file (``purpose=batch``) and start a batch of it
+        (``/batches``, 24 h window); the batch's id."""
+        lines = [
+            json.dumps(
+                {
+                    "custom_id": custom_id,
+                    "method": "POST",
+                    "url": "/v1/chat/completions",
+                    "body": self.chat_body(request),
+                }
+            )
+            for custom_id, request in requests
+        ]
+        data = ("\n".join(lines) + "\n").encode("utf-8")
+        upload = ("batch.jsonl", data, "application/jsonl")
+        file = self._post("/files", {"purpose": "batch"}, {"file": upload})
+        batch = self._post(
+            "/batches",
+            {
+                "input_file_id": file.get("id"),
+                "endpoint": "/v1/chat/completions",
+                "completion_window": "24h",
+            },
+        )
+        if not batch.get("id"):
+            raise MalformedResponseError("batch created without an id", endpoint=self.endpoint)
+        return str(batch["id"])
+
+    def batch_status(self, batch_id: str) -> BatchStatus:
+        body = self._get(f"/batches/{batch_id}")
+        errors = (body.get("errors") or {}).get("data") or []
+        why = "; ".join(str(e.get("message", e)) for e in errors if isinstance(e, dict))
+        return BatchStatus(
+            batch_id,
+            str(body.get("status") or ""),
+            str(body.get("output_file_id") or ""),
+            str(body.get("error_file_id") or ""),
+            why,
+        )
+
+    def batch_results(self, status: BatchStatus) -> dict[str, ChatResponse | Exception]:
+        out: dict[str, ChatResponse | Exception] = {}
+        for file_id in (status.output_file, status.error_file):
+            if not file_id:
+                continue
+            text = self._get(f"/files/{file_id}/content", text=True)
+            for line in filter(str.strip, text.splitlines()):
+                row = json.loads(line)
+                out[str(row.get("custom_id"))] = self._batch_answer(row)
+        return out
+
+    def _batch_answer(self, row: dict[str, Any]) -> ChatResponse | Exception:
+        """One line of a batch's output or error file: the answer, or the request's error."""
+        response = row.get("response") or {}
+        code = int(response.get("status_code") or 0)
+        body = response.get("body") or {}
+        if code == 200 and not row.get("error"):
+            try:
+                return _chat_response(body, self.model)
+            except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+                return self._malformed("batch chat completion", e)
+        error = row.get("error") or (body.get("error") if isinstance(body, dict) else None) or {}
+        message = error.get("message", "failed") if isinstance(error, dict) else str(error)
+        kind = error.get("code") if isinstance(error, dict) else ""
+        cls = ContextOverflowError if kind == "context_length_exceeded" else RequestRejectedError
+        return cls(f"batch request: {message}", endpoint=self.endpoint, status=code or None)
+
     # -- embeddings -------------------------------------------------------------------------
 
     def embed(self, request: EmbedRequest) -> EmbedResponse:
@@ -687,6 +807,24 @@ class OpenAIAdapter(Adapter):
             else:
                 response = self._http.post(path, data=body, files=files)
         _raise_for_status(response, self.endpoint)
+        try:
+            data = response.json()
+        except ValueError:
+            snippet = response.text[:80]
+            raise MalformedResponseError(
+                f"HTTP {response.status_code} body is not JSON: {snippet!r}", endpoint=self.endpoint
+            ) from None
+        if not isinstance(data, dict):
+            raise MalformedResponseError("JSON body is not an object", endpoint=self.endpoint)
+        return data
+
+    def _get(self, path: str, *, text: bool = False) -> Any:
+        """GET ``path``: its JSON object, or with ``text`` its body as text."""
+        with _transport_errors(self.endpoint):
+            response = self._http.get(path)
+        _raise_for_status(response, self.endpoint)
+        if text:
+            return response.text
         try:
             data = response.json()
         except ValueError:
