@@ -97,6 +97,8 @@ def batch(
         "ocr_model": ["synthetic"] * n,
         "detections": ['[{"label": "person", "score": 0.9, "box": [0.1, 0.2, 0.5, 0.9]}]'] * n,
         "detect_model": ["synthetic"] * n,
+        "ocr_lines": ["[]"] * n,
+        "facts": ["{}"] * n,
     }
     flat = pa.array(vec.reshape(-1), pa.float32())
     vectors = pa.table(
