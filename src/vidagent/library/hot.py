@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from vidagent.library.schema import ClipRow
 
@@ -34,9 +35,19 @@ class HotVideo:
     t0: np.ndarray  # (N,) float64
     t1: np.ndarray  # (N,) float64
     vectors: np.ndarray  # (N, D) float32 unit rows
-    #: clip index -> the clip's stored row, made a ClipRow only when it is a hit (making all
-    #: of a video's 720 took longer than the search)
-    clips: dict[int, dict[str, Any]]
+    #: the video's stored clip rows as read (Arrow), made ClipRows only when they are hits:
+    #: making Python rows of all of a video's 720 took longer than the search
+    rows: pa.Table
+    #: clip index -> its row in ``rows``
+    positions: dict[int, int]
+
+    def clip(self, clip_index: int) -> ClipRow | None:
+        """The clip's stored row; None when its row is gone (a vector without a clip)."""
+        position = self.positions.get(clip_index)
+        if position is None:
+            return None
+        row: dict[str, Any] = self.rows.slice(position, 1).to_pylist()[0]
+        return ClipRow.from_row(row)
 
 
 Loader = Callable[[list[str]], dict[str, HotVideo]]
@@ -111,7 +122,7 @@ def nearest(
     found.sort(key=lambda f: (-f[0], f[1], f[2]))
     hits = []
     for score, _, row, video in found[:k]:
-        stored = video.clips.get(int(video.index[row]))
-        if stored is not None:  # a vector whose clip row is gone is not a hit
-            hits.append((ClipRow.from_row(stored), score))
+        clip = video.clip(int(video.index[row]))
+        if clip is not None:  # a vector whose clip row is gone is not a hit
+            hits.append((clip, score))
     return hits
