@@ -64,6 +64,12 @@ class HotVideos:
         self._rows = 0
         self._listed: tuple[int, list[str]] | None = None
 
+    def clear(self) -> None:
+        """Forget every cached video (the next search of each reads it from the tables)."""
+        with self._lock:
+            self._key, self._rows = None, 0
+            self._videos.clear()
+
     def listed(self, version: int, load: Callable[[], list[str]]) -> list[str]:
         """The listed video ids as of ``version`` of the videos table."""
         with self._lock:
