@@ -281,3 +281,19 @@ def test_a_videos_vectors_are_made_unit_length_in_float32() -> None:
     unit = unit_rows32(rows)
     assert unit.dtype == np.float32
     np.testing.assert_allclose(unit, [[0.6, 0.8], [0.0, 0.0], [1.0, 0.0]], rtol=1e-6)
+
+
+def test_new_tables_are_written_in_lance_file_format_2_1(tmp_path: Path) -> None:
+    """Lance 2.1 files read a video's clip rows about twice as fast as LanceDB's default 2.2
+    (docs/scaling.md); the footer of every data file names its format version."""
+    import struct
+
+    lib = Library(tmp_path / "lib")
+    lib.use_embedding("clip_vectors", SPEC, DIM)
+    add_video(lib, "v1", clustered(np.random.default_rng(2), 12))
+    files = sorted((tmp_path / "lib").glob("*.lance/data/*.lance"))
+    assert {f.parent.parent.name for f in files} >= {"clips.lance", "clip_vectors.lance"}
+    for path in files:
+        footer = path.read_bytes()[-8:]  # major, minor (little-endian u16), b"LANC"
+        assert footer[4:] == b"LANC"
+        assert struct.unpack("<HH", footer[:4]) == (2, 1), path
