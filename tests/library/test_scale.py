@@ -297,3 +297,21 @@ def test_new_tables_are_written_in_lance_file_format_2_1(tmp_path: Path) -> None
         footer = path.read_bytes()[-8:]  # major, minor (little-endian u16), b"LANC"
         assert footer[4:] == b"LANC"
         assert struct.unpack("<HH", footer[:4]) == (2, 1), path
+
+
+def test_a_video_search_skips_vectors_whose_clip_row_is_gone(tmp_path: Path) -> None:
+    """Hit rows come from the cached Arrow rows in one take per video; a vector without its
+    clip row is left out, first search and cached search alike, and the rest keep their order."""
+    lib = Library(tmp_path / "lib")
+    lib.use_embedding("clip_vectors", SPEC, DIM)
+    rng = np.random.default_rng(12)
+    stored = {"a": clustered(rng, 20), "b": clustered(rng, 20)}
+    for video_id, vectors in stored.items():
+        add_video(lib, video_id, vectors)
+    lib.table("clips").delete("video_id = 'a' AND clip_index = 4")  # as a half-written video
+    query = stored["a"][4]
+    expected = [key for key in exact_top(stored, query, 9, ["a", "b"]) if key != ("a", 4)][:8]
+    for _ in range(2):  # read from the tables, then from the cache
+        hits = lib.search_clips(query, video_ids=["a", "b"], k=9)
+        assert [(h.clip.video_id, h.clip.clip_index) for h in hits] == expected
+        assert all(h.clip.caption == f"{h.clip.video_id} clip {h.clip.clip_index}" for h in hits)

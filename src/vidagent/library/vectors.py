@@ -221,7 +221,7 @@ class Vectors:
                 t0[mine],
                 t1[mine],
                 vectors[mine],
-                clips.take(rows),
+                clips if len(rows) == len(clips) else clips.take(rows),
                 {int(clip_index[r]): i for i, r in enumerate(rows)},
             )
         return out
