@@ -69,10 +69,10 @@ class IndexPolicy:
     #: cores) or ``IVF_HNSW_SQ``
     ann_type: str = "IVF_RQ"
     #: bits per dimension of the IVF_RQ codes. 4, not RaBitQ's 1: at 720,000 clips 1-bit codes
-    #: ordered candidates so roughly that recall@16 stayed at 0.935-0.95 even re-ranking 8 x k
+    #: ordered candidates so roughly that recall@16 stayed at 0.915-0.951 even re-ranking 8-16 x k
     #: of them, while 4-bit codes order them almost exactly (re-ranking 2 x k reached what the
-    #: probed partitions hold, 0.976-0.978 with 48 probes), for a 4x larger index (156 MB) and
-    #: a 26 s build instead of 10-32 s (docs/scaling.md)
+    #: probed partitions hold, 0.976-0.983 with 48 probes), for a 4x larger index (156 MB) and
+    #: a 25-47 s build on busy cores instead of 10-32 s (docs/scaling.md)
     rq_bits: int = 4
     #: IVF partitions probed per query: 48 of 175 at 720,000 clips. What the probes miss is the
     #: recall left once the codes order candidates well (32 probes: 0.954-0.963)
