@@ -6,6 +6,9 @@ The thresholds are lowered through the Library's index policy so a few thousand 
 
 from __future__ import annotations
 
+import os
+import signal
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -315,3 +318,29 @@ def test_a_video_search_skips_vectors_whose_clip_row_is_gone(tmp_path: Path) -> 
         hits = lib.search_clips(query, video_ids=["a", "b"], k=9)
         assert [(h.clip.video_id, h.clip.clip_index) for h in hits] == expected
         assert all(h.clip.caption == f"{h.clip.video_id} clip {h.clip.clip_index}" for h in hits)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX only")
+def test_a_forked_child_reads_a_new_video(tmp_path: Path) -> None:
+    """A video's first search reads its clip rows in a second thread; a child forked after the
+    parent made that thread gets its own instead of waiting forever on the parent's."""
+    lib = Library(tmp_path / "lib")
+    lib.use_embedding("clip_vectors", SPEC, DIM)
+    rng = np.random.default_rng(13)
+    stored = {v: clustered(rng, 10) for v in ("a", "b")}
+    for video_id, vectors in stored.items():
+        add_video(lib, video_id, vectors)
+    assert lib.search_clips(stored["a"][2], video_ids=["a"], k=1)[0].clip.clip_index == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # LanceDB warns that its fork support is experimental
+        pid = os.fork()
+    if pid == 0:  # the child: exit 0 only when the search answers
+        code = 1
+        try:
+            signal.alarm(60)
+            hits = lib.search_clips(stored["b"][7], video_ids=["b"], k=1)
+            code = 0 if hits[0].clip.clip_index == 7 else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -13,6 +13,7 @@ and clip rows through the rows part.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -54,7 +55,7 @@ class Vectors:
         self.tables = tables
         self.rows = rows
         self._reader_lock = threading.Lock()
-        self._reader_pool: ThreadPoolExecutor | None = None
+        self._reader_pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool)
 
     def use_embedding(self, table: str, spec: str, dim: int) -> bool:
         """Bind an embedding table to a model; a different model empties it first.
@@ -177,11 +178,13 @@ class Vectors:
         return str(bound["spec"]) if bound else None
 
     def _reader(self) -> ThreadPoolExecutor:
-        """The thread that reads clip rows beside a vector read (made on first use)."""
+        """The thread that reads clip rows beside a vector read (made on first use, and again
+        in a forked child, where the parent's thread does not exist)."""
         with self._reader_lock:
-            if self._reader_pool is None:
-                self._reader_pool = ThreadPoolExecutor(1, thread_name_prefix="vidagent-clips")
-            return self._reader_pool
+            if self._reader_pool is None or self._reader_pool[0] != os.getpid():
+                pool = ThreadPoolExecutor(1, thread_name_prefix="vidagent-clips")
+                self._reader_pool = (os.getpid(), pool)
+            return self._reader_pool[1]
 
     def _clip_table(self, where: str) -> pa.Table:
         """The ``clips`` rows matching ``where`` as Arrow: a hit's row becomes a ClipRow only
