@@ -6,6 +6,9 @@ The thresholds are lowered through the Library's index policy so a few thousand 
 
 from __future__ import annotations
 
+import os
+import signal
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +16,9 @@ import pytest
 from factories import video_record
 
 from vidagent.library import ClipRow, Library
-from vidagent.library.indexing import index_names
+from vidagent.library.filters import clip_keys
+from vidagent.library.indexing import IndexPolicy, index_names, vector_query
+from vidagent.library.vectors import unit_rows32
 
 DIM = 32
 SPEC = "fake:hash?dim=32"
@@ -212,3 +217,130 @@ def test_repeated_video_searches_see_every_later_write(tmp_path: Path) -> None:
     assert (hit.clip.clip_index, hit.score) == (11, pytest.approx(1.0, abs=1e-5))
     writer.remove_video("v1")
     assert searcher.search_clips(second[11], video_ids=["v1"], k=1) == []
+
+
+def test_the_ann_index_is_built_with_the_policys_codes_and_rebuilt_when_they_change(
+    tmp_path: Path,
+) -> None:
+    """4-bit IVF_RQ codes by default (the re-rank depth of 2 x k is chosen for them); an index
+    built with other codes, by an earlier policy, is rebuilt rather than searched too shallowly."""
+    from datetime import timedelta
+
+    lib = Library(tmp_path / "lib")
+    lib.set_index_policy(ann_min_rows=2_000, scalar_min_rows=1_000, rq_bits=1)
+    lib.use_embedding("clip_vectors", SPEC, DIM)
+    rng = np.random.default_rng(4)
+    stored = {f"v{i:02d}": clustered(rng, CLIPS) for i in range(17)}  # 2,040 rows
+    for video_id, vectors in stored.items():
+        add_video(lib, video_id, vectors)
+
+    def bits() -> int:
+        index = index_names(lib.table("clip_vectors"))["vector"]
+        return int(index.index_details["compression"]["num_bits"])
+
+    assert bits() == 1
+    lib.set_index_policy(rq_bits=IndexPolicy().rq_bits)
+    assert IndexPolicy().rq_bits == 4
+    reports = {r.name: r for r in lib.compact(older_than=timedelta(0))}
+    assert "vector" in reports["clip_vectors"].built
+    assert bits() == 4
+    query = stored["v07"][33]
+    hits = lib.search_clips(query, k=10)
+    assert (hits[0].clip.video_id, hits[0].clip.clip_index) == ("v07", 33)
+    assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+    # Nothing to rebuild the next time: the index matches the policy.
+    assert "vector" not in {c for r in lib.compact(older_than=timedelta(0)) for c in r.built}
+
+
+def test_hit_clip_rows_are_read_through_the_video_id_index(
+    big: tuple[Library, dict[str, np.ndarray]],
+) -> None:
+    """The filter that reads a search's hit rows lets the BTREE on ``video_id`` narrow the
+    rows first (a plain OR of per-video conditions made LanceDB scan every row)."""
+    lib, _ = big
+    wanted = {"video03": [5, 7], "video11": [0], "video19": [119]}
+    where = clip_keys(wanted)
+    plan = lib.table("clips").search().where(where).limit(None).explain_plan(True)
+    assert "ScalarIndexQuery" in plan
+    assert "video_id" in plan.split("ScalarIndexQuery", 1)[1]
+    got = lib.clip_rows((v, i) for v, ix in wanted.items() for i in ix)
+    assert sorted(got) == [("video03", 5), ("video03", 7), ("video11", 0), ("video19", 119)]
+    assert got[("video19", 119)].caption == "video19 clip 119"
+
+
+def test_a_wide_search_reads_only_the_keys_and_distances(
+    big: tuple[Library, dict[str, np.ndarray]],
+) -> None:
+    lib, stored = big
+    table = lib.table("clip_vectors")
+    found = vector_query(table, stored["video02"][9], None, 5, lib.index_policy(), exact=False)
+    data = found.to_arrow()
+    assert data.column_names == ["video_id", "clip_index", "_distance"]
+    assert (data["video_id"][0].as_py(), data["clip_index"][0].as_py()) == ("video02", 9)
+
+
+def test_a_videos_vectors_are_made_unit_length_in_float32() -> None:
+    rows = np.array([[3.0, 4.0], [0.0, 0.0], [1e-3, 0.0]], np.float32)
+    unit = unit_rows32(rows)
+    assert unit.dtype == np.float32
+    np.testing.assert_allclose(unit, [[0.6, 0.8], [0.0, 0.0], [1.0, 0.0]], rtol=1e-6)
+
+
+def test_new_tables_are_written_in_lance_file_format_2_1(tmp_path: Path) -> None:
+    """Lance 2.1 files read a video's clip rows about twice as fast as LanceDB's default 2.2
+    (docs/scaling.md); the footer of every data file names its format version."""
+    import struct
+
+    lib = Library(tmp_path / "lib")
+    lib.use_embedding("clip_vectors", SPEC, DIM)
+    add_video(lib, "v1", clustered(np.random.default_rng(2), 12))
+    files = sorted((tmp_path / "lib").glob("*.lance/data/*.lance"))
+    assert {f.parent.parent.name for f in files} >= {"clips.lance", "clip_vectors.lance"}
+    for path in files:
+        footer = path.read_bytes()[-8:]  # major, minor (little-endian u16), b"LANC"
+        assert footer[4:] == b"LANC"
+        assert struct.unpack("<HH", footer[:4]) == (2, 1), path
+
+
+def test_a_video_search_skips_vectors_whose_clip_row_is_gone(tmp_path: Path) -> None:
+    """Hit rows come from the cached Arrow rows in one take per video; a vector without its
+    clip row is left out, first search and cached search alike, and the rest keep their order."""
+    lib = Library(tmp_path / "lib")
+    lib.use_embedding("clip_vectors", SPEC, DIM)
+    rng = np.random.default_rng(12)
+    stored = {"a": clustered(rng, 20), "b": clustered(rng, 20)}
+    for video_id, vectors in stored.items():
+        add_video(lib, video_id, vectors)
+    lib.table("clips").delete("video_id = 'a' AND clip_index = 4")  # as a half-written video
+    query = stored["a"][4]
+    expected = [key for key in exact_top(stored, query, 9, ["a", "b"]) if key != ("a", 4)][:8]
+    for _ in range(2):  # read from the tables, then from the cache
+        hits = lib.search_clips(query, video_ids=["a", "b"], k=9)
+        assert [(h.clip.video_id, h.clip.clip_index) for h in hits] == expected
+        assert all(h.clip.caption == f"{h.clip.video_id} clip {h.clip.clip_index}" for h in hits)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX only")
+def test_a_forked_child_reads_a_new_video(tmp_path: Path) -> None:
+    """A video's first search reads its clip rows in a second thread; a child forked after the
+    parent made that thread gets its own instead of waiting forever on the parent's."""
+    lib = Library(tmp_path / "lib")
+    lib.use_embedding("clip_vectors", SPEC, DIM)
+    rng = np.random.default_rng(13)
+    stored = {v: clustered(rng, 10) for v in ("a", "b")}
+    for video_id, vectors in stored.items():
+        add_video(lib, video_id, vectors)
+    assert lib.search_clips(stored["a"][2], video_ids=["a"], k=1)[0].clip.clip_index == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # LanceDB warns that its fork support is experimental
+        pid = os.fork()
+    if pid == 0:  # the child: exit 0 only when the search answers
+        code = 1
+        try:
+            signal.alarm(60)
+            hits = lib.search_clips(stored["b"][7], video_ids=["b"], k=1)
+            code = 0 if hits[0].clip.clip_index == 7 else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from vidagent.library.schema import ClipRow
 
@@ -34,9 +35,20 @@ class HotVideo:
     t0: np.ndarray  # (N,) float64
     t1: np.ndarray  # (N,) float64
     vectors: np.ndarray  # (N, D) float32 unit rows
-    #: clip index -> the clip's stored row, made a ClipRow only when it is a hit (making all
-    #: of a video's 720 took longer than the search)
-    clips: dict[int, dict[str, Any]]
+    #: the video's stored clip rows as read (Arrow), made ClipRows only when they are hits:
+    #: making Python rows of all of a video's 720 took longer than the search
+    rows: pa.Table
+    #: clip index -> its row in ``rows``
+    positions: dict[int, int]
+
+    def clips(self, clip_indexes: Sequence[int]) -> list[ClipRow | None]:
+        """The stored rows of these clips, in one Arrow take; None where a clip's row is gone
+        (a vector without a clip)."""
+        positions = [self.positions.get(int(i)) for i in clip_indexes]
+        taken = self.rows.take([p for p in positions if p is not None])
+        stored: list[dict[str, Any]] = taken.to_pylist()
+        made = iter([ClipRow.from_row(r) for r in stored])
+        return [None if p is None else next(made) for p in positions]
 
 
 Loader = Callable[[list[str]], dict[str, HotVideo]]
@@ -52,6 +64,12 @@ class HotVideos:
         self._videos: OrderedDict[str, HotVideo] = OrderedDict()
         self._rows = 0
         self._listed: tuple[int, list[str]] | None = None
+
+    def clear(self) -> None:
+        """Forget every cached video (the next search of each reads it from the tables)."""
+        with self._lock:
+            self._key, self._rows = None, 0
+            self._videos.clear()
 
     def listed(self, version: int, load: Callable[[], list[str]]) -> list[str]:
         """The listed video ids as of ``version`` of the videos table."""
@@ -97,21 +115,28 @@ def nearest(
     clips overlapping ``[t_from, t_to]`` (the same overlap rule as the Lance filter)."""
     query = np.asarray(vector, np.float32).reshape(-1)
     query = query / max(float(np.linalg.norm(query)), 1e-12)  # (D,)
-    found: list[tuple[float, int, int, HotVideo]] = []
+    found: list[tuple[float, int, int]] = []  # (score, video's order, row)
     for order, video in enumerate(videos):
-        keep = np.ones(len(video.index), bool)
-        if t_from is not None:
-            keep &= video.t1 > t_from
-        if t_to is not None:
-            keep &= video.t0 < t_to
-        rows = np.flatnonzero(keep)
-        sims = video.vectors[rows] @ query  # (n,)
-        best = rows[np.argsort(-sims, kind="stable")[:k]]
-        found += [(float(video.vectors[r] @ query), order, int(r), video) for r in best]
+        if t_from is None and t_to is None:  # every row: no copy of the (N, D) matrix
+            rows = np.arange(len(video.index))
+            sims = video.vectors @ query  # (N,)
+        else:
+            keep = np.ones(len(video.index), bool)
+            if t_from is not None:
+                keep &= video.t1 > t_from
+            if t_to is not None:
+                keep &= video.t0 < t_to
+            rows = np.flatnonzero(keep)
+            sims = video.vectors[rows] @ query  # (n,)
+        best = np.argsort(-sims, kind="stable")[:k]
+        found += [(float(sims[b]), order, int(rows[b])) for b in best]
     found.sort(key=lambda f: (-f[0], f[1], f[2]))
-    hits = []
-    for score, _, row, video in found[:k]:
-        stored = video.clips.get(int(video.index[row]))
-        if stored is not None:  # a vector whose clip row is gone is not a hit
-            hits.append((ClipRow.from_row(stored), score))
-    return hits
+    chosen = found[:k]
+    clips: dict[tuple[int, int], ClipRow | None] = {}
+    for order in dict.fromkeys(f[1] for f in chosen):  # one Arrow take per video
+        video = videos[order]
+        mine = [row for _, o, row in chosen if o == order]
+        for row, clip in zip(mine, video.clips([video.index[r] for r in mine]), strict=True):
+            clips[order, row] = clip
+    # A vector whose clip row is gone is not a hit.
+    return [(c, score) for score, o, row in chosen if (c := clips[o, row]) is not None]

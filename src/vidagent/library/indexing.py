@@ -64,14 +64,22 @@ class IndexPolicy:
     ann_min_rows: int = 100_000
     #: rows a table holds before its filter columns get scalar (BTREE) indexes
     scalar_min_rows: int = 20_000
-    #: ``IVF_RQ`` (RaBitQ 1-bit codes: no codebook to train, built in seconds), ``IVF_SQ``,
+    #: ``IVF_RQ`` (RaBitQ codes: no codebook to train, built in seconds), ``IVF_SQ``,
     #: ``IVF_PQ`` (its codebook training took over 10 minutes at 100,000 rows on 2 busy
     #: cores) or ``IVF_HNSW_SQ``
     ann_type: str = "IVF_RQ"
-    #: IVF partitions probed per query
-    nprobes: int = 32
-    #: candidates re-ranked with the stored vectors, as a multiple of ``k``
-    refine_factor: int = 8
+    #: bits per dimension of the IVF_RQ codes. 4, not RaBitQ's 1: at 720,000 clips 1-bit codes
+    #: ordered candidates so roughly that recall@16 stayed at 0.915-0.951 even re-ranking 8-16 x k
+    #: of them, while 4-bit codes order them almost exactly (re-ranking 2 x k reached what the
+    #: probed partitions hold, 0.976-0.983 with 48 probes), for a 4x larger index (156 MB) and
+    #: a 25-47 s build on busy cores instead of 10-32 s (docs/scaling.md)
+    rq_bits: int = 4
+    #: IVF partitions probed per query: 48 of 175 at 720,000 clips. What the probes miss is the
+    #: recall left once the codes order candidates well (32 probes: 0.954-0.963)
+    nprobes: int = 48
+    #: candidates re-ranked with the stored vectors, as a multiple of ``k``. 2 with 4-bit codes;
+    #: 1-bit codes (``rq_bits`` 1) need about 8 for the same recall
+    refine_factor: int = 2
     #: a filtered search expected to match at most this many rows is exact (index bypassed)
     exact_max_rows: int = 50_000
     #: fold unindexed rows into the indexes when they exceed this fraction of indexed ones
@@ -105,7 +113,28 @@ def _index_config(policy: IndexPolicy, rows: int, dim: int) -> Any:
     kinds = {"IVF_RQ": IvfRq, "IVF_SQ": IvfSq, "IVF_HNSW_SQ": IvfHnswSq, "IVF_PQ": IvfPq}
     if policy.ann_type not in kinds:
         raise ValueError(f"unknown ann_type {policy.ann_type!r}; use one of {', '.join(kinds)}")
+    if policy.ann_type == "IVF_RQ":
+        return IvfRq(distance_type="cosine", num_partitions=partitions, num_bits=policy.rq_bits)
     return kinds[policy.ann_type](distance_type="cosine", num_partitions=partitions)
+
+
+#: ``ann_type`` -> the index type LanceDB lists for it
+LISTED_TYPES = {"IVF_RQ": "IvfRq", "IVF_SQ": "IvfSq", "IVF_HNSW_SQ": "IvfHnswSq", "IVF_PQ": "IvfPq"}
+
+
+def ann_matches(index: Any, policy: IndexPolicy) -> bool:
+    """Whether a built ANN index is of the policy's type (and, for IVF_RQ, its code bits).
+
+    The policy's ``nprobes`` and ``refine_factor`` are chosen for its own index type: a 1-bit
+    IVF_RQ index built under an earlier policy, searched with the re-rank depth chosen for
+    4-bit codes, would lose recall, so such an index is rebuilt.
+    """
+    if index.index_type != LISTED_TYPES.get(policy.ann_type):
+        return False
+    if policy.ann_type != "IVF_RQ":
+        return True
+    bits = (index.index_details or {}).get("compression", {}).get("num_bits")
+    return bits is None or int(bits) == policy.rq_bits
 
 
 def index_names(table: Any) -> dict[str, Any]:
@@ -130,7 +159,12 @@ def ensure_indexes(
             if column not in existing:
                 table.create_index(column, config=BTree(), replace=True)
                 built.append(column)
-    if name in ANN_TABLES and rows >= policy.ann_min_rows and ("vector" not in existing or retrain):
+    stale = "vector" in existing and not ann_matches(existing["vector"], policy)
+    if (
+        name in ANN_TABLES
+        and rows >= policy.ann_min_rows
+        and ("vector" not in existing or retrain or stale)
+    ):
         dim = table.schema.field("vector").type.list_size
         table.create_index("vector", config=_index_config(policy, rows, dim), replace=True)
         built.append("vector")
@@ -170,12 +204,15 @@ def vector_query(
     """A cosine-distance query for the ``k`` rows nearest ``vector`` matching ``where``.
 
     ``exact`` bypasses the ANN index (a scan of the prefiltered rows); otherwise the index is
-    probed, when there is one, and its candidates re-ranked with the stored vectors.
+    probed, when there is one, and its candidates re-ranked with the stored vectors. Only
+    ``video_id``, ``clip_index`` and ``_distance`` are returned: the vectors and the other
+    columns are not needed by the caller, and returning them cost ~3 ms a query at 720,000
+    rows (docs/scaling.md).
     """
     query = table.search(np.asarray(vector, np.float32).reshape(-1)).distance_type("cosine")
     if where:
         query = query.where(where, prefilter=True)
-    query = query.limit(k)
+    query = query.select(["video_id", "clip_index", "_distance"]).limit(k)
     if exact:
         return query.bypass_vector_index()
     return query.nprobes(policy.nprobes).refine_factor(policy.refine_factor)

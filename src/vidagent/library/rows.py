@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from vidagent.exceptions import VideoNotFoundError
-from vidagent.library.filters import quote, span_filter
+from vidagent.library.filters import clip_keys, quote, span_filter
 from vidagent.library.schema import (
     TABLES,
     ClipRow,
@@ -149,11 +149,7 @@ class Rows:
             wanted.setdefault(video_id, set()).add(int(index))
         if not wanted:
             return {}
-        where = " OR ".join(
-            f"(video_id = {quote(v)} AND clip_index IN ({', '.join(map(str, sorted(ix)))}))"
-            for v, ix in wanted.items()
-        )
-        rows = (ClipRow.from_row(r) for r in self.tables.scan("clips", where))
+        rows = (ClipRow.from_row(r) for r in self.tables.scan("clips", clip_keys(wanted)))
         return {(c.video_id, c.clip_index): c for c in rows}
 
     def put_frames(self, video_id: str, frames: Sequence[FrameRow]) -> None:
