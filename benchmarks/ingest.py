@@ -193,6 +193,13 @@ def long_runs(minutes: list[float], before_rev: str, before_upto: float) -> None
             )
             for stage, seconds, note in r["stages"]:
                 print(f"    {stage:<11} {seconds:7.1f} s  {note}")
+        if "after" in runs:
+            estimated = _estimate(path)
+            wall = runs["after"]["wall"]
+            print(
+                f"  index --dry-run said {estimated:.1f} s, the run took {wall:.1f} s: "
+                f"{100 * (estimated - wall) / wall:+.0f}%"
+            )
         if "before" in runs:
             _compare(runs["before"]["home"], runs["after"]["home"])
         rows.append((m, runs))
@@ -203,6 +210,15 @@ def long_runs(minutes: list[float], before_rev: str, before_upto: float) -> None
                 f"{m:6g}m {label:>6} {r['wall']:7.1f} {r['duration'] / r['wall']:6.1f} "
                 f"{r['cpu']:7.1f} {r['peak_mib']:9.0f}"
             )
+
+
+def _estimate(path: Path) -> float:
+    """The dry run's time for ``path`` with the default settings, in seconds."""
+    from vidagent.config import load_settings
+    from vidagent.ingest.pipeline import estimate_path
+
+    settings = load_settings({"home": tempfile.mkdtemp(), "cache": "off"})
+    return sum(row.seconds for row in estimate_path(path, settings).stages)
 
 
 def _worktree(rev: str) -> Path:

@@ -334,6 +334,8 @@ def _dry_run(reports: Iterable[EstimateReport], settings: Settings, as_json: boo
                 f"  {r.stage:<12} {r.spec[:38]:<38} {r.calls:>6} {r.frames:>7} {r.input_tokens:>9} "
                 f"{r.output_tokens:>8} {shown:>8} {hms(r.seconds):>8}"
             )
+        own = sum(c or 0.0 for c in report.costs)
+        click.echo(f"  {'this video':<70} {own:>8.4f} {hms(sum(r.seconds for r in rows)):>8}")
     if not as_json and any_file:
         missing = f" + no price for {', '.join(unpriced)}" if unpriced else ""
         click.echo(f"total: about {hms(seconds)}, ${cost:.4f}{missing}")

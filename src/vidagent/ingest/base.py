@@ -57,10 +57,25 @@ class StageEstimate:
     frames: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    #: Its share of the run's wall time: for a local model its CPU seconds over the cores this
+    #: process may use (the stages that run side by side share them), for an endpoint the
+    #: calls' time. The dry run adds the shares up.
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
     #: the calls go through a batch API, billed at ``BATCH_DISCOUNT`` of the price
     batch: bool = False
+
+
+#: Where the offline stages' CPU seconds per unit were measured (``vidagent index`` of a
+#: 20-minute video of the real clips, idle): a CPU without AVX-512 takes about twice as long.
+MEASURED_ON = "AMD EPYC, 2 cores, AVX-512"
+
+
+def cpu_wall(cpu_seconds: float) -> float:
+    """CPU seconds as a share of wall time: spread over the cores this process may use."""
+    from vidagent.models.cpu import cpu_share
+
+    return cpu_seconds / cpu_share()
 
 
 def batch_job(
