@@ -37,6 +37,7 @@ sleep rather than spin while they wait, and must run before the library that loa
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import sys
@@ -197,6 +198,27 @@ def quiet_openmp() -> None:
     importing llama.cpp, torch or CTranslate2; a runtime already loaded keeps its settings."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.environ.setdefault("KMP_BLOCKTIME", "0")
+
+
+#: glibc's ``mallopt`` parameter number of ``M_ARENA_MAX``.
+_M_ARENA_MAX = -8
+
+
+def limit_malloc_arenas() -> None:
+    """Let glibc's allocator keep one arena per core of :func:`cpu_share` (at least 2), not its
+    default of eight per core, in this process (``mallopt``) and in those it starts
+    (``MALLOC_ARENA_MAX``, which a value the user set overrides). Each thread that allocates
+    while another holds an arena gets one of its own, and an arena keeps what its threads
+    freed: ingest's threads (decoders, OCR engines, detectors, Whisper, LanceDB's runtime) held
+    400 MB more that way over an hour of video (peak 2.35 GB against 1.94 GB, the same CPU
+    time). Elsewhere than on glibc this does nothing."""
+    arenas = os.environ.setdefault("MALLOC_ARENA_MAX", str(max(2, cpu_share())))
+    if not sys.platform.startswith("linux") or not arenas.isdigit():
+        return
+    try:
+        ctypes.CDLL("libc.so.6").mallopt(_M_ARENA_MAX, int(arenas))
+    except (OSError, AttributeError):  # not glibc (musl has no mallopt)
+        return
 
 
 def torch_threads() -> None:
