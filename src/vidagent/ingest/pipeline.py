@@ -209,7 +209,8 @@ def index_path(
             nothing; where it could not, stages running at once share one decode
             (:class:`~vidagent.ingest.sampling.FrameShare`). A stage of :data:`BESIDE` runs
             in a thread beside the stages after it; its :class:`StageRun` still comes at its
-            place in stage order (``on_stage`` is called with it when it ends).
+            place in stage order, and ``on_stage`` hears of it and of the stages after it, in
+            that order, once it has ended.
     """
     from vidagent.models.cpu import limit_malloc_arenas
 
@@ -232,9 +233,12 @@ def index_path(
         return result
     ctx = IngestContext(library, models, settings, result.structure.video, path)
 
-    def record(run: StageRun, at: int | None = None) -> None:
-        result.stages.insert(len(result.stages) if at is None else at, run)
-        if on_stage:
+    beside = ThreadPoolExecutor(1, thread_name_prefix="ingest-beside") if overlap else None
+    aside: list[tuple[int, Future[StageRun]]] = []  # (position among the runs, its run)
+
+    def record(run: StageRun) -> None:
+        result.stages.append(run)
+        if on_stage and not aside:  # after a stage running beside, told in order at the end
             on_stage(run)
 
     def run(stage: Stage, own: IngestContext) -> StageRun:
@@ -244,8 +248,6 @@ def index_path(
             if own.frames is not None:
                 own.frames.close()
 
-    beside = ThreadPoolExecutor(1, thread_name_prefix="ingest-beside") if overlap else None
-    aside: list[tuple[int, Future[StageRun]]] = []  # (position among the runs, its run)
     try:
         last_sampling = max((k for k, stage in enumerate(staged) if stage.frame_grid()), default=-1)
         i = 0
@@ -292,7 +294,10 @@ def index_path(
             ctx.video = library.get_video(ctx.video.video_id)  # with their stage entries
             i = j
         for k, (at, future) in enumerate(aside):  # in stage order, at their places
-            record(future.result(), at + k)
+            result.stages.insert(at + k, future.result())
+        if aside and on_stage is not None:
+            for told in result.stages[aside[0][0] :]:
+                on_stage(told)
     finally:
         if beside is not None:
             beside.shutdown(wait=True)

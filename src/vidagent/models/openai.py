@@ -807,16 +807,7 @@ class OpenAIAdapter(Adapter):
             else:
                 response = self._http.post(path, data=body, files=files)
         _raise_for_status(response, self.endpoint)
-        try:
-            data = response.json()
-        except ValueError:
-            snippet = response.text[:80]
-            raise MalformedResponseError(
-                f"HTTP {response.status_code} body is not JSON: {snippet!r}", endpoint=self.endpoint
-            ) from None
-        if not isinstance(data, dict):
-            raise MalformedResponseError("JSON body is not an object", endpoint=self.endpoint)
-        return data
+        return self._json_object(response)
 
     def _get(self, path: str, *, text: bool = False) -> Any:
         """GET ``path``: its JSON object, or with ``text`` its body as text."""
@@ -825,6 +816,10 @@ class OpenAIAdapter(Adapter):
         _raise_for_status(response, self.endpoint)
         if text:
             return response.text
+        return self._json_object(response)
+
+    def _json_object(self, response: Any) -> dict[str, Any]:
+        """A response's body, which must be a JSON object."""
         try:
             data = response.json()
         except ValueError:
