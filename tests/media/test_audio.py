@@ -83,3 +83,25 @@ def test_spans_out_of_pieces_overlapping_or_past_the_end():
     assert len(got) == len(spans)
     for piece, (a, b) in zip(got, spans, strict=True):
         assert np.array_equal(piece, audio[round(a * 16000) : round(b * 16000)])
+
+
+@pytest.mark.parametrize("lead_samples", [-150, -100, 0, 70])
+def test_streamed_alignment_pads_or_trims_across_pieces(lead_samples):
+    """Audio that starts before the picture is trimmed, after it padded, the cut falling inside
+    a piece or on a piece's edge, and silence for damaged packets before the first decoded
+    frame waits for the lead: the pieces are the whole waveform shifted once."""
+    from vidagent.media.audio import _aligned
+
+    rate = 1000
+    pieces = [np.full(100, v, np.float32) for v in (1.0, 2.0, 3.0)]
+    silence = np.zeros(40, np.float32)  # a damaged packet before anything decoded
+    decoded = [(silence, None)] + [(p, 0.5) for p in pieces]  # first frame at 0.5 s
+    origin = 0.5 - lead_samples / rate  # the picture's start
+    whole = np.concatenate([silence, *pieces])
+    expected = (
+        np.concatenate([np.zeros(lead_samples, np.float32), whole])
+        if lead_samples > 0
+        else whole[-lead_samples:]
+    )
+    got = np.concatenate(list(_aligned(iter(decoded), origin, rate)))
+    assert np.array_equal(got, expected)
