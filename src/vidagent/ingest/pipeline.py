@@ -308,6 +308,10 @@ def index_path(
     return result
 
 
+#: Wall seconds every indexed video costs beside its per-unit work (:func:`estimate_path`).
+PER_VIDEO_SECONDS = 3.0
+
+
 @dataclass
 class IndexEstimate:
     """What indexing one file would spend, stage by stage."""
@@ -333,9 +337,11 @@ def estimate_path(
     info = probe(path)
     clips = len(uniform_clips(info.duration, settings.clip_seconds))
     frames = int(info.duration * settings.sample_fps)
-    # Every frame is decoded (shots): 0.0025 CPU seconds per megapixel (MEASURED_ON).
+    # Every frame is decoded (shots): 0.0025 CPU seconds per megapixel (MEASURED_ON), plus
+    # what every video pays whatever its length (the stages' commits, the embedder's load):
+    # a 1-minute clip took 9.2 s where the per-unit figures alone said 5 s.
     pixels = info.duration * info.fps * info.width * info.height / 1e6
-    decode = cpu_wall(pixels * 0.0025)
+    decode = cpu_wall(pixels * 0.0025) + PER_VIDEO_SECONDS
     rows = [StageEstimate("structure", None, "decoder", frames=frames, seconds=decode)]
     known = content_id(path) if library is not None else ""
     for name in stages:
