@@ -162,7 +162,7 @@ def ask(
         budget=budget,
         trace=trace_path or True,
         tool_mode=tool_mode,  # type: ignore[arg-type]
-        progress=not quiet,
+        progress=not quiet and sys.stderr.isatty(),  # ingest's bars: on a terminal only
         strategy_options={"abstain": abstain, "critic": critic, **parse_sets(sets)},
     )
     try:
@@ -229,7 +229,7 @@ def ground(
         budget=Budget(steps=max_steps) if max_steps else None,
         trace=trace_path or True,
         tool_mode=tool_mode,  # type: ignore[arg-type]
-        progress=not quiet,
+        progress=not quiet and sys.stderr.isatty(),  # ingest's bars: on a terminal only
         strategy_options=parse_sets(sets),
         task="ground",
     )
