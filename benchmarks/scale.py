@@ -280,6 +280,7 @@ def main() -> None:
     # A stopped run (SIGTERM) still deletes its temporary Library: exit through the finally.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="vidagent-scale-"))
+    root.mkdir(parents=True, exist_ok=True)  # --dir may name a folder not made yet
     print(f"disk free at {root}: {shutil.disk_usage(root).free / 2**30:.0f} GiB")
     figures: dict[str, Any] = {"hours": args.hours, "videos": args.videos, "dim": args.dim}
     try:

@@ -344,3 +344,26 @@ def test_a_forked_child_reads_a_new_video(tmp_path: Path) -> None:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_tables_read_together_what_they_read_one_by_one(tmp_path: Path) -> None:
+    """The concurrent reads of a video's first search return what the synchronous calls do:
+    the same rows and columns, each table's version and row count, and a missing table empty."""
+    lib = Library(tmp_path / "lib")
+    lib.use_embedding("clip_vectors", SPEC, DIM)
+    rng = np.random.default_rng(3)
+    for video_id in ("a", "b"):
+        add_video(lib, video_id, clustered(rng, 7))
+    where = "video_id = 'b'"
+    columns = ["video_id", "clip_index", "vector"]
+    read = lib.tables.scan_together(where, {"clip_vectors": columns, "clips": None})
+    alone = lib.table("clip_vectors").search().where(where).select(columns).limit(None)
+    assert read["clip_vectors"].to_pylist() == alone.to_arrow().to_pylist()
+    assert read["clips"].to_pylist() == lib.tables.scan("clips", where)
+    assert len(read["clips"]) == 7
+    assert lib.tables.scan_together(where, {"frame_vectors": ["t"]})["frame_vectors"].num_rows == 0
+
+    state = lib.tables.versions_and_rows(["clip_vectors", "videos", "frame_vectors"])
+    assert set(state) == {"clip_vectors", "videos"}  # no frame_vectors table yet
+    assert state["clip_vectors"] == (lib.table("clip_vectors").version, 14)
+    assert state["videos"] == (lib.table("videos").version, 2)

@@ -24,7 +24,7 @@ LIBRARY_INDEX_CACHE_MIB`, :data:`~vidagent.config.LIBRARY_METADATA_CACHE_MIB`; t
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from functools import cached_property
@@ -49,6 +49,26 @@ from vidagent.library.schema import TABLES, VECTOR_KEYS
 #: that read is the larger part of a video's first search and of every search across all
 #: videos (docs/scaling.md). A table keeps the format it was created with.
 NEW_TABLE_OPTIONS = {"new_table_data_storage_version": "2.1"}
+
+
+def together(calls: Sequence[Awaitable[Any]]) -> list[Any]:
+    """The results of LanceDB's async ``calls``, awaited at once in one hand-over to LanceDB's
+    event loop.
+
+    LanceDB's synchronous API hands each call to that loop's thread and waits for it (about
+    0.15 ms a call on these cores); queries from two Python threads still queue there one after
+    the other. Handed over together (``asyncio.gather`` over the tables' async handles,
+    ``LanceTable._table`` in the pinned LanceDB 0.40) they run at once in LanceDB's threads.
+    """
+    import asyncio
+
+    from lancedb.background_loop import LOOP
+
+    async def gather() -> list[Any]:
+        return list(await asyncio.gather(*calls))
+
+    got: list[Any] = LOOP.run(gather())  # type: ignore[no-untyped-call]
+    return got
 
 
 def local_library_path(uri: str) -> str | None:
@@ -258,6 +278,34 @@ class Tables:
             self.table(name).search().where(where).limit(None).to_arrow().to_pylist()
         )
         return rows
+
+    def scan_together(
+        self, where: str, columns: dict[str, list[str] | None]
+    ) -> dict[str, pa.Table]:
+        """The rows matching ``where`` of each table in ``columns`` (``None``: every column), as
+        Arrow, the queries run at once (:func:`together`). A missing table reads as empty.
+
+        A video's vectors and clip rows at 144,000 clips took 2.9 ms this way against 5.5 ms
+        through the synchronous calls in two Python threads (docs/scaling.md).
+        """
+
+        async def read(name: str, wanted: list[str] | None) -> pa.Table:
+            if not self.has(name):
+                empty = TABLES[name][0].empty_table()
+                return empty if wanted is None else empty.select(wanted)
+            query = self.table(name)._table.query().where(where)
+            return await (query if wanted is None else query.select(wanted)).to_arrow()
+
+        got = together([read(name, wanted) for name, wanted in columns.items()])
+        return dict(zip(columns, got, strict=True))
+
+    def versions_and_rows(self, names: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """Each existing table's ``(version, row count)`` among ``names``, asked at once
+        (:func:`together`)."""
+        present = [name for name in names if self.has(name)]
+        handles = [self.table(name)._table for name in present]
+        got = together([h.version() for h in handles] + [h.count_rows() for h in handles])
+        return {name: (got[i], got[len(present) + i]) for i, name in enumerate(present)}
 
     def merge(
         self,

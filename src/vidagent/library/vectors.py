@@ -13,13 +13,9 @@ and clip rows through the rows part.
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import pyarrow as pa
 
 from vidagent.exceptions import EmbeddingMismatchError
 from vidagent.library.filters import one_of, quote, span_filter
@@ -27,7 +23,6 @@ from vidagent.library.hot import HotVideo, nearest
 from vidagent.library.indexing import vector_query
 from vidagent.library.rows import Rows
 from vidagent.library.schema import (
-    CLIPS_SCHEMA,
     ClipHit,
     ClipRow,
     frame_vectors_schema,
@@ -54,8 +49,6 @@ class Vectors:
     def __init__(self, tables: Tables, rows: Rows) -> None:
         self.tables = tables
         self.rows = rows
-        self._reader_lock = threading.Lock()
-        self._reader_pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool)
 
     def use_embedding(self, table: str, spec: str, dim: int) -> bool:
         """Bind an embedding table to a model; a different model empties it first.
@@ -177,41 +170,22 @@ class Vectors:
         bound = self.tables.reload_manifest().embeddings.get("frame_vectors")
         return str(bound["spec"]) if bound else None
 
-    def _reader(self) -> ThreadPoolExecutor:
-        """The thread that reads clip rows beside a vector read (made on first use, and again
-        in a forked child, where the parent's thread does not exist)."""
-        with self._reader_lock:
-            if self._reader_pool is None or self._reader_pool[0] != os.getpid():
-                pool = ThreadPoolExecutor(1, thread_name_prefix="vidagent-clips")
-                self._reader_pool = (os.getpid(), pool)
-            return self._reader_pool[1]
-
-    def _clip_table(self, where: str) -> pa.Table:
-        """The ``clips`` rows matching ``where`` as Arrow: a hit's row becomes a ClipRow only
-        when it is returned (hot.py)."""
-        if not self.tables.has("clips"):
-            return CLIPS_SCHEMA.empty_table()
-        rows: pa.Table = self.tables.table("clips").search().where(where).limit(None).to_arrow()
-        return rows
-
     def _hot_load(self, video_ids: list[str]) -> dict[str, HotVideo]:
         """Read the clip vectors and clip rows of ``video_ids`` for the hot cache (hot.py)."""
         if not video_ids:
             return {}
-        where = one_of("video_id", video_ids)
-        # The clip rows are read in a second thread while this one reads the vectors: the two
-        # queries are independent, and each spends most of its time waiting on LanceDB.
-        clips_read = self._reader().submit(self._clip_table, where)
         columns = ["video_id", "clip_index", "t0", "t1", "vector"]  # not text_hash
-        query = self.tables.table("clip_vectors").search().where(where).select(columns)
-        data = query.limit(None).to_arrow()
+        # One call, two concurrent queries: the vectors and the clip rows (Tables.scan_together).
+        read = self.tables.scan_together(
+            one_of("video_id", video_ids), {"clip_vectors": columns, "clips": None}
+        )
+        data, clips = read["clip_vectors"], read["clips"]
         dim = data.schema.field("vector").type.list_size
         flat = data.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
         vectors = unit_rows32(flat.reshape(-1, dim))  # (N, D)
         owner = np.asarray(data.column("video_id").to_pylist())  # (N,)
         index = data.column("clip_index").to_numpy()
         t0, t1 = data.column("t0").to_numpy(), data.column("t1").to_numpy()
-        clips = clips_read.result()
         clip_owner = np.asarray(clips.column("video_id").to_pylist())  # (M,)
         clip_index = clips.column("clip_index").to_pylist()
         out = {}
@@ -252,13 +226,14 @@ class Vectors:
             return []
         table = self.tables.table("clip_vectors")
         policy = self.tables.index_policy()
-        rows = table.count_rows()
+        state = self.tables.versions_and_rows(["clip_vectors", "clips", "videos"])
+        rows = state["clip_vectors"][1]
         every = video_ids is None
         if not every:  # share of the rows the videos hold, estimated from the video count
-            rows = rows * len(listed) // max(1, self.tables.table("videos").count_rows())
+            rows = rows * len(listed) // max(1, state.get("videos", (0, 0))[1])
         exact = rows <= policy.exact_max_rows
         if exact and not every:  # a few videos: exact, from memory after the first search
-            key = (table.version, self.tables.table("clips").version)
+            key = (state["clip_vectors"][0], state.get("clips", (0, 0))[0])
             videos = self.tables.hot.videos(key, listed, self._hot_load)
             return [ClipHit(c, s) for c, s in nearest(videos, vector, t_from, t_to, k)]
         # Across every video the filter names no ids (a 1,000-id IN list costs more than the
