@@ -17,9 +17,10 @@ edge is its end.
   question stops with a line naming the video. Either bound may be left open: the start of the
   video or the live edge. Given as ISO-8601 (``2026-11-28T14:05:00Z``, ``…+01:00``; without an
   offset, in ``recorded_at``'s timezone) or as a clock time ``HH:MM[:SS]``, read in
-  ``recorded_at``'s timezone (UTC when it has none): ``since`` is the latest such time at or
-  before the live edge (today's, or yesterday's when today's has not come yet), and ``until``
-  the first such time after ``since``, or without ``since`` the latest at or before the edge.
+  ``recorded_at``'s timezone (as written when it has no offset). A clock time is on the live
+  edge's day (for a live stream: today), or the day before when it is later than the live
+  edge and the day before still falls in the recording (a stream that crossed midnight); an
+  ``until`` given with a ``since`` is the first such time after it.
   A ``recorded_at`` without an offset is read as UTC when compared with a time that has one.
 - ``last`` does not mix with ``since``/``until``; a window that holds nothing of a video (all
   of it before the start or after the live edge) stops the question with a line saying where
@@ -167,7 +168,8 @@ def _at(
     when = base.replace(hour=hour, minute=minute, second=second, microsecond=0)
     if after is not None:
         return when if when > after else when + timedelta(days=1)
-    return when if when <= live else when - timedelta(days=1)
+    earlier = when - timedelta(days=1)  # a recording that crossed midnight
+    return earlier if when > live and earlier >= start else when
 
 
 def _seconds(when: datetime, start: datetime) -> float:
@@ -178,10 +180,10 @@ def _seconds(when: datetime, start: datetime) -> float:
 
 
 def _where(record: VideoRecord) -> str:
-    """Where a video's times lie, in words: ``0:00:00 to 0:10:00``, with wall-clock times."""
+    """Where a video's times lie, in words: ``00:00:00 to 00:10:00``, with wall-clock times."""
     from vidagent.timecode import wall_clock
 
-    span = f"0:00:00 to {hms(record.duration)}"
+    span = f"{hms(0.0)} to {hms(record.duration)}"
     if record.recorded_at:
         ends = (wall_clock(record.recorded_at, t) for t in (0.0, record.duration))
         span += " = {} to {}".format(*ends)
