@@ -76,7 +76,9 @@ class TimeWindow:
         if last is None and since is None and until is None:
             return None
         if last is not None and (since is not None or until is not None):
-            raise ConfigError("--last counts back from the live edge: give it, or --since/--until")
+            raise ConfigError(
+                "--last counts back from the live edge; give it or --since/--until, not both"
+            )
         seconds = None
         if last is not None:
             try:
