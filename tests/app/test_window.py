@@ -9,17 +9,18 @@ from factories import video_record
 
 from vidagent.app.window import TimeWindow, resolve_window
 from vidagent.exceptions import ConfigError
+from vidagent.library.schema import VideoRecord
 from vidagent.timecode import parse_duration
 
 
-def recorded(start: str, duration: float, name: str = "cam.mp4") -> object:
+def recorded(start: str, duration: float, name: str = "cam.mp4") -> VideoRecord:
     return dataclasses.replace(video_record("v1", duration, name), recorded_at=start)
 
 
-def window(record: object, **given: str) -> tuple[float, float]:
+def window(record: VideoRecord, **given: str) -> tuple[float, float]:
     asked = TimeWindow.parse(**given)
     assert asked is not None
-    return resolve_window(asked, record)  # type: ignore[arg-type]
+    return resolve_window(asked, record)
 
 
 @pytest.mark.parametrize(

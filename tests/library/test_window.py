@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -95,7 +96,7 @@ def test_memoised_answers_are_kept_per_window(library: Library) -> None:
     (vid,) = library.listed_ids()
     built: list[str] = []
 
-    def build(text: str):  # type: ignore[no-untyped-def]
+    def build(text: str) -> Callable[[], tuple[str, dict[str, object]]]:
         def made() -> tuple[str, dict[str, object]]:
             built.append(text)
             return text, {}
