@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from agentkit import INDEX_SPECS, action
 from clirun import vidagent
 from growkit import grow
@@ -95,6 +96,52 @@ def test_a_scripted_dvd_searches_and_looks_only_inside_the_window(
     vidagent(*args, "--trace", str(again), home=_isolated_home, env=fake_env(*script))
     whole = next(e for e in Trace.load(again).events if isinstance(e, Observed))
     assert min(t0 for _, t0, _ in whole.evidence) < 10
+
+
+def test_eea_looks_at_frames_of_the_window_only(small_video: Path, _isolated_home: Path) -> None:
+    index(small_video, _isolated_home)
+    args = ["ask", "small.mp4", "What text?", "-o", "A", "-o", "B", "-s", "eea", "--json"]
+
+    def frames(*window: str) -> list[float]:
+        out = vidagent(*args, "--max-steps", "3", *window, home=_isolated_home, env=fake_env())
+        assert out.returncode == 0, out.stderr
+        return [t0 for _, t0, _ in json.loads(out.stdout)["answer"]["evidence"]]
+
+    assert min(frames()) < 7  # the whole video: earlier frames too
+    seen = frames("--last", "5s")
+    assert seen and min(seen) >= 7
+
+
+@pytest.mark.parametrize("strategy", ["avi", "videoagent2", "cvr"])
+def test_every_strategy_answers_within_a_window(
+    strategy: str, small_video: Path, _isolated_home: Path, tmp_path: Path
+) -> None:
+    index(small_video, _isolated_home)
+    trace = tmp_path / f"{strategy}.jsonl"
+    out = vidagent(
+        "ask",
+        "small.mp4",
+        "What text?",
+        "-o",
+        "A",
+        "-o",
+        "B",
+        "-s",
+        strategy,
+        "--json",
+        "--max-steps",
+        "2",
+        "--last",
+        "5s",
+        "--trace",
+        str(trace),
+        home=_isolated_home,
+        env=fake_env(),
+    )
+    assert out.returncode == 0, out.stderr
+    assert started(trace).videos[0]["window"] == [7.0, 12.0]
+    evidence = json.loads(out.stdout)["answer"]["evidence"]
+    assert all(t1 > 7 for _, _, t1 in evidence)
 
 
 def test_last_follows_the_live_edge_of_a_growing_video(
