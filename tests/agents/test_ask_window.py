@@ -59,11 +59,16 @@ def test_retrieval_answers_from_the_last_seconds_only(
         *args, "--last", "2s", "--trace", str(trace), home=_isolated_home, env=fake_env()
     )
     assert out.returncode == 0, out.stderr
-    answer = json.loads(out.stdout)["answer"]
+    answered = json.loads(out.stdout)
+    answer = answered["answer"]
     assert answer["evidence"] and all(t0 >= 10 for _, t0, _ in answer["evidence"])
     assert all(c["t0"] >= 10 for c in answer["citations"])
     (video,) = started(trace).videos
     assert video["window"] == [10.0, 12.0] and video["duration"] == 12.0
+    assert "windows" not in whole
+    assert answered["windows"] == [
+        {"video_id": video["video_id"], "t0": 10.0, "t1": 12.0, "wall_t0": None, "wall_t1": None}
+    ]
 
 
 def test_a_scripted_dvd_searches_and_looks_only_inside_the_window(

@@ -58,6 +58,7 @@ def test_search_takes_a_window(api: TestClient) -> None:
 
 def test_ask_and_ground_run_inside_the_window_and_trace_it(api: TestClient) -> None:
     vid = api.get("/api/videos").json()["videos"][0]["video_id"]
+    api.app.state.server.session.set_recorded_at(vid, "2026-11-28T14:00:00Z")
     for task in ("answer", "ground"):
         body = {"videos": [vid], "question": "HELLO", "strategy": "retrieval", "task": task}
         r = api.post("/api/ask", json=body | {"last": "2s"})
@@ -68,6 +69,12 @@ def test_ask_and_ground_run_inside_the_window_and_trace_it(api: TestClient) -> N
         assert evidence and all(t0 >= 10 for _, t0, _ in evidence)
         started = api.get(f"/api/traces/{r.json()['trace']}").json()["events"][0]
         assert started["videos"][0]["window"] == [10.0, 12.0]
+        (window,) = job["result"]["windows"]
+        assert (window["t0"], window["t1"], window["wall_t0"]) == (
+            10.0,
+            12.0,
+            "2026-11-28T14:00:10Z",
+        )
 
 
 def test_a_window_that_cannot_be_placed_is_the_requests_fault(api: TestClient) -> None:
