@@ -36,10 +36,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vidagent.exceptions import ConfigError
-from vidagent.timecode import hms, parse_duration
+from vidagent.timecode import hms, parse_duration, wall_clock
 
 if TYPE_CHECKING:
     from vidagent.library import Library
@@ -98,11 +98,6 @@ class TimeWindow:
             return f"--last {self.last:g}s"
         parts = [f"--since {self.since}"] if self.since else []
         return " ".join(parts + ([f"--until {self.until}"] if self.until else []))
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"last": s, "since": text, "until": text}`` with the given ones."""
-        given = {"last": self.last, "since": self.since, "until": self.until}
-        return {k: v for k, v in given.items() if v is not None}
 
 
 def _given(text: str | None) -> str | None:
@@ -183,8 +178,6 @@ def _seconds(when: datetime, start: datetime) -> float:
 
 def _where(record: VideoRecord) -> str:
     """Where a video's times lie, in words: ``00:00:00 to 00:10:00``, with wall-clock times."""
-    from vidagent.timecode import wall_clock
-
     span = f"{hms(0.0)} to {hms(record.duration)}"
     if record.recorded_at:
         ends = (wall_clock(record.recorded_at, t) for t in (0.0, record.duration))
