@@ -40,6 +40,7 @@ at, so a paper's configuration gives the answers it gave before.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import json
 from collections.abc import Callable, Mapping
@@ -187,6 +188,16 @@ class Agent:
         self.budget = self.step_budget(budget or Budget())
         self.tool_mode: ToolMode = tool_mode
         self.max_tokens = max_tokens
+
+    def within(self, library: Store) -> Agent:
+        """This agent reading ``library`` instead, its configuration shared: how a question
+        limited to a time window (``--last``, ``--since``, ``--until``) runs, over a
+        :class:`~vidagent.library.window.WindowedLibrary` that every tool and
+        :attr:`index` read goes through."""
+        scoped = copy.copy(self)
+        scoped.library = library
+        scoped.index = IndexView(library, self.models)
+        return scoped
 
     @classmethod
     def parse_options(cls, given: Any) -> Any:
@@ -534,6 +545,9 @@ class Agent:
             video = {"video_id": vid, "name": record.name, "duration": record.duration}
             if getattr(record, "recorded_at", ""):  # its times also read as wall-clock times
                 video["recorded_at"] = record.recorded_at
+            window = self.index.window(vid)
+            if window is not None:  # the run saw only this part (its duration: the window's end)
+                video["window"] = [round(window[0], 3), round(window[1], 3)]
             videos.append(video)
         return {
             "strategy": self.name,

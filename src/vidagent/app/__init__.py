@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from vidagent.app.asking import AskPlan
 from vidagent.app.results import AskResult, SearchHit
 from vidagent.app.session import Session
+from vidagent.app.window import TimeWindow
 
 if TYPE_CHECKING:
     from vidagent.agents.base import Answer, ToolMode
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from vidagent.models.client import Models
     from vidagent.trace import Event
 
-__all__ = ["AskPlan", "AskResult", "SearchHit", "Session", "ask", "search"]
+__all__ = ["AskPlan", "AskResult", "SearchHit", "Session", "TimeWindow", "ask", "search"]
 
 
 def ask(
@@ -40,6 +41,7 @@ def ask(
     on_event: Callable[[Event], None] | None = None,
     tool_mode: ToolMode = "auto",
     progress: bool = False,
+    window: TimeWindow | None = None,
     **strategy_options: Any,
 ) -> Answer:
     """Answer a question about one or more videos (see :meth:`Session.ask`); ``strategy``
@@ -59,6 +61,7 @@ def ask(
             tool_mode=tool_mode,
             progress=progress,
             strategy_options=strategy_options,
+            window=window,
         )
         result = plan.run(on_event)
     assert result.answer is not None
@@ -75,8 +78,11 @@ def search(
     top: int = 10,
     settings: Settings | None = None,
     models: Models | None = None,
+    window: TimeWindow | None = None,
 ) -> list[ClipHit]:
     """Clips most similar to ``query`` in meaning, best first (see :meth:`Session.search`)."""
     with Session(settings, library=library, models=models) as session:
-        hits = session.search(query, videos=videos, t_from=t_from, t_to=t_to, top=top)
+        hits = session.search(
+            query, videos=videos, t_from=t_from, t_to=t_to, top=top, window=window
+        )
     return [h.hit for h in hits]

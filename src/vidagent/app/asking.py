@@ -31,6 +31,7 @@ from vidagent.app.core import SessionCore
 from vidagent.app.indexing import index_file
 from vidagent.app.limits import check_options
 from vidagent.app.results import AskResult, GroundResult
+from vidagent.app.window import TimeWindow, resolve_window, windowed
 from vidagent.exceptions import ConfigError, VideoNotFoundError
 
 if TYPE_CHECKING:
@@ -218,6 +219,9 @@ class AskPlan:
         task: ``answer``, or ``ground`` (the result is then a
             :class:`~vidagent.app.results.GroundResult`).
         progress: progress bars while indexing.
+        window: the part of each video the question may see (``--last``, ``--since``,
+            ``--until``; :mod:`vidagent.app.window`), resolved on each video's live edge when
+            :meth:`run` starts; None: all of it.
     """
 
     core: SessionCore = field(repr=False, compare=False)
@@ -230,6 +234,7 @@ class AskPlan:
     options: tuple[str, ...] = ()
     task: Task = "answer"
     progress: bool = False
+    window: TimeWindow | None = None
 
     def run(
         self,
@@ -251,6 +256,8 @@ class AskPlan:
         Raises:
             MediaError: a file cannot be used as a video.
             VideoNotFoundError: a reference is neither a file nor a video in the Library.
+            ConfigError: the window holds nothing of a video, or needs a recording start
+                time it has not.
             ProviderError: a model endpoint failed while the strategy prepared.
         """
         from vidagent.agents.base import Question
@@ -258,9 +265,13 @@ class AskPlan:
 
         ids = resolve_videos(self.core, self.videos, self.agent, progress=self.progress)
         self.core.check_embedding()
+        # The live edges are read here, once: the run sees one window however the videos grow.
+        answering = self.agent
+        if self.window is not None:
+            answering = answering.within(windowed(self.core.library, ids, self.window))
         run_trace: Trace = Trace(self.trace_path, listeners=[on_event] if on_event else [])
         asked = Question(self.question, tuple(ids), self.options, self.task)
-        answer = self.agent.run(asked, run_trace, should_stop=should_stop)
+        answer = answering.run(asked, run_trace, should_stop=should_stop)
         result = GroundResult if self.task == "ground" else AskResult
         return result(run_trace, answer, self.notice)
 
@@ -278,13 +289,15 @@ def plan_ask(
     progress: bool = False,
     strategy_options: Any = None,
     task: Task = "answer",
+    window: TimeWindow | None = None,
 ) -> AskPlan:
     """Resolve a question once (the arguments are
     :meth:`Session.plan_ask <vidagent.app.session.Session.plan_ask>`'s).
 
     Raises:
         ConfigError: an empty question or event, no video, too many options, an unknown
-            strategy, or an unknown or ill-typed strategy option.
+            strategy, an unknown or ill-typed strategy option, or a window that cannot fit a
+            video already in the Library (:func:`check_window`).
     """
     if not question.strip():
         raise ConfigError(
@@ -294,12 +307,44 @@ def plan_ask(
     refs = (videos,) if isinstance(videos, (str, Path)) else tuple(videos)
     if not refs:
         raise ConfigError("name at least one video")
+    if window is not None:
+        check_window(core, refs, window)
     strategy, notice = pick_strategy(core.settings, strategy, task)
     chosen = agent(core, strategy, budget=budget, tool_mode=tool_mode, options=strategy_options)
     path = core.trace_path(strategy) if trace is True else Path(trace) if trace else None
     return AskPlan(
-        core, strategy, notice, path, chosen, question, refs, tuple(options), task, progress
+        core,
+        strategy,
+        notice,
+        path,
+        chosen,
+        question,
+        refs,
+        tuple(options),
+        task,
+        progress,
+        window,
     )
+
+
+def check_window(core: SessionCore, refs: Sequence[str | Path], window: TimeWindow) -> None:
+    """Stop a question whose window cannot fit a video already in the Library (no recording
+    start for ``since``/``until``, nothing of it in the window) before anything runs; files
+    are checked once indexed, when the plan runs, as a video that grows meanwhile is.
+
+    Raises:
+        ConfigError: as :func:`~vidagent.app.window.resolve_window`, naming the video.
+    """
+    if not core.library_exists():
+        return
+    for ref in refs:
+        if Path(ref).expanduser().is_file():
+            continue
+        try:
+            record = core.library.get_video(str(ref))
+        except VideoNotFoundError:
+            continue  # the run says so, as it does without a window
+        resolve_window(window, record)
 
 
 def ground(

@@ -261,13 +261,33 @@ class AskResult:
         letter = (
             option_letter(answered.choice) if answered and answered.choice is not None else None
         )
-        return {
+        body = {
             "answer": fields(answered),
             "letter": letter,
             "totals": fields(totals),
             "trace": str(self.trace.path) if self.trace.path else None,
             "notice": self.notice,
         }
+        windows = self.windows()
+        return body | {"windows": windows} if windows else body
+
+    def windows(self) -> list[dict[str, Any]]:
+        """The part of each video the run saw, where it saw only a window (``--last`` …):
+        ``video_id``, ``t0``, ``t1`` in seconds and ``wall_t0``, ``wall_t1`` (ISO-8601, None
+        when the recording start is unknown), from the trace's ``run_started``."""
+        from vidagent.trace import RunStarted
+
+        started = next(iter(self.trace.of(RunStarted)), None)
+        out = []
+        for v in started.videos if started is not None else []:
+            if v.get("window"):
+                t0, t1 = v["window"]
+                walls = [wall_clock(v.get("recorded_at") or "", t) or None for t in (t0, t1)]
+                out.append(
+                    {"video_id": v["video_id"], "t0": t0, "t1": t1}
+                    | {"wall_t0": walls[0], "wall_t1": walls[1]}
+                )
+        return out
 
 
 @dataclass(frozen=True)

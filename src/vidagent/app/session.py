@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from vidagent.app.export import ExportResult
     from vidagent.app.sheets import SheetResult
     from vidagent.app.traces import TraceSummary
+    from vidagent.app.window import TimeWindow
     from vidagent.budget import Budget
     from vidagent.ingest.pipeline import IndexResult, StageRun
     from vidagent.trace import Event
@@ -216,12 +217,22 @@ class Session(SessionCore):
         t_to: float | None = None,
         top: int = 10,
         speaker: str | None = None,
+        window: TimeWindow | None = None,
     ) -> list[SearchHit]:
         """Clips most similar to ``text`` in meaning, best first, embedded with the model that
         made the Library's vectors (whatever the session's embed role says); with ``speaker``
-        (``S1`` or a given name) only clips where that speaker talks."""
+        (``S1`` or a given name) only clips where that speaker talks; with ``window``
+        (:class:`~vidagent.app.window.TimeWindow`: ``--last 10m`` …) only clips in each
+        video's window, resolved on its live edge now."""
         return _videos.search(
-            self, text, videos=videos, t_from=t_from, t_to=t_to, top=top, speaker=speaker
+            self,
+            text,
+            videos=videos,
+            t_from=t_from,
+            t_to=t_to,
+            top=top,
+            speaker=speaker,
+            window=window,
         )
 
     def speakers(self, ref: str) -> SpeakerList:
@@ -287,6 +298,7 @@ class Session(SessionCore):
         progress: bool = False,
         strategy_options: Any = None,
         task: Literal["answer", "ground"] = "answer",
+        window: TimeWindow | None = None,
     ) -> AskPlan:
         """A question resolved once, ready to run: the strategy (the default picked), its
         one-line notice, the trace path and the agent, its options checked. Nothing is indexed
@@ -307,6 +319,10 @@ class Session(SessionCore):
             progress: progress bars while indexing.
             strategy_options: the strategy's options (a mapping or its ``Options``).
             task: ``"ground"`` reads ``question`` as an event to find in time (see :meth:`ground`).
+            window: only part of each video (:class:`~vidagent.app.window.TimeWindow`, made
+                by ``TimeWindow.parse(last="10m")``): every strategy, tool and citation check
+                then reads only that part, resolved on the videos' live edges when the plan
+                runs (:mod:`vidagent.app.window`).
 
         Raises:
             ConfigError: an empty question, no video, too many options, an unknown strategy,
@@ -324,6 +340,7 @@ class Session(SessionCore):
             progress=progress,
             strategy_options=strategy_options,
             task=task,
+            window=window,
         )
 
     def ask(
@@ -340,6 +357,7 @@ class Session(SessionCore):
         progress: bool = False,
         strategy_options: Any = None,
         task: Literal["answer", "ground"] = "answer",
+        window: TimeWindow | None = None,
     ) -> AskResult:
         """Answer a question about one or more videos: :meth:`plan_ask`, then run the plan,
         calling ``on_event`` with every trace event as it happens (live display). The other
@@ -355,6 +373,7 @@ class Session(SessionCore):
             progress=progress,
             strategy_options=strategy_options,
             task=task,
+            window=window,
         )
         return plan.run(on_event)
 

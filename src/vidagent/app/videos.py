@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vidagent.app.core import SessionCore
 from vidagent.app.results import GraphDetail, SearchHit, VideoDetail
 from vidagent.exceptions import ConfigError, LibraryError
+
+if TYPE_CHECKING:
+    from vidagent.app.window import TimeWindow
 
 
 def videos(core: SessionCore) -> list[Any]:
@@ -73,6 +76,7 @@ def search(
     t_to: float | None = None,
     top: int = 10,
     speaker: str | None = None,
+    window: TimeWindow | None = None,
 ) -> list[SearchHit]:
     """Clips most similar to ``text`` in meaning, best first, embedded with the model that
     made the Library's vectors (whatever the session's embed role says). Each hit says who
@@ -81,6 +85,10 @@ def search(
     With ``speaker`` (a label such as ``S1`` or a name given with ``speakers rename``), only
     clips where that speaker talks: the nearest ``max(10 * top, 100)`` clips are filtered, so
     a speaker with few clips far from the text may be missed in a long Library.
+
+    With ``window`` only clips in each searched video's window (:mod:`vidagent.app.window`,
+    resolved on the live edges now); a window that holds nothing of a video, or needs a
+    recording start time it has not, is a ConfigError naming it.
     """
     from vidagent.app.speakers import names, spans_of, who_speaks
     from vidagent.library.search import bound_embedding
@@ -96,6 +104,10 @@ def search(
     if client.spec != bound:
         client = core.hub_with(embed=bound).client("embed")
     ids = [lib.resolve(v) for v in videos] if videos else None
+    if window is not None:
+        from vidagent.app.window import windowed
+
+        lib = windowed(lib, ids if ids is not None else lib.listed_ids(), window)
     k = max(10 * top, 100) if speaker else top
     hits = search_text(lib, client, text, ids, k=k, t_from=t_from, t_to=t_to)
     if speaker:

@@ -24,6 +24,8 @@ from vidagent.cli.base import (
     session_of,
     strategy_sets_option,
     tool_mode_option,
+    window_of,
+    window_options,
 )
 from vidagent.exceptions import ProviderError, describe
 
@@ -106,6 +108,7 @@ def _noticed(show: Callable[[Any], None], line: str) -> Callable[[Any], None]:
     show_default=True,
     help="a reviewer checks the answer against its cited frames (auto: with a vision model)",
 )
+@window_options
 @click.option("--calls", is_flag=True, help="also show every model call")
 @click.option("--quiet", "-q", is_flag=True, help="do not show the steps")
 @click.option("--json", "as_json", is_flag=True, help="print the answer and totals as JSON")
@@ -125,6 +128,9 @@ def ask(
     sets: tuple[str, ...],
     abstain: str,
     critic: str,
+    last: str | None,
+    since: str | None,
+    until: str | None,
     calls: bool,
     quiet: bool,
     as_json: bool,
@@ -137,6 +143,10 @@ def ask(
     in the trace file. With no model endpoint configured (the llm is the embedded SmolLM2-135M)
     the retrieval baseline answers unless a strategy is named; a line on stderr says so. Exits 3
     when the model never answered (its endpoint failed on every try), for every strategy.
+
+    --last, --since and --until limit everything the strategy sees (search, clips, frames,
+    transcript; the video-level summary is hidden) to a window of each video, read at the live
+    edge of a video still being indexed when the question starts.
     """
     from vidagent.budget import Budget
     from vidagent.cli.render import Renderer
@@ -144,6 +154,7 @@ def ask(
     if len(args) < 2:
         raise click.UsageError("give at least one VIDEO and a QUESTION")
     *videos, question = args
+    window = window_of(last, since, until)
     given: dict[str, Any] = {
         "steps": max_steps,
         "frames": max_frames,
@@ -164,6 +175,7 @@ def ask(
         tool_mode=tool_mode,  # type: ignore[arg-type]
         progress=not quiet and sys.stderr.isatty(),  # ingest's bars: on a terminal only
         strategy_options={"abstain": abstain, "critic": critic, **parse_sets(sets)},
+        window=window,
     )
     try:
         result = plan.run(on_event=_noticed(show, plan.notice))
@@ -192,6 +204,7 @@ def ask(
 @click.option("--max-steps", type=int, help="tool iterations [avi: 10]")
 @tool_mode_option
 @strategy_sets_option
+@window_options
 @click.option("--quiet", "-q", is_flag=True, help="do not show the steps")
 @click.option(
     "--json", "as_json", is_flag=True, help="print the interval, answer and totals as JSON"
@@ -206,6 +219,9 @@ def ground(
     max_steps: int | None,
     tool_mode: str,
     sets: tuple[str, ...],
+    last: str | None,
+    since: str | None,
+    until: str | None,
     quiet: bool,
     as_json: bool,
 ) -> None:
@@ -215,12 +231,14 @@ def ground(
     clips, refines the boundaries by frame-text similarity and answers **Answer:**[start, end].
     Without an endpoint the retrieval baseline answers from the index: the best-matching clip,
     tightened to the times of the event's spoken words. Exits 1 when the answer names no
-    interval, 3 when the model never answered.
+    interval, 3 when the model never answered. --last, --since and --until look for it only
+    in that window (as for ask).
     """
     from vidagent.app.results import GroundResult
     from vidagent.budget import Budget
     from vidagent.cli.render import Renderer
 
+    window = window_of(last, since, until)
     show = _live(Renderer(), quiet=quiet, stream=sys.stderr if as_json else sys.stdout)
     plan = session_of(ctx).plan_ask(
         video,
@@ -232,6 +250,7 @@ def ground(
         progress=not quiet and sys.stderr.isatty(),  # ingest's bars: on a terminal only
         strategy_options=parse_sets(sets),
         task="ground",
+        window=window,
     )
     try:
         result = plan.run(on_event=_noticed(show, plan.notice))

@@ -17,7 +17,7 @@ from vidagent.roles import ROLES
 from vidagent.timecode import hms
 
 if TYPE_CHECKING:
-    from vidagent.app import Session
+    from vidagent.app import Session, TimeWindow
 
 __all__ = [
     "cli",
@@ -29,6 +29,8 @@ __all__ = [
     "settings_of",
     "strategy_sets_option",
     "tool_mode_option",
+    "window_of",
+    "window_options",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -90,6 +92,38 @@ strategy_sets_option = click.option(
     metavar="KEY=VALUE",
     help="a strategy option, a JSON value where it parses (e.g. top_k=8)",
 )
+
+
+def window_options(fn: F) -> F:
+    """``--last``, ``--since`` and ``--until``: ask or search only part of each video
+    (:mod:`vidagent.app.window`); the command takes them as ``last``, ``since``, ``until``."""
+    for option in reversed(
+        (
+            click.option(
+                "--last",
+                metavar="LENGTH",
+                help="only the last LENGTH before the live edge (a growing video's indexed "
+                "end, a file's end): 10m, 90s, 1h30m",
+            ),
+            click.option(
+                "--since",
+                metavar="TIME",
+                help="only from this wall-clock time: HH:MM[:SS] or ISO-8601 (needs the "
+                "video's recording start, `index --started-at`)",
+            ),
+            click.option("--until", metavar="TIME", help="only up to this wall-clock time"),
+        )
+    ):
+        fn = option(fn)
+    return fn
+
+
+def window_of(last: str | None, since: str | None, until: str | None) -> TimeWindow | None:
+    """The :class:`~vidagent.app.window.TimeWindow` of :func:`window_options`' values (None:
+    none given); a bad one is a one-line ConfigError before anything runs."""
+    from vidagent.app import TimeWindow
+
+    return TimeWindow.parse(last, since, until)
 
 
 def _role_options(fn: F) -> F:

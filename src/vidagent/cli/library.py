@@ -7,7 +7,15 @@ from pathlib import Path
 
 import click
 
-from vidagent.cli.base import cli, echo_json, hms, parse_time, session_of
+from vidagent.cli.base import (
+    cli,
+    echo_json,
+    hms,
+    parse_time,
+    session_of,
+    window_of,
+    window_options,
+)
 from vidagent.timecode import wall_clock
 
 
@@ -161,6 +169,7 @@ def _show_graph(ctx: click.Context, video: str, as_json: bool) -> None:
 @click.option(
     "--top", default=5, show_default=True, type=click.IntRange(min=1), help="how many clips"
 )
+@window_options
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 @click.pass_context
 def search(
@@ -171,14 +180,19 @@ def search(
     t_to: str | None,
     speaker: str | None,
     top: int,
+    last: str | None,
+    since: str | None,
+    until: str | None,
     as_json: bool,
 ) -> None:
-    """Find the clips of VIDEO (id, prefix, name, or 'all') that match TEXT in meaning."""
+    """Find the clips of VIDEO (id, prefix, name, or 'all') that match TEXT in meaning
+    (with --last/--since/--until: only in that window of each video, read at its live edge)."""
     videos = None if video == "all" else [video]
     start = parse_time(t_from) if t_from else None
     end = parse_time(t_to) if t_to else None
+    window = window_of(last, since, until)
     found = session_of(ctx).search(
-        text, videos=videos, t_from=start, t_to=end, top=top, speaker=speaker
+        text, videos=videos, t_from=start, t_to=end, top=top, speaker=speaker, window=window
     )
     if as_json:
         echo_json([h.to_json() for h in found])

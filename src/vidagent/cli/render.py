@@ -42,6 +42,22 @@ def _spans(evidence: list[list[Any]], names: dict[str, str]) -> str:
     return "; ".join(parts)
 
 
+def _windows(videos: list[dict[str, Any]]) -> str:
+    """``\n  window: NAME 00:10:00–00:20:00 (2026-…Z to 2026-…Z)`` for each video a run saw only
+    part of (``--last``, ``--since``, ``--until``), wall-clock times where its start is known."""
+    lines = []
+    for v in videos:
+        if not v.get("window"):
+            continue
+        t0, t1 = v["window"]
+        walls = [wall_clock(v.get("recorded_at") or "", t) for t in (t0, t1)]
+        wall = f" ({walls[0]} to {walls[1]})" if all(walls) else ""
+        lines.append(
+            f"\n  window: {_spans([[v['video_id'], t0, t1]], {v['video_id']: v.get('name', v['video_id'][:12])})}{wall}"
+        )
+    return "".join(lines)
+
+
 class Renderer:
     """Turns events into the lines a person reads; keeps the video names seen at the start.
 
@@ -69,7 +85,8 @@ class Renderer:
             head = f"[{e.strategy}] {e.question}"
             opts = "".join(f"\n  ({chr(65 + i)}) {o}" for i, o in enumerate(e.options))
             note = f"\n  note: {e.index['note']}" if e.index.get("note") else ""
-            return f"{head}{opts}\n  videos: {videos}; llm {e.models.get('llm', '?')}{note}"
+            window = _windows(e.videos)
+            return f"{head}{opts}\n  videos: {videos}; llm {e.models.get('llm', '?')}{window}{note}"
         if isinstance(e, ChildStarted):
             data = json.dumps(e.data, ensure_ascii=False) if e.data else ""
             return f"⤷ {e.name} [{e.child}] {self._cut(data)}".rstrip()

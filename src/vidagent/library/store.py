@@ -276,6 +276,11 @@ class Library:
         """The video ``ref`` names (see :meth:`resolve`)."""
         return self.rows.get_video(ref)
 
+    def window(self, video_id: str) -> tuple[float, float] | None:
+        """The time window reads of ``video_id`` are cut to: None, the whole video (a
+        :class:`~vidagent.library.window.WindowedLibrary` cuts them to one)."""
+        return None
+
     def has_video(self, video_id: str) -> bool:
         """Whether the video is listed."""
         return self.rows.has_video(video_id)

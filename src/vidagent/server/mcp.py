@@ -49,6 +49,7 @@ from vidagent.app.limits import (
     describe_errors,
 )
 from vidagent.app.results import video_json
+from vidagent.app.window import TimeWindow
 from vidagent.exceptions import (
     BackendMissingError,
     ToolInputError,
@@ -108,6 +109,23 @@ Videos = Annotated[
     ),
 ]
 VideoRef = Annotated[Ref, Field(description="a video id, unique id prefix or name in the Library")]
+Last = Annotated[
+    str | None,
+    Field(
+        description="only the last LENGTH of each video before its live edge (the end "
+        "indexed so far): 10m, 90s, 1h30m",
+        max_length=32,
+    ),
+]
+Since = Annotated[
+    str | None,
+    Field(
+        description="only from this wall-clock time, HH:MM[:SS] or ISO-8601 (needs the "
+        "video's recording start)",
+        max_length=64,
+    ),
+]
+Until = Annotated[str | None, Field(description="only up to this wall-clock time", max_length=64)]
 Times = Annotated[
     list[Annotated[float, Field(ge=0)]],
     Field(
@@ -248,10 +266,17 @@ class Tools:
             Ref | None,
             Field(description="only clips where this speaker talks: a label (S1) or a name"),
         ] = None,
+        last: Last = None,
+        since: Since = None,
+        until: Until = None,
     ) -> dict[str, Any]:
         """Clips most similar to ``query`` in meaning, best first (``hits``), with their spans
-        (seconds and HH:MM:SS), captions, transcripts, on-screen text and who speaks."""
-        hits = self.session.search(query, videos=videos, top=top, speaker=speaker)
+        (seconds and HH:MM:SS, and wall-clock times where the recording start is known),
+        captions, transcripts, on-screen text and who speaks; ``last``/``since``/``until``
+        search only that window of each video (a stream still being indexed: up to its live
+        edge now)."""
+        window = TimeWindow.parse(last, since, until)
+        hits = self.session.search(query, videos=videos, top=top, speaker=speaker, window=window)
         return {"hits": [h.to_json() for h in hits]}
 
     def ask(
@@ -292,6 +317,9 @@ class Tools:
                 "question (auto: with a vision model)"
             ),
         ] = "auto",
+        last: Last = None,
+        since: Since = None,
+        until: Until = None,
     ) -> dict[str, Any]:
         """Answer a question about one or more videos with an agent. Returns the answer, its
         letter for a multiple-choice question, the evidence spans ``[video_id, start, end]`` in
@@ -299,7 +327,8 @@ class Tools:
         unchecked, the quote's ``t0``/``t1``, the quote), whether it abstained or is unverified,
         the run's totals,
         ``notice`` (a line on the strategy that answered: without a model endpoint, that the
-        agents need one), and ``trace_id`` (read ``vidagent://traces/{trace_id}``)."""
+        agents need one), and ``trace_id`` (read ``vidagent://traces/{trace_id}``).
+        ``last``/``since``/``until`` limit all the agent sees to that window of each video."""
         from vidagent.budget import Budget
 
         refs = [self.roots.video(v, self.session) for v in videos]
@@ -311,6 +340,7 @@ class Tools:
             strategy=strategy,
             budget=budget,
             strategy_options={"abstain": abstain, "critic": critic},
+            window=TimeWindow.parse(last, since, until),
         )
         result = plan.run()
         trace = result.trace.path

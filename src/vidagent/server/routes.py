@@ -37,6 +37,7 @@ from vidagent.app.limits import (
     VideoOrPath,
 )
 from vidagent.app.results import video_json
+from vidagent.app.window import TimeWindow
 from vidagent.exceptions import ConfigError, MediaError, MediaNotFoundError
 from vidagent.server.jobs import Job
 from vidagent.server.state import Server
@@ -59,6 +60,27 @@ class Body(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
+class WindowFields(BaseModel):
+    """``last``, ``since``, ``until``: only part of each video (as the CLI's ``--last`` …)."""
+
+    last: str | None = Field(
+        None,
+        max_length=32,
+        description="only the last LENGTH before the live edge: 10m, 90s, 1h30m",
+    )
+    since: str | None = Field(
+        None,
+        max_length=64,
+        description="only from this wall-clock time, HH:MM[:SS] or ISO-8601 (needs the "
+        "video's recording start)",
+    )
+    until: str | None = Field(None, max_length=64, description="only up to this wall-clock time")
+
+    def window(self) -> TimeWindow | None:
+        """The window asked for (None: none); a bad one is a ConfigError (400)."""
+        return TimeWindow.parse(self.last, self.since, self.until)
+
+
 class RegisterBody(Body):
     path: FilePath = Field(description="a video file inside a media root")
     stages: list[Ref] | None = Field(
@@ -66,7 +88,7 @@ class RegisterBody(Body):
     )
 
 
-class SearchBody(Body):
+class SearchBody(Body, WindowFields):
     query: Query
     videos: list[Ref] | None = Field(None, max_length=MAX_VIDEOS)
     top: int = Field(10, ge=1, le=MAX_TOP)
@@ -75,7 +97,7 @@ class SearchBody(Body):
     )
 
 
-class AskBody(Body):
+class AskBody(Body, WindowFields):
     videos: list[VideoOrPath] = Field(
         min_length=1, max_length=MAX_VIDEOS, description="video ids or names (or files in a root)"
     )
@@ -177,7 +199,11 @@ def remove_video(ref: RefParam, request: Request) -> dict[str, Any]:
 @router.post("/search")
 def search(body: SearchBody, request: Request) -> dict[str, Any]:
     hits = server_of(request).session.search(
-        body.query, videos=body.videos, top=body.top, speaker=body.speaker
+        body.query,
+        videos=body.videos,
+        top=body.top,
+        speaker=body.speaker,
+        window=body.window(),
     )
     return {"hits": [h.to_json() | {"clip_index": h.hit.clip.clip_index} for h in hits]}
 
@@ -202,6 +228,7 @@ def ask(body: AskBody, request: Request) -> dict[str, Any]:
         budget=Budget(steps=body.max_steps) if body.max_steps else None,
         task=body.task,
         strategy_options={"abstain": body.abstain, "critic": body.critic},
+        window=body.window(),
     )
     assert plan.trace_path is not None  # trace=True: under the session's traces folder
     trace = plan.trace_path.stem

@@ -124,6 +124,13 @@ class ToolContext:
             self._durations[video_id] = self.library.get_video(video_id).duration
         return self._durations[video_id]
 
+    def span(self, video_id: str) -> tuple[float, float]:
+        """The part of the video the run may see: its window (a question asked with
+        ``--last``/``--since``/``--until``: the Library is then a
+        :class:`~vidagent.library.window.WindowedLibrary`), else ``(0, duration)``."""
+        window = self.library.window(video_id)
+        return window if window is not None else (0.0, self.duration(video_id))
+
     def resolve_video(self, ref: str | None) -> str:
         """A video id in scope from an id, unique id prefix or file name; ``None`` means the only one.
 
@@ -150,11 +157,12 @@ class ToolContext:
         raise VideoNotFoundError(f"no video {ref!r} in scope; choose one of: {choices}")
 
     def clamp(self, video_id: str, t: float) -> float:
-        """``t`` moved into ``[0, duration]`` of the video."""
-        return min(max(t, 0.0), self.duration(video_id))
+        """``t`` moved into the video's :meth:`span` (``[0, duration]`` unless windowed)."""
+        start, end = self.span(video_id)
+        return min(max(t, start), end)
 
     def clamp_span(self, video_id: str, t0: float, t1: float) -> tuple[float, float]:
-        """``(t0, t1)`` in order and clamped into ``[0, duration]`` of the video."""
+        """``(t0, t1)`` in order and clamped into the video's :meth:`span`."""
         lo, hi = sorted((t0, t1))
         return self.clamp(video_id, lo), self.clamp(video_id, hi)
 

@@ -53,9 +53,10 @@ def inspect_times(
     return sorted(times)
 
 
-def browse_times(duration: float, n: int) -> list[float]:
-    """``n`` times at the midpoints of equal bins over the video (DVD spec A.6)."""
-    return [(j + 0.5) * duration / n for j in range(n)]
+def browse_times(duration: float, n: int, start: float = 0.0) -> list[float]:
+    """``n`` times at the midpoints of equal bins over the video (DVD spec A.6), or over
+    ``[start, duration]`` (a question's window)."""
+    return [start + (j + 0.5) * (duration - start) / n for j in range(n)]
 
 
 def ask_vlm(
@@ -78,10 +79,11 @@ def ask_vlm(
     """
     record = ctx.library.get_video(video_id)
     client = ctx.require_models("tool_vlm", "this tool").client("tool_vlm")
+    # Every frame a tool looks at passes here: clamped, none lies outside a question's window.
     return ask_about_frames(
         client,
         record.source,
-        times,
+        [ctx.clamp(video_id, t) for t in times],
         width=record.width,
         height=record.height,
         short_side=short_side,
@@ -109,11 +111,17 @@ def frame_inspect(
         video: The video to look at (its id or name); needed when several are in scope.
     """
     video_id = ctx.resolve_video(video)
-    duration = ctx.duration(video_id)
+    start, duration = ctx.span(video_id)
     late = [min(pair) for pair in time_ranges_hhmmss if min(pair) > duration]
     if late:
         raise ToolInputError(
             f"time range starting {at_label(late[0])} begins after the video ends ({at_label(duration)})"
+        )
+    early = [max(pair) for pair in time_ranges_hhmmss if max(pair) < start]
+    if early:
+        raise ToolInputError(
+            f"time range ending {at_label(early[0])} ends before the part of the video this "
+            f"question is about begins ({at_label(start)})"
         )
     ranges = [ctx.clamp_span(video_id, t0, t1) for t0, t1 in time_ranges_hhmmss]
     opts = ctx.options.frames

@@ -108,6 +108,16 @@ class IndexView:
         """The video's duration in seconds."""
         return self.video(video_id).duration
 
+    def window(self, video_id: str) -> tuple[float, float] | None:
+        """The time window the run's reads of the video are cut to (``--last``, ``--since``,
+        ``--until``); None: the whole video."""
+        return self._library.window(video_id)
+
+    def span(self, video_id: str) -> tuple[float, float]:
+        """The part of the video the run may see: its :meth:`window`, else ``(0, duration)``."""
+        window = self.window(video_id)
+        return window if window is not None else (0.0, self.duration(video_id))
+
     def artifact(self, video_id: str, kind: ArtifactKind, key: str = "") -> Artifact | None:
         """A stored artefact (summary, context, registry), or None when there is none."""
         return self._library.artifact(video_id, kind, key)
@@ -171,8 +181,10 @@ class IndexView:
         return self._library.frame_vectors(video_id)
 
     def frame_images(self, video_id: str, times: Sequence[float], *, size: int) -> list[ImagePart]:
-        """The video's frames nearest ``times``, decoded from its source at most ``size`` pixels
-        on their long side, as JPEG image parts."""
+        """The video's frames nearest ``times`` (each moved into the video's :meth:`span`),
+        decoded from its source at most ``size`` pixels on their long side, as JPEG image parts."""
         from vidagent.models.vision import frame_images
 
-        return frame_images(self.video(video_id).source, times, size=size)
+        start, end = self.span(video_id)
+        inside = [min(max(t, start), end) for t in times]
+        return frame_images(self.video(video_id).source, inside, size=size)

@@ -108,7 +108,7 @@ def global_browse(ctx: ToolContext, query: str, video: str | None = None) -> Obs
         sections.append(f"{head}Subjects Information :\n{registry}\nEvent Information :\n{events}")
     return Observation(
         text="\n\n".join(sections),
-        evidence=tuple(Evidence(v, 0.0, ctx.duration(v)) for v in videos),
+        evidence=tuple(Evidence(v, *ctx.span(v)) for v in videos),
         frames=frames,
         model_calls=calls,
         adjusted=tuple(notes),
@@ -124,7 +124,8 @@ def _event_summary(ctx: ToolContext, video_id: str, query: str) -> tuple[str, in
     template = opts.browse_prompt or load_prompt("dvd_global_browse").strip()
     key_parts = [query, client.spec, template, str(n), str(height), str(opts.browse_splice)]
     key = hashlib.sha256("\x1f".join(key_parts).encode()).hexdigest()[:16]
-    times = browse_times(ctx.duration(video_id), n)
+    start, end = ctx.span(video_id)
+    times = browse_times(end, n, start)
 
     def build() -> tuple[str, dict[str, Any]]:
         text, note = ask_vlm(

@@ -100,19 +100,19 @@ def open_video(ctx: ToolContext, video: str | None) -> VideoView:
 
 def check_time(ctx: ToolContext, v: VideoView, t: float) -> float:
     """``t`` itself; a time outside the video is the model's to fix (ToolInputError)."""
-    duration = ctx.duration(v.video_id)
-    if not 0.0 <= t <= duration:
-        raise ToolInputError(f"{t:g} s is outside the video{v.name} (0 to {duration:.1f} s)")
+    start, end = ctx.span(v.video_id)
+    if not start <= t <= end:
+        raise ToolInputError(f"{t:g} s is outside the video{v.name} ({start:g} to {end:.1f} s)")
     return t
 
 
 def check_span(ctx: ToolContext, v: VideoView, t0: float, t1: float) -> tuple[float, float]:
     """``(t0, t1)`` in order and clamped to the video; a span wholly outside it is a ToolInputError."""
     lo, hi = sorted((t0, t1))
-    duration = ctx.duration(v.video_id)
-    if hi < 0.0 or lo > duration:
+    start, end = ctx.span(v.video_id)
+    if hi < start or lo > end:
         raise ToolInputError(
-            f"{lo:g}-{hi:g} s is outside the video{v.name} (0 to {duration:.1f} s)"
+            f"{lo:g}-{hi:g} s is outside the video{v.name} ({start:g} to {end:.1f} s)"
         )
     return ctx.clamp_span(v.video_id, lo, hi)
 
@@ -123,10 +123,11 @@ def grid(t0: float, t1: float, fps: float) -> list[float]:
     return [round(t0 + k / fps, 3) for k in range(n + 1)]
 
 
-def window(m: float, alpha: int, fps: float, duration: float) -> list[float]:
-    """The frames ``m - alpha .. m + alpha`` of the grid through ``m`` that lie in the video."""
+def window(m: float, alpha: int, fps: float, duration: float, start: float = 0.0) -> list[float]:
+    """The frames ``m - alpha .. m + alpha`` of the grid through ``m`` that lie in the video
+    (in ``[start, duration]``: a question's window)."""
     steps = (m if k == 0 else round(m + k / fps, 3) for k in range(-alpha, alpha + 1))
-    return [t for t in steps if 0.0 <= t <= duration]
+    return [t for t in steps if start <= t <= duration]
 
 
 def spread(times: list[float], most: int) -> tuple[list[float], str]:
@@ -372,8 +373,8 @@ def observe_objects(
     detector, tracker = backends(ctx)
     alpha, threshold = _settings(ctx)
     targets = sorted({resolve_target(o, detector) for o in objects}) if objects else None
-    duration, cost = ctx.duration(v.video_id), Cost()
-    windows = {m: window(m, alpha, v.fps, duration) for m in moments}
+    (start, end), cost = ctx.span(v.video_id), Cost()
+    windows = {m: window(m, alpha, v.fps, end, start) for m in moments}
     times = sorted({t for w in windows.values() for t in w})
     side = DETECT_SIZE if region.box == WHOLE else ZOOM_SIDE
     frames = region.frames(v, times, side, cost)  # (N, H, W, 3) uint8

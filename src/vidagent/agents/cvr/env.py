@@ -109,7 +109,8 @@ class VideoEnvironment:
             return Source(video, given, path=given.folder, files=files)
         assert given.video_id is not None
         record = self.run.index.video(given.video_id)
-        pieces = cvr_frames.clip_pieces(given.spans, record.duration)
+        start, _ = self.run.index.span(record.video_id)
+        pieces = cvr_frames.clip_pieces(given.spans, record.duration, start)
         if not pieces:
             raise MediaError(
                 record.source,

@@ -79,6 +79,7 @@ retrieval, u = 0); ``anchor_budget`` sweeps B_s; ``recompute_u`` refreshes stale
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -325,7 +326,9 @@ class EEAAgent(Agent):
             max_images=limit,
         )
         for vid, record in videos.items():
-            st.leaves.append(st.node(vid, 0, last_frame(record.duration), None, 0).id)
+            last = last_frame(record.duration)
+            first = min(last, math.ceil(self.index.span(vid)[0]))  # a question's window
+            st.leaves.append(st.node(vid, first, last, None, 0).id)
         if o.queries:
             st.retriever = make_retriever(o.retriever, self.index, self.models, list(videos))
             st.queries = self.discover_queries(run)

@@ -60,13 +60,13 @@ def _ranges(
     ctx: ToolContext, v: VideoView, ranges: Sequence[tuple[float, float]]
 ) -> list[tuple[float, float]]:
     """The ranges in order and clamped to the video; none inside it is the model's to fix."""
-    duration = ctx.duration(v.video_id)
+    start, end = ctx.span(v.video_id)
     kept = [
-        ctx.clamp_span(v.video_id, *sorted(r)) for r in ranges if min(r) <= duration and max(r) >= 0
+        ctx.clamp_span(v.video_id, *sorted(r)) for r in ranges if min(r) <= end and max(r) >= start
     ]
     if not kept:
         raise ToolInputError(
-            f"every time range lies outside the video{v.name} (0 to {duration:.1f} s)"
+            f"every time range lies outside the video{v.name} ({start:g} to {end:.1f} s)"
         )
     return kept
 

@@ -190,7 +190,7 @@ def global_explore_tool(ctx: ToolContext, query: str, video: str | None = None) 
         calls += made
         head = "" if len(ctx.video_ids) == 1 else f"Video {ctx.library.get_video(video_id).name}:\n"
         sections.append(head + text)
-    evidence = tuple(Evidence(v, 0.0, ctx.duration(v)) for v in _videos(ctx, video))
+    evidence = tuple(Evidence(v, *ctx.span(v)) for v in _videos(ctx, video))
     return Observation(text="\n\n".join(sections), evidence=evidence, model_calls=calls)
 
 

@@ -71,14 +71,17 @@ class Piece:
         return self.src_end - self.src_start
 
 
-def clip_pieces(spans: Sequence[tuple[float, float]], duration: float) -> list[Piece]:
+def clip_pieces(
+    spans: Sequence[tuple[float, float]], duration: float, start: float = 0.0
+) -> list[Piece]:
     """The source spans of a clip laid end to end on the clip's own timeline (none: the whole
-    source); each span clamped to the source."""
+    source); each span clamped to the source, or to ``[start, duration]`` (a question's
+    window)."""
     if not spans:
-        return [Piece(0.0, duration, 0.0)]
+        return [Piece(start, duration, 0.0)]
     pieces, at = [], 0.0
     for s, e in spans:
-        s, e = max(0.0, float(s)), min(float(e), duration)
+        s, e = max(start, float(s)), min(float(e), duration)
         if e > s:
             pieces.append(Piece(s, e, at))
             at += e - s
