@@ -330,7 +330,7 @@ def test_an_alert_fires_on_a_phrase_spoken_in_a_window(tmp_path: Path) -> None:
 
     if shutil.which("espeak-ng") is None:
         pytest.skip("espeak-ng is not installed (apt-get install espeak-ng): no speech to hear")
-    clip = get_clip("two_voices.mp4")  # "About forty thousand pounds" at 13 s
+    clip = get_clip("two_voices.mp4")  # "How much will the roof repairs cost?" from 9 s
     growing = tmp_path / "meeting.ts"
     _to_ts(clip, growing)
     settings = _settings(tmp_path, asr="faster-whisper:tiny.en")
@@ -339,13 +339,14 @@ def test_an_alert_fires_on_a_phrase_spoken_in_a_window(tmp_path: Path) -> None:
             str(growing),
             window_seconds=8,
             stages=["transcribe", "embed"],
-            alerts=["forty thousand pounds", "the harbour festival"],
+            alerts=["roof repairs", "the harbour festival"],
             **QUICK,
         ).run()
-    (alert,) = report.alerts
-    assert alert.text == "forty thousand pounds" and alert.source == "speech"
-    assert 12.0 <= alert.t0 <= 16.0, alert
-    assert "forty thousand" in alert.quote.lower()
+    assert report.windows >= 2
+    (alert,) = report.alerts  # heard in its window; the festival never comes up
+    assert alert.text == "roof repairs" and alert.source == "speech"
+    assert 9.0 <= alert.t0 <= 13.0, alert
+    assert "roof repairs" in alert.quote.lower()
 
 
 def test_a_changed_picture_size_stops_the_watch_in_one_line(tmp_path: Path) -> None:
@@ -356,9 +357,13 @@ def test_a_changed_picture_size_stops_the_watch_in_one_line(tmp_path: Path) -> N
     writer.join()
     with Session(_settings(tmp_path)) as session:
         watch = session.watch(str(growing), window_seconds=2, stages=["embed"], **QUICK)
-        feeding = threading.Thread(
-            target=lambda: (time.sleep(1.0), growing.open("ab").write(large)), daemon=True
-        )
+
+        def append() -> None:
+            time.sleep(1.0)
+            with growing.open("ab") as f:
+                f.write(large)
+
+        feeding = threading.Thread(target=append, daemon=True)
         feeding.start()
         from vidagent.media.live import SourceChangedError
 
@@ -424,7 +429,7 @@ def test_kill_9_resumes_from_the_last_window_with_no_clip_twice_and_none_lost(
             if windows == 2:
                 break
     first.send_signal(signal.SIGKILL)
-    first.wait(30)
+    first.communicate(timeout=30)  # also closes its pipes
     assert first.returncode == -signal.SIGKILL
     library = Library(str(tmp_path / "library"))
     vid = stream_id(str(growing))

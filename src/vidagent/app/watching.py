@@ -247,6 +247,7 @@ class Watch:
         started = time.perf_counter()
         clips = 0
         if w.t1 - w.t0 > 0.05:
+            self._check_format(library, w)
             try:
                 grafted = index_window(
                     w.path,
@@ -287,6 +288,28 @@ class Watch:
         if time.monotonic() - self._last_summary >= self.summary_seconds:
             self._summarize(library, stages)
         return event
+
+    def _check_format(self, library: Library, w: Window) -> None:
+        """Refuse a window whose codec or picture size is not the stream's, in one line: the
+        stored thumbnails, boxes and frames decoded from the playlist assume one format."""
+        from vidagent.media import probe
+        from vidagent.media.live import SourceChangedError
+
+        if not library.has_video(self.video_id):
+            return
+        video = library.get_video(self.video_id)
+        try:
+            info = probe(w.path)
+        except MediaError:
+            return  # said when the window is indexed
+        had = f"{video.codec} {video.width}x{video.height}"
+        found = f"{info.codec} {info.width}x{info.height}"
+        if found != had:
+            raise SourceChangedError(
+                self.source,
+                f"changed from {had} to {found} at {w.t0:.0f} s of the stream: one watch "
+                "indexes one format; what came before is kept, start another watch for the rest",
+            )
 
     def _save(
         self, library: Library, position: Position, w: Window, window_video: VideoRecord | None
