@@ -482,5 +482,8 @@ def test_the_cli_prints_alerts_as_json_lines_and_says_what_it_did(tmp_path: Path
     assert json.loads(line)["text"] == "hello there"
     assert "window 0: 00:00:00-00:00:03" in done.stderr
     assert "ended: 2 windows" in done.stderr and "1 alerts" in done.stderr
+    shown = vidagent("show", stream_id(str(growing)), home=tmp_path / "home", env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert f"live: {growing} (ended, 2 windows of 3 s)" in shown.stdout
     bad = vidagent("watch", str(growing), "--keep", "soon", home=tmp_path / "home", env=env)
     assert bad.returncode == 2 and "'soon' is no duration" in bad.stderr
