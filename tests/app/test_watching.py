@@ -400,6 +400,31 @@ def test_retention_rolls_old_windows_out_but_what_a_trace_cites(tmp_path: Path) 
     assert (folder / "w000000.ts").exists()  # the playlist's head stays
 
 
+def test_stop_keeps_what_was_indexed_and_the_same_watch_resumes(tmp_path: Path) -> None:
+    data = _stream(tmp_path / "source.ts", 12.0)
+    growing = tmp_path / "recording.ts"
+    writer = _grow(growing, data, pieces=12, pause=0.25)
+    with Session(_settings(tmp_path)) as session:
+        watch = session.watch(str(growing), window_seconds=2, stages=["embed"], **QUICK)
+
+        def stop_after_two(event: dict[str, Any]) -> None:
+            if event["event"] == "window" and event["index"] == 1:
+                watch.stop()  # what Ctrl-C does
+
+        watch.on_event = stop_after_two
+        first = watch.run()
+        video = session.library.get_video(watch.video_id)
+        assert first.state == "stopped" and video.stages["watch"]["state"] == "stopped"
+        assert 4.0 <= video.duration < 12.0  # the window being read when it stopped is kept
+        _check_clips(session.library, watch.video_id, video.duration)
+        writer.join()
+        again = session.watch(str(growing), window_seconds=2, stages=["embed"], **QUICK).run()
+        video = session.library.get_video(watch.video_id)
+        assert again.state == "ended" and again.windows >= 1
+        assert video.duration == pytest.approx(12.0, abs=0.3)
+        _check_clips(session.library, watch.video_id, video.duration)
+
+
 def test_kill_9_resumes_from_the_last_window_with_no_clip_twice_and_none_lost(
     tmp_path: Path, fake_env: dict[str, str]
 ) -> None:
