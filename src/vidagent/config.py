@@ -119,6 +119,9 @@ class Settings(BaseModel):
     cache: Literal["off", "on", "replay"] = "on"
 
     clip_seconds: float = Field(5.0, gt=0, description="uniform clip length (DVD uses 5 s)")
+    watch_window: float = Field(
+        30.0, gt=0, description="stream seconds `vidagent watch` indexes at a time (a window)"
+    )
     caption_transcripts: bool = Field(
         True, description="captions see the clip's transcript (DVD's [TRANSCRIPTS] slot)"
     )

@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from vidagent.app.sheets import SheetResult
     from vidagent.app.traces import TraceSummary
     from vidagent.app.window import TimeWindow
+    from vidagent.app.watching import Watch
     from vidagent.budget import Budget
     from vidagent.ingest.pipeline import IndexResult, StageRun
     from vidagent.trace import Event
@@ -166,6 +167,14 @@ class Session(SessionCore):
         if executor is not None:
             return executor.index(self, paths, stages=stages, progress=progress)
         return indexing.index_files(self, paths, stages=stages, progress=progress)
+
+    def watch(self, source: str, **options: Any) -> Watch:
+        """A :class:`~vidagent.app.watching.Watch` of a live or growing ``source`` into this
+        Library (``options``: its keyword arguments); :meth:`Watch.run` indexes it window by
+        window until it ends or :meth:`Watch.stop`."""
+        from vidagent.app.watching import Watch
+
+        return Watch(self, source, **options)
 
     def estimate(
         self, paths: Sequence[str | Path], *, stages: Sequence[str] | None = None

@@ -14,6 +14,7 @@ module per family of commands:
 - :mod:`.base`: the ``vidagent`` group, its global options and what commands share
 - :mod:`.info`: ``info``, ``probe``
 - :mod:`.index`: ``index`` (with ``--dry-run``)
+- :mod:`.watch`: ``watch`` (a live or growing source, window by window)
 - :mod:`.library`: ``list``, ``show`` (``--srt``/``--vtt``: the transcript as subtitles), ``search``, ``remove``
 - :mod:`.ask`: ``ask``, ``replay``
 - :mod:`.export`: ``export``, ``sheet``
@@ -108,4 +109,16 @@ __all__ = [
 ]
 
 # Register the commands (imported for their side effect on ``cli``).
-from vidagent.cli import ask, bench, bench_run, export, index, info, library, mcp, serve, train  # noqa: E402, F401
+from vidagent.cli import (  # noqa: E402, F401
+    ask,
+    bench,
+    bench_run,
+    export,
+    index,
+    info,
+    library,
+    mcp,
+    serve,
+    train,
+    watch,
+)

@@ -4,6 +4,7 @@ and looking after the Library."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -87,8 +88,12 @@ def show(
         click.echo(
             f"recorded: {wall_clock(v.recorded_at, 0.0)} (clip times below also as wall-clock)"
         )
-    stages = ", ".join(f"{name} ({info.get('model', '')})" for name, info in v.stages.items())
+    stages = ", ".join(
+        f"{name} ({info.get('model', '')})" for name, info in v.stages.items() if name != "watch"
+    )
     click.echo(f"stages: {stages}")
+    if "watch" in v.stages:
+        _show_live(v.stages["watch"], v.recorded_at)
     if summary:
         click.echo(f"\nsummary\n  {summary.strip()}")
     if subjects:
@@ -302,3 +307,18 @@ def compact(
             f"{r.name:<14} {r.rows_after:>10,} rows  versions {r.versions_before} -> "
             f"{r.versions_after}  indexes: {', '.join(r.indexes) or 'none'}{built}"
         )
+
+
+def _show_live(watch: dict[str, Any], recorded_at: str) -> None:
+    """A watched stream's state and its outages (``vidagent watch``), each at its stream
+    time and, where the start is known, its wall-clock time."""
+    kept = float(watch.get("kept_from", 0.0))
+    since = f", kept from {hms(kept)}" if kept else ""
+    click.echo(
+        f"live: {watch.get('source', '')} ({watch.get('state', '')}, "
+        f"{watch.get('windows', 0)} windows of {watch.get('window_seconds', 0):g} s{since})"
+    )
+    for o in watch.get("outages", []):
+        at = f"{hms(o['at'])}" + (f" ({wall_clock(recorded_at, o['at'])})" if recorded_at else "")
+        lost = f", {o['lost']:.1f} s of stream lost" if o.get("lost") else ", nothing lost"
+        click.echo(f"  outage at {at}: {o['reason']}, {o['seconds']:.0f} s{lost}")

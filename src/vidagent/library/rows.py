@@ -186,3 +186,43 @@ class Rows:
         """A video's speech segments (those overlapping ``[t0, t1]`` when given), in order."""
         rows = self.tables.scan("transcript", span_filter([video_id], t0, t1, "t0", "t1"))
         return sorted((TranscriptSegment.from_row(r) for r in rows), key=lambda s: s.segment_index)
+
+    # -- a growing video (vidagent watch) -------------------------------------------------------
+
+    def add_rows(
+        self,
+        video_id: str,
+        *,
+        clips: Sequence[ClipRow] = (),
+        frames: Sequence[FrameRow] = (),
+        shots: Sequence[ShotRow] = (),
+        transcript: Sequence[TranscriptSegment] = (),
+    ) -> None:
+        """Add rows to a video, keeping its others: a live stream's new window. A row whose
+        key (clip index, frame time, shot or segment index) the video holds is replaced."""
+        for name, rows in (
+            ("shots", shots),
+            ("frames", frames),
+            ("transcript", transcript),
+            ("clips", clips),  # last: a window's clips are what says it was indexed
+        ):
+            if rows:
+                self.tables.merge(name, [r.__dict__ for r in rows])
+
+    def drop_span(self, video_id: str, t0: float, t1: float | None = None) -> None:
+        """Delete a video's rows that start in ``[t0, t1)`` (``t1`` None: from ``t0`` on), its
+        clip and frame vectors too: what a live stream's retention rolls out, or a window cut
+        short before its rows were all written."""
+        where = f"video_id = {quote(video_id)}"
+        for name, start in (
+            ("clips", "t0"),
+            ("clip_vectors", "t0"),
+            ("frames", "t"),
+            ("frame_vectors", "t"),
+            ("shots", "t0"),
+            ("transcript", "t0"),
+        ):
+            if self.tables.has(name):
+                with self.tables.write_lock():
+                    before = f" AND {start} < {float(t1)}" if t1 is not None else ""
+                    self.tables.table(name).delete(f"{where} AND {start} >= {float(t0)}{before}")

@@ -339,6 +339,23 @@ class Library:
         """A video's speech segments (those overlapping ``[t0, t1]`` when given), in order."""
         return self.rows.transcript(video_id, t0, t1)
 
+    def add_rows(
+        self,
+        video_id: str,
+        *,
+        clips: Sequence[ClipRow] = (),
+        frames: Sequence[FrameRow] = (),
+        shots: Sequence[ShotRow] = (),
+        transcript: Sequence[TranscriptSegment] = (),
+    ) -> None:
+        """Add rows to a video, keeping its others (a live stream's new window); see
+        :meth:`Rows.add_rows`."""
+        self.rows.add_rows(video_id, clips=clips, frames=frames, shots=shots, transcript=transcript)
+
+    def drop_span(self, video_id: str, t0: float, t1: float | None = None) -> None:
+        """Delete a video's rows (and vectors) that start in ``[t0, t1)`` (None: on)."""
+        self.rows.drop_span(video_id, t0, t1)
+
     # -- artefacts (artifacts.py) ---------------------------------------------------------------
 
     def put_artifact(self, artifact: Artifact) -> Artifact:

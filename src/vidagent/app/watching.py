@@ -1,0 +1,613 @@
+"""Watching a live or growing source: ``vidagent watch`` and whatever front end drives one.
+
+A :class:`Watch` reads a source in windows (:class:`vidagent.media.live.Capture`, in a thread),
+indexes each window with every stage the offline defaults run and grafts it into one video of
+the Library that grows (:mod:`vidagent.ingest.live`), so questions, ``search`` and ``ground``
+see the stream while it runs. The video's ``duration`` is the live edge and its
+``recorded_at`` the wall-clock time of stream second 0 (the time the first packet was read,
+unless given): ``recorded_at + t`` is when second ``t`` happened, outages included (the time a
+source lost stays on the stream's clock).
+
+What it keeps, under ``VIDAGENT_HOME/streams/<video id>/``: the window files and a playlist of
+them (``stream.m3u8``, the video's ``source``: frames are decoded from it on demand as from any
+file). In the video's stage map, ``watch`` holds the source, where the capture stands (what a
+resumed watch needs), the outages and the state (``watching``, ``stopped``, ``ended``).
+
+Resuming. The same ``vidagent watch SOURCE`` after a crash (even ``kill -9``) finds the video by
+its source, drops what a window cut short had written, indexes the windows captured but not yet
+indexed, and reads on from the last packet it had read: a growing file loses nothing; a live
+source loses what it sent while nothing read it, recorded as an outage.
+
+Alerts. Each ``alert`` text is checked against each new window's speech, on-screen text,
+detections and captions by the citation checker's own scoring
+(:class:`vidagent.agents.citations.check.Checker`: the text's key words held by one piece of
+the index, the embedder's cosine ranking pieces that hold as many): a window where a piece holds
+every key word raises an :class:`Alert` with the moment, its quote and its source. An alert
+that matches again in the next window is the same event: it is extended, not raised again.
+
+Retention (``keep_seconds``). Windows that ended more than ``keep_seconds`` before the live edge
+are rolled out (their rows, vectors and files) unless a saved trace cites a moment in them
+(``VIDAGENT_HOME/traces``); the first window's file stays as the playlist's head, so stream
+times keep their meaning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import queue
+import shutil
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vidagent.app.core import SessionCore
+from vidagent.exceptions import ConfigError, MediaError
+
+if TYPE_CHECKING:
+    from vidagent.library import Library, VideoRecord
+    from vidagent.media.live import Capture, Outage, Position, Window
+
+STAGE = "watch"
+
+
+def stream_id(source: str) -> str:
+    """The video id of the stream read from ``source``: the same source resumes one video."""
+    return "live" + hashlib.sha256(source.strip().encode("utf-8")).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Alert:
+    """An alert text matched in the stream.
+
+    Attributes:
+        text: the alert as given.
+        video_id: the stream's video.
+        t0: stream seconds where the matched moment starts; ``t1`` where it ends (grows while
+            the event continues in the windows after).
+        at: the wall-clock time of ``t0`` (ISO 8601), where the stream's start is known.
+        source: what held the words (``speech``, ``on-screen text``, ``caption``, ``detection``).
+        quote: the words as said or shown.
+        matched: the alert's key words found.
+    """
+
+    text: str
+    video_id: str
+    t0: float
+    t1: float
+    at: str
+    source: str
+    quote: str
+    matched: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"event": "alert", **dataclasses.asdict(self), "matched": list(self.matched)}
+
+
+@dataclass
+class WatchReport:
+    """What a watch did, so far or in all."""
+
+    video_id: str
+    source: str
+    windows: int = 0
+    duration: float = 0.0
+    alerts: list[Alert] = field(default_factory=list)
+    outages: list[dict[str, Any]] = field(default_factory=list)
+    state: str = "watching"
+    #: wall seconds each window took to index, and its length (stream seconds)
+    timings: list[tuple[float, float]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "video_id": self.video_id,
+            "source": self.source,
+            "windows": self.windows,
+            "duration": round(self.duration, 3),
+            "alerts": [a.to_json() for a in self.alerts],
+            "outages": self.outages,
+            "state": self.state,
+        }
+
+
+class Watch:
+    """Indexes one source as it arrives (module docstring).
+
+    Args:
+        core: the session (settings, Library, models).
+        source: a path or a URL (HLS playlist, RTSP, RTMP, SRT, HTTP).
+        window_seconds: stream seconds per window (default the ``watch_window`` setting).
+        alerts: texts raised as :class:`Alert` when a window holds them.
+        alert_url: where each alert is also POSTed as JSON.
+        keep_seconds: roll out windows older than this (None: keep all).
+        summary_seconds: wall seconds between refreshes of the stream's summary.
+        stall_seconds: no packet for this long is an outage.
+        give_up_seconds: an outage this long ends the watch.
+        started_at: the wall-clock time of stream second 0 (ISO 8601), when it is known better
+            than the time the first packet is read (a file that already held minutes).
+        stages: the stages each window runs (default the offline defaults).
+        on_event: called with each event as a JSON-ready dict: ``window``, ``alert``,
+            ``outage``, ``summary``, ``retention``, ``alert-post-failed``, ``end``.
+    """
+
+    def __init__(
+        self,
+        core: SessionCore,
+        source: str,
+        *,
+        window_seconds: float | None = None,
+        alerts: Sequence[str] = (),
+        alert_url: str | None = None,
+        keep_seconds: float | None = None,
+        summary_seconds: float = 300.0,
+        stall_seconds: float = 10.0,
+        give_up_seconds: float = 300.0,
+        started_at: str | None = None,
+        stages: Sequence[str] | None = None,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.core = core
+        self.source = source
+        self.window_seconds = window_seconds or core.settings.watch_window
+        if self.window_seconds <= 0:
+            raise ConfigError(f"window_seconds must be positive, not {self.window_seconds}")
+        self.alert_texts = [a for a in (x.strip() for x in alerts) if a]
+        self.alert_url = alert_url
+        self.keep_seconds = keep_seconds
+        self.summary_seconds = summary_seconds
+        self.stall_seconds = stall_seconds
+        self.give_up_seconds = give_up_seconds
+        self.started_at = started_at
+        self.stages = stages
+        self.on_event = on_event or (lambda event: None)
+        self.video_id = stream_id(source)
+        self.folder = core.settings.home / "streams" / self.video_id
+        self.report = WatchReport(self.video_id, source)
+        self._stopping = threading.Event()
+        self._capture: Capture | None = None
+        self._open: dict[str, Alert] = {}  # alert text -> its event, while it continues
+
+    # -- control ----------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop reading; the window being read is indexed, and :meth:`run` returns."""
+        self._stopping.set()
+        if self._capture is not None:
+            self._capture.stop()
+
+    def run(self) -> WatchReport:
+        """Index the source until it ends, gives up after an outage, or :meth:`stop`."""
+        for _ in self.windows():
+            pass
+        return self.report
+
+    def windows(self) -> Iterator[dict[str, Any]]:
+        """Index window after window, yielding each ``window`` event as it is searchable."""
+        from vidagent.ingest.pipeline import default_stages
+        from vidagent.library import Library
+        from vidagent.media.live import Capture, Window
+
+        library = self.core.library
+        stages = list(self.stages or default_stages(self.core.settings))
+        position = self._resume(library)
+        scratch_dir = self.folder / "scratch"
+        shutil.rmtree(scratch_dir, ignore_errors=True)  # one window at a time, none kept
+        scratch = Library(str(scratch_dir))
+        self._last_summary = time.monotonic()
+        try:
+            # windows captured before a crash but not indexed go first
+            while (w := Window.load(self._window_path(position.next_index))) is not None:
+                position.next_index, position.t, position.seen = w.index + 1, w.t1, dict(w.seen)
+                position.shift, position.last = w.shift, w.t1
+                yield self._index(w, library, scratch, stages, position)
+            if self._stopping.is_set():
+                return
+            capture = Capture(
+                self.source,
+                self.folder,
+                window_seconds=self.window_seconds,
+                stall_seconds=self.stall_seconds,
+                give_up_seconds=self.give_up_seconds,
+                position=position,
+            )
+            capture.on_outage = self._outage
+            self._capture = capture
+            if self._stopping.is_set():
+                capture.stop()
+            for w in _in_thread(capture.windows()):
+                yield self._index(w, library, scratch, stages, position)
+            self.report.state = "stopped" if self._stopping.is_set() else "ended"
+        except BaseException:
+            self.report.state = "failed"
+            raise
+        finally:
+            if self._capture is not None:
+                self._capture.stop()
+            self._finish(library, stages)
+            shutil.rmtree(scratch_dir, ignore_errors=True)
+
+    # -- one window -------------------------------------------------------------------------------
+
+    def _index(
+        self,
+        w: Window,
+        library: Library,
+        scratch: Library,
+        stages: list[str],
+        position: Position,
+    ) -> dict[str, Any]:
+        from vidagent.ingest.live import index_window
+
+        started = time.perf_counter()
+        clips = 0
+        if w.t1 - w.t0 > 0.05:
+            self._check_format(library, w)
+            try:
+                grafted = index_window(
+                    w.path,
+                    scratch=scratch,
+                    library=library,
+                    video_id=self.video_id,
+                    offset=w.t0,
+                    settings=self.core.settings,
+                    models=self.core.models,
+                    stages=stages,
+                )
+            except MediaError as e:  # a window that does not decode: skipped, said
+                self.on_event({"event": "window-skipped", "t0": w.t0, "t1": w.t1, "why": str(e)})
+            else:
+                clips = len(grafted.clips)
+                assert grafted.result.video is not None
+                self._save(library, position, w, grafted.result.video)
+        if not clips:  # the record comes with the first window that decodes
+            self._save(library, position, w, None)
+        self._playlist()
+        seconds = time.perf_counter() - started
+        self.report.windows += 1
+        self.report.duration = w.t1
+        self.report.timings.append((seconds, w.t1 - w.t0))
+        event = {
+            "event": "window",
+            "video_id": self.video_id,
+            "index": w.index,
+            "t0": round(w.t0, 3),
+            "t1": round(w.t1, 3),
+            "clips": clips,
+            "seconds": round(seconds, 2),
+        }
+        self.on_event(event)
+        if clips:
+            self._alerts(library, w)
+        self._retain(library)
+        if time.monotonic() - self._last_summary >= self.summary_seconds:
+            self._summarize(library, stages)
+        return event
+
+    def _check_format(self, library: Library, w: Window) -> None:
+        """Refuse a window whose codec or picture size is not the stream's, in one line: the
+        stored thumbnails, boxes and frames decoded from the playlist assume one format."""
+        from vidagent.media import probe
+        from vidagent.media.live import SourceChangedError
+
+        if not library.has_video(self.video_id):
+            return
+        video = library.get_video(self.video_id)
+        try:
+            info = probe(w.path)
+        except MediaError:
+            return  # said when the window is indexed
+        had = f"{video.codec} {video.width}x{video.height}"
+        found = f"{info.codec} {info.width}x{info.height}"
+        if found != had:
+            raise SourceChangedError(
+                self.source,
+                f"changed from {had} to {found} at {w.t0:.0f} s of the stream: one watch "
+                "indexes one format; what came before is kept, start another watch for the rest",
+            )
+
+    def _save(
+        self, library: Library, position: Position, w: Window, window_video: VideoRecord | None
+    ) -> None:
+        """The stream's record after window ``w``: the live edge, the stages, the state."""
+        with library.write_lock():
+            old = library.get_video(self.video_id) if library.has_video(self.video_id) else None
+            if old is None and window_video is None:
+                return
+            base = old or window_video
+            assert base is not None
+            done = {k: v for k, v in (window_video.stages if window_video else {}).items()}
+            watch = dict(old.stages.get(STAGE, {})) if old else {}
+            watch.update(
+                source=self.source,
+                window_seconds=self.window_seconds,
+                windows=w.index + 1,
+                position=_position_json(position, w),
+                outages=[dataclasses.asdict(o) for o in position.outages],
+                state="watching",
+            )
+            watch.setdefault("kept_from", 0.0)
+            record = dataclasses.replace(
+                base,
+                video_id=self.video_id,
+                source=str(self.folder / "stream.m3u8"),
+                name=_display_name(self.source),
+                size_bytes=_folder_bytes(self.folder),
+                duration=max(w.t1, old.duration if old else 0.0),
+                added_at=old.added_at if old else _now(),
+                stages={**(old.stages if old else {}), **done, STAGE: watch},
+                recorded_at=(old.recorded_at if old else "") or self._wall_start(w),
+            )
+            library.put_video(record)
+
+    def _wall_start(self, w: Window) -> str:
+        if self.started_at:
+            return self.started_at
+        # the first window was read as it arrived: its end is about now
+        start = datetime.now(timezone.utc) - timedelta(seconds=w.t1)
+        return start.isoformat(timespec="seconds")
+
+    def _outage(self, outage: Outage) -> None:
+        data = dataclasses.asdict(outage)
+        self.report.outages.append(data)
+        self.on_event({"event": "outage", "video_id": self.video_id, **data})
+
+    # -- resume -----------------------------------------------------------------------------------
+
+    def _resume(self, library: Library) -> Position:
+        from vidagent.media.live import Outage, Position
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if not library.has_video(self.video_id):
+            return Position()
+        video = library.get_video(self.video_id)
+        watch = video.stages.get(STAGE, {})
+        saved = watch.get("position") or {}
+        position = Position(
+            next_index=int(saved.get("next_index", 0)),
+            t=saved.get("t"),
+            seen={k: float(v) for k, v in (saved.get("seen") or {}).items()},
+            shift=float(saved.get("shift", 0.0)),
+            last=float(saved.get("last", 0.0)),
+            format=str(saved.get("format", "")),
+            outages=[Outage(**o) for o in watch.get("outages", [])],
+        )
+        # rows a window cut short had written, past the last window the record counts
+        library.drop_span(self.video_id, video.duration)
+        self.report.windows = 0
+        self.report.duration = video.duration
+        return position
+
+    def _window_path(self, index: int) -> Path:
+        return self.folder / f"w{index:06d}.ts"
+
+    def _playlist(self) -> None:
+        from vidagent.media.live import Window, write_playlist
+
+        kept = sorted(self.folder.glob("w*.ts"))
+        windows = [w for p in kept if (w := Window.load(p)) is not None]
+        if windows:
+            head = Window.load(self._window_path(0))
+            write_playlist(self.folder / "stream.m3u8", windows, first=head)
+
+    # -- alerts -----------------------------------------------------------------------------------
+
+    def _alerts(self, library: Library, w: Window) -> None:
+        if not self.alert_texts:
+            return
+        found = match_alerts(self.core, self.video_id, self.alert_texts, w.t0, w.t1)
+        video = library.get_video(self.video_id)
+        for text in self.alert_texts:
+            hit = found.get(text)
+            going = self._open.get(text)
+            if hit is None:
+                self._open.pop(text, None)
+                continue
+            if going is not None and hit.t0 <= going.t1 + self.window_seconds:
+                merged = dataclasses.replace(going, t1=max(going.t1, hit.t1))
+                self._open[text] = merged
+                self.report.alerts[self.report.alerts.index(going)] = merged
+                continue
+            alert = dataclasses.replace(hit, at=_wall(video.recorded_at, hit.t0))
+            self._open[text] = alert
+            self.report.alerts.append(alert)
+            self.on_event(alert.to_json())
+            if self.alert_url:
+                self._post(alert)
+
+    def _post(self, alert: Alert) -> None:
+        body = json.dumps(alert.to_json()).encode("utf-8")
+        request = urllib.request.Request(
+            str(self.alert_url), body, {"Content-Type": "application/json"}, method="POST"
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as reply:
+                reply.read()
+        except OSError as e:  # an unreachable hook never stops the watch
+            self.on_event({"event": "alert-post-failed", "url": self.alert_url, "why": str(e)})
+
+    # -- summary and retention --------------------------------------------------------------------
+
+    def _summarize(self, library: Library, stages: Sequence[str]) -> None:
+        from vidagent.ingest.base import IngestContext
+        from vidagent.ingest.live import SCHEDULED
+        from vidagent.ingest.pipeline import make_stage, run_stage
+
+        self._last_summary = time.monotonic()
+        if not library.has_video(self.video_id):
+            return
+        video = library.get_video(self.video_id)
+        ctx = IngestContext(
+            library, self.core.models, self.core.settings, video, Path(video.source)
+        )
+        for name in (s for s in stages if s in SCHEDULED):
+            run = run_stage(make_stage(name), ctx)
+            self.on_event({"event": "summary", "stage": name, "seconds": round(run.seconds, 2)})
+
+    def _retain(self, library: Library) -> None:
+        from vidagent.media.live import Window
+
+        if self.keep_seconds is None or not library.has_video(self.video_id):
+            return
+        video = library.get_video(self.video_id)
+        watch = dict(video.stages.get(STAGE, {}))
+        cut = video.duration - self.keep_seconds
+        cited = cited_spans(self.core.settings.home / "traces", self.video_id)
+        kept_from = float(watch.get("kept_from", 0.0))
+        rolled = []
+        for path in sorted(self.folder.glob("w*.ts")):
+            w = Window.load(path)
+            if w is None or w.t1 > cut or w.t1 <= kept_from:
+                continue
+            if any(a < w.t1 and b > w.t0 for a, b in cited):
+                break  # a saved answer cites it: kept, and what follows it too
+            library.drop_span(self.video_id, w.t0, w.t1)
+            if w.index > 0:  # the head stays: the playlist's time 0
+                path.unlink(missing_ok=True)
+                w.sidecar().unlink(missing_ok=True)
+            kept_from = w.t1
+            rolled.append(w.index)
+        if rolled:
+            watch["kept_from"] = kept_from
+            library.set_stage(self.video_id, STAGE, watch)
+            self._playlist()
+            self.on_event({"event": "retention", "windows": rolled, "kept_from": kept_from})
+
+    def _finish(self, library: Library, stages: Sequence[str]) -> None:
+        if not library.has_video(self.video_id):
+            return
+        if self.report.state != "failed":
+            self._summarize(library, stages)
+        video = library.get_video(self.video_id)
+        watch = {**video.stages.get(STAGE, {}), "state": self.report.state}
+        library.set_stage(self.video_id, STAGE, watch)
+        self.on_event({"event": "end", **self.report.to_json()})
+
+
+def match_alerts(
+    core: SessionCore, video_id: str, texts: Sequence[str], t0: float, t1: float
+) -> dict[str, Alert]:
+    """Each alert text that ``[t0, t1]`` of the video holds, checked as the citation checker
+    checks a claim: every key word in one piece of speech, on-screen text, caption or
+    detection."""
+    from vidagent.agents.citations.check import Checker
+    from vidagent.agents.citations.claims import tokens, words
+    from vidagent.agents.types import Claim
+    from vidagent.tools.base import Evidence
+    from vidagent.tools.index import IndexView
+
+    claims = [
+        Claim(text, frozenset(words(text) or tokens(text)), names_speech_or_text=True)
+        for text in texts
+    ]
+    checker = Checker(IndexView(core.library, core.models), core.models.client("embed"))
+    found: dict[str, Alert] = {}
+    for c in checker.check(claims, [Evidence(video_id, t0, t1)]):
+        if c.label != "found" or c.claim is None:
+            continue
+        text = texts[c.claim]
+        if text not in found:
+            found[text] = Alert(text, video_id, c.t0, c.t1, "", c.source, c.text, tuple(c.matched))
+    return found
+
+
+def cited_spans(folder: Path, video_id: str) -> list[tuple[float, float]]:
+    """The spans of ``video_id`` that saved traces (``*.jsonl`` in ``folder``) cite."""
+    spans: list[tuple[float, float]] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if (
+                value.get("video_id") == video_id
+                and _num(value.get("t0"))
+                and _num(value.get("t1"))
+            ):
+                spans.append((float(value["t0"]), float(value["t1"])))
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            if len(value) == 3 and value[0] == video_id and _num(value[1]) and _num(value[2]):
+                spans.append((float(value[1]), float(value[2])))
+            else:
+                for v in value:
+                    walk(v)
+
+    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if video_id not in text:
+            continue
+        for line in text.splitlines():
+            if video_id in line:
+                try:
+                    walk(json.loads(line))
+                except json.JSONDecodeError:
+                    continue
+    return spans
+
+
+def _num(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _in_thread(windows: Iterator[Window]) -> Iterator[Window]:
+    """``windows`` read in a thread, so the source is read while a window is indexed (a live
+    source waits for no one); what is read waits on disk, only its record in memory."""
+    done = object()
+    box: queue.Queue[Any] = queue.Queue()
+
+    def read() -> None:
+        try:
+            for w in windows:
+                box.put(w)
+        except BaseException as e:  # noqa: BLE001 - handed to the indexing thread, raised there
+            box.put(e)
+        box.put(done)
+
+    thread = threading.Thread(target=read, name="watch-capture", daemon=True)
+    thread.start()
+    while (item := box.get()) is not done:
+        if isinstance(item, BaseException):
+            raise item
+        yield item
+    thread.join()
+
+
+def _position_json(position: Position, w: Window) -> dict[str, Any]:
+    """Where a resumed capture starts: after window ``w`` (the capture may be further on,
+    its windows on disk to be indexed first)."""
+    return {
+        "next_index": w.index + 1,
+        "t": w.t1,
+        "seen": w.seen,
+        "shift": w.shift,
+        "last": w.t1,
+        "format": position.format,
+    }
+
+
+def _display_name(source: str) -> str:
+    tail = source.rstrip("/").rsplit("/", 1)[-1] or source
+    return f"{tail} (live)"
+
+
+def _folder_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.glob("w*.ts"))
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _wall(recorded_at: str, t: float) -> str:
+    if not recorded_at:
+        return ""
+    try:
+        start = datetime.fromisoformat(recorded_at)
+    except ValueError:
+        return ""
+    return (start + timedelta(seconds=t)).isoformat(timespec="seconds")

@@ -1,0 +1,453 @@
+"""Reading a live or growing source in windows: the media side of ``vidagent watch``.
+
+:class:`Capture` opens a source with PyAV (a growing local file, an HLS playlist on disk or
+over HTTP, or any URL FFmpeg opens: RTSP, RTMP, SRT, HTTP) and copies its packets, without
+decoding them, into one MPEG-TS file per window. A window ends at the first video keyframe at
+least ``window_seconds`` after it began, so each file decodes on its own and windows are a few
+frames longer or shorter than the setting where keyframes are sparse.
+
+Times. The stream's own clock (*stream seconds*) starts at 0 at the first keyframe ever read.
+Packets keep the source's timestamps, shifted where the source restarted its clock (a dropped
+RTSP session, a replaced file), so the window files put end to end, as
+:func:`write_playlist` lists them, decode as one video whose times are stream seconds.
+
+Failures. No packet for ``stall_seconds`` (PyAV's read timeout) or an error from the source is
+an outage: the source is opened again after 0.5, 1, 2, … seconds (at most 30 between tries)
+until it answers, or until the outage has lasted ``give_up_seconds``, when the capture ends as
+if the source had. On reconnecting, packets already read are skipped (a growing file is sought
+back to where it was); the stream time the source skipped while it was away is the outage's
+``lost`` seconds. A local file is read with FFmpeg's ``follow`` option, so its end is a stall,
+not the end: a growing file reads like a live stream, and a finished one ends after
+``give_up_seconds`` without growth.
+
+A change of codec or picture size raises :class:`SourceChangedError` (one line): a window's
+stages, the stored thumbnails and detection boxes assume one format per stream.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import suppress
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import av
+
+from vidagent.exceptions import MediaError
+from vidagent.media.probe import time_base
+
+Packet = Any  # av.Packet, whose stub is generic in a way PyAV's own code does not use
+
+#: Seconds between reconnection tries: doubled from the first up to the last.
+BACKOFF = (0.5, 30.0)
+#: A reconnected source whose first packet lies this far before the last one read restarted
+#: its clock (a new session), rather than resuming where it was (a growing file sought back to
+#: the keyframe before).
+RESTART_SECONDS = 30.0
+
+#: The window files' timestamps are stream seconds plus this: never negative (a muxer would
+#: move negative decoding times, and the files would no longer line up end to end).
+ORIGIN = 10.0
+#: A reconnection that resumes within this many stream seconds of the last packet lost nothing
+#: (the packets either side of a stall are a frame or an audio packet apart).
+LOST_SECONDS = 1.0
+
+
+class SourceChangedError(MediaError):
+    """The source changed codec or picture size mid-stream."""
+
+
+@dataclass(frozen=True)
+class Window:
+    """One window of the stream, copied to its own MPEG-TS file.
+
+    Attributes:
+        index: its place in the stream, from 0.
+        path: the file holding its packets.
+        t0: stream seconds where it starts (its first keyframe).
+        t1: stream seconds where it ends (the next window's first keyframe, or its last
+            packet's end).
+        seen: the source's own decoding time (seconds) of the last packet read, by stream
+            type (``video``, ``audio``): a reconnection skips what is not after it.
+        shift: seconds added to the source's timestamps in the file (stream seconds plus
+            :data:`ORIGIN`).
+    """
+
+    index: int
+    path: Path
+    t0: float
+    t1: float
+    seen: dict[str, float]
+    shift: float
+
+    def sidecar(self) -> Path:
+        return self.path.with_suffix(".json")
+
+    def save(self) -> None:
+        """Write its sidecar next to its file (a complete window, found again on resume)."""
+        data = {k: v for k, v in asdict(self).items() if k != "path"}
+        self.sidecar().write_text(json.dumps(data), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: Path) -> Window | None:
+        """The complete window whose file is ``path``, or None (no sidecar: cut short)."""
+        side = path.with_suffix(".json")
+        if not (path.exists() and side.exists()):
+            return None
+        return cls(path=path, **json.loads(side.read_text(encoding="utf-8")))
+
+
+@dataclass(frozen=True)
+class Outage:
+    """A stretch when the source gave nothing: a stall or a drop.
+
+    Attributes:
+        at: stream seconds of the last packet before it.
+        began: wall-clock time it began (ISO 8601, UTC).
+        seconds: wall seconds it lasted.
+        lost: stream seconds the source moved on by while away (0: nothing missed).
+        reason: what happened (``stalled``, ``dropped: …``).
+    """
+
+    at: float
+    began: str
+    seconds: float
+    lost: float
+    reason: str
+
+
+@dataclass
+class Position:
+    """Where a capture stands: what a resumed capture needs to go on without repeating."""
+
+    next_index: int = 0
+    #: stream seconds where the next window starts (None: nothing read yet)
+    t: float | None = None
+    #: the source's decoding time (seconds) of the last packet read, by stream type
+    seen: dict[str, float] = field(default_factory=dict)
+    shift: float = 0.0
+    #: stream seconds of the last video packet read
+    last: float = 0.0
+    #: the codec and picture size of the stream, ``"h264 640x360"``
+    format: str = ""
+    outages: list[Outage] = field(default_factory=list)
+
+
+def is_local(source: str) -> bool:
+    """Whether ``source`` names a local file (a path, or ``file:``), not a URL."""
+    return "://" not in source or source.startswith("file://")
+
+
+def local_path(source: str) -> Path:
+    return Path(source.removeprefix("file://")).expanduser()
+
+
+class Capture:
+    """Copies a source's packets into window files (module docstring).
+
+    Args:
+        source: a path or a URL.
+        folder: where the window files go (``w000000.ts`` and its ``.json`` sidecar).
+        window_seconds: the length a window reaches before it ends at the next keyframe.
+        stall_seconds: no packet for this long is an outage.
+        give_up_seconds: an outage this long ends the capture.
+        position: where a previous capture of this stream stopped (resume), else a new stream.
+        clock: wall seconds (tests make it fast).
+    """
+
+    def __init__(
+        self,
+        source: str,
+        folder: Path,
+        *,
+        window_seconds: float = 30.0,
+        stall_seconds: float = 10.0,
+        give_up_seconds: float = 300.0,
+        position: Position | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.source = source
+        self.folder = folder
+        self.window_seconds = window_seconds
+        self.stall_seconds = stall_seconds
+        self.give_up_seconds = give_up_seconds
+        self.position = position or Position()
+        self.clock = clock
+        self.stopping = threading.Event()
+        self.on_outage: Callable[[Outage], None] = lambda outage: None
+        self._down: float | None = None  # when the current outage began (clock seconds)
+        self._streams: list[Any] = []
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def stop(self) -> None:
+        """Ends the capture after the packet being read (the window so far is kept)."""
+        self.stopping.set()
+
+    def windows(self) -> Iterator[Window]:
+        """Each window as its file is complete, until the source ends, the capture gives up
+        after an outage, or :meth:`stop`; the last window is what was read by then.
+
+        Raises:
+            SourceChangedError: the codec or picture size changed.
+            MediaError: the source could never be opened (the first connection gives up).
+        """
+        writer: _WindowWriter | None = None
+        self._down = None
+        reason = ""
+        delay = BACKOFF[0]
+        while not self.stopping.is_set():
+            try:
+                for packet, t, keyframe, kind, dts, skipped in self._packets():
+                    lost = 0.0
+                    if self._down is not None and kind == "video":
+                        lost = self._outage(self._down, reason, t).lost
+                        self._down, delay = None, BACKOFF[0]
+                    elif skipped:  # the source itself moved on (a live playlist it missed)
+                        lost = self._skipped(t, skipped).lost
+                    if kind == "video":
+                        self.position.last = max(self.position.last, t)
+                    if lost and writer is not None:  # no window spans lost time
+                        yield self._close(writer, None)
+                        writer = None
+                    if writer is not None and keyframe and t >= writer.t0 + self.window_seconds:
+                        yield self._close(writer, t)
+                        writer = None
+                    if writer is None:
+                        if not keyframe:
+                            continue  # a window starts at a keyframe: it decodes alone
+                        writer = self._open(t)
+                    writer.write(packet, t)
+                    self.position.seen[kind] = dts  # written: a resumed capture goes on after
+                    if self.stopping.is_set():
+                        break
+                else:
+                    reason = "ended"
+            except SourceChangedError:
+                if writer is not None:
+                    yield self._close(writer, None)
+                raise
+            except (av.error.FFmpegError, OSError, MediaError) as e:
+                reason = _reason(e)
+            if self.stopping.is_set():
+                break
+            now = self.clock()
+            if self._down is None:
+                self._down = now
+            if now - self._down >= self.give_up_seconds:
+                break
+            if not self.position.seen and reason != "ended" and not self._patient():
+                raise MediaError(self.source, f"cannot be opened ({reason})")
+            self.stopping.wait(min(delay, max(0.0, self.give_up_seconds - (now - self._down))))
+            delay = min(delay * 2, BACKOFF[1])
+        if writer is not None:
+            yield self._close(writer, None)
+
+    def _patient(self) -> bool:
+        # A local file not there yet may appear (a recorder starting); a URL that never
+        # answered is a mistake the user should hear of at once.
+        return is_local(self.source)
+
+    def _outage(self, since: float, reason: str, t: float) -> Outage:
+        p = self.position
+        at = p.last
+        gone = t - at
+        began = datetime.now(timezone.utc).timestamp() - (self.clock() - since)
+        outage = Outage(
+            at=round(at, 3),
+            began=datetime.fromtimestamp(began, timezone.utc).isoformat(timespec="seconds"),
+            seconds=round(self.clock() - since, 3),
+            lost=round(gone if gone > LOST_SECONDS else 0.0, 3),
+            reason="stalled" if reason in ("", "stalled", "ended") else f"dropped: {reason}",
+        )
+        p.outages.append(outage)
+        self.on_outage(outage)
+        return outage
+
+    def _skipped(self, t: float, seconds: float) -> Outage:
+        outage = Outage(
+            at=round(t - seconds, 3),
+            began=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            seconds=0.0,
+            lost=round(seconds, 3),
+            reason="skipped by the source",
+        )
+        self.position.outages.append(outage)
+        self.on_outage(outage)
+        return outage
+
+    def _open(self, t: float) -> _WindowWriter:
+        p = self.position
+        path = self.folder / f"w{p.next_index:06d}.ts"
+        return _WindowWriter(path, t, self._streams)
+
+    def _close(self, writer: _WindowWriter, next_t: float | None) -> Window:
+        p = self.position
+        end = writer.close()
+        t1 = next_t if next_t is not None else max(end, writer.t0)
+        window = Window(p.next_index, writer.path, writer.t0, t1, dict(p.seen), p.shift)
+        window.save()
+        p.next_index += 1
+        p.t = t1
+        return window
+
+    def _packets(self) -> Iterator[tuple[Packet, float, bool, str, float, float]]:
+        """The source's packets as ``(packet, stream seconds, is a keyframe, stream type, the
+        source's decoding seconds, seconds the source skipped before it)`` from where the
+        capture stands; each packet's timestamps already on the stream's clock. A source whose
+        clock goes back within a connection (a discontinuity) goes on from where it stood."""
+        p = self.position
+        options = {"rw_timeout": str(int(self.stall_seconds * 1e6))}
+        target = self.source
+        if is_local(self.source):
+            options["follow"] = "1"
+            target = str(local_path(self.source))
+            if not Path(target).exists():
+                raise MediaError(self.source, "no such file yet")
+        container = av.open(
+            target,
+            options=options,
+            timeout=(self.stall_seconds, self.stall_seconds),
+            metadata_errors="ignore",
+        )
+        try:
+            video = next((s for s in container.streams.video), None)
+            if video is None:
+                raise MediaError(self.source, "no video stream")
+            self._check_format(video)
+            keep = [video, *container.streams.audio[:1]]
+            self._streams = keep
+            resume = dict(p.seen)  # what an earlier connection read
+            if "video" in resume and is_local(self.source):
+                with suppress(av.error.FFmpegError):  # unseekable: read from the start
+                    container.seek(int(resume["video"] / float(time_base(video))), stream=video)
+            first, before = True, None  # the last video packet's decoding time
+            rate = float(video.average_rate or video.guessed_rate or 25)
+            jump = max(LOST_SECONDS, 3.0 / rate)
+            for packet in container.demux(*keep):
+                if packet.pts is None or packet.dts is None or packet.time_base is None:
+                    continue
+                tb, kind = packet.time_base, packet.stream.type
+                own, dts = float(packet.pts * tb), float(packet.dts * tb)
+                if first and kind == "video":
+                    first = False
+                    if self._rebase(dts):
+                        resume = {}
+                if kind in resume and dts <= resume[kind] + 1e-6:
+                    continue  # read before this reconnection
+                keyframe = kind == "video" and packet.is_keyframe
+                if p.t is None and not keyframe:
+                    continue
+                if p.t is None:  # the stream's first keyframe is its time 0
+                    p.shift = ORIGIN - own
+                    p.t = 0.0
+                skipped = 0.0
+                if kind == "video" and before is not None:
+                    if dts < before - LOST_SECONDS:  # its clock went back: a restart
+                        p.shift = p.last + 1.0 / rate + ORIGIN - own
+                        resume = {}
+                    elif dts - before > jump:
+                        skipped = dts - before
+                if kind == "video":
+                    before = dts
+                t = own + p.shift - ORIGIN
+                _shift(packet, p.shift, tb)
+                yield packet, t, keyframe, kind, dts, skipped
+        finally:
+            container.close()
+
+    def _rebase(self, dts: float) -> bool:
+        """Whether the source's clock went back (a restart); then the stream's clock goes on
+        from where it stood rather than overwrite what was read."""
+        p = self.position
+        if "video" not in p.seen or dts >= p.seen["video"] - RESTART_SECONDS:
+            return False
+        away = self.clock() - self._down if self._down is not None else 0.0
+        p.shift = p.last + away + ORIGIN - dts
+        p.seen = {}
+        return True
+
+    def _check_format(self, video: av.video.stream.VideoStream) -> None:
+        p = self.position
+        ctx = video.codec_context
+        found = f"{ctx.name} {ctx.width}x{ctx.height}"
+        if not p.format:
+            p.format = found
+        elif found != p.format:
+            at = p.t or 0.0
+            raise SourceChangedError(
+                self.source,
+                f"changed from {p.format} to {found} at {at:.0f} s: one watch indexes one "
+                "format; start another watch for the new one",
+            )
+
+
+def _shift(packet: Packet, seconds: float, tb: Fraction) -> None:
+    if seconds:
+        step = round(seconds / tb)
+        packet.pts = int(packet.pts or 0) + step
+        packet.dts = int(packet.dts or 0) + step
+
+
+def _reason(e: BaseException) -> str:
+    if isinstance(e, av.error.FFmpegError):
+        text = e.strerror or type(e).__name__
+        return "stalled" if "timed out" in text.lower() or "exit" in text.lower() else text
+    if isinstance(e, MediaError):
+        return e.reason
+    return str(e) or type(e).__name__
+
+
+class _WindowWriter:
+    """One window's MPEG-TS file, written to ``.part`` and renamed when complete."""
+
+    def __init__(self, path: Path, t0: float, streams: list[Any]) -> None:
+        self.path = path
+        self.t0 = t0
+        self.end = t0
+        self.part = path.with_suffix(".part")
+        self.out = av.open(str(self.part), "w", format="mpegts")
+        self.streams = {s.index: self.out.add_stream_from_template(s) for s in streams}
+
+    def write(self, packet: Packet, t: float) -> None:
+        out = self.streams.get(packet.stream.index)
+        if out is None:
+            return
+        if packet.stream.type == "video":  # a window ends with its pictures
+            step = float(packet.duration * packet.time_base) if packet.duration else 0.0
+            self.end = max(self.end, t + step)
+        packet.stream = out
+        self.out.mux(packet)
+
+    def close(self) -> float:
+        self.out.close()
+        os.replace(self.part, self.path)
+        return self.end
+
+
+def write_playlist(path: Path, windows: list[Window], *, first: Window | None = None) -> None:
+    """An HLS playlist of the window files, replaced atomically: the stream as one video.
+
+    Each entry lasts until the next window starts, so an outage's lost seconds stay on the
+    timeline (FFmpeg finds a time's segment by adding the durations up). ``first``, when
+    retention has rolled the stream's first windows out, is kept as the head entry lasting
+    until the first kept window: the playlist's time 0 stays the stream's.
+    """
+    entries = ([first] if first is not None and first not in windows else []) + windows
+    lines = ["#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-PLAYLIST-TYPE:VOD"]
+    target = max((w.t1 - w.t0 for w in entries), default=1.0)
+    lines.append(f"#EXT-X-TARGETDURATION:{math.ceil(target)}")
+    for k, w in enumerate(entries):
+        end = entries[k + 1].t0 if k + 1 < len(entries) else w.t1
+        lines += [f"#EXTINF:{max(end - w.t0, 0.001):.3f},", w.path.name]
+    lines.append("#EXT-X-ENDLIST")
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    os.replace(tmp, path)

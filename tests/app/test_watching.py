@@ -1,0 +1,514 @@
+"""``vidagent watch``: live and growing sources indexed window by window, for real on loopback.
+
+Sources are made here: an MPEG-TS file written out over time (a growing file), and HLS
+segments published one after another in a playlist a local HTTP server serves. The fake index
+models check the plumbing; the alert on a spoken phrase uses the real speech recogniser.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import itertools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import av
+import pytest
+from factories import INDEX_SPECS
+
+from vidagent.app import Session
+from vidagent.app.watching import stream_id
+from vidagent.config import Settings, load_settings
+from vidagent.library import Library
+from vidagent.media import probe
+from vidagent.media.synth import make_video
+
+#: Fast enough for tests: a stall is noticed in half a second, a source gone 1.5 s has ended.
+QUICK = {"stall_seconds": 0.5, "give_up_seconds": 1.5}
+STAGES = ["transcribe", "read_text", "detect", "caption", "embed", "summarize"]
+
+
+def _settings(root: Path, **more: Any) -> Settings:
+    return load_settings(
+        {**INDEX_SPECS, "library": str(root / "library"), "home": str(root / "home"), **more}
+    )
+
+
+def _stream(path: Path, seconds: float, size: tuple[int, int] = (160, 96)) -> bytes:
+    """A small MPEG-TS stream: a keyframe every second, a frame counter, a tone, its audio
+    and video interleaved as a live source sends them."""
+    made = path.with_suffix(".mp4")
+    make_video(made, duration=seconds, fps=10, size=size, gop=10, audio="tone", counter=True)
+    _to_ts(made, path)
+    return path.read_bytes()
+
+
+def _to_ts(source: Path, target: Path) -> None:
+    """``source`` remuxed into MPEG-TS (the MP4 demuxer hands packets over in time order)."""
+    with av.open(str(source)) as src, av.open(str(target), "w", format="mpegts") as out:
+        streams = {s.index: out.add_stream_from_template(s) for s in src.streams}
+        for packet in src.demux():
+            if packet.dts is not None:
+                packet.stream = streams[packet.stream.index]
+                out.mux(packet)
+
+
+def _grow(
+    target: Path,
+    data: bytes,
+    pieces: int,
+    pause: float,
+    hold: float = 0.0,
+    gate: threading.Event | None = None,
+) -> threading.Thread:
+    """Write ``data`` to ``target`` in ``pieces`` over time; two thirds in, once ``gate`` is
+    set, ``hold`` seconds of nothing (a stall)."""
+
+    def write() -> None:
+        step = len(data) // pieces + 1
+        with target.open("ab") as f:
+            for k in range(pieces):
+                f.write(data[k * step : (k + 1) * step])
+                f.flush()
+                if hold and k == pieces * 2 // 3:
+                    assert gate is None or gate.wait(60)
+                    time.sleep(hold)
+                else:
+                    time.sleep(pause)
+
+    target.write_bytes(b"")
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    return thread
+
+
+def _check_clips(library: Library, vid: str, duration: float) -> None:
+    """One row per clip, numbered 0..n-1, end to end from 0 to the live edge."""
+    clips = library.clips(vid)
+    assert [c.clip_index for c in clips] == list(range(len(clips)))
+    assert clips[0].t0 == 0.0
+    for a, b in itertools.pairwise(clips):
+        assert b.t0 == pytest.approx(a.t1, abs=0.02), (a, b)
+    assert clips[-1].t1 == pytest.approx(duration, abs=0.3)
+
+
+def test_a_growing_file_is_one_video_that_grows_window_by_window(tmp_path: Path) -> None:
+    data = _stream(tmp_path / "source.ts", 12.0)
+    growing = tmp_path / "recording.ts"
+    indexed = threading.Event()
+    writer = _grow(growing, data, pieces=12, pause=0.2, hold=2.0, gate=indexed)
+    seen: list[tuple[float, int, float]] = []  # (window end, clips, stored duration) at its event
+    events: list[dict[str, Any]] = []
+    with Session(_settings(tmp_path)) as session:
+
+        def on_event(event: dict[str, Any]) -> None:
+            events.append(event)
+            if event["event"] == "window":
+                indexed.set()
+                video = session.library.get_video(stream_id(str(growing)))
+                clips = session.library.clips(video.video_id)
+                seen.append((event["t1"], len(clips), video.duration))
+
+        watch = session.watch(
+            str(growing), window_seconds=3, stages=STAGES, on_event=on_event, **QUICK
+        )
+        report = watch.run()
+        writer.join()
+        library = session.library
+        (video,) = session.videos()
+
+    assert report.state == "ended" and video.video_id == watch.video_id
+    assert video.duration == pytest.approx(12.0, abs=0.2)
+    # searchable as each window ends: the stored duration is that window's end
+    assert len(seen) >= 4
+    assert [round(d, 3) for _, _, d in seen] == [t1 for t1, _, _ in seen]
+    assert [n for _, n, _ in seen] == sorted(n for _, n, _ in seen)
+    _check_clips(library, video.video_id, video.duration)
+    assert all(c.caption_model and c.transcript_model for c in library.clips(video.video_id))
+    assert len(library.clip_vector_hashes(video.video_id)) == len(library.clips(video.video_id))
+    frames = [f.t for f in library.frames(video.video_id)]
+    assert frames == sorted(frames) and len(frames) == len(set(frames)) >= 11
+    assert library.global_summary(video.video_id)  # refreshed when the watch ended
+    assert video.recorded_at  # the wall clock of stream second 0
+    # the stall halfway is an outage that lost nothing
+    assert any(e["event"] == "outage" and e["lost"] == 0 for e in events)
+    assert video.stages["watch"]["state"] == "ended"
+    # the stored source plays the stream back: the playlist of the window files
+    assert probe(video.source).duration == pytest.approx(video.duration, abs=0.3)
+
+
+class _Publisher:
+    """HLS segments of a stream, published one by one in a sliding playlist served over HTTP."""
+
+    def __init__(self, root: Path, seconds: float) -> None:
+        self.site = root / "site"
+        self.site.mkdir()
+        source = root / "source.ts"
+        _stream(source, seconds)
+        with (
+            av.open(str(source)) as src,
+            av.open(
+                str(self.site / "all.m3u8"),
+                "w",
+                format="hls",
+                options={"hls_time": "2", "hls_list_size": "0"},
+            ) as out,
+        ):
+            streams = {s.index: out.add_stream_from_template(s) for s in src.streams}
+            for packet in src.demux():
+                if packet.dts is None:
+                    continue
+                packet.stream = streams[packet.stream.index]
+                out.mux(packet)
+        lines = (self.site / "all.m3u8").read_text().splitlines()
+        self.segments = [
+            (float(line.split(":")[1].rstrip(",")), lines[k + 1])
+            for k, line in enumerate(lines)
+            if line.startswith("#EXTINF")
+        ]
+        self.shown = 0
+        self.server: http.server.ThreadingHTTPServer | None = None
+        self.port = 0
+        self.serve()
+
+    def serve(self) -> None:
+        handler = functools.partial(_Quiet, directory=str(self.site))
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def drop(self) -> None:
+        assert self.server is not None
+        self.server.shutdown()
+        self.server.server_close()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/live.m3u8"
+
+    def publish(self, count: int, *, end: bool = False) -> None:
+        """Show the first ``count`` segments (the last three listed, as a live server does)."""
+        self.shown = count
+        first = max(0, count - 3)
+        listed = self.segments[first:count]
+        lines = ["#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-TARGETDURATION:3"]
+        lines.append(f"#EXT-X-MEDIA-SEQUENCE:{first}")
+        for seconds, name in listed:
+            lines += [f"#EXTINF:{seconds:.3f},", name]
+        if end:
+            lines.append("#EXT-X-ENDLIST")
+        tmp = self.site / "live.tmp"
+        tmp.write_text("\n".join(lines) + "\n")
+        os.replace(tmp, self.site / "live.m3u8")
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def published(tmp_path: Path) -> Iterator[_Publisher]:
+    publisher = _Publisher(tmp_path, 24.0)
+    yield publisher
+    publisher.drop()
+
+
+def test_an_hls_stream_over_http_survives_a_drop_and_records_the_gap(
+    tmp_path: Path, published: _Publisher
+) -> None:
+    assert len(published.segments) >= 10
+    published.publish(2)
+    windows: list[dict[str, Any]] = []
+    outages: list[dict[str, Any]] = []
+    first_window = threading.Event()
+
+    def on_event(event: dict[str, Any]) -> None:
+        if event["event"] == "window":
+            windows.append(event)
+            first_window.set()
+        elif event["event"] == "outage":
+            outages.append(event)
+
+    with Session(_settings(tmp_path)) as session:
+        watch = session.watch(
+            published.url,
+            window_seconds=2,
+            stages=["transcribe", "embed"],
+            on_event=on_event,
+            stall_seconds=1.0,
+            give_up_seconds=6.0,
+        )
+        runner = threading.Thread(target=watch.run, daemon=True)
+        runner.start()
+        published.publish(4)
+        assert first_window.wait(60)
+        published.publish(5)
+        time.sleep(1.0)
+        # the server goes away while the stream moves on: segments 5 to 7 are never fetched
+        published.drop()
+        published.publish(9)
+        time.sleep(2.0)
+        published.serve()
+        for count in range(10, len(published.segments)):
+            published.publish(count)
+            time.sleep(0.3)
+        published.publish(len(published.segments), end=True)
+        runner.join(120)
+        assert not runner.is_alive()
+        video = session.library.get_video(watch.video_id)
+        clips = session.library.clips(watch.video_id)
+
+    lost = [o for o in outages if o["lost"] > 0]
+    assert lost and lost[0]["reason"].startswith("dropped")
+    gap_from, gap = lost[0]["at"], lost[0]["lost"]
+    assert 2.0 <= gap <= 12.0
+    # the stream's clock runs through the gap (FFmpeg's HLS reader may place a reconnection
+    # up to a segment early): the clips skip the hole
+    assert 21.5 <= video.duration <= 24.5
+    assert not [c for c in clips if c.t0 > gap_from + 0.2 and c.t1 < gap_from + gap - 0.2]
+    assert [c.clip_index for c in clips] == list(range(len(clips)))
+    assert [c.t0 for c in clips] == sorted({c.t0 for c in clips})
+    assert video.stages["watch"]["outages"][0]["lost"] == gap
+
+
+def test_alerts_fire_once_per_continuing_event_and_are_posted(tmp_path: Path) -> None:
+    data = _stream(tmp_path / "source.ts", 9.0)
+    growing = tmp_path / "recording.ts"
+    growing.write_bytes(data)  # all there already: read as fast as it indexes
+    posted: list[dict[str, Any]] = []
+
+    class Hook(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            posted.append(json.loads(body))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    hook = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=hook.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{hook.server_address[1]}/alerts"
+    # the fake recogniser hears "hello there" in every window
+    alerts = ["hello there", "goodbye everyone"]
+    try:
+        with Session(_settings(tmp_path)) as session:
+            report = session.watch(
+                str(growing),
+                window_seconds=3,
+                stages=["transcribe", "embed"],
+                alerts=alerts,
+                alert_url=url,
+                **QUICK,
+            ).run()
+    finally:
+        hook.shutdown()
+        hook.server_close()
+    assert report.windows >= 3
+    (alert,) = report.alerts  # three windows say it: one event, extended
+    assert alert.text == "hello there" and alert.source == "speech"
+    assert alert.t0 < 3.0 and alert.t1 > 6.0
+    assert alert.at  # its wall-clock time
+    assert [p["text"] for p in posted] == ["hello there"]
+    assert posted[0]["quote"] == "hello there" and posted[0]["event"] == "alert"
+
+
+def test_an_alert_fires_on_a_phrase_spoken_in_a_window(tmp_path: Path) -> None:
+    from realmedia import get_clip
+
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("espeak-ng is not installed (apt-get install espeak-ng): no speech to hear")
+    clip = get_clip("two_voices.mp4")  # "How much will the roof repairs cost?" from 9 s
+    growing = tmp_path / "meeting.ts"
+    _to_ts(clip, growing)
+    settings = _settings(tmp_path, asr="faster-whisper:tiny.en")
+    with Session(settings) as session:
+        report = session.watch(
+            str(growing),
+            window_seconds=8,
+            stages=["transcribe", "embed"],
+            alerts=["roof repairs", "the harbour festival"],
+            **QUICK,
+        ).run()
+    assert report.windows >= 2
+    (alert,) = report.alerts  # heard in its window; the festival never comes up
+    assert alert.text == "roof repairs" and alert.source == "speech"
+    assert 9.0 <= alert.t0 <= 13.0, alert
+    assert "roof repairs" in alert.quote.lower()
+
+
+def test_a_changed_picture_size_stops_the_watch_in_one_line(tmp_path: Path) -> None:
+    small = _stream(tmp_path / "small.ts", 4.0)
+    large = _stream(tmp_path / "large.ts", 4.0, size=(320, 192))
+    growing = tmp_path / "recording.ts"
+    writer = _grow(growing, small, pieces=2, pause=0.3)
+    writer.join()
+    with Session(_settings(tmp_path)) as session:
+        watch = session.watch(str(growing), window_seconds=2, stages=["embed"], **QUICK)
+
+        def append() -> None:
+            time.sleep(1.0)
+            with growing.open("ab") as f:
+                f.write(large)
+
+        feeding = threading.Thread(target=append, daemon=True)
+        feeding.start()
+        from vidagent.media.live import SourceChangedError
+
+        with pytest.raises(SourceChangedError) as caught:
+            watch.run()
+        video = session.library.get_video(watch.video_id)
+    assert "changed from" in str(caught.value) and "\n" not in str(caught.value)
+    assert "160x96" in str(caught.value) and "320x192" in str(caught.value)
+    assert video.duration == pytest.approx(4.0, abs=0.3)  # what came before is kept
+    assert video.stages["watch"]["state"] == "failed"
+
+
+def test_retention_rolls_old_windows_out_but_what_a_trace_cites(tmp_path: Path) -> None:
+    data = _stream(tmp_path / "source.ts", 12.0)
+    growing = tmp_path / "recording.ts"
+    growing.write_bytes(data)
+    settings = _settings(tmp_path)
+    vid = stream_id(str(growing))
+    traces = settings.home / "traces"
+    traces.mkdir(parents=True)
+    cited = {"type": "answer", "evidence": [[vid, 3.5, 4.5]]}
+    (traces / "saved.jsonl").write_text(json.dumps(cited) + "\n")
+    with Session(settings) as session:
+        session.watch(
+            str(growing), window_seconds=2, stages=["embed"], keep_seconds=4, **QUICK
+        ).run()
+        clips = session.library.clips(vid)
+        video = session.library.get_video(vid)
+    # windows 0-2 and 2-4 would go; 2-4 holds the cited moment, so it and what follows stay
+    assert clips[0].t0 == pytest.approx(2.0, abs=0.2)
+    assert clips[-1].t1 == pytest.approx(12.0, abs=0.3)
+    assert video.stages["watch"]["kept_from"] == pytest.approx(2.0, abs=0.2)
+    folder = settings.home / "streams" / vid
+    assert (folder / "w000000.ts").exists()  # the playlist's head stays
+
+
+def test_stop_keeps_what_was_indexed_and_the_same_watch_resumes(tmp_path: Path) -> None:
+    data = _stream(tmp_path / "source.ts", 12.0)
+    growing = tmp_path / "recording.ts"
+    writer = _grow(growing, data, pieces=12, pause=0.25)
+    with Session(_settings(tmp_path)) as session:
+        watch = session.watch(str(growing), window_seconds=2, stages=["embed"], **QUICK)
+
+        def stop_after_two(event: dict[str, Any]) -> None:
+            if event["event"] == "window" and event["index"] == 1:
+                watch.stop()  # what Ctrl-C does
+
+        watch.on_event = stop_after_two
+        first = watch.run()
+        video = session.library.get_video(watch.video_id)
+        assert first.state == "stopped" and video.stages["watch"]["state"] == "stopped"
+        assert 4.0 <= video.duration < 12.0  # the window being read when it stopped is kept
+        _check_clips(session.library, watch.video_id, video.duration)
+        writer.join()
+        again = session.watch(str(growing), window_seconds=2, stages=["embed"], **QUICK).run()
+        video = session.library.get_video(watch.video_id)
+        assert again.state == "ended" and again.windows >= 1
+        assert video.duration == pytest.approx(12.0, abs=0.3)
+        _check_clips(session.library, watch.video_id, video.duration)
+
+
+def test_kill_9_resumes_from_the_last_window_with_no_clip_twice_and_none_lost(
+    tmp_path: Path, fake_env: dict[str, str]
+) -> None:
+    # A fresh interpreter is the point: it is killed with SIGKILL mid-stream.
+    data = _stream(tmp_path / "source.ts", 16.0)
+    growing = tmp_path / "recording.ts"
+    writer = _grow(growing, data, pieces=16, pause=0.25)
+    home = tmp_path / "home"
+    env = {
+        **os.environ,
+        **fake_env,
+        "VIDAGENT_CACHE": "off",
+        "VIDAGENT_HOME": str(home),
+        "VIDAGENT_LIBRARY": str(tmp_path / "library"),
+        "HF_HUB_OFFLINE": "1",
+    }
+    args = [sys.executable, "-m", "vidagent", "watch", str(growing), "--window", "2"]
+    args += ["--stall", "0.5", "--give-up", "2", "--stages", "transcribe,embed", "--json"]
+    first = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True
+    )
+    assert first.stdout is not None
+    windows = 0
+    for line in first.stdout:
+        if json.loads(line)["event"] == "window":
+            windows += 1
+            if windows == 2:
+                break
+    first.send_signal(signal.SIGKILL)
+    first.communicate(timeout=30)  # also closes its pipes
+    assert first.returncode == -signal.SIGKILL
+    library = Library(str(tmp_path / "library"))
+    vid = stream_id(str(growing))
+    before = library.get_video(vid)
+    assert before.stages["watch"]["state"] == "watching" and before.duration < 15.0
+
+    second = subprocess.run(args, check=False, capture_output=True, text=True, env=env, timeout=120)
+    writer.join()
+    assert second.returncode == 0, second.stderr
+    lines = [json.loads(x) for x in second.stdout.splitlines()]
+    resumed = [e for e in lines if e["event"] == "window"]
+    assert resumed[0]["t0"] == pytest.approx(before.duration, abs=0.01)
+    library = Library(str(tmp_path / "library"))
+    video = library.get_video(vid)
+    assert video.duration == pytest.approx(16.0, abs=0.3)
+    _check_clips(library, vid, video.duration)
+    frames = [f.t for f in library.frames(vid)]
+    assert len(frames) == len(set(frames)) and frames == sorted(frames)
+    segments = library.transcript(vid)
+    assert [s.segment_index for s in segments] == list(range(len(segments)))
+    assert video.stages["watch"]["state"] == "ended"
+
+
+def test_the_cli_prints_alerts_as_json_lines_and_says_what_it_did(tmp_path: Path) -> None:
+    from clirun import vidagent
+
+    data = _stream(tmp_path / "source.ts", 6.0)
+    growing = tmp_path / "recording.ts"
+    growing.write_bytes(data)
+    env = {f"VIDAGENT_{k.upper()}": v for k, v in INDEX_SPECS.items()}
+    env["VIDAGENT_LIBRARY"] = str(tmp_path / "library")
+    done = vidagent(
+        "watch",
+        str(growing),
+        "--window",
+        "3",
+        "--alert",
+        "hello there",
+        "--stall",
+        "0.5",
+        "--give-up",
+        "1.5",
+        "--stages",
+        "transcribe,embed",
+        home=tmp_path / "home",
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    (line,) = done.stdout.splitlines()
+    assert json.loads(line)["text"] == "hello there"
+    assert "window 0: 00:00:00-00:00:03" in done.stderr
+    assert "ended: 2 windows" in done.stderr and "1 alerts" in done.stderr
+    shown = vidagent("show", stream_id(str(growing)), home=tmp_path / "home", env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert f"live: {growing} (ended, 2 windows of 3 s)" in shown.stdout
+    bad = vidagent("watch", str(growing), "--keep", "soon", home=tmp_path / "home", env=env)
+    assert bad.returncode == 2 and "'soon' is no duration" in bad.stderr
