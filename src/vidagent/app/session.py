@@ -61,8 +61,8 @@ if TYPE_CHECKING:
     from vidagent.app.export import ExportResult
     from vidagent.app.sheets import SheetResult
     from vidagent.app.traces import TraceSummary
-    from vidagent.app.window import TimeWindow
     from vidagent.app.watching import Watch
+    from vidagent.app.window import TimeWindow
     from vidagent.budget import Budget
     from vidagent.ingest.pipeline import IndexResult, StageRun
     from vidagent.trace import Event
