@@ -17,6 +17,13 @@ older ones keep what their file keeps (an index job's last events) and their ``e
 cooperative: an index job's work calls :meth:`Job.check` between stages and stops there with
 :class:`JobCancelled`; a question's run is handed ``should_stop`` reading :attr:`Job.cancelled`,
 stops at its next step or model call, and its work then ends the job with :meth:`Job.check`.
+
+A ``watch`` job (a live or growing source, ``/api/streams``) may run for days: it runs on a
+thread of its own, not one of the pool's workers (it would hold one for good), keeps only its
+newest :data:`LIVE_EVENTS` events in memory, and a cancel reaches it through the callbacks its
+work registers with :meth:`Job.on_cancel` (it stops the watch, which ends after the window being
+read). :meth:`JobRegistry.close` waits a while for those threads, so a server that stops leaves
+each stream's record whole.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from vidagent.exceptions import VidagentError, storage_error
 
 log = logging.getLogger(__name__)
 
-Kind = Literal["index", "ask"]
+Kind = Literal["index", "ask", "watch"]
 State = Literal["queued", "running", "done", "failed", "cancelled", "interrupted"]
 FINISHED: frozenset[str] = frozenset({"done", "failed", "cancelled", "interrupted"})
 #: The events of a job loaded from disk are not kept; only these few are (index progress).
@@ -48,6 +55,12 @@ PERSISTED_EVENTS = 200
 KEEP_EVENTS = 64
 #: Finished jobs listed at most; older ones are forgotten, their files deleted.
 KEEP_JOBS = 1000
+#: Events a running watch job keeps in memory (a late ``/events`` reader gets these).
+LIVE_EVENTS = 500
+#: Kinds whose last events are written to their job file (and kept when a job sheds its events).
+KEEPS_EVENTS: frozenset[str] = frozenset({"index", "watch"})
+#: Seconds :meth:`JobRegistry.close` waits for the watch jobs to end.
+CLOSE_WAIT_S = 60.0
 
 
 class JobCancelled(Exception):
@@ -82,6 +95,8 @@ class Job:
     )
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _future: Future[None] | None = field(default=None, repr=False)
+    _thread: threading.Thread | None = field(default=None, repr=False)
+    _stoppers: list[Callable[[], None]] = field(default_factory=list, repr=False)
     _shed_done: bool = field(default=False, repr=False)
     _made: int = field(default_factory=lambda: next(_sequence), repr=False)
     _ended: int = field(default=-1, repr=False)  # -1: loaded from its file, ended before
@@ -101,14 +116,14 @@ class Job:
         }
 
     def _record(self) -> dict[str, Any]:
-        kept = self.events if self.kind == "index" else []
+        kept = self.events if self.kind in KEEPS_EVENTS else []
         return self.to_json() | {"events": [list(e) for e in kept[-PERSISTED_EVENTS:]]}
 
     def _shed(self) -> None:
         """Let a finished job's events go but an index job's last progress and the end."""
         with self._lock:
             if not self._shed_done:
-                kept = self.events if self.kind == "index" else []
+                kept = self.events if self.kind in KEEPS_EVENTS else []
                 progress = [e for e in kept if e[0] != "end"][-PERSISTED_EVENTS:]
                 self.events = [*progress, ("end", self.to_json())]
                 self._shed_done = True
@@ -140,10 +155,27 @@ class Job:
         if self._cancel.is_set():
             raise JobCancelled(self.job_id)
 
+    def on_cancel(self, stop: Callable[[], None]) -> None:
+        """Call ``stop`` when a cancel is asked for (at once if one was): for work that blocks
+        and cannot check, such as a watch."""
+        with self._lock:
+            self._stoppers.append(stop)
+        if self._cancel.is_set():
+            stop()
+
+    def _ask_cancel(self) -> None:
+        self._cancel.set()
+        with self._lock:
+            stoppers = list(self._stoppers)
+        for stop in stoppers:
+            stop()
+
     def emit(self, kind: str, data: dict[str, Any]) -> None:
         """Record an event and hand it to every subscriber."""
         with self._lock:
             self.events.append((kind, data))
+            if self.kind == "watch" and len(self.events) > LIVE_EVENTS:
+                del self.events[: len(self.events) - LIVE_EVENTS]
             subscribers = list(self._subscribers)
         for loop, queue in subscribers:
             loop.call_soon_threadsafe(queue.put_nowait, (kind, data))
@@ -257,12 +289,18 @@ class JobRegistry:
             return self._jobs.get(job_id)
 
     def submit(self, kind: Kind, params: dict[str, Any], work: Work) -> Job:
-        """A new job running ``work`` in the background."""
+        """A new job running ``work`` in the background (a ``watch`` on a thread of its own)."""
         job = Job(uuid.uuid4().hex[:12], kind, params)
         with self._lock:
+            if self._closing:
+                raise VidagentError("the server is stopping")
             self._jobs[job.job_id] = job
         self._start(job, work)
         return job
+
+    def save(self, job: Job) -> None:
+        """Write ``job``'s file now (a running watch's progress, so a restart shows it)."""
+        self._save(job)
 
     def restart(self, job: Job, work: Work) -> Job:
         """Run a finished job's work again under the same id (an interrupted index job)."""
@@ -275,10 +313,17 @@ class JobRegistry:
 
     def _start(self, job: Job, work: Work) -> None:
         self._save(job)
-        job._future = self._pool.submit(self._run, job, work)
+        if job.kind == "watch":
+            name = f"vidagent-watch-{job.job_id}"
+            job._thread = threading.Thread(
+                target=self._run, args=(job, work), name=name, daemon=True
+            )
+            job._thread.start()
+        else:
+            job._future = self._pool.submit(self._run, job, work)
 
     def _run(self, job: Job, work: Work) -> None:
-        if job._cancel.is_set():
+        if job.done:
             return  # cancelled while queued; cancel() finished it
         job.state = "running"
         self._save(job)
@@ -312,16 +357,27 @@ class JobRegistry:
         """Ask a job to stop; a queued one stops at once, a running one at its next check."""
         if job.done:
             return job
-        job._cancel.set()
+        job._ask_cancel()
         if job._future is not None and job._future.cancel():
             job.state, job.error = "cancelled", "cancelled"
             self._end(job)
         return job
 
-    def close(self) -> None:
-        """Stop taking work; running jobs are asked to stop and left to be marked interrupted."""
-        self._closing = True
+    def close(self, wait_s: float = CLOSE_WAIT_S) -> None:
+        """Stop taking work; running jobs are asked to stop and left to be marked interrupted.
+        Watches are waited for (up to ``wait_s`` in all): each ends after the window being read
+        is indexed, its stream's record whole."""
+        import time
+
+        with self._lock:
+            self._closing = True
         for job in self.list():
             if not job.done:
-                job._cancel.set()
+                job._ask_cancel()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        deadline = time.monotonic() + wait_s
+        for job in self.list():
+            if job._thread is not None:
+                job._thread.join(max(0.0, deadline - time.monotonic()))
+                if job._thread.is_alive():
+                    log.warning("watch job %s did not stop in time", job.job_id)

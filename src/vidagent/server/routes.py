@@ -39,9 +39,11 @@ from vidagent.app.limits import (
 from vidagent.app.results import video_json
 from vidagent.app.window import TimeWindow
 from vidagent.exceptions import ConfigError, MediaError, MediaNotFoundError
+from vidagent.server import streams
 from vidagent.server.jobs import Job
 from vidagent.server.state import Server
 from vidagent.server.uploads import NotAVideo, receive_upload
+from vidagent.timecode import parse_duration
 
 router = APIRouter(prefix="/api")
 KEEPALIVE_S = 15.0
@@ -279,7 +281,10 @@ def _sse(kind: str, data: Any) -> str:
 @router.get("/jobs/{job_id}/events")
 async def job_events(job_id: RefParam, request: Request) -> StreamingResponse:
     """Server-Sent Events: what the job already emitted, then each event live, then ``end``."""
-    job, server = _job(request, job_id), server_of(request)
+    return _event_stream(server_of(request), _job(request, job_id))
+
+
+def _event_stream(server: Server, job: Job) -> StreamingResponse:
     past, queue = job.subscribe(asyncio.get_running_loop())
     if not past and job.done and job.kind == "ask":  # loaded from disk: its trace file has them
         past = [(e["kind"], e) for e in _trace_events(server, job.params.get("trace", ""))]
@@ -307,6 +312,103 @@ async def job_events(job_id: RefParam, request: Request) -> StreamingResponse:
 
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
+
+
+# -- streams (live and growing sources, watched as they arrive) ------------------------------
+
+
+class StreamBody(Body):
+    source: str = Field(
+        min_length=1,
+        max_length=4096,
+        description="a growing file or HLS playlist inside a media root, or a stream URL "
+        "(http, https, rtsp, rtmp, srt, udp, rtp)",
+    )
+    window: str | None = Field(
+        None, max_length=32, description="stream seconds indexed at a time: 30, 30s, 1m"
+    )
+    alerts: list[Annotated[str, Field(min_length=1, max_length=500)]] = Field(
+        default_factory=list, max_length=32, description="texts that raise an alert"
+    )
+    alert_url: str | None = Field(
+        None, max_length=2048, description="also POST each alert, as JSON, here"
+    )
+    keep: str | None = Field(
+        None, max_length=32, description="roll out windows older than this: 24h, 90m"
+    )
+    stall: str | None = Field(
+        None, max_length=32, description="no data for this long is an outage (default 10s)"
+    )
+    give_up: str | None = Field(
+        None, max_length=32, description="an outage this long ends the watch (default 5m)"
+    )
+    stages: list[Ref] | None = Field(
+        None, max_length=MAX_STAGES, description="stages each window runs (default: as index)"
+    )
+
+    def options(self) -> dict[str, Any]:
+        """The Watch's keyword arguments; a bad length is a ConfigError (400)."""
+        out: dict[str, Any] = {"alerts": list(self.alerts)}
+        for name, key in (
+            ("window", "window_seconds"),
+            ("keep", "keep_seconds"),
+            ("stall", "stall_seconds"),
+            ("give_up", "give_up_seconds"),
+        ):
+            given = getattr(self, name)
+            if given is not None:
+                try:
+                    out[key] = parse_duration(given)
+                except ValueError as e:
+                    raise ConfigError(f"{name}: {e}") from None
+        if self.stages is not None:
+            out["stages"] = list(self.stages)
+        return out
+
+
+@router.post("/streams", status_code=202)
+def start_stream(body: StreamBody, request: Request) -> dict[str, Any]:
+    """Start watching a source (a job of kind ``watch``); 409 when it is watched already."""
+    server = server_of(request)
+    source = streams.check_source(server, body.source)
+    options = body.options() | {"alert_url": streams.check_hook(body.alert_url)}
+    _check_stages(server, body.stages)
+    try:
+        job = streams.start(server, source, options)
+    except streams.StreamConflict as e:
+        raise HTTPException(409, str(e)) from None
+    return {"job_id": job.job_id, "video_id": job.params["video_id"], "source": source}
+
+
+@router.get("/streams")
+def list_streams(request: Request) -> dict[str, Any]:
+    return {"streams": streams.listing(server_of(request))}
+
+
+@router.get("/streams/{video_id}")
+def show_stream(video_id: RefParam, request: Request) -> dict[str, Any]:
+    return streams.details(server_of(request), video_id)
+
+
+@router.post("/streams/{video_id}/stop", status_code=202)
+def stop_stream(video_id: RefParam, request: Request) -> dict[str, Any]:
+    """Stop a running watch: it ends after the window being read; what was indexed stays."""
+    return streams.stop(server_of(request), video_id).to_json()
+
+
+@router.delete("/streams/{video_id}", status_code=202)
+def delete_stream(video_id: RefParam, request: Request) -> dict[str, Any]:
+    """The same as ``POST /streams/{video_id}/stop`` (the video stays in the Library)."""
+    return streams.stop(server_of(request), video_id).to_json()
+
+
+@router.get("/streams/{video_id}/events")
+async def stream_events(video_id: RefParam, request: Request) -> StreamingResponse:
+    """Server-Sent Events of the stream's running (or newest) watch: what it emitted so far
+    (its newest events), then each ``window``, ``alert``, ``outage``... live, then ``end``."""
+    server = server_of(request)
+    job = await run_in_threadpool(streams.job_of, server, video_id)
+    return _event_stream(server, job)
 
 
 # -- traces and benchmark runs ------------------------------------------------------------------

@@ -15,6 +15,7 @@ from vidagent.app.results import IndexReport, video_json
 from vidagent.exceptions import MediaNotFoundError
 from vidagent.server.jobs import Job, JobRegistry
 from vidagent.server.security import inside_roots
+from vidagent.server.streams import Streams
 
 
 def _is_file(ref: str) -> bool:
@@ -34,6 +35,7 @@ class Server:
     max_upload_bytes: int
     token: str | None = None
     extras: dict[str, Any] = field(default_factory=dict)
+    streams: Streams = field(default_factory=Streams)
 
     @property
     def home(self) -> Path:

@@ -1,0 +1,257 @@
+"""``/api/streams``: watches started, listed, followed and stopped over HTTP, for real on loopback.
+
+The source is an MPEG-TS file in the media root written out over time by the test (a growing
+file); the fake models of ``liveserver`` index it, and their recogniser hears "hello there" in
+every window, so an alert on that text fires in the first window and one on a text never said
+does not.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import av
+import httpx
+import pytest
+
+from vidagent.app.watching import stream_id
+from vidagent.library import Library
+from vidagent.media.synth import make_video
+
+pytestmark = pytest.mark.timeout(240)
+
+STAGES = ["transcribe", "embed"]
+
+
+def ts_stream(path: Path, seconds: float) -> bytes:
+    """A small MPEG-TS stream (a keyframe every second, a tone), as a live source sends it."""
+    made = path.with_suffix(".mp4")
+    make_video(made, duration=seconds, fps=10, size=(160, 96), gop=10, audio="tone", counter=True)
+    with av.open(str(made)) as src, av.open(str(path), "w", format="mpegts") as out:
+        streams = {s.index: out.add_stream_from_template(s) for s in src.streams}
+        for packet in src.demux():
+            if packet.dts is not None:
+                packet.stream = streams[packet.stream.index]
+                out.mux(packet)
+    return path.read_bytes()
+
+
+def grow(target: Path, data: bytes, pieces: int, pause: float) -> threading.Thread:
+    """``data`` written to ``target`` in ``pieces``, ``pause`` seconds apart."""
+
+    def write() -> None:
+        step = len(data) // pieces + 1
+        with target.open("ab") as f:
+            for k in range(pieces):
+                f.write(data[k * step : (k + 1) * step])
+                f.flush()
+                time.sleep(pause)
+
+    target.write_bytes(b"")
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    return thread
+
+
+def events(response: httpx.Response) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(event, data)`` of a Server-Sent Events stream, as they arrive."""
+    kind, data = "message", ""
+    for line in response.iter_lines():
+        if line.startswith("event: "):
+            kind = line[7:]
+        elif line.startswith("data: "):
+            data += line[6:]
+        elif line == "" and data:
+            yield kind, json.loads(data)
+            kind, data = "message", ""
+
+
+def stream_of(base: str, video_id: str) -> dict[str, Any] | None:
+    found = httpx.get(f"{base}/api/streams", timeout=10).json()["streams"]
+    return next((s for s in found if s["video_id"] == video_id), None)
+
+
+def wait_stopped(base: str, video_id: str, timeout: float = 90) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        shown = httpx.get(f"{base}/api/streams/{video_id}", timeout=10).json()
+        if not shown["running"]:
+            return dict(shown)
+        time.sleep(0.1)
+    raise AssertionError(f"the watch of {video_id} did not stop: {shown}")
+
+
+def check_clips(library: Library, video_id: str, duration: float, gap: float = 0.02) -> None:
+    """One row per clip, numbered 0..n-1, from 0 to the live edge, none overlapping and none
+    more than ``gap`` seconds after the one before."""
+    clips = library.clips(video_id)
+    assert [c.clip_index for c in clips] == list(range(len(clips)))
+    assert clips[0].t0 == 0.0
+    for a, b in itertools.pairwise(clips):
+        assert a.t1 - 0.02 <= b.t0 <= a.t1 + gap, (a, b)
+    assert clips[-1].t1 == pytest.approx(duration, abs=0.3)
+
+
+def test_a_watch_started_over_http_grows_raises_an_alert_over_sse_stops_and_resumes(
+    live_server: Any, media: Path, tmp_path: Path, api_settings: Any
+) -> None:
+    base = live_server().url
+    data = ts_stream(tmp_path / "source.ts", 12.0)
+    growing = media / "camera.ts"
+    writer = grow(growing, data, pieces=12, pause=0.5)
+    body = {
+        "source": str(growing),
+        "window": "2",
+        "alerts": ["hello there", "the harbour festival"],
+        "stall": "0.5",
+        "give_up": "60",  # it runs until stopped
+        "stages": STAGES,
+    }
+    started = httpx.post(f"{base}/api/streams", json=body, timeout=10)
+    assert started.status_code == 202, started.text
+    vid = started.json()["video_id"]
+    assert vid == stream_id(str(growing.resolve()))
+    # the same source twice: refused while it runs, naming the running job
+    again = httpx.post(f"{base}/api/streams", json=body, timeout=10)
+    assert again.status_code == 409 and started.json()["job_id"] in again.json()["detail"]
+
+    # the alert arrives over SSE, after the window that holds it
+    seen: list[str] = []
+    alert: dict[str, Any] = {}
+    with httpx.stream("GET", f"{base}/api/streams/{vid}/events", timeout=60) as r:
+        assert r.status_code == 200
+        assert r.headers["content-type"].startswith("text/event-stream")
+        for kind, event in events(r):
+            seen.append(kind)
+            if kind == "alert":
+                alert = event
+                break
+    assert seen[0] == "window" and seen[-1] == "alert"
+    assert alert["text"] == "hello there" and alert["source"] == "speech"
+    assert alert["video_id"] == vid and alert["at"] and alert["t0"] < 2.5
+
+    # listed while it runs, its live edge growing
+    edges = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(set(edges)) < 2:
+        listed = stream_of(base, vid)
+        assert listed is not None
+        assert listed["running"] and listed["state"] == "watching"
+        edges.append(listed["live_edge"])
+        time.sleep(0.2)
+    assert len(set(edges)) >= 2 and edges == sorted(edges)
+    assert listed["source"] == str(growing.resolve()) and listed["recorded_at"]
+    assert listed["alert_count"] == 1 and listed["name"] == "camera.ts (live)"
+
+    stopping = httpx.post(f"{base}/api/streams/{vid}/stop", timeout=10)
+    assert stopping.status_code == 202, stopping.text
+    stopped = wait_stopped(base, vid)
+    assert stopped["state"] == "stopped" and stopped["error"] is None
+    first_edge = stopped["live_edge"]
+    assert 2.0 <= first_edge < 12.0, stopped  # the file was still growing
+    assert [a["text"] for a in stopped["alerts"]] == ["hello there"]
+    windows = stopped["recent_windows"]
+    assert windows and windows[-1]["t1"] == pytest.approx(first_edge, abs=0.01)
+    assert [w["index"] for w in windows] == list(range(len(windows)))
+    assert stopped["video"]["stages"]["watch"]["state"] == "stopped"
+    # stopping it again: it is not running
+    assert httpx.delete(f"{base}/api/streams/{vid}", timeout=10).status_code == 404
+
+    # the same source again resumes where it stopped, and ends when the file stops growing
+    writer.join()
+    resumed = httpx.post(
+        f"{base}/api/streams", json=body | {"give_up": "1.5", "alerts": []}, timeout=10
+    )
+    assert resumed.status_code == 202, resumed.text
+    assert resumed.json()["video_id"] == vid
+    ended = wait_stopped(base, vid)
+    assert ended["state"] == "ended", ended
+    # it reads on from where it stopped (from the next keyframe when it stopped inside a
+    # group of pictures: up to 1 s later here)
+    assert first_edge - 0.01 <= ended["recent_windows"][0]["t0"] <= first_edge + 1.01, ended
+    assert ended["live_edge"] == pytest.approx(12.0, abs=0.3)
+    check_clips(Library(api_settings.library_uri), vid, ended["live_edge"], gap=1.01)
+    # the search endpoint finds the stream's clips
+    hits = httpx.post(
+        f"{base}/api/search", json={"query": "hello there", "videos": [vid]}, timeout=10
+    ).json()["hits"]
+    assert hits and all(h["video_id"] == vid for h in hits)
+
+
+def test_stopping_the_server_stops_its_watches_and_keeps_what_was_indexed(
+    live_server: Any, media: Path, tmp_path: Path, api_settings: Any
+) -> None:
+    live = live_server()
+    data = ts_stream(tmp_path / "source.ts", 10.0)
+    growing = media / "feed.ts"
+    writer = grow(growing, data, pieces=10, pause=0.5)
+    body = {"source": "feed.ts", "window": "2", "stall": "0.5", "give_up": "60", "stages": STAGES}
+    started = httpx.post(f"{live.url}/api/streams", json=body, timeout=10)
+    assert started.status_code == 202, started.text
+    vid, job_id = started.json()["video_id"], started.json()["job_id"]
+    deadline = time.monotonic() + 60
+    while (listed := stream_of(live.url, vid)) is None or listed["live_edge"] < 2.0:
+        assert time.monotonic() < deadline, "no window was indexed"
+        time.sleep(0.1)
+    live.stop()
+    assert not live.thread.is_alive()
+    video = Library(api_settings.library_uri).get_video(vid)
+    assert video.stages["watch"]["state"] == "stopped"
+    assert 2.0 <= video.duration < 10.0
+    check_clips(Library(api_settings.library_uri), vid, video.duration)
+    job = json.loads((api_settings.home / "jobs" / f"{job_id}.json").read_text())
+    assert job["state"] == "done" and job["result"]["state"] == "stopped"
+    writer.join()
+    # a new server lists it, stopped, with the watch job's progress
+    again = live_server()
+    listed = stream_of(again.url, vid)
+    assert listed is not None and listed["state"] == "stopped" and not listed["running"]
+    assert listed["live_edge"] == pytest.approx(video.duration)
+
+
+@pytest.mark.parametrize(
+    ("change", "status", "says"),
+    [
+        ({"source": "ftp://example.com/x.ts"}, 400, "ftp: URLs are not watched"),
+        ({"source": "file:///etc/passwd"}, 400, "file: URLs are not watched"),
+        ({"source": "concat:a.ts|b.ts"}, 400, "URLs are not watched"),
+        ({"source": "/etc/hostname"}, 403, "outside the media roots"),
+        ({"source": "nothing.ts"}, 404, "no such file"),
+        ({"window": "soon"}, 400, "window: 'soon' is not a length"),
+        ({"keep": "-1h"}, 400, "keep:"),
+        ({"alert_url": "file:///tmp/x"}, 400, "alert_url: give an http"),
+        ({"stages": ["nope"]}, 400, "unknown stage(s) nope"),
+    ],
+)
+def test_bad_input_is_a_one_line_error(
+    live_server: Any, media: Path, change: dict[str, Any], status: int, says: str
+) -> None:
+    base = live_server().url
+    (media / "here.ts").write_bytes(b"")
+    reply = httpx.post(f"{base}/api/streams", json={"source": "here.ts"} | change, timeout=10)
+    assert reply.status_code == status, reply.text
+    detail = reply.json()["detail"]
+    assert says in detail and "\n" not in detail
+    assert httpx.get(f"{base}/api/streams", timeout=10).json() == {"streams": []}
+
+
+def test_unknown_streams_are_404_and_the_endpoints_need_the_token(live_server: Any) -> None:
+    token = "a-token-for-the-streams-test"
+    base = live_server(token=token).url
+    assert httpx.get(f"{base}/api/streams", timeout=10).status_code == 401
+    auth = {"Authorization": f"Bearer {token}"}
+    assert httpx.get(f"{base}/api/streams", headers=auth, timeout=10).json() == {"streams": []}
+    for method, path in (
+        ("GET", "/api/streams/live000000000000"),
+        ("GET", "/api/streams/live000000000000/events"),
+        ("POST", "/api/streams/live000000000000/stop"),
+        ("DELETE", "/api/streams/live000000000000"),
+    ):
+        reply = httpx.request(method, base + path, headers=auth, timeout=10)
+        assert reply.status_code == 404, (method, path, reply.text)
