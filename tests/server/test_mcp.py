@@ -123,6 +123,7 @@ async def test_the_tools_are_listed_with_typed_arguments(client: Client) -> None
     tools = {t.name: t for t in (await client.list_tools()).tools}
     assert set(tools) == {
         "list_videos",
+        "list_streams",
         "index_video",
         "search",
         "ask",
@@ -146,6 +147,49 @@ async def test_list_videos_and_search_answer_from_the_library(client: Client) ->
     hits = body(await client.call_tool("search", {"query": "a short test video", "top": 2}))["hits"]
     assert len(hits) == 2 and hits[0]["video_id"] == videos[0]["video_id"]
     assert 0 <= hits[0]["t0"] < hits[0]["t1"] <= 12.1 and hits[0]["start"].startswith("00:00:")
+
+
+async def test_list_streams_shows_a_watched_source_and_search_reads_it(
+    tmp_path: Path, media: Path
+) -> None:
+    import av
+
+    from vidagent.media.synth import make_video
+
+    made = tmp_path / "feed.mp4"
+    make_video(made, duration=4.0, fps=10, size=(160, 96), gop=10, audio="tone")
+    source = tmp_path / "feed.ts"
+    with av.open(str(made)) as src, av.open(str(source), "w", format="mpegts") as out:
+        streams = {s.index: out.add_stream_from_template(s) for s in src.streams}
+        for packet in src.demux():
+            if packet.dts is not None:
+                packet.stream = streams[packet.stream.index]
+                out.mux(packet)
+    settings = load_settings({**INDEX_SPECS, "library": str(tmp_path / "library")})
+    with Session(settings) as session:
+        report = session.watch(
+            str(source),
+            window_seconds=2,
+            stages=["transcribe", "embed"],
+            stall_seconds=0.5,
+            give_up_seconds=1.0,
+        ).run()
+        async with Client(build_server(session, MediaRoots([media]))) as client:
+            (shown,) = body(await client.call_tool("list_streams", {}))["streams"]
+            hits = body(
+                await client.call_tool(
+                    "search", {"query": "hello there", "videos": [shown["video_id"]], "last": "2s"}
+                )
+            )["hits"]
+            videos = body(await client.call_tool("list_videos", {}))["videos"]
+    assert shown["video_id"] == report.video_id and shown["source"] == str(source)
+    assert shown["state"] == "ended" and shown["windows"] == report.windows >= 2
+    assert shown["live_edge"] == pytest.approx(4.0, abs=0.3) and shown["recorded_at"]
+    assert shown["outages"] == [] and shown["name"] == "feed.ts (live)"
+    assert [v["video_id"] for v in videos] == [report.video_id]  # a stream is a video
+    # the last two seconds before the live edge only
+    assert hits and all(h["video_id"] == report.video_id for h in hits)
+    assert all(h["t1"] > shown["live_edge"] - 2.0 - 1e-6 for h in hits)
 
 
 async def test_index_video_indexes_a_file_inside_the_media_root(

@@ -1,7 +1,8 @@
 """The MCP server (``vidagent mcp``): one :class:`~vidagent.app.session.Session` as tools and
 resources for MCP clients, over stdio or streamable HTTP, with the official ``mcp`` SDK (2.x).
 
-Tools: ``list_videos``, ``index_video``, ``search``, ``ask``, ``get_frames`` (JPEG images),
+Tools: ``list_videos``, ``list_streams`` (the live sources watched into the Library),
+``index_video``, ``search``, ``ask``, ``get_frames`` (JPEG images),
 ``export_evidence`` (an answer's evidence bundle, written under ``$VIDAGENT_HOME/exports``).
 Resources: ``vidagent://videos``, ``vidagent://videos/{video_id}``, ``vidagent://traces`` and
 ``vidagent://traces/{trace_id}``. Each calls one Session method and returns its result's
@@ -89,6 +90,7 @@ MAX_FRAMES = 16
 #: what clients are told about the server when they connect
 INSTRUCTIONS = (
     "vidagent answers questions about long videos. list_videos shows what is indexed; "
+    "list_streams the live sources being watched (search and ask take their video ids); "
     "index_video adds a file; search finds clips by meaning; ask answers a question with "
     "evidence spans; get_frames shows the frames at given seconds."
 )
@@ -228,6 +230,15 @@ class Tools:
         stages of each."""
         # An object, not a bare list: the SDK would make each list item a text block of its own.
         return {"videos": [video_json(v) for v in self.session.videos()]}
+
+    def list_streams(self) -> dict[str, Any]:
+        """The live or growing sources watched into the Library (``streams``): video id, source,
+        state (``watching``, ``stopped``, ``ended``, ``failed``), live edge (seconds indexed so
+        far), recording start, windows and outages. ``search`` and ``ask`` take a stream's
+        video id, with ``last`` to read only the minutes before its live edge."""
+        from vidagent.server.streams import library_streams
+
+        return {"streams": library_streams(self.session)}
 
     def index_video(
         self,
@@ -460,6 +471,7 @@ def build_server(session: Session, roots: MediaRoots | None = None) -> MCPServer
     )
     for fn in (
         tools.list_videos,
+        tools.list_streams,
         tools.index_video,
         tools.search,
         tools.ask,

@@ -5,17 +5,20 @@ media roots, with the work its background jobs do (indexing, questions). The end
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vidagent.app import AskPlan, Session
 from vidagent.app.results import IndexReport, video_json
 from vidagent.exceptions import MediaNotFoundError
 from vidagent.server.jobs import Job, JobRegistry
 from vidagent.server.security import inside_roots
-from vidagent.server.streams import Streams
+
+if TYPE_CHECKING:
+    from vidagent.app.watching import Watch
 
 
 def _is_file(ref: str) -> bool:
@@ -23,6 +26,15 @@ def _is_file(ref: str) -> bool:
         return Path(ref).is_file()
     except (OSError, ValueError):  # a name too long for this system
         return False
+
+
+@dataclass
+class Streams:
+    """The watches of one server (:mod:`vidagent.server.streams`): video id -> its running job
+    and watch."""
+
+    running: dict[str, tuple[Job, Watch]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 @dataclass

@@ -20,8 +20,6 @@ read files outside the roots and are refused. Alert hooks (``alert_url``) are ht
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -29,10 +27,10 @@ from vidagent.app.results import video_json
 from vidagent.app.watching import STAGE, Watch, stream_id
 from vidagent.exceptions import ConfigError, VideoNotFoundError
 from vidagent.server.jobs import Job
+from vidagent.server.state import Server
 
 if TYPE_CHECKING:
     from vidagent.app import Session
-    from vidagent.server.state import Server
 
 #: URL schemes a stream may be read from (FFmpeg's network protocols).
 SCHEMES = frozenset({"http", "https", "rtsp", "rtsps", "rtmp", "rtmps", "srt", "udp", "rtp"})
@@ -48,14 +46,6 @@ class StreamConflict(Exception):
     def __init__(self, video_id: str, job_id: str) -> None:
         super().__init__(f"{video_id} is being watched already (job {job_id}); stop it first")
         self.video_id, self.job_id = video_id, job_id
-
-
-@dataclass
-class Streams:
-    """The watches of one server: video id -> its running job and watch."""
-
-    running: dict[str, tuple[Job, Watch]] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 def check_source(server: Server, source: str) -> str:
@@ -273,7 +263,6 @@ def job_of(server: Server, video_id: str) -> Job:
 __all__ = [
     "SCHEMES",
     "StreamConflict",
-    "Streams",
     "check_hook",
     "check_source",
     "details",
