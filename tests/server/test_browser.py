@@ -564,3 +564,44 @@ def test_the_trace_viewer_draws_sub_runs_and_search_trees_as_a_tree(
     assert labels == ["visual agent", "visual agent"]
     mark = browser.find_element("css selector", ".timeline .mark")
     assert mark.get_attribute("style") == "left: 50%; width: 25%;"
+
+
+def test_the_streams_page_starts_a_watch_shows_its_alert_and_stops_it(
+    served: Served, browser: Any, tmp_path: Path
+) -> None:
+    import av
+
+    from vidagent.media.synth import make_video
+
+    made = tmp_path / "door.mp4"
+    make_video(made, duration=6.0, fps=10, size=(160, 96), gop=10, audio="tone")
+    source = served.video.parent / "door.ts"
+    with av.open(str(made)) as src, av.open(str(source), "w", format="mpegts") as out:
+        streams = {s.index: out.add_stream_from_template(s) for s in src.streams}
+        for packet in src.demux():
+            if packet.dts is not None:
+                packet.stream = streams[packet.stream.index]
+                out.mux(packet)
+    open_page(browser, served, "streams.html")
+    wait_for(browser, lambda d: css(d, "#streams .empty"), "the empty list of streams")
+    form = browser.find_element("css selector", "#start-stream")
+    form.find_element("css selector", "input[name=source]").send_keys(str(source))
+    form.find_element("css selector", "textarea[name=alerts]").send_keys("hello there")
+    form.find_element("css selector", "input[name=window]").send_keys("2")
+    form.find_element("css selector", "button").click()
+    # the stream's page: the fake recogniser's words raise the alert in the first window
+    alert = wait_for(browser, lambda d: css(d, "#alerts .alert"), "the alert to arrive", 90)[0]
+    assert alert.find_element("css selector", "strong").text == "hello there"
+    assert "speech" in alert.text
+    wait_for(browser, lambda d: len(css(d, "#stream-timeline .window")) >= 2, "two windows", 90)
+    assert css(browser, "#windows tbody tr.window")
+    row = wait_for(
+        browser, lambda d: css(d, "#streams tr[data-state=watching]"), "the stream listed", 30
+    )[0]
+    assert row.find_element("css selector", ".alert-count").text == "1"
+    assert row.find_element("css selector", ".live-edge").text.split("\n")[0] != "0:00"
+    screenshot(browser, tmp_path, "streams")
+    row.find_element("css selector", "button.danger").click()
+    wait_for(browser, lambda d: css(d, "#streams tr[data-state=stopped]"), "the watch to stop", 60)
+    (shown,) = served.api("/api/streams")["streams"]
+    assert shown["state"] == "stopped" and shown["live_edge"] > 2.0
