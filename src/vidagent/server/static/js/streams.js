@@ -155,16 +155,27 @@ function render() {
   renderAlerts();
 }
 
+// The fetched items, then those seen only on the event stream, in stream time.
+function merge(fetched, seen, key) {
+  const out = [...(fetched || [])];
+  const known = new Set(out.map(key));
+  for (const item of seen) if (!known.has(key(item))) out.push(item);
+  return out.sort((a, b) => (a.t0 ?? a.at) - (b.t0 ?? b.at));
+}
+
 async function loadStream() {
   const stream = await api(`/api/streams/${encodeURIComponent(chosen)}`);
   detail.stream = stream;
-  detail.windows = stream.recent_windows || [];
-  detail.alerts = stream.alerts || [];
-  detail.outages = stream.outages || [];
+  // what the event stream brought while this was fetched stays
+  detail.windows = merge(stream.recent_windows, detail.windows, (w) => w.index);
+  detail.alerts = merge(stream.alerts, detail.alerts, (a) => `${a.text}@${a.t0}`);
+  detail.outages = merge(stream.outages, detail.outages, (o) => `${o.at}@${o.began}`);
   document.getElementById("stream-title").textContent = stream.name || stream.video_id;
   render();
   return stream;
 }
+
+let reloading = false;
 
 async function followStream() {
   const box = document.getElementById("stream");
@@ -177,13 +188,18 @@ async function followStream() {
     streamJob(stream.job_id, {
       kinds: WATCH_KINDS,
       onEvent: (kind, data) => {
-        if (kind === "window" && !detail.windows.some((w) => w.index === data.index)) {
-          detail.windows.push(data);
+        if (kind === "window" && !detail.stream.recorded_at && !reloading) {
+          // the first window made the Library's record: its name and wall clock come with it
+          reloading = true;
+          loadStream().catch((e) => showError(box, e)).finally(() => { reloading = false; });
+        }
+        if (kind === "window") {
+          detail.windows = merge(detail.windows, [data], (w) => w.index);
           detail.stream.live_edge = Math.max(detail.stream.live_edge, data.t1);
-        } else if (kind === "alert" && !detail.alerts.some((a) => a.text === data.text && a.t0 === data.t0)) {
-          detail.alerts.push(data);
+        } else if (kind === "alert") {
+          detail.alerts = merge(detail.alerts, [data], (a) => `${a.text}@${a.t0}`);
         } else if (kind === "outage") {
-          detail.outages.push(data);
+          detail.outages = merge(detail.outages, [data], (o) => `${o.at}@${o.began}`);
         } else {
           return;
         }
