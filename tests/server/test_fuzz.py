@@ -208,6 +208,8 @@ VALID = {
     "RegisterBody": {"path": "clip.mp4"},
     "SearchBody": {"query": "hello"},
     "AskBody": {"videos": ["small"], "question": "hello", "strategy": "retrieval"},
+    # a watch of the (finished) clip that ends a second after its last packet
+    "StreamBody": {"source": "clip.mp4", "window": "6", "stall": "0.5", "give_up": "1"},
 }
 #: the values every field and path parameter is given in turn
 HOSTILE: list[Any] = [

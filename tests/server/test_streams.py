@@ -223,6 +223,7 @@ def test_stopping_the_server_stops_its_watches_and_keeps_what_was_indexed(
         ({"source": "concat:a.ts|b.ts"}, 400, "URLs are not watched"),
         ({"source": "/etc/hostname"}, 403, "outside the media roots"),
         ({"source": "nothing.ts"}, 404, "no such file"),
+        ({"source": "x" * 300}, 400, "source: not a usable path"),
         ({"window": "soon"}, 400, "window: 'soon' is not a length"),
         ({"keep": "-1h"}, 400, "keep:"),
         ({"alert_url": "file:///tmp/x"}, 400, "alert_url: give an http"),

@@ -2,7 +2,8 @@
 
 - :mod:`.app`: :func:`create_app`, the FastAPI app over one Session (``vidagent serve``);
 - :mod:`.routes`: its endpoints; :mod:`.jobs`: background jobs persisted under
-  ``$VIDAGENT_HOME/jobs``; :mod:`.security`: loopback, token, media roots; :mod:`.uploads`:
+  ``$VIDAGENT_HOME/jobs``; :mod:`.streams`: watches of live sources (``/api/streams``) run as
+  jobs; :mod:`.security`: loopback, token, media roots; :mod:`.uploads`:
   uploads streamed to disk under a limit;
 - ``static/``: the web UI, served at ``/`` when present.
 

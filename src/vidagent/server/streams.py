@@ -68,7 +68,10 @@ def check_source(server: Server, source: str) -> str:
                 f"{', '.join(sorted(SCHEMES))}, or a file inside a media root"
             )
         return given
-    return str(server.media_path(given))
+    try:
+        return str(server.media_path(given))
+    except OSError as e:  # a name too long for this system
+        raise ConfigError(f"source: not a usable path ({e.strerror or e})") from None
 
 
 def check_hook(url: str | None) -> str | None:
@@ -227,12 +230,9 @@ def details(server: Server, video_id: str) -> dict[str, Any]:
     with server.streams.lock:
         running = video_id in server.streams.running
     job = _jobs_by_video(server).get(video_id)
-    record = None
-    try:
-        video = server.session.show(video_id).video
-        record = video_json(video) if STAGE in (video.stages or {}) else None
-    except VideoNotFoundError:
-        pass
+    # the videos table only: a stream's clips may run to days
+    found = [v for v in server.session.videos() if v.video_id == video_id]
+    record = video_json(found[0]) if found and STAGE in (found[0].stages or {}) else None
     if record is None and job is None:
         raise VideoNotFoundError(f"no stream {video_id}")
     shown = (job.result or job.progress) if job is not None else {}
