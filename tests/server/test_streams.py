@@ -256,3 +256,36 @@ def test_unknown_streams_are_404_and_the_endpoints_need_the_token(live_server: A
     ):
         reply = httpx.request(method, base + path, headers=auth, timeout=10)
         assert reply.status_code == 404, (method, path, reply.text)
+
+
+def test_a_watch_job_runs_on_its_own_thread_keeps_its_newest_events_and_stops_on_cancel(
+    tmp_path: Path,
+) -> None:
+    from vidagent.server.jobs import LIVE_EVENTS, Job, JobRegistry
+
+    registry = JobRegistry(tmp_path / "jobs", workers=1)
+    stopped = threading.Event()
+    threads: list[str] = []
+
+    def work(job: Job) -> dict[str, Any]:
+        threads.append(threading.current_thread().name)
+        job.on_cancel(stopped.set)
+        for k in range(LIVE_EVENTS + 100):
+            job.emit("window", {"index": k})
+        assert stopped.wait(30)  # blocks as Watch.run does, until the cancel's callback
+        return {"state": "stopped"}
+
+    job = registry.submit("watch", {"video_id": "live1"}, work)
+    # the one pool worker stays free for other jobs meanwhile
+    other = registry.submit("index", {}, lambda j: {"ok": True})
+    deadline = time.monotonic() + 30
+    while not (other.done and len(job.events) >= LIVE_EVENTS):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert other.state == "done" and job.state == "running"
+    assert [e["index"] for _, e in job.events] == list(range(100, LIVE_EVENTS + 100))
+    registry.close()  # asks the watch to stop, and waits for it
+    assert job.state == "done" and job.result == {"state": "stopped"}
+    assert threads == [f"vidagent-watch-{job.job_id}"]
+    saved = json.loads((tmp_path / "jobs" / f"{job.job_id}.json").read_text())
+    assert saved["kind"] == "watch" and saved["events"][-1][0] == "end"
