@@ -26,9 +26,10 @@ every key word raises an :class:`Alert` with the moment, its quote and its sourc
 that matches again in the next window is the same event: it is extended, not raised again.
 
 Retention (``keep_seconds``). Windows that ended more than ``keep_seconds`` before the live edge
-are rolled out (their rows, vectors and files) unless a saved trace cites a moment in them
-(``VIDAGENT_HOME/traces``); the first window's file stays as the playlist's head, so stream
-times keep their meaning.
+are rolled out (their rows, vectors and files) but those a saved trace cites a moment of
+(``VIDAGENT_HOME/traces``), which stay; the first window's file stays as the playlist's head,
+so stream times keep their meaning. The video's ``watch`` entry records ``kept_from``: windows
+ending before it were rolled out or kept for a trace.
 """
 
 from __future__ import annotations
@@ -172,6 +173,7 @@ class Watch:
         self._stopping = threading.Event()
         self._capture: Capture | None = None
         self._open: dict[str, Alert] = {}  # alert text -> its event, while it continues
+        self._windows: dict[int, Window] | None = None  # the window files on disk
 
     # -- control ----------------------------------------------------------------------------------
 
@@ -267,7 +269,7 @@ class Watch:
                 self._save(library, position, w, grafted.result.video)
         if not clips:  # the record comes with the first window that decodes
             self._save(library, position, w, None)
-        self._playlist()
+        self._playlist(w)
         seconds = time.perf_counter() - started
         self.report.windows += 1
         self.report.duration = w.t1
@@ -386,14 +388,24 @@ class Watch:
     def _window_path(self, index: int) -> Path:
         return self.folder / f"w{index:06d}.ts"
 
-    def _playlist(self) -> None:
-        from vidagent.media.live import Window, write_playlist
+    def _files(self) -> dict[int, Window]:
+        """The window files on disk by index (read once, then kept up to date)."""
+        from vidagent.media.live import Window
 
-        kept = sorted(self.folder.glob("w*.ts"))
-        windows = [w for p in kept if (w := Window.load(p)) is not None]
-        if windows:
-            head = Window.load(self._window_path(0))
-            write_playlist(self.folder / "stream.m3u8", windows, first=head)
+        if self._windows is None:
+            found = (Window.load(p) for p in sorted(self.folder.glob("w*.ts")))
+            self._windows = {w.index: w for w in found if w is not None}
+        return self._windows
+
+    def _playlist(self, w: Window | None = None) -> None:
+        from vidagent.media.live import write_playlist
+
+        files = self._files()
+        if w is not None:
+            files[w.index] = w
+        if files:
+            windows = [files[k] for k in sorted(files)]
+            write_playlist(self.folder / "stream.m3u8", windows, first=files.get(0))
 
     # -- alerts -----------------------------------------------------------------------------------
 
@@ -450,31 +462,31 @@ class Watch:
             self.on_event({"event": "summary", "stage": name, "seconds": round(run.seconds, 2)})
 
     def _retain(self, library: Library) -> None:
-        from vidagent.media.live import Window
-
         if self.keep_seconds is None or not library.has_video(self.video_id):
             return
         video = library.get_video(self.video_id)
         watch = dict(video.stages.get(STAGE, {}))
         cut = video.duration - self.keep_seconds
-        cited = cited_spans(self.core.settings.home / "traces", self.video_id)
         kept_from = float(watch.get("kept_from", 0.0))
+        files = self._files()
+        due = [w for k, w in sorted(files.items()) if kept_from < w.t1 <= cut + 1e-3]
+        if not due:
+            return
+        cited = cited_spans(self.core.traces_folder, self.video_id)
         rolled = []
-        for path in sorted(self.folder.glob("w*.ts")):
-            w = Window.load(path)
-            if w is None or w.t1 > cut or w.t1 <= kept_from:
-                continue
+        for w in due:
             if any(a < w.t1 and b > w.t0 for a, b in cited):
-                break  # a saved answer cites it: kept, and what follows it too
+                continue  # a saved answer cites a moment of it: kept
             library.drop_span(self.video_id, w.t0, w.t1)
             if w.index > 0:  # the head stays: the playlist's time 0
-                path.unlink(missing_ok=True)
+                w.path.unlink(missing_ok=True)
                 w.sidecar().unlink(missing_ok=True)
-            kept_from = w.t1
+                del files[w.index]
             rolled.append(w.index)
+        kept_from = max(w.t1 for w in due)
+        watch["kept_from"] = kept_from
+        library.set_stage(self.video_id, STAGE, watch)
         if rolled:
-            watch["kept_from"] = kept_from
-            library.set_stage(self.video_id, STAGE, watch)
             self._playlist()
             self.on_event({"event": "retention", "windows": rolled, "kept_from": kept_from})
 
