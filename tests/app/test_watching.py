@@ -120,6 +120,10 @@ def test_a_growing_file_is_one_video_that_grows_window_by_window(tmp_path: Path)
                 video = session.library.get_video(stream_id(str(growing)))
                 clips = session.library.clips(video.video_id)
                 seen.append((event["t1"], len(clips), video.duration))
+                # searchable now, up to the live edge, with wall-clock times
+                hits = session.search("hello there", videos=[video.video_id], top=50)
+                assert max(h.hit.clip.t1 for h in hits) == pytest.approx(event["t1"], abs=0.05)
+                assert all(h.recorded_at == video.recorded_at != "" for h in hits)
 
         watch = session.watch(
             str(growing), window_seconds=3, stages=STAGES, on_event=on_event, **QUICK
