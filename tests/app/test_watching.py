@@ -26,7 +26,7 @@ import av
 import pytest
 from factories import INDEX_SPECS
 
-from vidagent.app import Session
+from vidagent.app import Session, watching
 from vidagent.app.watching import stream_id
 from vidagent.config import Settings, load_settings
 from vidagent.library import Library
@@ -104,7 +104,10 @@ def _check_clips(library: Library, vid: str, duration: float) -> None:
     assert clips[-1].t1 == pytest.approx(duration, abs=0.3)
 
 
-def test_a_growing_file_is_one_video_that_grows_window_by_window(tmp_path: Path) -> None:
+def test_a_growing_file_is_one_video_that_grows_window_by_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(watching, "SCRATCH_WINDOWS", 2)  # the scratch Library made anew too
     data = _stream(tmp_path / "source.ts", 12.0)
     growing = tmp_path / "recording.ts"
     indexed = threading.Event()

@@ -56,6 +56,8 @@ if TYPE_CHECKING:
     from vidagent.media.live import Capture, Outage, Position, Window
 
 STAGE = "watch"
+#: Windows indexed in one scratch Library before it is made anew (its files are dropped).
+SCRATCH_WINDOWS = 20
 
 
 def stream_id(source: str) -> str:
@@ -174,6 +176,8 @@ class Watch:
         self._capture: Capture | None = None
         self._open: dict[str, Alert] = {}  # alert text -> its event, while it continues
         self._windows: dict[int, Window] | None = None  # the window files on disk
+        self._scratch_library: Library | None = None
+        self._scratch_uses = 0
 
     # -- control ----------------------------------------------------------------------------------
 
@@ -192,22 +196,19 @@ class Watch:
     def windows(self) -> Iterator[dict[str, Any]]:
         """Index window after window, yielding each ``window`` event as it is searchable."""
         from vidagent.ingest.pipeline import default_stages
-        from vidagent.library import Library
         from vidagent.media.live import Capture, Window
 
         library = self.core.library
         stages = list(self.stages or default_stages(self.core.settings))
         position = self._resume(library)
         scratch_dir = self.folder / "scratch"
-        shutil.rmtree(scratch_dir, ignore_errors=True)  # one window at a time, none kept
-        scratch = Library(str(scratch_dir))
         self._last_summary = time.monotonic()
         try:
             # windows captured before a crash but not indexed go first
             while (w := Window.load(self._window_path(position.next_index))) is not None:
                 position.next_index, position.t, position.seen = w.index + 1, w.t1, dict(w.seen)
                 position.shift, position.last = w.shift, w.t1
-                yield self._index(w, library, scratch, stages, position)
+                yield self._index(w, library, self._scratch(scratch_dir), stages, position)
             if self._stopping.is_set():
                 return
             capture = Capture(
@@ -223,7 +224,7 @@ class Watch:
             if self._stopping.is_set():
                 capture.stop()
             for w in _in_thread(capture.windows()):
-                yield self._index(w, library, scratch, stages, position)
+                yield self._index(w, library, self._scratch(scratch_dir), stages, position)
             self.report.state = "stopped" if self._stopping.is_set() else "ended"
         except BaseException:
             self.report.state = "failed"
@@ -233,6 +234,17 @@ class Watch:
                 self._capture.stop()
             self._finish(library, stages)
             shutil.rmtree(scratch_dir, ignore_errors=True)
+
+    def _scratch(self, folder: Path) -> Library:
+        """The Library a window is indexed in, made anew every :data:`SCRATCH_WINDOWS`
+        windows: it holds one window at a time, but each window leaves table versions."""
+        from vidagent.library import Library
+
+        self._scratch_uses += 1
+        if self._scratch_library is None or self._scratch_uses > SCRATCH_WINDOWS:
+            shutil.rmtree(folder, ignore_errors=True)
+            self._scratch_library, self._scratch_uses = Library(str(folder)), 1
+        return self._scratch_library
 
     # -- one window -------------------------------------------------------------------------------
 
