@@ -385,6 +385,49 @@ def test_a_changed_picture_size_stops_the_watch_in_one_line(tmp_path: Path) -> N
     assert video.stages["watch"]["state"] == "failed"
 
 
+def test_a_source_whose_clock_restarts_goes_on_from_where_the_stream_stood(
+    tmp_path: Path,
+) -> None:
+    part = _stream(tmp_path / "part.ts", 4.0)
+    growing = tmp_path / "recording.ts"
+    writer = _grow(growing, part, pieces=2, pause=0.3)
+    writer.join()
+
+    def restart() -> None:  # the recorder starts again: its timestamps from 0 once more
+        time.sleep(0.5)
+        with growing.open("ab") as f:
+            f.write(part)
+
+    threading.Thread(target=restart, daemon=True).start()
+    with Session(_settings(tmp_path)) as session:
+        watch = session.watch(str(growing), window_seconds=2, stages=["embed"], **QUICK)
+        report = watch.run()
+        video = session.library.get_video(watch.video_id)
+        library = session.library
+        assert report.state == "ended"
+        assert video.duration == pytest.approx(8.0, abs=0.4)  # not 4: nothing overwritten
+        _check_clips(library, watch.video_id, video.duration)
+
+
+def test_an_alert_hook_that_does_not_answer_never_stops_the_watch(tmp_path: Path) -> None:
+    growing = tmp_path / "recording.ts"
+    growing.write_bytes(_stream(tmp_path / "source.ts", 4.0))
+    events: list[dict[str, Any]] = []
+    with Session(_settings(tmp_path)) as session:
+        report = session.watch(
+            str(growing),
+            window_seconds=2,
+            stages=["transcribe"],
+            alerts=["hello there"],
+            alert_url="http://127.0.0.1:1/nobody",
+            on_event=events.append,
+            **QUICK,
+        ).run()
+    assert report.state == "ended" and len(report.alerts) == 1
+    (failed,) = [e for e in events if e["event"] == "alert-post-failed"]
+    assert failed["url"] == "http://127.0.0.1:1/nobody"
+
+
 def test_retention_rolls_old_windows_out_but_what_a_trace_cites(tmp_path: Path) -> None:
     data = _stream(tmp_path / "source.ts", 12.0)
     growing = tmp_path / "recording.ts"
