@@ -428,6 +428,19 @@ def test_an_alert_hook_that_does_not_answer_never_stops_the_watch(tmp_path: Path
     assert failed["url"] == "http://127.0.0.1:1/nobody"
 
 
+def test_a_source_that_never_gives_a_video_fails_in_one_line(tmp_path: Path) -> None:
+    from vidagent.exceptions import MediaError
+
+    text = tmp_path / "notes.ts"
+    text.write_text("not a video\n")
+    with Session(_settings(tmp_path)) as session:
+        with pytest.raises(MediaError, match="nothing readable as video came in 1.5 s"):
+            session.watch(str(text), **QUICK).run()
+        with pytest.raises(MediaError, match=r"cannot be opened \(Connection refused\)"):
+            session.watch("http://127.0.0.1:1/live.m3u8", **QUICK).run()
+        assert session.videos() == []
+
+
 def test_retention_rolls_old_windows_out_but_what_a_trace_cites(tmp_path: Path) -> None:
     data = _stream(tmp_path / "source.ts", 12.0)
     growing = tmp_path / "recording.ts"
