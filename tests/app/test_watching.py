@@ -441,6 +441,27 @@ def test_a_source_that_never_gives_a_video_fails_in_one_line(tmp_path: Path) -> 
         assert session.videos() == []
 
 
+def test_one_source_is_watched_by_one_process_at_a_time(tmp_path: Path) -> None:
+    import fcntl
+
+    from vidagent.exceptions import ConfigError
+
+    growing = tmp_path / "recording.ts"
+    growing.write_bytes(_stream(tmp_path / "source.ts", 2.0))
+    settings = _settings(tmp_path)
+    lock = settings.home / "streams" / stream_id(str(growing)) / "watch.lock"
+    lock.parent.mkdir(parents=True)
+    with lock.open("w") as other:  # another watcher of the same source
+        other.write("4242")
+        other.flush()
+        fcntl.flock(other, fcntl.LOCK_EX)
+        refused = pytest.raises(ConfigError, match=r"already being watched \(process 4242\)")
+        with Session(settings) as session, refused:
+            session.watch(str(growing), **QUICK).run()
+    with Session(settings) as session:  # once it has gone, the watch runs
+        assert session.watch(str(growing), stages=["embed"], **QUICK).run().state == "ended"
+
+
 def test_retention_rolls_old_windows_out_but_what_a_trace_cites(tmp_path: Path) -> None:
     data = _stream(tmp_path / "source.ts", 12.0)
     growing = tmp_path / "recording.ts"

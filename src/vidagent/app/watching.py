@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from vidagent.app.core import SessionCore
 from vidagent.exceptions import ConfigError, MediaError
@@ -200,16 +200,19 @@ class Watch:
 
         library = self.core.library
         stages = list(self.stages or default_stages(self.core.settings))
-        position = self._resume(library)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        held = _hold(self.folder / "watch.lock", self.source)
         scratch_dir = self.folder / "scratch"
         self._last_summary = time.monotonic()
         try:
+            position = self._resume(library)
             # windows captured before a crash but not indexed go first
             while (w := Window.load(self._window_path(position.next_index))) is not None:
                 position.next_index, position.t, position.seen = w.index + 1, w.t1, dict(w.seen)
                 position.shift, position.last = w.shift, w.t1
                 yield self._index(w, library, self._scratch(scratch_dir), stages, position)
             if self._stopping.is_set():
+                self.report.state = "stopped"
                 return
             capture = Capture(
                 self.source,
@@ -234,6 +237,7 @@ class Watch:
                 self._capture.stop()
             self._finish(library, stages)
             shutil.rmtree(scratch_dir, ignore_errors=True)
+            held.close()  # the lock goes with it (and with the process, however it ends)
 
     def _scratch(self, folder: Path) -> Library:
         """The Library a window is indexed in, made anew every :data:`SCRATCH_WINDOWS`
@@ -572,6 +576,34 @@ def cited_spans(folder: Path, video_id: str) -> list[tuple[float, float]]:
                 except json.JSONDecodeError:
                     continue
     return spans
+
+
+def _hold(path: Path, source: str) -> IO[str]:
+    """The stream's lock, held while it is watched: two watchers of one source would index
+    each window twice. The operating system lets it go when the process ends, ``kill -9``
+    included, so a resumed watch finds it free.
+
+    Raises:
+        ConfigError: another process watches the source.
+    """
+    import fcntl
+    import os
+
+    handle = path.open("a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        pid = handle.read().strip() or "?"
+        handle.close()
+        raise ConfigError(
+            f"{source} is already being watched (process {pid}); stop that watch first"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
 
 
 def _num(value: Any) -> bool:
