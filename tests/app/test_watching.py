@@ -491,20 +491,22 @@ def test_retention_rolls_old_windows_out_but_what_a_trace_cites(tmp_path: Path) 
 def test_stop_keeps_what_was_indexed_and_the_same_watch_resumes(tmp_path: Path) -> None:
     data = _stream(tmp_path / "source.ts", 12.0)
     growing = tmp_path / "recording.ts"
-    writer = _grow(growing, data, pieces=12, pause=0.25)
+    first_run_over = threading.Event()  # the recording pauses two thirds in until then
+    writer = _grow(growing, data, pieces=12, pause=0.2, hold=0.01, gate=first_run_over)
     with Session(_settings(tmp_path)) as session:
         watch = session.watch(str(growing), window_seconds=2, stages=["embed"], **QUICK)
 
-        def stop_after_two(event: dict[str, Any]) -> None:
-            if event["event"] == "window" and event["index"] == 1:
+        def stop_after_one(event: dict[str, Any]) -> None:
+            if event["event"] == "window" and event["index"] == 0:
                 watch.stop()  # what Ctrl-C does
 
-        watch.on_event = stop_after_two
+        watch.on_event = stop_after_one
         first = watch.run()
         video = session.library.get_video(watch.video_id)
         assert first.state == "stopped" and video.stages["watch"]["state"] == "stopped"
-        assert 4.0 <= video.duration < 12.0  # the window being read when it stopped is kept
+        assert 2.0 <= video.duration < 11.0  # the window being read when it stopped is kept
         _check_clips(session.library, watch.video_id, video.duration)
+        first_run_over.set()
         writer.join()
         again = session.watch(str(growing), window_seconds=2, stages=["embed"], **QUICK).run()
         video = session.library.get_video(watch.video_id)

@@ -191,7 +191,9 @@ class Capture:
         folder.mkdir(parents=True, exist_ok=True)
 
     def stop(self) -> None:
-        """Ends the capture after the packet being read (the window so far is kept)."""
+        """Ends the capture at the next keyframe, so a resumed capture starts its window
+        there (or when the source gives nothing for ``stall_seconds``); the window so far is
+        kept."""
         self.stopping.set()
 
     def windows(self) -> Iterator[Window]:
@@ -220,17 +222,21 @@ class Capture:
                     if lost and writer is not None:  # no window spans lost time
                         yield self._close(writer, None)
                         writer = None
-                    if writer is not None and keyframe and t >= writer.t0 + self.window_seconds:
+                    stopping = self.stopping.is_set()
+                    full = writer is not None and t >= writer.t0 + self.window_seconds
+                    if writer is not None and keyframe and (full or stopping):
+                        # at a keyframe, so a resumed capture starts its next window there
                         yield self._close(writer, t)
                         writer = None
+                    if stopping and (writer is None or keyframe):
+                        break
                     if writer is None:
-                        if not keyframe:
-                            continue  # a window starts at a keyframe: it decodes alone
+                        if not keyframe:  # a window starts at a keyframe: it decodes alone
+                            self.position.seen[kind] = dts  # read, and let go
+                            continue
                         writer = self._open(t)
                     writer.write(packet, t)
                     self.position.seen[kind] = dts  # written: a resumed capture goes on after
-                    if self.stopping.is_set():
-                        break
                 else:
                     reason = "ended"
             except SourceChangedError:
