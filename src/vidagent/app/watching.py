@@ -182,7 +182,8 @@ class Watch:
     # -- control ----------------------------------------------------------------------------------
 
     def stop(self) -> None:
-        """Stop reading; the window being read is indexed, and :meth:`run` returns."""
+        """Stop reading at the next keyframe (where a resumed watch starts again); what was read
+        is indexed, and :meth:`run` returns."""
         self._stopping.set()
         if self._capture is not None:
             self._capture.stop()
