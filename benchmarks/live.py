@@ -14,7 +14,8 @@ shared):
 - sustained speed: stream seconds indexed per wall second spent indexing (above 1: it keeps up,
   the margin is how far above), over the windows after the first (the first loads the models);
 - delay: from the moment a window's last frame was written to the file to the moment its clips
-  were searchable (the window event), median and worst;
+  were searchable (the window event), median and worst, over every window but the last (which
+  waits for the source to be given up for ended);
 - memory: this process's resident set after 5 minutes of stream and at the end (``--minutes``).
 
 Usage::
@@ -177,10 +178,11 @@ def main() -> None:
                 give_up_seconds=20,
             ).run()
         memory["end"] = rows[-1]["rss"] if rows else float("nan")
-    steady = rows[1:] or rows
+    steady = rows[1:] or rows  # the first window also loads the models
     indexed = sum(r["t1"] - r["t0"] for r in steady)
     spent = sum(r["seconds"] for r in steady)
-    delays = [r["delay"] for r in steady]
+    # the last window ends when the source is given up for ended, not at its next keyframe
+    delays = [r["delay"] for r in rows[:-1]] or [r["delay"] for r in rows]
     print(
         f"\nsustained: {indexed / spent:.2f}x real time ({indexed:.0f} s of stream in {spent:.0f} s)"
     )

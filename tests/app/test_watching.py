@@ -26,13 +26,15 @@ import av
 import pytest
 from factories import INDEX_SPECS
 
-from vidagent.app import Session
+from vidagent.app import Session, watching
 from vidagent.app.watching import stream_id
 from vidagent.config import Settings, load_settings
 from vidagent.library import Library
 from vidagent.media import probe
 from vidagent.media.synth import make_video
 
+#: A watch that hangs fails its test instead of the run.
+pytestmark = pytest.mark.timeout(240)
 #: Fast enough for tests: a stall is noticed in half a second, a source gone 1.5 s has ended.
 QUICK = {"stall_seconds": 0.5, "give_up_seconds": 1.5}
 STAGES = ["transcribe", "read_text", "detect", "caption", "embed", "summarize"]
@@ -102,7 +104,10 @@ def _check_clips(library: Library, vid: str, duration: float) -> None:
     assert clips[-1].t1 == pytest.approx(duration, abs=0.3)
 
 
-def test_a_growing_file_is_one_video_that_grows_window_by_window(tmp_path: Path) -> None:
+def test_a_growing_file_is_one_video_that_grows_window_by_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(watching, "SCRATCH_WINDOWS", 2)  # the scratch Library made anew too
     data = _stream(tmp_path / "source.ts", 12.0)
     growing = tmp_path / "recording.ts"
     indexed = threading.Event()
@@ -118,6 +123,10 @@ def test_a_growing_file_is_one_video_that_grows_window_by_window(tmp_path: Path)
                 video = session.library.get_video(stream_id(str(growing)))
                 clips = session.library.clips(video.video_id)
                 seen.append((event["t1"], len(clips), video.duration))
+                # searchable now, up to the live edge, with wall-clock times
+                hits = session.search("hello there", videos=[video.video_id], top=50)
+                assert max(h.hit.clip.t1 for h in hits) == pytest.approx(event["t1"], abs=0.05)
+                assert all(h.recorded_at == video.recorded_at != "" for h in hits)
 
         watch = session.watch(
             str(growing), window_seconds=3, stages=STAGES, on_event=on_event, **QUICK
@@ -376,6 +385,83 @@ def test_a_changed_picture_size_stops_the_watch_in_one_line(tmp_path: Path) -> N
     assert video.stages["watch"]["state"] == "failed"
 
 
+def test_a_source_whose_clock_restarts_goes_on_from_where_the_stream_stood(
+    tmp_path: Path,
+) -> None:
+    part = _stream(tmp_path / "part.ts", 4.0)
+    growing = tmp_path / "recording.ts"
+    writer = _grow(growing, part, pieces=2, pause=0.3)
+    writer.join()
+
+    def restart() -> None:  # the recorder starts again: its timestamps from 0 once more
+        time.sleep(0.5)
+        with growing.open("ab") as f:
+            f.write(part)
+
+    threading.Thread(target=restart, daemon=True).start()
+    with Session(_settings(tmp_path)) as session:
+        watch = session.watch(str(growing), window_seconds=2, stages=["embed"], **QUICK)
+        report = watch.run()
+        video = session.library.get_video(watch.video_id)
+        library = session.library
+        assert report.state == "ended"
+        assert video.duration == pytest.approx(8.0, abs=0.4)  # not 4: nothing overwritten
+        _check_clips(library, watch.video_id, video.duration)
+
+
+def test_an_alert_hook_that_does_not_answer_never_stops_the_watch(tmp_path: Path) -> None:
+    growing = tmp_path / "recording.ts"
+    growing.write_bytes(_stream(tmp_path / "source.ts", 4.0))
+    events: list[dict[str, Any]] = []
+    with Session(_settings(tmp_path)) as session:
+        report = session.watch(
+            str(growing),
+            window_seconds=2,
+            stages=["transcribe"],
+            alerts=["hello there"],
+            alert_url="http://127.0.0.1:1/nobody",
+            on_event=events.append,
+            **QUICK,
+        ).run()
+    assert report.state == "ended" and len(report.alerts) == 1
+    (failed,) = [e for e in events if e["event"] == "alert-post-failed"]
+    assert failed["url"] == "http://127.0.0.1:1/nobody"
+
+
+def test_a_source_that_never_gives_a_video_fails_in_one_line(tmp_path: Path) -> None:
+    from vidagent.exceptions import MediaError
+
+    text = tmp_path / "notes.ts"
+    text.write_text("not a video\n")
+    with Session(_settings(tmp_path)) as session:
+        with pytest.raises(MediaError, match="nothing readable as video came in 1.5 s"):
+            session.watch(str(text), **QUICK).run()
+        with pytest.raises(MediaError, match=r"cannot be opened \(Connection refused\)"):
+            session.watch("http://127.0.0.1:1/live.m3u8", **QUICK).run()
+        assert session.videos() == []
+
+
+def test_one_source_is_watched_by_one_process_at_a_time(tmp_path: Path) -> None:
+    import fcntl
+
+    from vidagent.exceptions import ConfigError
+
+    growing = tmp_path / "recording.ts"
+    growing.write_bytes(_stream(tmp_path / "source.ts", 2.0))
+    settings = _settings(tmp_path)
+    lock = settings.home / "streams" / stream_id(str(growing)) / "watch.lock"
+    lock.parent.mkdir(parents=True)
+    with lock.open("w") as other:  # another watcher of the same source
+        other.write("4242")
+        other.flush()
+        fcntl.flock(other, fcntl.LOCK_EX)
+        refused = pytest.raises(ConfigError, match=r"already being watched \(process 4242\)")
+        with Session(settings) as session, refused:
+            session.watch(str(growing), **QUICK).run()
+    with Session(settings) as session:  # once it has gone, the watch runs
+        assert session.watch(str(growing), stages=["embed"], **QUICK).run().state == "ended"
+
+
 def test_retention_rolls_old_windows_out_but_what_a_trace_cites(tmp_path: Path) -> None:
     data = _stream(tmp_path / "source.ts", 12.0)
     growing = tmp_path / "recording.ts"
@@ -392,31 +478,35 @@ def test_retention_rolls_old_windows_out_but_what_a_trace_cites(tmp_path: Path) 
         ).run()
         clips = session.library.clips(vid)
         video = session.library.get_video(vid)
-    # windows 0-2 and 2-4 would go; 2-4 holds the cited moment, so it and what follows stay
-    assert clips[0].t0 == pytest.approx(2.0, abs=0.2)
+    # windows ending by 8 s go, but 2-4 and 4-6, which hold the cited moment
+    assert [round(c.t0) for c in clips] == [2, 4, 8, 10]
     assert clips[-1].t1 == pytest.approx(12.0, abs=0.3)
-    assert video.stages["watch"]["kept_from"] == pytest.approx(2.0, abs=0.2)
+    assert video.stages["watch"]["kept_from"] == pytest.approx(8.0, abs=0.2)
     folder = settings.home / "streams" / vid
+    assert not (folder / "w000003.ts").exists() and (folder / "w000002.ts").exists()
+    assert probe(video.source).duration == pytest.approx(video.duration, abs=0.3)
     assert (folder / "w000000.ts").exists()  # the playlist's head stays
 
 
 def test_stop_keeps_what_was_indexed_and_the_same_watch_resumes(tmp_path: Path) -> None:
     data = _stream(tmp_path / "source.ts", 12.0)
     growing = tmp_path / "recording.ts"
-    writer = _grow(growing, data, pieces=12, pause=0.25)
+    first_run_over = threading.Event()  # the recording pauses two thirds in until then
+    writer = _grow(growing, data, pieces=12, pause=0.2, hold=0.01, gate=first_run_over)
     with Session(_settings(tmp_path)) as session:
         watch = session.watch(str(growing), window_seconds=2, stages=["embed"], **QUICK)
 
-        def stop_after_two(event: dict[str, Any]) -> None:
-            if event["event"] == "window" and event["index"] == 1:
+        def stop_after_one(event: dict[str, Any]) -> None:
+            if event["event"] == "window" and event["index"] == 0:
                 watch.stop()  # what Ctrl-C does
 
-        watch.on_event = stop_after_two
+        watch.on_event = stop_after_one
         first = watch.run()
         video = session.library.get_video(watch.video_id)
         assert first.state == "stopped" and video.stages["watch"]["state"] == "stopped"
-        assert 4.0 <= video.duration < 12.0  # the window being read when it stopped is kept
+        assert 2.0 <= video.duration < 11.0  # the window being read when it stopped is kept
         _check_clips(session.library, watch.video_id, video.duration)
+        first_run_over.set()
         writer.join()
         again = session.watch(str(growing), window_seconds=2, stages=["embed"], **QUICK).run()
         video = session.library.get_video(watch.video_id)

@@ -26,9 +26,10 @@ every key word raises an :class:`Alert` with the moment, its quote and its sourc
 that matches again in the next window is the same event: it is extended, not raised again.
 
 Retention (``keep_seconds``). Windows that ended more than ``keep_seconds`` before the live edge
-are rolled out (their rows, vectors and files) unless a saved trace cites a moment in them
-(``VIDAGENT_HOME/traces``); the first window's file stays as the playlist's head, so stream
-times keep their meaning.
+are rolled out (their rows, vectors and files) but those a saved trace cites a moment of
+(``VIDAGENT_HOME/traces``), which stay; the first window's file stays as the playlist's head,
+so stream times keep their meaning. The video's ``watch`` entry records ``kept_from``: windows
+ending before it were rolled out or kept for a trace.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from vidagent.app.core import SessionCore
 from vidagent.exceptions import ConfigError, MediaError
@@ -55,6 +56,8 @@ if TYPE_CHECKING:
     from vidagent.media.live import Capture, Outage, Position, Window
 
 STAGE = "watch"
+#: Windows indexed in one scratch Library before it is made anew (its files are dropped).
+SCRATCH_WINDOWS = 20
 
 
 def stream_id(source: str) -> str:
@@ -172,11 +175,15 @@ class Watch:
         self._stopping = threading.Event()
         self._capture: Capture | None = None
         self._open: dict[str, Alert] = {}  # alert text -> its event, while it continues
+        self._windows: dict[int, Window] | None = None  # the window files on disk
+        self._scratch_library: Library | None = None
+        self._scratch_uses = 0
 
     # -- control ----------------------------------------------------------------------------------
 
     def stop(self) -> None:
-        """Stop reading; the window being read is indexed, and :meth:`run` returns."""
+        """Stop reading at the next keyframe (where a resumed watch starts again); what was read
+        is indexed, and :meth:`run` returns."""
         self._stopping.set()
         if self._capture is not None:
             self._capture.stop()
@@ -190,23 +197,23 @@ class Watch:
     def windows(self) -> Iterator[dict[str, Any]]:
         """Index window after window, yielding each ``window`` event as it is searchable."""
         from vidagent.ingest.pipeline import default_stages
-        from vidagent.library import Library
         from vidagent.media.live import Capture, Window
 
         library = self.core.library
         stages = list(self.stages or default_stages(self.core.settings))
-        position = self._resume(library)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        held = _hold(self.folder / "watch.lock", self.source)
         scratch_dir = self.folder / "scratch"
-        shutil.rmtree(scratch_dir, ignore_errors=True)  # one window at a time, none kept
-        scratch = Library(str(scratch_dir))
         self._last_summary = time.monotonic()
         try:
+            position = self._resume(library)
             # windows captured before a crash but not indexed go first
             while (w := Window.load(self._window_path(position.next_index))) is not None:
                 position.next_index, position.t, position.seen = w.index + 1, w.t1, dict(w.seen)
                 position.shift, position.last = w.shift, w.t1
-                yield self._index(w, library, scratch, stages, position)
+                yield self._index(w, library, self._scratch(scratch_dir), stages, position)
             if self._stopping.is_set():
+                self.report.state = "stopped"
                 return
             capture = Capture(
                 self.source,
@@ -221,7 +228,7 @@ class Watch:
             if self._stopping.is_set():
                 capture.stop()
             for w in _in_thread(capture.windows()):
-                yield self._index(w, library, scratch, stages, position)
+                yield self._index(w, library, self._scratch(scratch_dir), stages, position)
             self.report.state = "stopped" if self._stopping.is_set() else "ended"
         except BaseException:
             self.report.state = "failed"
@@ -231,6 +238,18 @@ class Watch:
                 self._capture.stop()
             self._finish(library, stages)
             shutil.rmtree(scratch_dir, ignore_errors=True)
+            held.close()  # the lock goes with it (and with the process, however it ends)
+
+    def _scratch(self, folder: Path) -> Library:
+        """The Library a window is indexed in, made anew every :data:`SCRATCH_WINDOWS`
+        windows: it holds one window at a time, but each window leaves table versions."""
+        from vidagent.library import Library
+
+        self._scratch_uses += 1
+        if self._scratch_library is None or self._scratch_uses > SCRATCH_WINDOWS:
+            shutil.rmtree(folder, ignore_errors=True)
+            self._scratch_library, self._scratch_uses = Library(str(folder)), 1
+        return self._scratch_library
 
     # -- one window -------------------------------------------------------------------------------
 
@@ -267,7 +286,7 @@ class Watch:
                 self._save(library, position, w, grafted.result.video)
         if not clips:  # the record comes with the first window that decodes
             self._save(library, position, w, None)
-        self._playlist()
+        self._playlist(w)
         seconds = time.perf_counter() - started
         self.report.windows += 1
         self.report.duration = w.t1
@@ -386,14 +405,24 @@ class Watch:
     def _window_path(self, index: int) -> Path:
         return self.folder / f"w{index:06d}.ts"
 
-    def _playlist(self) -> None:
-        from vidagent.media.live import Window, write_playlist
+    def _files(self) -> dict[int, Window]:
+        """The window files on disk by index (read once, then kept up to date)."""
+        from vidagent.media.live import Window
 
-        kept = sorted(self.folder.glob("w*.ts"))
-        windows = [w for p in kept if (w := Window.load(p)) is not None]
-        if windows:
-            head = Window.load(self._window_path(0))
-            write_playlist(self.folder / "stream.m3u8", windows, first=head)
+        if self._windows is None:
+            found = (Window.load(p) for p in sorted(self.folder.glob("w*.ts")))
+            self._windows = {w.index: w for w in found if w is not None}
+        return self._windows
+
+    def _playlist(self, w: Window | None = None) -> None:
+        from vidagent.media.live import write_playlist
+
+        files = self._files()
+        if w is not None:
+            files[w.index] = w
+        if files:
+            windows = [files[k] for k in sorted(files)]
+            write_playlist(self.folder / "stream.m3u8", windows, first=files.get(0))
 
     # -- alerts -----------------------------------------------------------------------------------
 
@@ -450,31 +479,31 @@ class Watch:
             self.on_event({"event": "summary", "stage": name, "seconds": round(run.seconds, 2)})
 
     def _retain(self, library: Library) -> None:
-        from vidagent.media.live import Window
-
         if self.keep_seconds is None or not library.has_video(self.video_id):
             return
         video = library.get_video(self.video_id)
         watch = dict(video.stages.get(STAGE, {}))
         cut = video.duration - self.keep_seconds
-        cited = cited_spans(self.core.settings.home / "traces", self.video_id)
         kept_from = float(watch.get("kept_from", 0.0))
+        files = self._files()
+        due = [w for k, w in sorted(files.items()) if kept_from < w.t1 <= cut + 1e-3]
+        if not due:
+            return
+        cited = cited_spans(self.core.traces_folder, self.video_id)
         rolled = []
-        for path in sorted(self.folder.glob("w*.ts")):
-            w = Window.load(path)
-            if w is None or w.t1 > cut or w.t1 <= kept_from:
-                continue
+        for w in due:
             if any(a < w.t1 and b > w.t0 for a, b in cited):
-                break  # a saved answer cites it: kept, and what follows it too
+                continue  # a saved answer cites a moment of it: kept
             library.drop_span(self.video_id, w.t0, w.t1)
             if w.index > 0:  # the head stays: the playlist's time 0
-                path.unlink(missing_ok=True)
+                w.path.unlink(missing_ok=True)
                 w.sidecar().unlink(missing_ok=True)
-            kept_from = w.t1
+                del files[w.index]
             rolled.append(w.index)
+        kept_from = max(w.t1 for w in due)
+        watch["kept_from"] = kept_from
+        library.set_stage(self.video_id, STAGE, watch)
         if rolled:
-            watch["kept_from"] = kept_from
-            library.set_stage(self.video_id, STAGE, watch)
             self._playlist()
             self.on_event({"event": "retention", "windows": rolled, "kept_from": kept_from})
 
@@ -548,6 +577,34 @@ def cited_spans(folder: Path, video_id: str) -> list[tuple[float, float]]:
                 except json.JSONDecodeError:
                     continue
     return spans
+
+
+def _hold(path: Path, source: str) -> IO[str]:
+    """The stream's lock, held while it is watched: two watchers of one source would index
+    each window twice. The operating system lets it go when the process ends, ``kill -9``
+    included, so a resumed watch finds it free.
+
+    Raises:
+        ConfigError: another process watches the source.
+    """
+    import fcntl
+    import os
+
+    handle = path.open("a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        pid = handle.read().strip() or "?"
+        handle.close()
+        raise ConfigError(
+            f"{source} is already being watched (process {pid}); stop that watch first"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
 
 
 def _num(value: Any) -> bool:

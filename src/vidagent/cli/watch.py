@@ -97,7 +97,7 @@ def watch(
 
     The stream is one video of the Library that grows window by window; ask, search and
     ground work on it meanwhile. Stalls and drops are retried with backoff and recorded.
-    Ctrl-C stops after the window being read is indexed (twice: at once). Running the same
+    Ctrl-C stops at the next keyframe, once what was read is indexed (twice: at once). The same
     command again resumes where it stopped, a kill -9 included.
     """
     settings = settings_of(ctx)
@@ -122,7 +122,7 @@ def watch(
         stops += 1
         if stops > 1:
             raise KeyboardInterrupt
-        click.echo("stopping after this window (Ctrl-C again: at once)", err=True)
+        click.echo("stopping at the next keyframe (Ctrl-C again: at once)", err=True)
         watching.stop()
 
     previous = signal.signal(signal.SIGINT, stop)

@@ -61,6 +61,9 @@ ORIGIN = 10.0
 LOST_SECONDS = 1.0
 
 
+NOT_YET = "no such file yet"
+
+
 class SourceChangedError(MediaError):
     """The source changed codec or picture size mid-stream."""
 
@@ -188,7 +191,9 @@ class Capture:
         folder.mkdir(parents=True, exist_ok=True)
 
     def stop(self) -> None:
-        """Ends the capture after the packet being read (the window so far is kept)."""
+        """Ends the capture at the next keyframe, so a resumed capture starts its window
+        there (or when the source gives nothing for ``stall_seconds``); the window so far is
+        kept."""
         self.stopping.set()
 
     def windows(self) -> Iterator[Window]:
@@ -217,17 +222,21 @@ class Capture:
                     if lost and writer is not None:  # no window spans lost time
                         yield self._close(writer, None)
                         writer = None
-                    if writer is not None and keyframe and t >= writer.t0 + self.window_seconds:
+                    stopping = self.stopping.is_set()
+                    full = writer is not None and t >= writer.t0 + self.window_seconds
+                    if writer is not None and keyframe and (full or stopping):
+                        # at a keyframe, so a resumed capture starts its next window there
                         yield self._close(writer, t)
                         writer = None
+                    if stopping and (writer is None or keyframe):
+                        break
                     if writer is None:
-                        if not keyframe:
-                            continue  # a window starts at a keyframe: it decodes alone
+                        if not keyframe:  # a window starts at a keyframe: it decodes alone
+                            self.position.seen[kind] = dts  # read, and let go
+                            continue
                         writer = self._open(t)
                     writer.write(packet, t)
                     self.position.seen[kind] = dts  # written: a resumed capture goes on after
-                    if self.stopping.is_set():
-                        break
                 else:
                     reason = "ended"
             except SourceChangedError:
@@ -243,17 +252,26 @@ class Capture:
                 self._down = now
             if now - self._down >= self.give_up_seconds:
                 break
-            if not self.position.seen and reason != "ended" and not self._patient():
+            if not self.position.seen and reason != "ended" and not self._patient(reason):
                 raise MediaError(self.source, f"cannot be opened ({reason})")
             self.stopping.wait(min(delay, max(0.0, self.give_up_seconds - (now - self._down))))
             delay = min(delay * 2, BACKOFF[1])
         if writer is not None:
             yield self._close(writer, None)
+        if self.position.t is None and not self.stopping.is_set():
+            raise MediaError(
+                self.source,
+                f"nothing readable as video came in {self.give_up_seconds:g} s ({reason})",
+            )
 
-    def _patient(self) -> bool:
-        # A local file not there yet may appear (a recorder starting); a URL that never
-        # answered is a mistake the user should hear of at once.
-        return is_local(self.source)
+    def _patient(self, reason: str) -> bool:
+        """Whether a source never read yet is waited for: a local file not there yet, empty,
+        or with too little to read (a recorder starting). A URL that never answered, or a
+        file that is not a video, is a mistake the user should hear of at once."""
+        if not is_local(self.source):
+            return False
+        path = local_path(self.source)
+        return reason in (NOT_YET, "stalled") or not path.exists() or path.stat().st_size == 0
 
     def _outage(self, since: float, reason: str, t: float) -> Outage:
         p = self.position
@@ -310,7 +328,7 @@ class Capture:
             options["follow"] = "1"
             target = str(local_path(self.source))
             if not Path(target).exists():
-                raise MediaError(self.source, "no such file yet")
+                raise MediaError(self.source, NOT_YET)
         container = av.open(
             target,
             options=options,
