@@ -34,8 +34,8 @@ def long_running() -> None:
     It limits glibc's malloc arenas (:func:`~vidagent.models.cpu.limit_malloc_arenas`), each
     of which keeps what its threads freed. glibc gives each new thread that allocates an arena
     of its own until its bound, which it fixes when first needed: a limit set later keeps the
-    arenas already made (ingest's own call came after a server's first requests, with 7 made)
-    or is ignored. See "Memory of a long-running process" in docs/configuration.md.
+    arenas already made (ingest's own call came after a server's first requests) or, past
+    eight, is ignored. See "Memory of a long-running process" in docs/configuration.md.
     """
     from vidagent.models.cpu import limit_malloc_arenas
 
