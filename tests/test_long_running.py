@@ -18,9 +18,12 @@ from typing import Any
 import pytest
 from clirun import vidagent
 
+from vidagent.exceptions import VidagentError
 
-class Stopped(Exception):
-    """Raised by a stub in place of the work the command would do for hours."""
+
+class Stopped(VidagentError):
+    """Raised by a stub in place of the work the command would do for hours: an error the CLI
+    reports in one line (no crash log)."""
 
 
 @pytest.fixture
@@ -59,7 +62,8 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_long_running_commands_limit_malloc_arenas_first(
     args: list[str], work: str, calls: list[str], _isolated_home: Path
 ) -> None:
-    vidagent(*args, home=_isolated_home)
+    out = vidagent(*args, home=_isolated_home)
+    assert out.stderr.strip().endswith(f"error: {work}"), out.stderr
     assert calls == ["arenas", work]
 
 
