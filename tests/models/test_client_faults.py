@@ -49,7 +49,7 @@ from vidagent.models.base import (
     ToolSpec,
 )
 from vidagent.models.cache import ResponseCache
-from vidagent.models.client import Client, Limiter, Models
+from vidagent.models.client import Client, Limiter, Models, UsageLedger
 from vidagent.models.openai import OpenAIAdapter, parse_retry_after
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
@@ -603,6 +603,37 @@ def test_models_from_adapters(tmp_path: Path) -> None:
         assert models.cache.mode == "off"
         with pytest.raises(ConfigError, match="no adapter given for role 'vlm'"):
             models.client("vlm")
+
+
+class _Echo(Adapter):
+    """A local adapter that answers at once with its prompt."""
+
+    provider = "echo"
+    capabilities = Capabilities(roles=frozenset({"llm"}), local=True)
+
+    def __init__(self) -> None:
+        super().__init__("m")
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        return ChatResponse(text=request.messages[0].text)
+
+
+def test_a_hubs_ledger_keeps_its_newest_records_and_counts_every_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server's hub lives for weeks: a record of each call grew it without end. The hub keeps
+    the newest :data:`HUB_RECORDS`; its totals, and a run's own ledger, count every call."""
+    import vidagent.models.client as client_module
+
+    monkeypatch.setattr(client_module, "HUB_RECORDS", 5)
+    with Models.from_adapters({"llm": _Echo()}) as models:
+        with UsageLedger.capture() as run:
+            for i in range(8):
+                models.client("llm").chat(ask(f"q{i}"))
+        assert len(models.ledger.records()) == 5
+        assert models.ledger.records() == run.records()[-5:]
+        assert models.ledger.totals()["echo:m"].calls == 8
+        assert len(run.records()) == 8 and run.totals() == models.ledger.totals()
 
 
 def test_limiter_reads_per_endpoint_overrides(tmp_path: Path) -> None:

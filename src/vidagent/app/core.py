@@ -27,6 +27,21 @@ if TYPE_CHECKING:
     from vidagent.models.client import Models as Models  # noqa: PLC0414
 
 
+def long_running() -> None:
+    """Ready this process to run for hours: ``vidagent serve``, ``vidagent mcp`` and
+    ``vidagent bench run`` call it first, before they start a thread or open the Library.
+
+    It limits glibc's malloc arenas (:func:`~vidagent.models.cpu.limit_malloc_arenas`), each
+    of which keeps what its threads freed. glibc gives each new thread that allocates an arena
+    of its own until its bound, which it fixes when first needed: a limit set later keeps the
+    arenas already made (ingest's own call came after a server's first requests) or, past
+    eight, is ignored. See "Memory of a long-running process" in docs/configuration.md.
+    """
+    from vidagent.models.cpu import limit_malloc_arenas
+
+    limit_malloc_arenas()
+
+
 class CacheSizes(TypedDict):
     """The Library's LanceDB cache bounds, in MiB (``Library``'s keyword arguments)."""
 

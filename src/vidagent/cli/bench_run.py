@@ -121,6 +121,7 @@ def run(
     OUT/predictions.jsonl (readable by `bench score`); `bench report OUT` makes the tables.
     """
     from vidagent.app.benchmarks import RunConfig
+    from vidagent.app.core import long_running
     from vidagent.app.executors import executor_kind
     from vidagent.budget import Budget
     from vidagent.cli.index import executor_of
@@ -147,6 +148,7 @@ def run(
         concurrency=concurrency,
     )
     rungs = _frames(ladder, max_frames)
+    long_running()
     kind = executor_kind(executor) if executor else None  # local: this process's threads
     workers = concurrency if kind in ("pool", "ray") else None
     runner = executor_of(kind, workers, address, rate_limits)

@@ -55,8 +55,10 @@ def mcp(
 ) -> None:
     """Serve the Library to MCP clients: tools list_videos, index_video, search, ask and
     get_frames; resources vidagent://videos and vidagent://traces."""
+    from vidagent.app.core import long_running
     from vidagent.server.mcp import MediaRoots, build_server, run
 
+    long_running()
     session = session_of(ctx)
     server = build_server(session, MediaRoots(media_roots))
     if session.library_exists():

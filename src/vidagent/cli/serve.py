@@ -66,9 +66,11 @@ def serve(
     cors_origins: tuple[str, ...],
 ) -> None:
     """Serve the HTTP API (and the web UI) over this home's Library."""
+    from vidagent.app.core import long_running
     from vidagent.server.security import require_token_for_host
 
     require_token_for_host(host, token)
+    long_running()
     try:
         import uvicorn
 

@@ -24,6 +24,7 @@ import logging
 import random
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -192,21 +193,33 @@ class SpecTotals:
 _CAPTURING: ContextVar[tuple[UsageLedger, ...]] = ContextVar("vidagent_capturing", default=())
 
 
+#: Calls a hub's ledger keeps as records (its totals count every call): a server's hub lives
+#: for weeks, and kept about 300 bytes for each of its calls (a few per question, many per
+#: indexed video) until it was stopped.
+HUB_RECORDS = 1000
+
+
 class UsageLedger:
     """Thread-safe record of every call, with totals per spec.
 
     Args:
         on_record: called with each record as it is made (an agent's trace listens here).
+        keep: the newest calls kept as records (default: every one); :meth:`totals` and
+            :meth:`total` count every call either way.
     """
 
-    def __init__(self, on_record: Callable[[CallRecord], None] | None = None) -> None:
+    def __init__(
+        self, on_record: Callable[[CallRecord], None] | None = None, *, keep: int | None = None
+    ) -> None:
         self._lock = threading.Lock()
-        self._records: list[CallRecord] = []
+        self._records: deque[CallRecord] = deque(maxlen=keep)
+        self._totals: dict[str, SpecTotals] = {}
         self._on_record = on_record
 
     def record(self, record: CallRecord) -> None:
         with self._lock:
             self._records.append(record)
+            self._totals[record.spec] = self._totals.get(record.spec, SpecTotals()).add(record)
         if self._on_record is not None:
             self._on_record(record)
 
@@ -227,15 +240,14 @@ class UsageLedger:
             _CAPTURING.reset(token)
 
     def records(self) -> list[CallRecord]:
+        """The calls kept (every one, or the newest ``keep``), oldest first."""
         with self._lock:
             return list(self._records)
 
     def totals(self) -> dict[str, SpecTotals]:
-        """Per spec, in order of first call."""
-        out: dict[str, SpecTotals] = {}
-        for r in self.records():
-            out[r.spec] = out.get(r.spec, SpecTotals()).add(r)
-        return out
+        """Per spec, in order of first call, over every call recorded."""
+        with self._lock:
+            return dict(self._totals)
 
     def total(self) -> Usage:
         """Live tokens and cost over every spec."""
@@ -666,7 +678,7 @@ class Models:
     ) -> None:
         self.settings = settings
         self.limiter = Limiter(settings)
-        self.ledger = UsageLedger()
+        self.ledger = UsageLedger(keep=HUB_RECORDS)
         self.cache = ResponseCache.from_settings(settings)
         self._adapters = dict(adapters) if adapters is not None else None
         self._sleep = sleep
