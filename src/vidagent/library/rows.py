@@ -47,9 +47,12 @@ class Rows:
             (VideoRecord.from_row(r) for r in rows), key=lambda v: (v.added_at, v.video_id)
         )
 
-    def listed_ids(self, among: Sequence[str] | None = None) -> list[str]:
+    def listed_ids(
+        self, among: Sequence[str] | None = None, *, version: int | None = None
+    ) -> list[str]:
         """Ids of the listed videos (only those in ``among`` when given); reads the id column
-        alone, so it stays cheap with thousands of videos."""
+        alone, so it stays cheap with thousands of videos. ``version``: the ``videos`` table's
+        version where the caller has just read it (one call fewer to LanceDB)."""
         if not self.tables.has("videos") or (among is not None and not among):
             return []
         table = self.tables.table("videos")
@@ -59,7 +62,7 @@ class Rows:
             ids: list[str] = column.to_pylist()
             return ids
 
-        listed = self.tables.hot.listed(table.version, load)
+        listed = self.tables.hot.listed(table.version if version is None else version, load)
         if among is None:
             return listed
         known = set(listed)

@@ -221,12 +221,12 @@ class Vectors:
         bound = "clip_vectors" in self.tables.reload_manifest().embeddings
         if not bound or not self.tables.has("clip_vectors") or k <= 0:
             return []
-        listed = self.rows.listed_ids(video_ids)
+        state = self.tables.versions_and_rows(["clip_vectors", "clips", "videos"])
+        listed = self.rows.listed_ids(video_ids, version=state.get("videos", (None, 0))[0])
         if not listed:
             return []
         table = self.tables.table("clip_vectors")
         policy = self.tables.index_policy()
-        state = self.tables.versions_and_rows(["clip_vectors", "clips", "videos"])
         rows = state["clip_vectors"][1]
         every = video_ids is None
         if not every:  # share of the rows the videos hold, estimated from the video count
