@@ -361,7 +361,11 @@ def test_tables_read_together_what_they_read_one_by_one(tmp_path: Path) -> None:
     assert read["clip_vectors"].to_pylist() == alone.to_arrow().to_pylist()
     assert read["clips"].to_pylist() == lib.tables.scan("clips", where)
     assert len(read["clips"]) == 7
-    assert lib.tables.scan_together(where, {"frame_vectors": ["t"]})["frame_vectors"].num_rows == 0
+    assert not lib.tables.has("shots")  # a missing table reads empty, with its columns
+    empty = lib.tables.scan_together(where, {"shots": ["video_id", "t0"]})["shots"]
+    assert empty.num_rows == 0 and empty.column_names == ["video_id", "t0"]
+    fresh = Library(tmp_path / "lib")  # no table opened yet: they open before the reads
+    assert fresh.tables.scan_together(where, {"clips": None})["clips"].num_rows == 7
 
     state = lib.tables.versions_and_rows(["clip_vectors", "videos", "frame_vectors"])
     assert set(state) == {"clip_vectors", "videos"}  # no frame_vectors table yet

@@ -55,6 +55,9 @@ def together(calls: Sequence[Awaitable[Any]]) -> list[Any]:
     """The results of LanceDB's async ``calls``, awaited at once in one hand-over to LanceDB's
     event loop.
 
+    The calls must be made of handles opened beforehand: a synchronous LanceDB call inside
+    one waits on the loop it runs on, for ever.
+
     LanceDB's synchronous API hands each call to that loop's thread and waits for it (about
     0.15 ms a call on these cores); queries from two Python threads still queue there one after
     the other. Handed over together (``asyncio.gather`` over the tables' async handles,
@@ -289,11 +292,16 @@ class Tables:
         through the synchronous calls in two Python threads (docs/scaling.md).
         """
 
+        # Tables are opened here, in the caller's thread: opening one is a synchronous LanceDB
+        # call, which waits on the event loop and so must never run on it (it would wait on
+        # itself).
+        handles = {name: self.table(name)._table for name in columns if self.has(name)}
+
         async def read(name: str, wanted: list[str] | None) -> pa.Table:
-            if not self.has(name):
+            if name not in handles:
                 empty = TABLES[name][0].empty_table()
                 return empty if wanted is None else empty.select(wanted)
-            query = self.table(name)._table.query().where(where)
+            query = handles[name].query().where(where)
             return await (query if wanted is None else query.select(wanted)).to_arrow()
 
         got = together([read(name, wanted) for name, wanted in columns.items()])
