@@ -14,6 +14,7 @@ import pytest
 from clirun import vidagent
 from fastapi.testclient import TestClient
 from liveserver import ANSWER, fake_models
+from sse import events
 
 from vidagent import __version__
 from vidagent.config import Settings
@@ -24,19 +25,6 @@ from vidagent.server.jobs import Job
 def client(settings: Settings, **options: Any) -> TestClient:
     app = create_app(settings, models=fake_models(settings), **options)
     return TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False)
-
-
-def events(response: httpx.Response) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(event, data)`` of a Server-Sent Events stream, as they arrive."""
-    kind, data = "message", ""
-    for line in response.iter_lines():
-        if line.startswith("event: "):
-            kind = line[7:]
-        elif line.startswith("data: "):
-            data += line[6:]
-        elif line == "" and data:
-            yield kind, json.loads(data)
-            kind, data = "message", ""
 
 
 def stream(url: str, **kwargs: Any) -> list[tuple[str, dict[str, Any]]]:

@@ -12,13 +12,13 @@ import itertools
 import json
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import av
 import httpx
 import pytest
+from sse import events
 
 from vidagent.app.watching import stream_id
 from vidagent.library import Library
@@ -57,19 +57,6 @@ def grow(target: Path, data: bytes, pieces: int, pause: float) -> threading.Thre
     thread = threading.Thread(target=write, daemon=True)
     thread.start()
     return thread
-
-
-def events(response: httpx.Response) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(event, data)`` of a Server-Sent Events stream, as they arrive."""
-    kind, data = "message", ""
-    for line in response.iter_lines():
-        if line.startswith("event: "):
-            kind = line[7:]
-        elif line.startswith("data: "):
-            data += line[6:]
-        elif line == "" and data:
-            yield kind, json.loads(data)
-            kind, data = "message", ""
 
 
 def stream_of(base: str, video_id: str) -> dict[str, Any] | None:
