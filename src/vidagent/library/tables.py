@@ -50,6 +50,40 @@ from vidagent.library.schema import TABLES, VECTOR_KEYS
 #: videos (docs/scaling.md). A table keeps the format it was created with.
 NEW_TABLE_OPTIONS = {"new_table_data_storage_version": "2.1"}
 
+#: Set in a child forked from a process that had connected to a Library (see
+#: :func:`refuse_after_fork`).
+_state = {"connected": False, "forked": False}
+
+
+def _after_fork_in_child() -> None:
+    _state["forked"] = _state["connected"]
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def refuse_after_fork() -> None:
+    """Refuse to use LanceDB in a process forked from one that had used it.
+
+    LanceDB's runtime (its threads, and the locks they held at the fork) does not survive
+    ``fork()``; LanceDB resets what it can and warns that "a small chance of deadlock remains".
+    Measured on these cores, 39 forked children each reading a video from a Library their parent
+    had read: 1 hung with the parent idle, and with a parent thread reading at the fork 6 of 39
+    hung or crashed (SIGSEGV), whether the child used the parent's Library or opened its own.
+    A clear error beats a worker that hangs one time in thirty; vidagent's own worker pool starts
+    its processes with ``spawn``.
+
+    Raises:
+        LibraryError: this process is such a fork.
+    """
+    if _state["forked"]:
+        raise LibraryError(
+            "this process was forked from one that had opened a Library, and LanceDB cannot be "
+            "used safely after fork() (it may hang): start worker processes with "
+            "multiprocessing's 'spawn' or 'forkserver' method"
+        )
+
 
 def together(calls: Sequence[Awaitable[Any]]) -> list[Any]:
     """The results of LanceDB's async ``calls``, awaited at once in one hand-over to LanceDB's
@@ -66,6 +100,8 @@ def together(calls: Sequence[Awaitable[Any]]) -> list[Any]:
     import asyncio
 
     from lancedb.background_loop import LOOP
+
+    refuse_after_fork()
 
     async def gather() -> list[Any]:
         return list(await asyncio.gather(*calls))
@@ -142,6 +178,8 @@ class Tables:
         # that is not there with create=False must leave nothing behind.
         import lancedb
 
+        refuse_after_fork()
+        _state["connected"] = True
         # Interval 0: every read sees the latest commit, other processes' too (store.py); the
         # caches are bounded (see the module).
         index_mib, metadata_mib = self.cache_mib
@@ -239,6 +277,7 @@ class Tables:
 
     def names(self) -> list[str]:
         """The names of the tables that exist now (another process may have added some)."""
+        refuse_after_fork()
         return list(self._db.list_tables().tables)
 
     def has(self, name: str) -> bool:
@@ -247,6 +286,7 @@ class Tables:
 
     def table(self, name: str, schema: pa.Schema | None = None) -> Any:
         """The LanceDB table ``name``, created empty with ``schema`` when missing."""
+        refuse_after_fork()
         handle = self._handles.get(name)
         if handle is None and name in self.names():
             try:
