@@ -21,7 +21,7 @@ from factories import INDEX_SPECS
 from vidagent.app import Session
 from vidagent.app.benchmarks import RunConfig, run_benchmark
 from vidagent.app.executors.gate import GATE_NAME, NAMESPACE, ray_gate_calls
-from vidagent.app.executors.on_ray import RayExecutor
+from vidagent.app.executors.on_ray import LOCAL_CLUSTER, RayExecutor
 from vidagent.config import load_settings
 from vidagent.library import Library
 
@@ -30,10 +30,11 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'vida
 
 @pytest.fixture(scope="module", autouse=True)
 def cluster() -> Iterator[None]:
-    """One local two-CPU cluster for the module, shut down after it."""
+    """One local two-CPU cluster for the module, started as the executor starts its own (its
+    workers at the driver's priority), and shut down after it."""
     ray.init(
+        **LOCAL_CLUSTER,
         num_cpus=2,
-        include_dashboard=False,
         namespace=NAMESPACE,
         log_to_driver=False,
         object_store_memory=100 * 1024**2,
@@ -53,6 +54,8 @@ def kill_when(ready: Callable[[], bool], executor: RayExecutor, running: threadi
         assert running.is_alive(), "the work finished before a worker could be killed"
         time.sleep(0.02)
     for pid in executor.pids:
+        # at the driver's priority, not Ray's default niceness of 15 (LOCAL_CLUSTER)
+        assert os.getpriority(os.PRIO_PROCESS, pid) == os.getpriority(os.PRIO_PROCESS, 0)
         os.kill(pid, signal.SIGKILL)
 
 
