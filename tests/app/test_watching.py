@@ -1,12 +1,14 @@
 """``vidagent watch``: live and growing sources indexed window by window, for real on loopback.
 
-Sources are made here: an MPEG-TS file written out over time (a growing file), and HLS
-segments published one after another in a playlist a local HTTP server serves. The fake index
-models check the plumbing; the alert on a spoken phrase uses the real speech recogniser.
+Sources are made here: an MPEG-TS file written out over time (a growing file), HLS segments
+published one after another in a playlist a local HTTP server serves, and an RTMP stream that
+FFmpeg's own RTMP server sends at its pace. The fake index models check the plumbing; the alert
+on a spoken phrase uses the real speech recogniser.
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import http.server
 import itertools
@@ -25,6 +27,7 @@ from typing import Any
 import av
 import pytest
 from factories import INDEX_SPECS
+from liveserver import free_port
 
 from vidagent.app import Session, watching
 from vidagent.app.watching import stream_id
@@ -49,10 +52,15 @@ def _settings(root: Path, **more: Any) -> Settings:
 def _stream(path: Path, seconds: float, size: tuple[int, int] = (160, 96)) -> bytes:
     """A small MPEG-TS stream: a keyframe every second, a frame counter, a tone, its audio
     and video interleaved as a live source sends them."""
-    made = path.with_suffix(".mp4")
-    make_video(made, duration=seconds, fps=10, size=size, gop=10, audio="tone", counter=True)
-    _to_ts(made, path)
+    _to_ts(_clip(path.with_suffix(".mp4"), seconds, size), path)
     return path.read_bytes()
+
+
+def _clip(path: Path, seconds: float, size: tuple[int, int] = (160, 96)) -> Path:
+    """The MP4 a stream is made of: H.264 (a keyframe every second, a frame counter) and AAC
+    (a tone), 10 frames a second."""
+    make_video(path, duration=seconds, fps=10, size=size, gop=10, audio="tone", counter=True)
+    return path
 
 
 def _to_ts(source: Path, target: Path) -> None:
@@ -289,6 +297,130 @@ def test_an_hls_stream_over_http_survives_a_drop_and_records_the_gap(
     assert [c.clip_index for c in clips] == list(range(len(clips)))
     assert [c.t0 for c in clips] == sorted({c.t0 for c in clips})
     assert video.stages["watch"]["outages"][0]["lost"] == gap
+
+
+class _RtmpServer:
+    """FFmpeg's own RTMP server on loopback, sending a stream to the one client that plays it
+    at the stream's pace, as a camera or a relay does; it closes the connection at the end.
+
+    The FLV that PyAV's muxer makes goes to an AVIO context opened with the ``rtmp`` protocol's
+    ``listen`` option, which turns FFmpeg into the server. PyAV opens an output URL with no
+    protocol options, so the test opens that context itself with ``avio_open2`` through ctypes,
+    in the libavformat PyAV loaded; ctypes lets go of the GIL while it waits for the client.
+    """
+
+    def __init__(self, root: Path, seconds: float) -> None:
+        self.clip = _clip(root / "source.mp4", seconds)
+        self.port = free_port()
+        self.url = f"rtmp://127.0.0.1:{self.port}/live/stream"
+        self.started = 0.0  # when it sent its first packet (monotonic seconds)
+        self.ended = threading.Event()
+        self.error: BaseException | None = None
+        self._format = ctypes.CDLL(_loaded("libavformat"))
+        self._util = ctypes.CDLL(_loaded("libavutil"))
+        self._pb = ctypes.c_void_p()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self._listening() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert self._listening(), f"no RTMP server on port {self.port}"
+
+    def _listening(self) -> bool:
+        """Whether the port is listening (Linux's socket table), found without connecting:
+        the server takes the first connection as its one client."""
+        rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
+        return any(_listens(row, self.port) for row in rows)
+
+    def _serve(self) -> None:
+        try:
+            options = ctypes.c_void_p()
+            for key, value in ((b"listen", b"1"), (b"timeout", b"30")):  # 30 s for a client
+                self._util.av_dict_set(ctypes.byref(options), key, value, 0)
+            err = self._format.avio_open2(
+                ctypes.byref(self._pb), self.url.encode(), 2, None, ctypes.byref(options)
+            )  # 2: AVIO_FLAG_WRITE; returns once a client has connected and asked to play
+            self._util.av_dict_free(ctypes.byref(options))
+            assert err >= 0, f"avio_open2 failed: {err}"
+            with av.open(str(self.clip)) as src, av.open(self, "w", format="flv") as out:
+                streams = {s.index: out.add_stream_from_template(s) for s in src.streams}
+                self.started = time.monotonic()
+                for packet in src.demux():
+                    if packet.dts is None:
+                        continue
+                    time.sleep(max(0.0, packet.dts * packet.time_base - self._elapsed()))
+                    packet.stream = streams[packet.stream.index]
+                    out.mux(packet)
+        except BaseException as e:  # noqa: BLE001 - kept for the test to assert there was none
+            self.error = e
+        finally:
+            self._format.avio_closep(ctypes.byref(self._pb))
+            self.ended.set()
+
+    def _elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def write(self, data: bytes) -> int:
+        """The muxer's output, sent to the client (the ``rtmp`` protocol reads FLV tags)."""
+        self._format.avio_write(self._pb, bytes(data), len(data))
+        self._format.avio_flush(self._pb)
+        return len(data)
+
+
+def _loaded(library: str) -> str:
+    """The path of the FFmpeg library PyAV loaded (its wheel's copy, or the system's)."""
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        path = line.split()[-1]
+        if Path(path).name.startswith(f"{library}-") or Path(path).name.startswith(f"{library}."):
+            return path
+    pytest.skip(f"{library} is not among the loaded libraries: PyAV links FFmpeg statically")
+
+
+def _listens(row: str, port: int) -> bool:
+    """Whether a row of /proc/net/tcp is a socket listening (state 0A) on ``port``."""
+    fields = row.split()
+    return fields[1].endswith(f":{port:04X}") and fields[3] == "0A"
+
+
+def test_an_rtmp_stream_is_read_as_it_comes_and_its_end_ends_the_watch(tmp_path: Path) -> None:
+    """A watch reads an RTMP stream as a client, window by window while it is still being
+    sent (the first window is searchable before the server has sent the last second), with the
+    stream's duration and clips end to end; when the server closes the stream, the watch
+    gives up on reconnecting and ends cleanly."""
+    server = _RtmpServer(tmp_path, 10.0)
+    seen: list[tuple[float, float, bool]] = []  # (window end, stored duration, server done)
+    with Session(_settings(tmp_path)) as session:
+
+        def on_event(event: dict[str, Any]) -> None:
+            if event["event"] == "window":
+                video = session.library.get_video(watch.video_id)
+                seen.append((event["t1"], video.duration, server.ended.is_set()))
+
+        watch = session.watch(
+            server.url,
+            window_seconds=2,
+            stages=["transcribe", "embed"],
+            on_event=on_event,
+            stall_seconds=1.0,
+            give_up_seconds=3.0,
+        )
+        began = time.monotonic()
+        report = watch.run()
+        took = time.monotonic() - began
+        server.thread.join(10)
+        library = session.library
+        video = library.get_video(watch.video_id)
+
+    assert server.error is None and not server.thread.is_alive()
+    assert report.state == "ended" and video.stages["watch"]["state"] == "ended"
+    assert took < 30.0  # the end is noticed: the stream's 10 s, probing, then 3 s of tries
+    assert video.duration == pytest.approx(10.0, abs=0.3)
+    assert len(seen) >= 4
+    assert [round(d, 3) for _, d, _ in seen] == [t1 for t1, _, _ in seen]  # grows per window
+    assert [t1 for t1, _, _ in seen] == sorted(t1 for t1, _, _ in seen)
+    assert not seen[0][2]  # live: indexed while the server was still sending
+    _check_clips(library, video.video_id, video.duration)
+    assert probe(video.source).duration == pytest.approx(video.duration, abs=0.3)
 
 
 def test_alerts_fire_once_per_continuing_event_and_are_posted(tmp_path: Path) -> None:

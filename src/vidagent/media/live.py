@@ -1,10 +1,11 @@
 """Reading a live or growing source in windows: the media side of ``vidagent watch``.
 
 :class:`Capture` opens a source with PyAV (a growing local file, an HLS playlist on disk or
-over HTTP, or any URL FFmpeg opens: RTSP, RTMP, SRT, HTTP) and copies its packets, without
-decoding them, into one MPEG-TS file per window. A window ends at the first video keyframe at
-least ``window_seconds`` after it began, so each file decodes on its own and windows are a few
-frames longer or shorter than the setting where keyframes are sparse.
+over HTTP, or any URL its FFmpeg opens: RTMP, RTSP, HTTP; SRT only where FFmpeg has libsrt,
+which PyAV's wheels lack) and copies its packets, without decoding them, into one MPEG-TS file
+per window. A window ends at the first video keyframe at least ``window_seconds`` after it
+began, so each file decodes on its own and windows are a few frames longer or shorter than the
+setting where keyframes are sparse.
 
 Times. The stream's own clock (*stream seconds*) starts at 0 at the first keyframe ever read.
 Packets keep the source's timestamps, shifted where the source restarted its clock (a dropped
@@ -59,6 +60,11 @@ ORIGIN = 10.0
 #: A reconnection that resumes within this many stream seconds of the last packet lost nothing
 #: (the packets either side of a stall are a frame or an audio packet apart).
 LOST_SECONDS = 1.0
+#: Stream seconds FFmpeg reads to learn a URL's streams while opening it (its
+#: ``analyzeduration``, set so that it is a bound). A live source sends them in real time, and
+#: an FLV one (RTMP) is read that long whatever it announced, since FLV has no header listing
+#: its streams: opening such a source takes this long however fast the network is.
+PROBE_SECONDS = 5.0
 
 
 NOT_YET = "no such file yet"
@@ -324,15 +330,27 @@ class Capture:
         p = self.position
         options = {"rw_timeout": str(int(self.stall_seconds * 1e6))}
         target = self.source
+        opening = self.stall_seconds
         if is_local(self.source):
             options["follow"] = "1"
             target = str(local_path(self.source))
             if not Path(target).exists():
                 raise MediaError(self.source, NOT_YET)
+        else:
+            # PyAV's open timeout bounds opening as a whole, the probe of the streams
+            # included, and a probe cut short mid-read breaks the connection without an error
+            # (an RTMP stream then fails at its next read: "RTMP packet size mismatch"). A live
+            # source sends what is probed in real time, so the open allows the probe's length
+            # (bounded here) on top of a stall; a server that sends nothing is still a stall
+            # after ``stall_seconds``, by ``rw_timeout``, which bounds each read while it opens.
+            # A local file keeps the plain stall: its probe reads what is on disk, and one too
+            # short to probe yet is then a stall (waited for), not rw_timeout's I/O error.
+            options["analyzeduration"] = str(int(PROBE_SECONDS * 1e6))
+            opening += PROBE_SECONDS
         container = av.open(
             target,
             options=options,
-            timeout=(self.stall_seconds, self.stall_seconds),
+            timeout=(opening, self.stall_seconds),
             metadata_errors="ignore",
         )
         try:
