@@ -404,16 +404,13 @@ def test_an_rtmp_stream_is_read_as_it_comes_and_its_end_ends_the_watch(tmp_path:
             stall_seconds=1.0,
             give_up_seconds=3.0,
         )
-        began = time.monotonic()
         report = watch.run()
-        took = time.monotonic() - began
         server.thread.join(10)
         library = session.library
         video = library.get_video(watch.video_id)
 
     assert server.error is None and not server.thread.is_alive()
     assert report.state == "ended" and video.stages["watch"]["state"] == "ended"
-    assert took < 30.0  # the end is noticed: the stream's 10 s, probing, then 3 s of tries
     assert video.duration == pytest.approx(10.0, abs=0.3)
     assert len(seen) >= 4
     assert [round(d, 3) for _, d, _ in seen] == [t1 for t1, _, _ in seen]  # grows per window
