@@ -461,6 +461,9 @@ def test_alerts_fire_once_per_continuing_event_and_are_posted(tmp_path: Path) ->
     assert alert.at  # its wall-clock time
     assert [p["text"] for p in posted] == ["hello there"]
     assert posted[0]["quote"] == "hello there" and posted[0]["event"] == "alert"
+    # kept in the stream's watch entry as extended, so other front ends show it
+    watch = Library(tmp_path / "library").get_video(stream_id(str(growing))).stages["watch"]
+    assert watch["alerts"] == [alert.to_json()] and watch["alert_count"] == 1
 
 
 def test_an_alert_fires_on_a_phrase_spoken_in_a_window(tmp_path: Path) -> None:
@@ -729,5 +732,8 @@ def test_the_cli_prints_alerts_as_json_lines_and_says_what_it_did(tmp_path: Path
     shown = vidagent("show", stream_id(str(growing)), home=tmp_path / "home", env=env)
     assert shown.returncode == 0, shown.stderr
     assert f"live: {growing} (ended, 2 windows of 3 s)" in shown.stdout
+    # the alert is the Library's too, for any front end to show
+    assert "1 alerts:" in shown.stdout
+    assert "alert at 00:00:00-00:00:06" in shown.stdout and "'hello there', speech" in shown.stdout
     bad = vidagent("watch", str(growing), "--keep", "soon", home=tmp_path / "home", env=env)
     assert bad.returncode == 2 and "'soon' is no duration" in bad.stderr

@@ -202,6 +202,33 @@ def test_stopping_the_server_stops_its_watches_and_keeps_what_was_indexed(
     assert listed["live_edge"] == pytest.approx(video.duration)
 
 
+def test_a_watch_run_elsewhere_shows_its_alerts_from_the_library(
+    live_server: Any, tmp_path: Path, api_settings: Any
+) -> None:
+    """A watch this server did not run (``vidagent watch`` beside it) is listed with its alert
+    count, and its details hold its alerts: they are kept in the Library's watch entry."""
+    from vidagent.app import Session
+
+    recording = tmp_path / "recording.ts"
+    recording.write_bytes(ts_stream(tmp_path / "source.ts", 6.0))
+    with Session(api_settings) as session:
+        report = session.watch(
+            str(recording),
+            window_seconds=3,
+            stages=STAGES,
+            alerts=["hello there"],
+            stall_seconds=0.5,
+            give_up_seconds=1.5,
+        ).run()
+    (alert,) = report.alerts
+    base = live_server().url
+    vid = stream_id(str(recording))
+    listed = stream_of(base, vid)
+    assert listed is not None and listed["alert_count"] == 1 and listed["job_id"] is None
+    shown = httpx.get(f"{base}/api/streams/{vid}", timeout=10).json()
+    assert shown["alerts"] == [alert.to_json()]
+
+
 @pytest.mark.parametrize(
     ("change", "status", "says"),
     [

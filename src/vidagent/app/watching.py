@@ -24,6 +24,9 @@ detections and captions by the citation checker's own scoring
 the index, the embedder's cosine ranking pieces that hold as many): a window where a piece holds
 every key word raises an :class:`Alert` with the moment, its quote and its source. An alert
 that matches again in the next window is the same event: it is extended, not raised again.
+The newest :data:`KEEP_ALERTS` alerts and the count of all are kept in the ``watch`` entry,
+across resumed runs, so ``vidagent show``, the HTTP API and the web UI show the alerts of a
+watch whichever front end ran it.
 
 Retention (``keep_seconds``). Windows that ended more than ``keep_seconds`` before the live edge
 are rolled out (their rows, vectors and files) but those a saved trace cites a moment of
@@ -56,6 +59,8 @@ if TYPE_CHECKING:
     from vidagent.media.live import Capture, Outage, Position, Window
 
 STAGE = "watch"
+#: Alerts kept in a stream's ``watch`` entry (the newest; ``alert_count`` counts them all).
+KEEP_ALERTS = 100
 #: Windows indexed in one scratch Library before it is made anew (its files are dropped).
 SCRATCH_WINDOWS = 20
 
@@ -175,6 +180,7 @@ class Watch:
         self._stopping = threading.Event()
         self._capture: Capture | None = None
         self._open: dict[str, Alert] = {}  # alert text -> its event, while it continues
+        self._stored: tuple[list[dict[str, Any]], int] = ([], 0)  # alerts of earlier runs
         self._windows: dict[int, Window] | None = None  # the window files on disk
         self._scratch_library: Library | None = None
         self._scratch_uses = 0
@@ -396,6 +402,7 @@ class Watch:
             format=str(saved.get("format", "")),
             outages=[Outage(**o) for o in watch.get("outages", [])],
         )
+        self._stored = (list(watch.get("alerts", [])), int(watch.get("alert_count", 0)))
         # rows a window cut short had written, past the last window the record counts
         library.drop_span(self.video_id, video.duration)
         self.report.windows = 0
@@ -431,6 +438,7 @@ class Watch:
             return
         found = match_alerts(self.core, self.video_id, self.alert_texts, w.t0, w.t1)
         video = library.get_video(self.video_id)
+        raised: list[Alert] = []
         for text in self.alert_texts:
             hit = found.get(text)
             going = self._open.get(text)
@@ -445,9 +453,24 @@ class Watch:
             alert = dataclasses.replace(hit, at=_wall(video.recorded_at, hit.t0))
             self._open[text] = alert
             self.report.alerts.append(alert)
+            raised.append(alert)
+        if found:
+            self._store_alerts(library)
+        for alert in raised:  # said once it is stored: whoever hears it can read it back
             self.on_event(alert.to_json())
             if self.alert_url:
                 self._post(alert)
+
+    def _store_alerts(self, library: Library) -> None:
+        """The newest alerts (earlier runs' first) and the count of all, in the watch entry."""
+        earlier, count = self._stored
+        alerts = [*earlier, *(a.to_json() for a in self.report.alerts)]
+        with library.write_lock():
+            video = library.get_video(self.video_id)
+            watch = dict(video.stages.get(STAGE, {}))
+            watch.update(alerts=alerts[-KEEP_ALERTS:], alert_count=count + len(self.report.alerts))
+            stages = {**video.stages, STAGE: watch}
+            library.put_video(dataclasses.replace(video, stages=stages))
 
     def _post(self, alert: Alert) -> None:
         body = json.dumps(alert.to_json()).encode("utf-8")

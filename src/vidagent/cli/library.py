@@ -309,9 +309,13 @@ def compact(
         )
 
 
+#: A stream's alerts ``show`` lists (the newest).
+SHOW_ALERTS = 10
+
+
 def _show_live(watch: dict[str, Any], recorded_at: str) -> None:
-    """A watched stream's state and its outages (``vidagent watch``), each at its stream
-    time and, where the start is known, its wall-clock time."""
+    """A watched stream's state, its outages and its newest alerts (``vidagent watch``), each
+    at its stream time and, where the start is known, its wall-clock time."""
     kept = float(watch.get("kept_from", 0.0))
     since = f", kept from {hms(kept)}" if kept else ""
     click.echo(
@@ -322,3 +326,11 @@ def _show_live(watch: dict[str, Any], recorded_at: str) -> None:
         at = f"{hms(o['at'])}" + (f" ({wall_clock(recorded_at, o['at'])})" if recorded_at else "")
         lost = f", {o['lost']:.1f} s of stream lost" if o.get("lost") else ", nothing lost"
         click.echo(f"  outage at {at}: {o['reason']}, {o['seconds']:.0f} s{lost}")
+    alerts = watch.get("alerts", [])
+    if alerts:
+        count = int(watch.get("alert_count", len(alerts)))
+        newest = f" (the newest {SHOW_ALERTS})" if count > SHOW_ALERTS else ""
+        click.echo(f"  {count} alerts{newest}:")
+    for a in alerts[-SHOW_ALERTS:]:
+        at = f"{hms(a['t0'])}-{hms(a['t1'])}" + (f" ({a['at']})" if a.get("at") else "")
+        click.echo(f"  alert at {at}: {a['text']!r}, {a['source']}: {a['quote']!r}")

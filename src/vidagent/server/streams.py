@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from vidagent.app.results import video_json
-from vidagent.app.watching import STAGE, Watch, stream_id
+from vidagent.app.watching import KEEP_ALERTS, STAGE, Watch, stream_id
 from vidagent.exceptions import ConfigError, VideoNotFoundError
 from vidagent.server.jobs import Job
 from vidagent.server.state import Server
@@ -34,8 +34,6 @@ if TYPE_CHECKING:
 
 #: URL schemes a stream may be read from (FFmpeg's network protocols).
 SCHEMES = frozenset({"http", "https", "rtsp", "rtsps", "rtmp", "rtmps", "srt", "udp", "rtp"})
-#: Alerts kept in a watch job's progress (the newest; the count is of all).
-KEEP_ALERTS = 100
 #: Window events a stream's details show (the newest, from its job's events).
 SHOW_WINDOWS = 200
 
@@ -191,7 +189,10 @@ def _summary(
         "window_seconds": watch.get("window_seconds"),
         "kept_from": float(watch.get("kept_from", 0.0) or 0.0),
         "outages": list(outages or []),
-        "alert_count": int(shown.get("alert_count", len(shown.get("alerts", [])))),
+        # the Library's count is of every run's alerts, whichever front end ran the watch
+        "alert_count": int(
+            watch.get("alert_count", shown.get("alert_count", len(shown.get("alerts", []))))
+        ),
         "job_id": job.job_id if job is not None else None,
         "error": job.error if job is not None else None,
     }
@@ -237,8 +238,9 @@ def details(server: Server, video_id: str) -> dict[str, Any]:
         raise VideoNotFoundError(f"no stream {video_id}")
     shown = (job.result or job.progress) if job is not None else {}
     windows = [e for kind, e in (list(job.events) if job else []) if kind == "window"]
+    watch = (record or {}).get("stages", {}).get(STAGE, {})
     return _summary(video_id, record, job, running) | {
-        "alerts": list(shown.get("alerts", [])),
+        "alerts": list(watch.get("alerts", shown.get("alerts", []))),
         "recent_windows": windows[-SHOW_WINDOWS:],
         "video": record,
     }
