@@ -11,7 +11,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import http.server
-import itertools
 import json
 import os
 import shutil
@@ -27,6 +26,7 @@ from typing import Any
 import av
 import pytest
 from factories import INDEX_SPECS
+from livemedia import check_clips, clip, grow, to_ts, ts_stream
 from liveserver import free_port
 
 from vidagent.app import Session, watching
@@ -34,7 +34,6 @@ from vidagent.app.watching import stream_id
 from vidagent.config import Settings, load_settings
 from vidagent.library import Library
 from vidagent.media import probe
-from vidagent.media.synth import make_video
 
 #: A watch that hangs fails its test instead of the run.
 pytestmark = pytest.mark.timeout(240)
@@ -49,77 +48,14 @@ def _settings(root: Path, **more: Any) -> Settings:
     )
 
 
-def _stream(path: Path, seconds: float, size: tuple[int, int] = (160, 96)) -> bytes:
-    """A small MPEG-TS stream: a keyframe every second, a frame counter, a tone, its audio
-    and video interleaved as a live source sends them."""
-    _to_ts(_clip(path.with_suffix(".mp4"), seconds, size), path)
-    return path.read_bytes()
-
-
-def _clip(path: Path, seconds: float, size: tuple[int, int] = (160, 96)) -> Path:
-    """The MP4 a stream is made of: H.264 (a keyframe every second, a frame counter) and AAC
-    (a tone), 10 frames a second."""
-    make_video(path, duration=seconds, fps=10, size=size, gop=10, audio="tone", counter=True)
-    return path
-
-
-def _to_ts(source: Path, target: Path) -> None:
-    """``source`` remuxed into MPEG-TS (the MP4 demuxer hands packets over in time order)."""
-    with av.open(str(source)) as src, av.open(str(target), "w", format="mpegts") as out:
-        streams = {s.index: out.add_stream_from_template(s) for s in src.streams}
-        for packet in src.demux():
-            if packet.dts is not None:
-                packet.stream = streams[packet.stream.index]
-                out.mux(packet)
-
-
-def _grow(
-    target: Path,
-    data: bytes,
-    pieces: int,
-    pause: float,
-    hold: float = 0.0,
-    gate: threading.Event | None = None,
-) -> threading.Thread:
-    """Write ``data`` to ``target`` in ``pieces`` over time; two thirds in, once ``gate`` is
-    set, ``hold`` seconds of nothing (a stall)."""
-
-    def write() -> None:
-        step = len(data) // pieces + 1
-        with target.open("ab") as f:
-            for k in range(pieces):
-                f.write(data[k * step : (k + 1) * step])
-                f.flush()
-                if hold and k == pieces * 2 // 3:
-                    assert gate is None or gate.wait(60)
-                    time.sleep(hold)
-                else:
-                    time.sleep(pause)
-
-    target.write_bytes(b"")
-    thread = threading.Thread(target=write, daemon=True)
-    thread.start()
-    return thread
-
-
-def _check_clips(library: Library, vid: str, duration: float) -> None:
-    """One row per clip, numbered 0..n-1, end to end from 0 to the live edge."""
-    clips = library.clips(vid)
-    assert [c.clip_index for c in clips] == list(range(len(clips)))
-    assert clips[0].t0 == 0.0
-    for a, b in itertools.pairwise(clips):
-        assert b.t0 == pytest.approx(a.t1, abs=0.02), (a, b)
-    assert clips[-1].t1 == pytest.approx(duration, abs=0.3)
-
-
 def test_a_growing_file_is_one_video_that_grows_window_by_window(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(watching, "SCRATCH_WINDOWS", 2)  # the scratch Library made anew too
-    data = _stream(tmp_path / "source.ts", 12.0)
+    data = ts_stream(tmp_path / "source.ts", 12.0)
     growing = tmp_path / "recording.ts"
     indexed = threading.Event()
-    writer = _grow(growing, data, pieces=12, pause=0.2, hold=2.0, gate=indexed)
+    writer = grow(growing, data, pieces=12, pause=0.2, hold=2.0, gate=indexed)
     seen: list[tuple[float, int, float]] = []  # (window end, clips, stored duration) at its event
     events: list[dict[str, Any]] = []
     with Session(_settings(tmp_path)) as session:
@@ -150,7 +86,7 @@ def test_a_growing_file_is_one_video_that_grows_window_by_window(
     assert len(seen) >= 4
     assert [round(d, 3) for _, _, d in seen] == [t1 for t1, _, _ in seen]
     assert [n for _, n, _ in seen] == sorted(n for _, n, _ in seen)
-    _check_clips(library, video.video_id, video.duration)
+    check_clips(library, video.video_id, video.duration)
     assert all(c.caption_model and c.transcript_model for c in library.clips(video.video_id))
     assert len(library.clip_vector_hashes(video.video_id)) == len(library.clips(video.video_id))
     frames = [f.t for f in library.frames(video.video_id)]
@@ -171,7 +107,7 @@ class _Publisher:
         self.site = root / "site"
         self.site.mkdir()
         source = root / "source.ts"
-        _stream(source, seconds)
+        ts_stream(source, seconds)
         with (
             av.open(str(source)) as src,
             av.open(
@@ -310,7 +246,7 @@ class _RtmpServer:
     """
 
     def __init__(self, root: Path, seconds: float) -> None:
-        self.clip = _clip(root / "source.mp4", seconds)
+        self.clip = clip(root / "source.mp4", seconds)
         self.port = free_port()
         self.url = f"rtmp://127.0.0.1:{self.port}/live/stream"
         self.started = 0.0  # when it sent its first packet (monotonic seconds)
@@ -416,12 +352,12 @@ def test_an_rtmp_stream_is_read_as_it_comes_and_its_end_ends_the_watch(tmp_path:
     assert [round(d, 3) for _, d, _ in seen] == [t1 for t1, _, _ in seen]  # grows per window
     assert [t1 for t1, _, _ in seen] == sorted(t1 for t1, _, _ in seen)
     assert not seen[0][2]  # live: indexed while the server was still sending
-    _check_clips(library, video.video_id, video.duration)
+    check_clips(library, video.video_id, video.duration)
     assert probe(video.source).duration == pytest.approx(video.duration, abs=0.3)
 
 
 def test_alerts_fire_once_per_continuing_event_and_are_posted(tmp_path: Path) -> None:
-    data = _stream(tmp_path / "source.ts", 9.0)
+    data = ts_stream(tmp_path / "source.ts", 9.0)
     growing = tmp_path / "recording.ts"
     growing.write_bytes(data)  # all there already: read as fast as it indexes
     posted: list[dict[str, Any]] = []
@@ -473,7 +409,7 @@ def test_an_alert_fires_on_a_phrase_spoken_in_a_window(tmp_path: Path) -> None:
         pytest.skip("espeak-ng is not installed (apt-get install espeak-ng): no speech to hear")
     clip = get_clip("two_voices.mp4")  # "How much will the roof repairs cost?" from 9 s
     growing = tmp_path / "meeting.ts"
-    _to_ts(clip, growing)
+    to_ts(clip, growing)
     settings = _settings(tmp_path, asr="faster-whisper:tiny.en")
     with Session(settings) as session:
         report = session.watch(
@@ -491,10 +427,10 @@ def test_an_alert_fires_on_a_phrase_spoken_in_a_window(tmp_path: Path) -> None:
 
 
 def test_a_changed_picture_size_stops_the_watch_in_one_line(tmp_path: Path) -> None:
-    small = _stream(tmp_path / "small.ts", 4.0)
-    large = _stream(tmp_path / "large.ts", 4.0, size=(320, 192))
+    small = ts_stream(tmp_path / "small.ts", 4.0)
+    large = ts_stream(tmp_path / "large.ts", 4.0, size=(320, 192))
     growing = tmp_path / "recording.ts"
-    writer = _grow(growing, small, pieces=2, pause=0.3)
+    writer = grow(growing, small, pieces=2, pause=0.3)
     writer.join()
     with Session(_settings(tmp_path)) as session:
         watch = session.watch(str(growing), window_seconds=2, stages=["embed"], **QUICK)
@@ -520,9 +456,9 @@ def test_a_changed_picture_size_stops_the_watch_in_one_line(tmp_path: Path) -> N
 def test_a_source_whose_clock_restarts_goes_on_from_where_the_stream_stood(
     tmp_path: Path,
 ) -> None:
-    part = _stream(tmp_path / "part.ts", 4.0)
+    part = ts_stream(tmp_path / "part.ts", 4.0)
     growing = tmp_path / "recording.ts"
-    writer = _grow(growing, part, pieces=2, pause=0.3)
+    writer = grow(growing, part, pieces=2, pause=0.3)
     writer.join()
 
     def restart() -> None:  # the recorder starts again: its timestamps from 0 once more
@@ -538,12 +474,12 @@ def test_a_source_whose_clock_restarts_goes_on_from_where_the_stream_stood(
         library = session.library
         assert report.state == "ended"
         assert video.duration == pytest.approx(8.0, abs=0.4)  # not 4: nothing overwritten
-        _check_clips(library, watch.video_id, video.duration)
+        check_clips(library, watch.video_id, video.duration)
 
 
 def test_an_alert_hook_that_does_not_answer_never_stops_the_watch(tmp_path: Path) -> None:
     growing = tmp_path / "recording.ts"
-    growing.write_bytes(_stream(tmp_path / "source.ts", 4.0))
+    growing.write_bytes(ts_stream(tmp_path / "source.ts", 4.0))
     events: list[dict[str, Any]] = []
     with Session(_settings(tmp_path)) as session:
         report = session.watch(
@@ -579,7 +515,7 @@ def test_one_source_is_watched_by_one_process_at_a_time(tmp_path: Path) -> None:
     from vidagent.exceptions import ConfigError
 
     growing = tmp_path / "recording.ts"
-    growing.write_bytes(_stream(tmp_path / "source.ts", 2.0))
+    growing.write_bytes(ts_stream(tmp_path / "source.ts", 2.0))
     settings = _settings(tmp_path)
     lock = settings.home / "streams" / stream_id(str(growing)) / "watch.lock"
     lock.parent.mkdir(parents=True)
@@ -595,7 +531,7 @@ def test_one_source_is_watched_by_one_process_at_a_time(tmp_path: Path) -> None:
 
 
 def test_retention_rolls_old_windows_out_but_what_a_trace_cites(tmp_path: Path) -> None:
-    data = _stream(tmp_path / "source.ts", 12.0)
+    data = ts_stream(tmp_path / "source.ts", 12.0)
     growing = tmp_path / "recording.ts"
     growing.write_bytes(data)
     settings = _settings(tmp_path)
@@ -621,10 +557,10 @@ def test_retention_rolls_old_windows_out_but_what_a_trace_cites(tmp_path: Path) 
 
 
 def test_stop_keeps_what_was_indexed_and_the_same_watch_resumes(tmp_path: Path) -> None:
-    data = _stream(tmp_path / "source.ts", 12.0)
+    data = ts_stream(tmp_path / "source.ts", 12.0)
     growing = tmp_path / "recording.ts"
     first_run_over = threading.Event()  # the recording pauses two thirds in until then
-    writer = _grow(growing, data, pieces=12, pause=0.2, hold=0.01, gate=first_run_over)
+    writer = grow(growing, data, pieces=12, pause=0.2, hold=0.01, gate=first_run_over)
     with Session(_settings(tmp_path)) as session:
         watch = session.watch(str(growing), window_seconds=2, stages=["embed"], **QUICK)
 
@@ -637,23 +573,23 @@ def test_stop_keeps_what_was_indexed_and_the_same_watch_resumes(tmp_path: Path) 
         video = session.library.get_video(watch.video_id)
         assert first.state == "stopped" and video.stages["watch"]["state"] == "stopped"
         assert 2.0 <= video.duration < 11.0  # the window being read when it stopped is kept
-        _check_clips(session.library, watch.video_id, video.duration)
+        check_clips(session.library, watch.video_id, video.duration)
         first_run_over.set()
         writer.join()
         again = session.watch(str(growing), window_seconds=2, stages=["embed"], **QUICK).run()
         video = session.library.get_video(watch.video_id)
         assert again.state == "ended" and again.windows >= 1
         assert video.duration == pytest.approx(12.0, abs=0.3)
-        _check_clips(session.library, watch.video_id, video.duration)
+        check_clips(session.library, watch.video_id, video.duration)
 
 
 def test_kill_9_resumes_from_the_last_window_with_no_clip_twice_and_none_lost(
     tmp_path: Path, fake_env: dict[str, str]
 ) -> None:
     # A fresh interpreter is the point: it is killed with SIGKILL mid-stream.
-    data = _stream(tmp_path / "source.ts", 16.0)
+    data = ts_stream(tmp_path / "source.ts", 16.0)
     growing = tmp_path / "recording.ts"
-    writer = _grow(growing, data, pieces=16, pause=0.25)
+    writer = grow(growing, data, pieces=16, pause=0.25)
     home = tmp_path / "home"
     env = {
         **os.environ,
@@ -692,7 +628,7 @@ def test_kill_9_resumes_from_the_last_window_with_no_clip_twice_and_none_lost(
     library = Library(str(tmp_path / "library"))
     video = library.get_video(vid)
     assert video.duration == pytest.approx(16.0, abs=0.3)
-    _check_clips(library, vid, video.duration)
+    check_clips(library, vid, video.duration)
     frames = [f.t for f in library.frames(vid)]
     assert len(frames) == len(set(frames)) and frames == sorted(frames)
     segments = library.transcript(vid)
@@ -703,7 +639,7 @@ def test_kill_9_resumes_from_the_last_window_with_no_clip_twice_and_none_lost(
 def test_the_cli_prints_alerts_as_json_lines_and_says_what_it_did(tmp_path: Path) -> None:
     from clirun import vidagent
 
-    data = _stream(tmp_path / "source.ts", 6.0)
+    data = ts_stream(tmp_path / "source.ts", 6.0)
     growing = tmp_path / "recording.ts"
     growing.write_bytes(data)
     env = {f"VIDAGENT_{k.upper()}": v for k, v in INDEX_SPECS.items()}

@@ -569,19 +569,10 @@ def test_the_trace_viewer_draws_sub_runs_and_search_trees_as_a_tree(
 def test_the_streams_page_starts_a_watch_shows_its_alert_and_stops_it(
     served: Served, browser: Any, tmp_path: Path
 ) -> None:
-    import av
+    from livemedia import ts_stream
 
-    from vidagent.media.synth import make_video
-
-    made = tmp_path / "door.mp4"
-    make_video(made, duration=6.0, fps=10, size=(160, 96), gop=10, audio="tone")
     source = served.video.parent / "door.ts"
-    with av.open(str(made)) as src, av.open(str(source), "w", format="mpegts") as out:
-        streams = {s.index: out.add_stream_from_template(s) for s in src.streams}
-        for packet in src.demux():
-            if packet.dts is not None:
-                packet.stream = streams[packet.stream.index]
-                out.mux(packet)
+    ts_stream(source, 6.0)
     open_page(browser, served, "streams.html")
     wait_for(browser, lambda d: css(d, "#streams .empty"), "the empty list of streams")
     form = browser.find_element("css selector", "#start-stream")

@@ -152,19 +152,10 @@ async def test_list_videos_and_search_answer_from_the_library(client: Client) ->
 async def test_list_streams_shows_a_watched_source_and_search_reads_it(
     tmp_path: Path, media: Path
 ) -> None:
-    import av
+    from livemedia import ts_stream
 
-    from vidagent.media.synth import make_video
-
-    made = tmp_path / "feed.mp4"
-    make_video(made, duration=4.0, fps=10, size=(160, 96), gop=10, audio="tone")
     source = tmp_path / "feed.ts"
-    with av.open(str(made)) as src, av.open(str(source), "w", format="mpegts") as out:
-        streams = {s.index: out.add_stream_from_template(s) for s in src.streams}
-        for packet in src.demux():
-            if packet.dts is not None:
-                packet.stream = streams[packet.stream.index]
-                out.mux(packet)
+    ts_stream(source, 4.0)
     settings = load_settings({**INDEX_SPECS, "library": str(tmp_path / "library")})
     with Session(settings) as session:
         report = session.watch(

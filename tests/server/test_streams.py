@@ -8,55 +8,23 @@ does not.
 
 from __future__ import annotations
 
-import itertools
 import json
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-import av
 import httpx
 import pytest
+from livemedia import check_clips, grow, ts_stream
 from sse import events
 
 from vidagent.app.watching import stream_id
 from vidagent.library import Library
-from vidagent.media.synth import make_video
 
 pytestmark = pytest.mark.timeout(240)
 
 STAGES = ["transcribe", "embed"]
-
-
-def ts_stream(path: Path, seconds: float) -> bytes:
-    """A small MPEG-TS stream (a keyframe every second, a tone), as a live source sends it."""
-    made = path.with_suffix(".mp4")
-    make_video(made, duration=seconds, fps=10, size=(160, 96), gop=10, audio="tone", counter=True)
-    with av.open(str(made)) as src, av.open(str(path), "w", format="mpegts") as out:
-        streams = {s.index: out.add_stream_from_template(s) for s in src.streams}
-        for packet in src.demux():
-            if packet.dts is not None:
-                packet.stream = streams[packet.stream.index]
-                out.mux(packet)
-    return path.read_bytes()
-
-
-def grow(target: Path, data: bytes, pieces: int, pause: float) -> threading.Thread:
-    """``data`` written to ``target`` in ``pieces``, ``pause`` seconds apart."""
-
-    def write() -> None:
-        step = len(data) // pieces + 1
-        with target.open("ab") as f:
-            for k in range(pieces):
-                f.write(data[k * step : (k + 1) * step])
-                f.flush()
-                time.sleep(pause)
-
-    target.write_bytes(b"")
-    thread = threading.Thread(target=write, daemon=True)
-    thread.start()
-    return thread
 
 
 def stream_of(base: str, video_id: str) -> dict[str, Any] | None:
@@ -72,17 +40,6 @@ def wait_stopped(base: str, video_id: str, timeout: float = 90) -> dict[str, Any
             return dict(shown)
         time.sleep(0.1)
     raise AssertionError(f"the watch of {video_id} did not stop: {shown}")
-
-
-def check_clips(library: Library, video_id: str, duration: float, gap: float = 0.02) -> None:
-    """One row per clip, numbered 0..n-1, from 0 to the live edge, none overlapping and none
-    more than ``gap`` seconds after the one before."""
-    clips = library.clips(video_id)
-    assert [c.clip_index for c in clips] == list(range(len(clips)))
-    assert clips[0].t0 == 0.0
-    for a, b in itertools.pairwise(clips):
-        assert a.t1 - 0.02 <= b.t0 <= a.t1 + gap, (a, b)
-    assert clips[-1].t1 == pytest.approx(duration, abs=0.3)
 
 
 def test_a_watch_started_over_http_grows_raises_an_alert_over_sse_stops_and_resumes(
