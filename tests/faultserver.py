@@ -111,7 +111,7 @@ class FaultServer:
     Attributes:
         requests: ``(path, body)`` of every request received, in arrival order.
         auth: the ``Authorization`` header of every request (None when absent).
-        max_in_flight: the most requests served at once.
+        max_in_flight: the most requests served at once (from arrival until the reply is ready).
     """
 
     def __init__(self) -> None:
@@ -198,11 +198,14 @@ class FaultServer:
                 behaviour = server._next(self.path, body, self.headers.get("Authorization"))
                 try:
                     status, headers, data = server._reply(self.path, body, behaviour)
+                finally:
+                    # counted out before the reply is sent: a client that has its answer may
+                    # start its next request at once, and must not find this one still counted
+                    server._done()
+                try:
                     self._send(status, headers, data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout tests)
-                finally:
-                    server._done()
 
             def _send(self, status: int, headers: dict[str, str], data: bytes) -> None:
                 self.send_response(status)
