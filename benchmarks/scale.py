@@ -220,12 +220,15 @@ def lance_exact(lib: Any, qs: np.ndarray, k: int, videos: list[str]) -> dict[str
     the hits' clip rows: the per-video search without the Library's cache."""
     from vidagent.library.filters import quote
     from vidagent.library.indexing import vector_query
+    from vidagent.library.tables import read
 
     table, policy, times = lib.table("clip_vectors"), lib.index_policy(), []
     for q, video_id in zip(qs, videos, strict=True):
         start = time.perf_counter()
-        found = vector_query(table, q, f"video_id = {quote(video_id)}", k, policy, exact=True)
-        lib.clip_rows((h["video_id"], h["clip_index"]) for h in found.to_list())
+        (found,) = read(
+            vector_query(table, q, f"video_id = {quote(video_id)}", k, policy, exact=True)
+        )
+        lib.clip_rows((h["video_id"], h["clip_index"]) for h in found.to_pylist())
         times.append((time.perf_counter() - start) * 1000)
     ms = np.array(times)
     return {"p50_ms": float(np.percentile(ms, 50)), "p99_ms": float(np.percentile(ms, 99))}

@@ -19,6 +19,7 @@ from vidagent.exceptions import LibraryError
 from vidagent.library import ClipRow, Library
 from vidagent.library.filters import clip_keys
 from vidagent.library.indexing import IndexPolicy, index_names, vector_query
+from vidagent.library.tables import read
 from vidagent.library.vectors import unit_rows32
 
 DIM = 32
@@ -220,6 +221,42 @@ def test_repeated_video_searches_see_every_later_write(tmp_path: Path) -> None:
     assert searcher.search_clips(second[11], video_ids=["v1"], k=1) == []
 
 
+def test_a_video_search_reads_uncached_videos_with_the_versions_in_one_hand_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search of videos the hot cache lacks reads their rows in the same hand-over to
+    LanceDB as the tables' versions; cached videos are kept, and rows of a video that is not
+    listed (half-written) are read but never answered from."""
+    from vidagent.library import tables
+
+    lib = Library(tmp_path / "lib")
+    lib.use_embedding("clip_vectors", SPEC, DIM)
+    rng = np.random.default_rng(11)
+    stored = {v: clustered(rng, 9) for v in ("v1", "v2")}
+    for video_id, vectors in stored.items():
+        add_video(lib, video_id, vectors)
+    ghost = clustered(rng, 4)
+    clips = [ClipRow("ghost", i, 5.0 * i, 5.0 * (i + 1)) for i in range(4)]
+    lib.put_clips("ghost", clips)
+    lib.put_clip_vectors("ghost", SPEC, clips, ghost)  # no video row: not listed
+    lib.search_clips(stored["v1"][0], video_ids=["v1"], k=1)  # v1 cached, the listing read
+
+    calls = []
+
+    def counted(coroutines: list) -> list:
+        calls.append(len(coroutines))
+        return real(coroutines)
+
+    real = tables.together
+    monkeypatch.setattr(tables, "together", counted)
+    for query in (stored["v2"][4], ghost[1], stored["v1"][7]):
+        hits = lib.search_clips(query, video_ids=["v1", "v2", "ghost"], k=5)
+        assert [(h.clip.video_id, h.clip.clip_index) for h in hits] == exact_top(stored, query, 5)
+    # the first: 3 versions, 3 counts and the two reads at once; then from the cache
+    # (ghost is read once, never answered from, and not read again while it is not listed)
+    assert calls == [8, 6, 6]
+
+
 def test_the_ann_index_is_built_with_the_policys_codes_and_rebuilt_when_they_change(
     tmp_path: Path,
 ) -> None:
@@ -363,26 +400,39 @@ def test_a_forked_child_is_refused_in_one_line_instead_of_hanging(
 
 def test_tables_read_together_what_they_read_one_by_one(tmp_path: Path) -> None:
     """The concurrent reads of a video's first search return what the synchronous calls do:
-    the same rows and columns, each table's version and row count, and a missing table empty."""
+    the same rows and columns, each table's version and row count, and a missing table empty;
+    and a query run in one hand-over (``read``) returns what LanceDB's own ``to_arrow`` does."""
     lib = Library(tmp_path / "lib")
     lib.use_embedding("clip_vectors", SPEC, DIM)
     rng = np.random.default_rng(3)
-    for video_id in ("a", "b"):
-        add_video(lib, video_id, clustered(rng, 7))
+    stored = {video_id: clustered(rng, 7) for video_id in ("a", "b")}
+    for video_id, vectors in stored.items():
+        add_video(lib, video_id, vectors)
     where = "video_id = 'b'"
     columns = ["video_id", "clip_index", "vector"]
-    read = lib.tables.scan_together(where, {"clip_vectors": columns, "clips": None})
+    names = ["clip_vectors", "videos", "frame_vectors"]
+    snap = lib.tables.snapshot(names, where, {"clip_vectors": columns, "clips": None})
     alone = lib.table("clip_vectors").search().where(where).select(columns).limit(None)
-    assert read["clip_vectors"].to_pylist() == alone.to_arrow().to_pylist()
-    assert read["clips"].to_pylist() == lib.tables.scan("clips", where)
-    assert len(read["clips"]) == 7
+    assert snap.rows["clip_vectors"].to_pylist() == alone.to_arrow().to_pylist()
+    assert snap.rows["clips"].to_pylist() == lib.tables.scan("clips", where)
+    assert len(snap.rows["clips"]) == 7
+    assert set(snap.versions) == {"clip_vectors", "videos"}  # no frame_vectors table yet
+    assert snap.versions["clip_vectors"] == (lib.table("clip_vectors").version, 14)
+    assert snap.versions["videos"] == (lib.table("videos").version, 2)
+    assert lib.tables.snapshot(names).rows == {}
+    assert lib.tables.snapshot((), where, {"clips": None}).versions == {}
     assert not lib.tables.has("shots")  # a missing table reads empty, with its columns
-    empty = lib.tables.scan_together(where, {"shots": ["video_id", "t0"]})["shots"]
+    empty = lib.tables.snapshot((), where, {"shots": ["video_id", "t0"]}).rows["shots"]
     assert empty.num_rows == 0 and empty.column_names == ["video_id", "t0"]
     fresh = Library(tmp_path / "lib")  # no table opened yet: they open before the reads
-    assert fresh.tables.scan_together(where, {"clips": None})["clips"].num_rows == 7
+    assert fresh.tables.snapshot((), where, {"clips": None}).rows["clips"].num_rows == 7
 
-    state = lib.tables.versions_and_rows(["clip_vectors", "videos", "frame_vectors"])
-    assert set(state) == {"clip_vectors", "videos"}  # no frame_vectors table yet
-    assert state["clip_vectors"] == (lib.table("clip_vectors").version, 14)
-    assert state["videos"] == (lib.table("videos").version, 2)
+    table, policy = lib.table("clip_vectors"), lib.index_policy()
+    for filtered in (None, where):
+        query = vector_query(table, stored["a"][2], filtered, 5, policy, exact=True)
+        (got,) = read(query)
+        assert got.equals(query.to_arrow())
+        assert got.column_names == ["video_id", "clip_index", "_distance"]
+    scan = table.search().where("clip_index < 3").limit(None)
+    both = read(scan, lib.table("clips").search().limit(None))
+    assert both[0].equals(scan.to_arrow()) and both[1].num_rows == 14

@@ -63,13 +63,20 @@ class HotVideos:
         self._key: tuple[int, ...] | None = None
         self._videos: OrderedDict[str, HotVideo] = OrderedDict()
         self._rows = 0
-        self._listed: tuple[int, list[str]] | None = None
+        self._listed: tuple[int, list[str], frozenset[str]] | None = None
 
     def clear(self) -> None:
         """Forget every cached video (the next search of each reads it from the tables)."""
         with self._lock:
             self._key, self._rows = None, 0
             self._videos.clear()
+
+    def holds(self, ids: Sequence[str]) -> bool:
+        """Whether a search of ``ids`` has nothing to load: each is cached (as of the last
+        version key seen) or not listed in the last listing read (never loaded)."""
+        with self._lock:
+            listed = self._listed[2] if self._listed is not None else None
+            return all(v in self._videos or (listed is not None and v not in listed) for v in ids)
 
     def listed(self, version: int, load: Callable[[], list[str]]) -> list[str]:
         """The listed video ids as of ``version`` of the videos table."""
@@ -78,7 +85,7 @@ class HotVideos:
                 return self._listed[1]
         ids = load()
         with self._lock:
-            self._listed = (version, ids)
+            self._listed = (version, ids, frozenset(ids))
         return ids
 
     def videos(self, key: tuple[int, ...], ids: Sequence[str], load: Loader) -> list[HotVideo]:

@@ -23,7 +23,7 @@ from vidagent.library.schema import (
     TranscriptSegment,
     VideoRecord,
 )
-from vidagent.library.tables import Tables
+from vidagent.library.tables import Tables, read
 
 
 class Rows:
@@ -58,8 +58,8 @@ class Rows:
         table = self.tables.table("videos")
 
         def load() -> list[str]:
-            column = table.search().select(["video_id"]).limit(None).to_arrow()["video_id"]
-            ids: list[str] = column.to_pylist()
+            (found,) = read(table.search().select(["video_id"]).limit(None))
+            ids: list[str] = found["video_id"].to_pylist()
             return ids
 
         listed = self.tables.hot.listed(table.version if version is None else version, load)

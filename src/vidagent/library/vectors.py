@@ -14,8 +14,10 @@ and clip rows through the rows part.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
+import pyarrow as pa
 
 from vidagent.exceptions import EmbeddingMismatchError
 from vidagent.library.filters import one_of, quote, span_filter
@@ -28,7 +30,7 @@ from vidagent.library.schema import (
     frame_vectors_schema,
     vectors_schema,
 )
-from vidagent.library.tables import Tables
+from vidagent.library.tables import Tables, read
 
 
 def unit_rows32(vectors: np.ndarray) -> np.ndarray:
@@ -41,6 +43,13 @@ def unit_rows32(vectors: np.ndarray) -> np.ndarray:
     norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))[:, None]  # (N, 1)
     unit: np.ndarray = vectors / np.where(norms > 0, norms, np.float32(1.0))
     return unit
+
+
+def hot_query(video_ids: Sequence[str]) -> tuple[str, dict[str, list[str] | None]]:
+    """The filter and the columns :meth:`Tables.snapshot` reads the hot cache's entries of
+    ``video_ids`` with: their clip vectors (not ``text_hash``) and their clip rows."""
+    columns = ["video_id", "clip_index", "t0", "t1", "vector"]
+    return one_of("video_id", video_ids), {"clip_vectors": columns, "clips": None}
 
 
 class Vectors:
@@ -174,12 +183,12 @@ class Vectors:
         """Read the clip vectors and clip rows of ``video_ids`` for the hot cache (hot.py)."""
         if not video_ids:
             return {}
-        columns = ["video_id", "clip_index", "t0", "t1", "vector"]  # not text_hash
-        # One call, two concurrent queries: the vectors and the clip rows (Tables.scan_together).
-        read = self.tables.scan_together(
-            one_of("video_id", video_ids), {"clip_vectors": columns, "clips": None}
-        )
-        data, clips = read["clip_vectors"], read["clips"]
+        return self._hot_entries(video_ids, self.tables.snapshot((), *hot_query(video_ids)).rows)
+
+    @staticmethod
+    def _hot_entries(video_ids: list[str], got: dict[str, pa.Table]) -> dict[str, HotVideo]:
+        """The hot cache's entries of ``video_ids`` from the tables :func:`hot_query` read."""
+        data, clips = got["clip_vectors"], got["clips"]
         dim = data.schema.field("vector").type.list_size
         flat = data.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
         vectors = unit_rows32(flat.reshape(-1, dim))  # (N, D)
@@ -221,7 +230,15 @@ class Vectors:
         bound = "clip_vectors" in self.tables.reload_manifest().embeddings
         if not bound or not self.tables.has("clip_vectors") or k <= 0:
             return []
-        state = self.tables.versions_and_rows(["clip_vectors", "clips", "videos"])
+        # A search of a few videos the hot cache lacks reads their rows in the same hand-over
+        # as the tables' versions (unused, and so wasted, only when they hold more rows than
+        # an exact search takes).
+        wanted = None if video_ids is None else list(dict.fromkeys(video_ids))
+        ahead = wanted is not None and not self.tables.hot.holds(wanted)
+        snap = self.tables.snapshot(
+            ["clip_vectors", "clips", "videos"], *(hot_query(wanted) if ahead and wanted else ())
+        )
+        state = snap.versions
         listed = self.rows.listed_ids(video_ids, version=state.get("videos", (None, 0))[0])
         if not listed:
             return []
@@ -234,19 +251,23 @@ class Vectors:
         exact = rows <= policy.exact_max_rows
         if exact and not every:  # a few videos: exact, from memory after the first search
             key = (state["clip_vectors"][0], state.get("clips", (0, 0))[0])
-            videos = self.tables.hot.videos(key, listed, self._hot_load)
+            load = partial(self._hot_entries, got=snap.rows) if ahead else self._hot_load
+            videos = self.tables.hot.videos(key, listed, load)
             return [ClipHit(c, s) for c, s in nearest(videos, vector, t_from, t_to, k)]
         # Across every video the filter names no ids (a 1,000-id IN list costs more than the
         # search): a few extra hits cover rows of unlisted (half-written or half-removed) videos.
         where = span_filter(None if every else listed, t_from, t_to, "t0", "t1")
-        hits = vector_query(table, vector, where, k + 8 if every else k, policy, exact=exact)
-        found = hits.to_list()
+        (hits,) = read(
+            vector_query(table, vector, where, k + 8 if every else k, policy, exact=exact)
+        )
+        found = hits.to_pylist()
         if every:
             kept, fetched = set(listed), len(found)
             found = [h for h in found if h["video_id"] in kept]
             if len(found) < k and len(found) < fetched:  # many unlisted: name the videos
                 where = span_filter(listed, t_from, t_to, "t0", "t1")
-                found = vector_query(table, vector, where, k, policy, exact=exact).to_list()
+                (hits,) = read(vector_query(table, vector, where, k, policy, exact=exact))
+                found = hits.to_pylist()
         clips = self.rows.clip_rows((h["video_id"], h["clip_index"]) for h in found[:k])
         return [
             ClipHit(clips[key], 1.0 - float(h["_distance"]))
