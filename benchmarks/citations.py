@@ -261,6 +261,10 @@ def run(
         said = Said(session)
         for q in rows:
             video = media / q["video"]
+            # Indexed for the strategy that answered, in a recheck too: the recorded answers'
+            # spans are checked against what that strategy's index holds (a fresh home would
+            # hold nothing, and every answer would abstain).
+            session.resolve_videos([video], agent)  # indexing is not timed
             if saved is not None:
                 if q["id"] not in saved:
                     continue
@@ -275,7 +279,6 @@ def run(
                 ).answer
                 seconds = was["seconds"]
             else:
-                session.resolve_videos([video], agent)  # indexing is not timed
                 started = time.monotonic()
                 answer = session.ask(
                     video,
