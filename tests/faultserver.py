@@ -7,6 +7,7 @@ requests it is serving at once. Sleeps wait on a stop event, so shutdown is prom
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections import deque
@@ -202,10 +203,8 @@ class FaultServer:
                     # counted out before the reply is sent: a client that has its answer may
                     # start its next request at once, and must not find this one still counted
                     server._done()
-                try:
-                    self._send(status, headers, data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout tests)
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self._send(status, headers, data)  # unless the client gave up (timeouts)
 
             def _send(self, status: int, headers: dict[str, str], data: bytes) -> None:
                 self.send_response(status)
