@@ -23,6 +23,7 @@ LIBRARY_INDEX_CACHE_MIB`, :data:`~vidagent.config.LIBRARY_METADATA_CACHE_MIB`; t
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -369,20 +370,30 @@ class Tables:
         # itself).
         handles = {n: self.table(n)._table for n in [*present, *columns] if self.has(n)}
 
-        async def scan(name: str, wanted: list[str] | None) -> pa.Table:
+        async def rows(name: str) -> pa.Table:
+            wanted = columns[name]
             if name not in handles:
                 empty = TABLES[name][0].empty_table()
                 return empty if wanted is None else empty.select(wanted)
             query = handles[name].query().where(where)
             return await (query if wanted is None else query.select(wanted)).to_arrow()
 
-        got = together(
-            [handles[n].version() for n in present]
-            + [handles[n].count_rows() for n in present]
-            + [scan(name, wanted) for name, wanted in columns.items()]
-        )
-        versions = {name: (got[i], got[len(present) + i]) for i, name in enumerate(present)}
-        return Snapshot(versions, dict(zip(columns, got[2 * len(present) :], strict=True)))
+        async def one(name: str) -> tuple[tuple[int, int] | None, pa.Table | None]:
+            """One table's (version, row count) and rows. Its version is read before its rows
+            are, so a cache keyed on that version never holds rows older than the key (a
+            commit in between makes the rows newer, and the next version check empties it)."""
+            if name not in present:
+                return None, await rows(name)
+            version = await handles[name].version()
+            if name not in columns:
+                return (version, await handles[name].count_rows()), None
+            count, got = await asyncio.gather(handles[name].count_rows(), rows(name))
+            return (version, count), got
+
+        asked = list(dict.fromkeys([*present, *columns]))
+        got = dict(zip(asked, together([one(name) for name in asked]), strict=True))
+        versions = {n: state for n, (state, _) in got.items() if state is not None}
+        return Snapshot(versions, {n: got[n][1] for n in columns})
 
     def merge(
         self,
