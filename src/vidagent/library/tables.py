@@ -357,7 +357,8 @@ class Tables:
     ) -> Snapshot:
         """Each existing table's ``(version, row count)`` among ``names``, and the rows matching
         ``where`` of each table in ``columns`` (``None``: every column; a missing table reads
-        as empty), all asked at once (:func:`together`).
+        as empty), all asked in one hand-over (:func:`together`): the tables at once, each
+        table's version before its rows.
 
         A video's vectors and clip rows at 144,000 clips took 2.9 ms this way against 5.5 ms
         through the synchronous calls in two Python threads, and asking the versions in the
