@@ -360,8 +360,12 @@ def test_a_wide_search_reads_only_the_keys_and_distances(
 def test_a_videos_vectors_are_made_unit_length_in_float32() -> None:
     rows = np.array([[3.0, 4.0], [0.0, 0.0], [1e-3, 0.0]], np.float32)
     unit = unit_rows32(rows)
-    assert unit.dtype == np.float32
+    assert unit.dtype == np.float32 and unit is not rows
     np.testing.assert_allclose(unit, [[0.6, 0.8], [0.0, 0.0], [1.0, 0.0]], rtol=1e-6)
+    assert rows[0, 0] == 3.0  # left as it was
+    scaled = unit_rows32(rows, in_place=True)  # the hot cache's fresh copy: scaled where it is
+    assert scaled is rows
+    np.testing.assert_allclose(rows, unit)
 
 
 def test_new_tables_are_written_in_lance_file_format_2_1(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from functools import partial
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from vidagent.exceptions import EmbeddingMismatchError
 from vidagent.library.filters import one_of, quote, span_filter
@@ -33,15 +34,21 @@ from vidagent.library.schema import (
 from vidagent.library.tables import Tables, read
 
 
-def unit_rows32(vectors: np.ndarray) -> np.ndarray:
-    """(N, D) float32 rows scaled to length 1 in float32 (a zero row stays zero).
+def unit_rows32(vectors: np.ndarray, *, in_place: bool = False) -> np.ndarray:
+    """(N, D) float32 rows scaled to length 1 in float32 (a zero row stays zero); with
+    ``in_place``, ``vectors`` (a writable float32 array) is scaled and returned.
 
     Not :func:`~vidagent.geometry.unit_rows`, which works in float64: on a video's 720
-    vectors of 384 dimensions that took 2.6 ms of a 12 ms first search, this 0.2 ms.
+    vectors of 384 dimensions that took 2.6 ms of a 12 ms first search, this 0.2 ms. In place
+    on a fresh copy it saves the second 1.1 MB array and its page faults (~0.2 ms more).
     """
     vectors = np.asarray(vectors, np.float32)  # (N, D)
     norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))[:, None]  # (N, 1)
-    unit: np.ndarray = vectors / np.where(norms > 0, norms, np.float32(1.0))
+    norms[norms == 0] = 1.0
+    if in_place:
+        vectors /= norms
+        return vectors
+    unit: np.ndarray = vectors / norms
     return unit
 
 
@@ -191,24 +198,24 @@ class Vectors:
         data, clips = got["clip_vectors"], got["clips"]
         dim = data.schema.field("vector").type.list_size
         flat = data.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        vectors = unit_rows32(flat.reshape(-1, dim))  # (N, D)
-        owner = np.asarray(data.column("video_id").to_pylist())  # (N,)
+        stored = flat.reshape(-1, dim)  # (N, D) as stored, not yet unit rows
         index = data.column("clip_index").to_numpy()
         t0, t1 = data.column("t0").to_numpy(), data.column("t1").to_numpy()
-        clip_owner = np.asarray(clips.column("video_id").to_pylist())  # (M,)
-        clip_index = clips.column("clip_index").to_pylist()
+        owner = data.column("video_id")
+        clip_owner = clips.column("video_id")
         out = {}
-        for video_id in video_ids:
-            mine = np.flatnonzero(owner == video_id)
-            mine = mine[np.argsort(index[mine], kind="stable")]
-            rows = np.flatnonzero(clip_owner == video_id)  # (m,)
+        for video_id in video_ids:  # the rows read may hold other videos too (a read-ahead)
+            mine = np.flatnonzero(pc.equal(owner, video_id).to_numpy())  # (n,)
+            held = pc.equal(clip_owner, video_id)
+            rows = clips if pc.all(held).as_py() else clips.filter(held)
+            mine = mine[np.argsort(index[mine], kind="stable")]  # (n,) in clip order
             out[video_id] = HotVideo(
                 index[mine],
                 t0[mine],
                 t1[mine],
-                vectors[mine],
-                clips if len(rows) == len(clips) else clips.take(rows),
-                {int(clip_index[r]): i for i, r in enumerate(rows)},
+                unit_rows32(stored[mine], in_place=True),  # a copy, in clip order
+                rows,
+                dict(zip(rows.column("clip_index").to_pylist(), range(rows.num_rows), strict=True)),
             )
         return out
 
