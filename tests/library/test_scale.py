@@ -45,6 +45,13 @@ def add_video(lib: Library, video_id: str, vectors: np.ndarray) -> None:
     lib.put_video(video_record(video_id, 5.0 * len(vectors), f"{video_id}.mp4"))
 
 
+def add_videos(lib: Library, stored: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Each video of ``stored`` (id -> its vectors) added with :func:`add_video`; returns it."""
+    for video_id, vectors in stored.items():
+        add_video(lib, video_id, vectors)
+    return stored
+
+
 @pytest.fixture
 def big(tmp_path: Path) -> tuple[Library, dict[str, np.ndarray]]:
     """20 videos x 120 clips = 2,400 vectors, past an ANN threshold of 2,000 rows."""
@@ -188,9 +195,7 @@ def test_wide_search_below_the_ann_threshold_is_brute_force(tmp_path: Path) -> N
     lib.set_index_policy(exact_max_rows=10)  # wide searches would use an index if one existed
     lib.use_embedding("clip_vectors", SPEC, DIM)
     rng = np.random.default_rng(5)
-    stored = {f"v{i}": clustered(rng, 30) for i in range(3)}
-    for video_id, vectors in stored.items():
-        add_video(lib, video_id, vectors)
+    stored = add_videos(lib, {f"v{i}": clustered(rng, 30) for i in range(3)})
     hits = lib.search_clips(stored["v1"][4], k=6)
     assert [(h.clip.video_id, h.clip.clip_index) for h in hits] == exact_top(
         stored, stored["v1"][4], 6
@@ -265,9 +270,7 @@ def test_a_video_search_reads_uncached_videos_with_the_versions_in_one_hand_over
     lib = Library(tmp_path / "lib")
     lib.use_embedding("clip_vectors", SPEC, DIM)
     rng = np.random.default_rng(11)
-    stored = {v: clustered(rng, 9) for v in ("v1", "v2")}
-    for video_id, vectors in stored.items():
-        add_video(lib, video_id, vectors)
+    stored = add_videos(lib, {v: clustered(rng, 9) for v in ("v1", "v2")})
     ghost = clustered(rng, 4)
     clips = [ClipRow("ghost", i, 5.0 * i, 5.0 * (i + 1)) for i in range(4)]
     lib.put_clips("ghost", clips)
@@ -308,9 +311,7 @@ def test_the_ann_index_is_built_with_the_policys_codes_and_rebuilt_when_they_cha
     lib.set_index_policy(ann_min_rows=2_000, scalar_min_rows=1_000, rq_bits=1)
     lib.use_embedding("clip_vectors", SPEC, DIM)
     rng = np.random.default_rng(4)
-    stored = {f"v{i:02d}": clustered(rng, CLIPS) for i in range(17)}  # 2,040 rows
-    for video_id, vectors in stored.items():
-        add_video(lib, video_id, vectors)
+    stored = add_videos(lib, {f"v{i:02d}": clustered(rng, CLIPS) for i in range(17)})  # 2,040 rows
 
     def bits() -> int:
         index = index_names(lib.table("clip_vectors"))["vector"]
@@ -390,9 +391,7 @@ def test_a_video_search_skips_vectors_whose_clip_row_is_gone(tmp_path: Path) -> 
     lib = Library(tmp_path / "lib")
     lib.use_embedding("clip_vectors", SPEC, DIM)
     rng = np.random.default_rng(12)
-    stored = {"a": clustered(rng, 20), "b": clustered(rng, 20)}
-    for video_id, vectors in stored.items():
-        add_video(lib, video_id, vectors)
+    stored = add_videos(lib, {"a": clustered(rng, 20), "b": clustered(rng, 20)})
     lib.table("clips").delete("video_id = 'a' AND clip_index = 4")  # as a half-written video
     query = stored["a"][4]
     expected = [key for key in exact_top(stored, query, 9, ["a", "b"]) if key != ("a", 4)][:8]
@@ -413,9 +412,7 @@ def test_a_forked_child_is_refused_in_one_line_instead_of_hanging(
     lib = Library(tmp_path / "lib")
     lib.use_embedding("clip_vectors", SPEC, DIM)
     rng = np.random.default_rng(13)
-    stored = {v: clustered(rng, 10) for v in ("a", "b")}
-    for video_id, vectors in stored.items():
-        add_video(lib, video_id, vectors)
+    stored = add_videos(lib, {v: clustered(rng, 10) for v in ("a", "b")})
     assert lib.search_clips(stored["a"][2], video_ids=["a"], k=1)[0].clip.clip_index == 2
     read, write = os.pipe()
     with warnings.catch_warnings():
@@ -449,9 +446,7 @@ def test_tables_read_together_what_they_read_one_by_one(tmp_path: Path) -> None:
     lib = Library(tmp_path / "lib")
     lib.use_embedding("clip_vectors", SPEC, DIM)
     rng = np.random.default_rng(3)
-    stored = {video_id: clustered(rng, 7) for video_id in ("a", "b")}
-    for video_id, vectors in stored.items():
-        add_video(lib, video_id, vectors)
+    stored = add_videos(lib, {video_id: clustered(rng, 7) for video_id in ("a", "b")})
     where = "video_id = 'b'"
     columns = ["video_id", "clip_index", "vector"]
     names = ["clip_vectors", "videos", "frame_vectors"]
