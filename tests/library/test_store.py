@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import signal
@@ -63,6 +64,26 @@ def test_add_get_list_remove(tmp_path: Path) -> None:
     assert len(reopened.clips("bbbb2222")) == 2  # the other video is untouched
     with pytest.raises(VideoNotFoundError, match="no video"):
         reopened.get_video("aaaa1111")
+
+
+def test_a_video_is_found_by_a_relative_path_to_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ingest stores a video's source resolved; the path a user indexed it by, relative to
+    where they stand, names it too (`vidagent search clips/a.mp4 ...`)."""
+    lib = Library(tmp_path / "lib")
+    (tmp_path / "clips").mkdir()
+    record = dataclasses.replace(
+        video_record("aaaa1111", 15.0, "a.mp4"), source=str(tmp_path / "clips" / "a.mp4")
+    )
+    lib.put_clips("aaaa1111", clips("aaaa1111", 3, "clip"))
+    lib.put_video(record)
+    monkeypatch.chdir(tmp_path)
+    assert lib.resolve("clips/a.mp4") == "aaaa1111"
+    assert lib.resolve("./clips/../clips/a.mp4") == "aaaa1111"
+    for unknown in ("other/a.mp4", "a\x00b", "~nobody-here/a.mp4"):
+        with pytest.raises(VideoNotFoundError, match="no video"):
+            lib.resolve(unknown)
 
 
 def test_ambiguous_prefix_is_refused(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -69,9 +70,14 @@ class Rows:
         return [v for v in dict.fromkeys(among) if v in known]
 
     def resolve(self, ref: str) -> str:
-        """A full video id from an id, a unique id prefix, a file name or a source path."""
+        """A full video id from an id, a unique id prefix, a file name or a source path (a
+        relative one too, from the working directory, as ingest stores it resolved)."""
         videos = self.list_videos()
-        exact = [v for v in videos if ref in (v.video_id, v.source, v.name)]
+        try:
+            path = str(Path(ref).expanduser().resolve()) if ref else ref
+        except (OSError, ValueError, RuntimeError):  # a NUL byte, a loop of links, no home
+            path = ref
+        exact = [v for v in videos if ref in (v.video_id, v.source, v.name) or v.source == path]
         matches = exact or [v for v in videos if v.video_id.startswith(ref)]
         if len(matches) == 1:
             return matches[0].video_id
