@@ -190,7 +190,7 @@ def search(
     until: str | None,
     as_json: bool,
 ) -> None:
-    """Find the clips of VIDEO (id, prefix, name, or 'all') that match TEXT in meaning
+    """Find the clips of VIDEO (id, prefix, name, path, or 'all') that match TEXT in meaning
     (with --last/--since/--until: only in that window of each video, read at its live edge)."""
     videos = None if video == "all" else [video]
     start = parse_time(t_from) if t_from else None
