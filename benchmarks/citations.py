@@ -45,7 +45,9 @@ MiniLM, faster-whisper tiny.en, RapidOCR, OpenCV) and ``abstain=auto``; DVD and 
 comes; ``--recheck FILE`` checks the saved answers again with the current checker, without
 running the strategies: an agent's answer and evidence do not depend on the checker (it runs
 after the strategy, and the critic is off without a vision model), so a slow strategy is run
-once and re-scored after a change to :mod:`vidagent.agents.verify`.
+once and re-scored after a change to :mod:`vidagent.agents.citations`. The clips are indexed
+for the strategy that answered, as in the run that saved the answers (in a fresh ``--home``
+too: the spans are checked against what that index holds).
 """
 
 from __future__ import annotations

@@ -117,7 +117,10 @@ def read(*queries: Any) -> list[pa.Table]:
     one hand-over to LanceDB's event loop (:func:`together`).
 
     Each query is turned into its async form by LanceDB's own conversion, the one its
-    synchronous ``to_arrow`` runs, so it returns the same rows. The synchronous call makes
+    synchronous ``to_arrow`` runs, so it returns the same rows. That conversion and the async
+    handle are private in the pinned LanceDB 0.40 (``pyproject.toml``: ``<0.41``);
+    ``tests/library/test_scale.py`` compares the two for scans and vector queries, so a change
+    there fails a test rather than a search. The synchronous call makes
     about six more round trips to the loop per query (one per batch, and the table's schema
     four times to look for blob columns, which vidagent's tables do not have: ``TABLES``); at
     720,000 clips that cost 0.5 ms of a 10 ms ANN query and 0.8 ms of the 5 ms read of its
