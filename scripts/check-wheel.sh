@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the sdist and the wheel, installs the wheel with the `offline` extra into a fresh
-# virtual environment (pip's cache supplies what setup.sh already fetched or built) and runs it as
-# a user would: --version, info, and index + search of a tiny clip it generates. It runs from a
-# folder outside the checkout, so nothing is imported from src/. Part of the test command.
+# virtual environment (uv, with pip's settings: scripts/pip_install.py; uv's cache and
+# .cache/wheels supply what setup.sh already fetched or built) and runs it as a user would: --version, info, and index +
+# search of a tiny clip it generates. It runs from a folder outside the checkout, so nothing is
+# imported from src/. Part of the test command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -25,9 +26,11 @@ EOF
 
 base=$(.venv/bin/python -c 'import sys; print(sys._base_executable)')
 "$base" -m venv "$work/venv"
-pip=("$work/venv/bin/python" -m pip --disable-pip-version-check -q --no-input)
-"${pip[@]}" install "torch==2.13.0"  # the CPU build first, as setup.sh does
-CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF}" "${pip[@]}" install "$root/$wheel[offline]"
+# llama-cpp-python's wheel from where setup.sh built it (.cache/wheels), else built again.
+pip=(.venv/bin/python scripts/pip_install.py "$work/venv/bin/python" -q --find-links "$root/.cache/wheels")
+"${pip[@]}" "torch==2.13.0"  # the CPU build first, as setup.sh does
+CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DCMAKE_PROJECT_INCLUDE=$root/scripts/llama-cpp-lean.cmake}" \
+  "${pip[@]}" "$root/$wheel[offline]"
 
 cd "$work"
 export VIDAGENT_HOME=$PWD/home HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1

