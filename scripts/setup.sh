@@ -7,7 +7,7 @@
 # downloads in parallel and builds while it downloads, honouring pip's settings.
 #
 # --quick (scripts/demo.sh): only what the offline defaults run on, from wheels: the embedded llm
-# on transformers (llm-torch) instead of llama.cpp, so nothing is compiled (about 2 minutes with
+# on transformers (llm-torch) instead of llama.cpp, so nothing is built from source (about 2 minutes with
 # an empty pip cache). A later full setup adds llama.cpp, which the embedded llm then uses.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +18,10 @@ python=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 .venv/bin/python -m pip --disable-pip-version-check install -q --upgrade pip wheel setuptools \
   "uv>=0.9,<1"
-pip=(.venv/bin/python scripts/pip_install.py .venv/bin/python)
+# Bytecode compiled at install, as pip does (uv does not by default): where PYTHONDONTWRITEBYTECODE
+# is set, as on the machines this is tested on, nothing would be compiled ever, and every process
+# of the tests (CLI runs, workers, servers) would compile torch, transformers and Ray afresh.
+pip=(.venv/bin/python scripts/pip_install.py .venv/bin/python --compile-bytecode)
 
 # The CPU build of torch, before anything that depends on torch can pull a CUDA build.
 # Users elsewhere: point PIP_EXTRA_INDEX_URL at PyTorch's CPU wheel index if PyPI's torch is CUDA.

@@ -10,24 +10,35 @@ if ! bash scripts/fetch-media.sh >/dev/null; then
   [ "${TEST_REQUIRE_MEDIA:-0}" = 1 ] && { echo "real clips unavailable" >&2; exit 1; }
   echo "real clips unavailable: their tests will skip (TEST_REQUIRE_MEDIA=1 fails instead)" >&2
 fi
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-# The package a user installs: the wheel and sdist built, the wheel installed with `offline` into
-# a fresh environment and run (scripts/check-wheel.sh), beside the lint and the tests.
-# Its own failure is read from its exit status by `wait` at the end. Any step below that fails
-# ends the command (set -e) and stops the check, pip and all (its own process group, setsid),
-# rather than leave it building in the background.
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 NO_MKDOCS_2_WARNING=1
+# Checks beside the tests, which leave a sixth of two cores idle (streams paced in real time,
+# servers, subprocesses): the package a user installs (the wheel and sdist built, the wheel
+# installed with `offline` into a fresh environment and run: scripts/check-wheel.sh), the type
+# check and the documentation build. Each runs in its own process group (setsid) with its output
+# in build/NAME.log; its failure is read from its exit status by `wait` at the end, its log
+# printed. Any step below that fails ends the command (set -e) and stops them all, rather than
+# leave them running in the background.
 mkdir -p build
 setsid=$(command -v setsid || true)
-$setsid bash scripts/check-wheel.sh >build/check-wheel.log 2>&1 &
-wheel=$!
-trap 'kill -- -"$wheel" 2>/dev/null || kill "$wheel" 2>/dev/null || true' EXIT
+beside=()
+beside() {  # NAME COMMAND...
+  $setsid "${@:2}" >"build/$1.log" 2>&1 &
+  beside+=("$1:$!")
+}
+stop() {
+  for job in "${beside[@]}"; do
+    kill -- -"${job#*:}" 2>/dev/null || kill "${job#*:}" 2>/dev/null || true
+  done
+}
+trap stop EXIT
+beside wheel bash scripts/check-wheel.sh
 .venv/bin/ruff check src tests benchmarks
 .venv/bin/ruff format --check src tests benchmarks
-.venv/bin/mypy src  # strict (pyproject.toml)
+beside mypy .venv/bin/mypy src  # strict (pyproject.toml)
 # The documentation site: every page, link, anchor and generated reference (mkdocs.yml). Strict
 # mode fails on any warning; --quiet would hide the warnings from its count (and pass), so the
 # build says what it does (tests/test_docs.py runs this line on a page with a broken anchor).
-NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir build/site
+beside docs .venv/bin/mkdocs build --strict --site-dir build/site
 # One worker more than the cores (pytest-xdist; TEST_WORKERS=0 runs in this process): a fifth
 # of the workers' time waits (streams paced in real time, servers, subprocesses), and the extra
 # worker runs tests in those waits (2 cores: pytest 594 s with 2 workers, 539 s with 3, 523 s
@@ -35,6 +46,9 @@ NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir build/site
 # indexed clip, a Ray cluster) are built once; the 25 slowest tests are listed at the end.
 .venv/bin/python -m pytest -q -n "${TEST_WORKERS:-$(($(nproc) + 1))}" --dist loadfile \
   --durations=25 "$@"
-wait "$wheel" || { cat build/check-wheel.log >&2; echo "the wheel check failed" >&2; exit 1; }
+for job in "${beside[@]}"; do
+  name=${job%%:*}
+  wait "${job#*:}" || { cat "build/$name.log" >&2; echo "the $name check failed" >&2; exit 1; }
+  tail -n 1 "build/$name.log"
+done
 trap - EXIT
-tail -n 1 build/check-wheel.log

@@ -1,9 +1,9 @@
 """The test command fails when any of its checks fails, and the suite's helpers import cleanly.
 
 ``scripts/test.sh`` runs in a copy of its folder in which every step it calls (setup, the clip
-fetch, ruff, ``ruff format``, mypy, mkdocs, pytest and the wheel check in the background) is a
-stub that records its call and fails when told to: each failure must end the command with a
-non-zero status, and nothing else may. What each real tool does on a real defect is shown in
+fetch, ruff, ``ruff format``, pytest, and beside it the wheel check, mypy and mkdocs) is a stub
+that records its call and fails when told to: each failure must end the command with a non-zero
+status, and nothing else may. What each real tool does on a real defect is shown in
 docs/development.md; the docs build's own failure is tested on real pages in test_docs.py.
 """
 
@@ -38,6 +38,8 @@ WHEEL = 'sleep "${WHEEL_SECONDS:-0}" & echo $! >"$STEPS.sleep"; wait'
 WAIT = '[ -n "${WAIT_WHEEL:-}" ] && while [ ! -s "$STEPS.sleep" ]; do sleep 0.05; done'
 
 STEPS = ["setup", "fetch-media", "ruff-check", "ruff-format", "mypy", "mkdocs", "pytest", "wheel"]
+#: the steps that run beside the others, in the background; their names in the failure message
+BESIDE = {"wheel": "wheel", "mypy": "mypy", "mkdocs": "docs"}
 
 
 @pytest.fixture
@@ -81,8 +83,8 @@ def run(checkout: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], l
 def test_every_step_runs_and_the_command_passes_when_all_pass(checkout: Path) -> None:
     done, steps = run(checkout)
     assert done.returncode == 0, done.stderr
-    assert sorted(steps) == sorted(STEPS)  # the wheel check runs beside the others
-    assert [s for s in steps if s != "wheel"] == [s for s in STEPS if s != "wheel"]
+    assert sorted(steps) == sorted(STEPS)
+    assert [s for s in steps if s not in BESIDE] == [s for s in STEPS if s not in BESIDE]
 
 
 @pytest.mark.parametrize("step", [s for s in STEPS if s != "fetch-media"])
@@ -90,8 +92,8 @@ def test_a_failing_step_fails_the_command(checkout: Path, step: str) -> None:
     done, steps = run(checkout, **{f"FAIL_{step.replace('-', '_')}": "1"})
     assert done.returncode != 0, f"scripts/test.sh passed with {step} failing"
     assert step in steps
-    if step == "wheel":
-        assert "the wheel check failed" in done.stderr
+    if step in BESIDE:
+        assert f"the {BESIDE[step]} check failed" in done.stderr
 
 
 def test_pytest_collecting_no_test_fails_the_command(checkout: Path) -> None:

@@ -150,6 +150,8 @@ def _docs_build(site: Path) -> subprocess.CompletedProcess[str]:
         if "mkdocs build" in line and not line.lstrip().startswith("#")
     ]
     words = shlex.split(line)
+    if words[0] == "beside":  # run beside the tests: ``beside NAME COMMAND...``
+        words = words[2:]
     env = dict(os.environ)
     while "=" in words[0]:  # VAR=value before the command
         name, value = words.pop(0).split("=", 1)
