@@ -43,9 +43,10 @@ beside docs .venv/bin/mkdocs build --strict --site-dir build/site
 # of the workers' time waits (streams paced in real time, servers, subprocesses), and the extra
 # worker runs tests in those waits (2 cores: pytest 594 s with 2 workers, 539 s with 3, 523 s
 # with 4, in one idle session). Each takes whole test files so a module's shared fixtures (an
-# indexed clip, a Ray cluster) are built once; the 25 slowest tests are listed at the end.
+# indexed clip, a Ray cluster) are built once, in collection order: the slowest first
+# (tests/conftest.py); the 25 slowest tests are listed at the end.
 .venv/bin/python -m pytest -q -n "${TEST_WORKERS:-$(($(nproc) + 1))}" --dist loadfile \
-  --durations=25 "$@"
+  --no-loadscope-reorder --durations=25 "$@"
 for job in "${beside[@]}"; do
   name=${job%%:*}
   wait "${job#*:}" || { cat "build/$name.log" >&2; echo "the $name check failed" >&2; exit 1; }

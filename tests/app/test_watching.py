@@ -235,6 +235,22 @@ def test_an_hls_stream_over_http_survives_a_drop_and_records_the_gap(
     assert video.stages["watch"]["outages"][0]["lost"] == gap
 
 
+def test_an_outage_is_recorded_as_dropped_once_any_attempt_was_refused() -> None:
+    """The HLS drop above, reconnecting under load, met the revived server before it had a new
+    segment: that last attempt stalled, and the outage was recorded as a stall although the
+    server had refused the attempts before it. A refusal at any attempt of one outage makes it
+    a drop; a stall, an end or a file not there yet only stands where nothing worse came."""
+    from vidagent.media.live import NOT_YET, _graver
+
+    reasons = ["stalled", "Connection refused", "stalled", "ended"]
+    recorded = ""
+    for reason in reasons:
+        recorded = _graver(recorded, reason)
+    assert recorded == "Connection refused"
+    assert _graver("stalled", "ended") == "ended" and _graver(NOT_YET, "stalled") == "stalled"
+    assert _graver("Connection refused", "Server returned 404") == "Server returned 404"
+
+
 class _RtmpServer:
     """FFmpeg's own RTMP server on loopback, sending a stream to the one client that plays it
     at the stream's pace, as a camera or a relay does; it closes the connection at the end.

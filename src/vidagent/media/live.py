@@ -220,7 +220,7 @@ class Capture:
                     lost = 0.0
                     if self._down is not None and kind == "video":
                         lost = self._outage(self._down, reason, t).lost
-                        self._down, delay = None, BACKOFF[0]
+                        self._down, delay, reason = None, BACKOFF[0], ""
                     elif skipped:  # the source itself moved on (a live playlist it missed)
                         lost = self._skipped(t, skipped).lost
                     if kind == "video":
@@ -244,13 +244,13 @@ class Capture:
                     writer.write(packet, t)
                     self.position.seen[kind] = dts  # written: a resumed capture goes on after
                 else:
-                    reason = "ended"
+                    reason = _graver(reason, "ended")
             except SourceChangedError:
                 if writer is not None:
                     yield self._close(writer, None)
                 raise
             except (av.error.FFmpegError, OSError, MediaError) as e:
-                reason = _reason(e)
+                reason = _graver(reason, _reason(e))
             if self.stopping.is_set():
                 break
             now = self.clock()
@@ -430,6 +430,14 @@ def _shift(packet: Packet, seconds: float, tb: Fraction) -> None:
         step = round(seconds / tb)
         packet.pts = int(packet.pts or 0) + step
         packet.dts = int(packet.dts or 0) + step
+
+
+def _graver(before: str, now: str) -> str:
+    """What an outage is recorded as, so far: a source that refused or failed (a drop) at any
+    attempt of one outage was dropped, whatever a later attempt met (a reconnection that
+    stalled, or found nothing new yet); otherwise the latest reason."""
+    quiet = ("", "stalled", "ended", NOT_YET)
+    return before if before not in quiet and now in quiet else now
 
 
 def _reason(e: BaseException) -> str:
