@@ -255,6 +255,29 @@ def test_a_short_run_logs_every_metric_checkpoints_and_plots(tiny: Path, tmp_pat
     assert max(diff) > 0
 
 
+def test_the_kl_reference_is_the_initial_policy_and_stays_put(tiny: Path, tmp_path: Path) -> None:
+    """Without a resumed checkpoint the reference is a copy of the policy before its first
+    step (not a second load of the same weights): equal to the model on disk, its own
+    tensors, frozen, and unmoved when the policy moves; a resumed run loads it from the start."""
+    cfg = load_config(config_file(tmp_path, tiny, steps=2, keep=1))
+    start = list(load_causal_lm(str(tiny)).parameters())
+    trainer = Trainer(cfg, log=lambda _line: None)
+    assert trainer.ref is not None
+    policy = list(trainer.acc.unwrap_model(trainer.model).parameters())
+    reference = list(trainer.ref.parameters())
+    assert all(torch.equal(r, s) for r, s in zip(reference, start, strict=True))
+    assert not {r.data_ptr() for r in reference} & {p.data_ptr() for p in policy}
+    assert not any(r.requires_grad for r in reference)
+    with torch.no_grad():  # a step that moves every weight of the policy
+        for weight in policy:
+            weight.add_(1.0)
+    assert all(torch.equal(r, s) for r, s in zip(trainer.ref.parameters(), start, strict=True))
+    trainer.run()  # leaves a checkpoint to resume from
+    resumed = Trainer(load_config(config_file(tmp_path, tiny, steps=3, keep=1)), log=print)
+    assert resumed.resume is not None and resumed.ref is not None
+    assert all(torch.equal(r, s) for r, s in zip(resumed.ref.parameters(), start, strict=True))
+
+
 def test_bad_configs_are_one_line_errors(tiny: Path, tmp_path: Path) -> None:
     path = config_file(tmp_path, tiny)
     with pytest.raises(ConfigError, match=r"rollout.group_siz: Extra inputs"):
