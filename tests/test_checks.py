@@ -1,9 +1,9 @@
 """The test command fails when any of its checks fails, and the suite's helpers import cleanly.
 
 ``scripts/test.sh`` runs in a copy of its folder in which every step it calls (setup, the clip
-fetch, ruff, ``ruff format``, pytest, and beside it the wheel check, mypy and mkdocs) is a stub
-that records its call and fails when told to: each failure must end the command with a non-zero
-status, and nothing else may. What each real tool does on a real defect is shown in
+fetch, the bytecode compile, ruff, ``ruff format``, pytest, and beside it the wheel check, mypy
+and mkdocs) is a stub that records its call and fails when told to: each failure must end the
+command with a non-zero status, and nothing else may. What each real tool does on a real defect is shown in
 docs/development.md; the docs build's own failure is tested on real pages in test_docs.py.
 """
 
@@ -37,7 +37,17 @@ WHEEL = 'sleep "${WHEEL_SECONDS:-0}" & echo $! >"$STEPS.sleep"; wait'
 # could otherwise fail before the background check had begun, and there would be nothing to stop.
 WAIT = '[ -n "${WAIT_WHEEL:-}" ] && while [ ! -s "$STEPS.sleep" ]; do sleep 0.05; done'
 
-STEPS = ["setup", "fetch-media", "ruff-check", "ruff-format", "mypy", "mkdocs", "pytest", "wheel"]
+STEPS = [
+    "setup",
+    "fetch-media",
+    "compileall",
+    "ruff-check",
+    "ruff-format",
+    "mypy",
+    "mkdocs",
+    "pytest",
+    "wheel",
+]
 #: the steps that run beside the others, in the background; their names in the failure message
 BESIDE = {"wheel": "wheel", "mypy": "mypy", "mkdocs": "docs"}
 
