@@ -223,7 +223,11 @@ def test_an_hls_stream_over_http_survives_a_drop_and_records_the_gap(
         clips = session.library.clips(watch.video_id)
 
     lost = [o for o in outages if o["lost"] > 0]
-    assert lost and lost[0]["reason"].startswith("dropped")
+    # Recorded as a drop where an attempt met the closed port; on a loaded machine FFmpeg's HLS
+    # reader may spend the whole outage in its own retries of the playlist, and the watcher,
+    # which then saw only a stream that gave nothing, records a stall (both seen in the full
+    # suite; which reason an outage keeps is tested below, without timing).
+    assert lost and (lost[0]["reason"] == "stalled" or lost[0]["reason"].startswith("dropped"))
     gap_from, gap = lost[0]["at"], lost[0]["lost"]
     assert 2.0 <= gap <= 12.0
     # the stream's clock runs through the gap (FFmpeg's HLS reader may place a reconnection
@@ -236,10 +240,11 @@ def test_an_hls_stream_over_http_survives_a_drop_and_records_the_gap(
 
 
 def test_an_outage_is_recorded_as_dropped_once_any_attempt_was_refused() -> None:
-    """The HLS drop above, reconnecting under load, met the revived server before it had a new
-    segment: that last attempt stalled, and the outage was recorded as a stall although the
-    server had refused the attempts before it. A refusal at any attempt of one outage makes it
-    a drop; a stall, an end or a file not there yet only stands where nothing worse came."""
+    """One outage can meet several failures: a refused connection, then a reconnection to the
+    revived server that stalls before its next segment. The outage was recorded with the last
+    one (a stall) although the source had refused. A refusal at any attempt of one outage
+    makes it a drop; a stall, an end or a file not there yet stands only where nothing worse
+    came."""
     from vidagent.media.live import NOT_YET, _graver
 
     reasons = ["stalled", "Connection refused", "stalled", "ended"]
