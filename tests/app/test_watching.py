@@ -236,7 +236,10 @@ def test_an_hls_stream_over_http_survives_a_drop_and_records_the_gap(
     assert not [c for c in clips if c.t0 > gap_from + 0.2 and c.t1 < gap_from + gap - 0.2]
     assert [c.clip_index for c in clips] == list(range(len(clips)))
     assert [c.t0 for c in clips] == sorted({c.t0 for c in clips})
-    assert video.stages["watch"]["outages"][0]["lost"] == gap
+    # the Library keeps the same outages (a short stall at the live edge, with nothing lost,
+    # may come before the drop on a loaded machine)
+    kept = video.stages["watch"]["outages"]
+    assert [o["lost"] for o in kept if o["lost"] > 0] == [o["lost"] for o in lost]
 
 
 def test_an_outage_is_recorded_as_dropped_once_any_attempt_was_refused() -> None:
