@@ -208,7 +208,8 @@ class Citation:
         text: the quote (the matched words, the line, the caption sentence, the vision
             model's reply).
         claim: the index of the claim it is checked for.
-        matched: the claim's key words the quote holds.
+        matched: the words of the cited piece that hold the claim's key words (as written
+            there; a key word matches by its stem, :mod:`vidagent.agents.citations.claims`).
         reader: the reader's verdict on whether this moment answers the question
             (:data:`READER_VERDICTS`), ``""`` where no reader ran.
         notes: facts a named rule recorded about the moment (``other-option-here: …``).

@@ -548,13 +548,13 @@ def match_alerts(
     checks a claim: every key word in one piece of speech, on-screen text, caption or
     detection."""
     from vidagent.agents.citations.check import Checker
-    from vidagent.agents.citations.claims import tokens, words
+    from vidagent.agents.citations.claims import stems, tokens
     from vidagent.agents.types import Claim
     from vidagent.tools.base import Evidence
     from vidagent.tools.index import IndexView
 
     claims = [
-        Claim(text, frozenset(words(text) or tokens(text)), names_speech_or_text=True)
+        Claim(text, frozenset(stems(text) or tokens(text)), names_speech_or_text=True)
         for text in texts
     ]
     checker = Checker(IndexView(core.library, core.models), core.models.client("embed"))

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from vidagent.agents.citations.claims import claims_of, held
+from vidagent.agents.citations.claims import claims_of, held, surface
 from vidagent.agents.citations.pieces import Piece, clip_pieces, pieces_in, speech
 from vidagent.agents.citations.rules import notes
 from vidagent.agents.types import AbstainPolicy, Claim, ClaimStatus, Verification
@@ -158,7 +158,7 @@ class Checker:
         for p in pieces:
             if p.source == "picture" and not claim.about_picture:
                 continue
-            matched = claim.key_words & held(p.text)
+            matched = claim.key_words & held(p.holds)
             cosine = float(cosines[column[p.text]]) if p.text in column else 0.0
             scored.append((len(matched), p.t0 - p.t1, cosine, matched, p))
         if not scored or max(s[0] for s in scored) == 0:
@@ -177,7 +177,7 @@ class Checker:
             piece.source,
             quote,
             k,
-            sorted(matched),
+            surface(piece.holds, matched),
             notes=notes(claim, piece),
             speaker=piece.speaker,
         )

@@ -1,5 +1,9 @@
 """The claims an answer makes, and the key words a moment must say or show for each.
 
+Words are matched by their stems (:func:`stems`: Snowball's English stemmer over the content
+words), so a claim's ``derived`` is found in a moment's ``derivative`` and ``licences`` in
+``licence``; a word of another language is stemmed the same way on both sides.
+
 For a multiple-choice question one claim: the question with the chosen option. Its key words
 are the option's content words that are not the question's (the question's own words are in
 the video whatever was chosen); when the question offers alternatives (``dark or brightly
@@ -13,10 +17,15 @@ none); for a grounding answer, the event described.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
+import snowballstemmer
+
 from vidagent.agents.citations.lexicon import Lexicon, lexicon_for
+from vidagent.agents.evidence import STOP_WORDS, WORD
 from vidagent.agents.evidence import words as content_words
 from vidagent.agents.types import Claim
 
@@ -32,12 +41,43 @@ CONTRACTION = re.compile(r"\b[a-z]+'(?:t|re|ll|ve|d|m)\b", re.IGNORECASE)
 POSSESSIVE = re.compile(r"'s\b", re.IGNORECASE)
 
 
+_STEMMER = snowballstemmer.stemmer("english")
+_STEMMER_LOCK = threading.Lock()  # a Snowball stemmer keeps its word in itself while it works
+
+
+def _plain(text: str) -> str:
+    """``text`` with contractions of function words and possessive ``'s`` taken out."""
+    return POSSESSIVE.sub("", CONTRACTION.sub(" ", text.replace("\u2019", "'")))
+
+
 def words(text: str) -> set[str]:
     """The content words of ``text`` (:func:`vidagent.agents.evidence.words`), contractions
     read whole: ``don't`` is no content word (not ``don`` and ``t``), ``narrator's`` is
     ``narrator`` and ``it's`` is ``it``."""
-    plain = CONTRACTION.sub(" ", text.replace("\u2019", "'"))
-    return content_words(POSSESSIVE.sub("", plain))
+    return content_words(_plain(text))
+
+
+@lru_cache(maxsize=1 << 16)
+def stem(word: str) -> str:
+    """``word``'s Snowball English stem (``derivative`` and ``derived``: ``deriv``)."""
+    with _STEMMER_LOCK:
+        return str(_STEMMER.stemWord(word))
+
+
+def stems(text: str) -> set[str]:
+    """The stems of ``text``'s content words (read as :func:`words` reads them): what key
+    words are, and what they are matched against."""
+    return {stem(w) for w in WORD.findall(_plain(text).casefold()) if w not in STOP_WORDS}
+
+
+def surface(text: str, keys: frozenset[str] | set[str]) -> list[str]:
+    """The words of ``text`` that hold one of ``keys``, as written there, once each and in
+    order (what a citation says it matched)."""
+    seen: dict[str, None] = {}
+    for w in WORD.findall(_plain(text).casefold()):
+        if (w in keys or stem(w) in keys) and w not in seen:
+            seen[w] = None
+    return list(seen)
 
 
 def tokens(text: str) -> set[str]:
@@ -47,8 +87,8 @@ def tokens(text: str) -> set[str]:
 
 def held(text: str) -> set[str]:
     """The words a piece of ``text`` holds, as key words are matched against it: its content
-    words and every word as written (a key word may be a function word)."""
-    return words(text) | tokens(text)
+    words' stems and every word as written (a key word may be a function word)."""
+    return stems(text) | tokens(text)
 
 
 def names_speech_or_text(question: str, lexicon: Lexicon) -> bool:
@@ -73,12 +113,12 @@ def about_picture(question: str, answer: str, lexicon: Lexicon) -> bool:
 
 def option_key_words(question: str, option: str, others: Sequence[str]) -> frozenset[str]:
     """The words an option's moment must hold (module docstring)."""
-    asked, own = words(question), words(option)
+    asked, own = stems(question), stems(option)
     key = own - asked
     if ALTERNATIVES.search(question):
-        offered = set().union(*(words(o) for o in others)) if others else set()
+        offered = set().union(*(stems(o) for o in others)) if others else set()
         key |= (own & asked) - offered
-    if key and any(key <= words(o) for o in others):
+    if key and any(key <= stems(o) for o in others):
         key |= tokens(option) - tokens(question) - set().union(*(tokens(o) for o in others))
     return frozenset(key or own)
 
@@ -86,7 +126,7 @@ def option_key_words(question: str, option: str, others: Sequence[str]) -> froze
 def claims_of(question: Question, answer: Answer) -> tuple[Claim, ...]:
     """The claims ``answer`` makes (module docstring)."""
     lexicon = lexicon_for(question.text)
-    asked = words(question.text)
+    asked = stems(question.text)
     named = names_speech_or_text(question.text, lexicon)
     seen = asks_seen(question.text, lexicon)
     if question.task == "ground":
@@ -94,7 +134,7 @@ def claims_of(question: Question, answer: Answer) -> tuple[Claim, ...]:
         return (Claim(text, frozenset(asked), names_speech_or_text=named, asks_seen=seen),)
     if question.options:
         if answer.choice is None:  # no option named: the text is what is claimed
-            key = frozenset(words(answer.text) - asked)
+            key = frozenset(stems(answer.text) - asked)
             text = f"{question.text.strip()} {answer.text.strip()}"
             picture = about_picture(question.text, answer.text, lexicon)
             return (Claim(text, key, picture, frozenset(asked), (), named, (), seen),)
@@ -120,8 +160,8 @@ def claims_of(question: Question, answer: Answer) -> tuple[Claim, ...]:
     found = []
     for sentence in SENTENCE.split(answer.text.strip()):
         sentence = sentence.strip()
-        if sentence and words(sentence):
-            own = frozenset(words(sentence) - asked or words(sentence))
+        if sentence and stems(sentence):
+            own = frozenset(stems(sentence) - asked or stems(sentence))
             picture = about_picture(question.text, sentence, lexicon)
             found.append(Claim(sentence, own, picture, frozenset(asked - own), (), named, (), seen))
     return tuple(found)

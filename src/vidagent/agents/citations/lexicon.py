@@ -2,8 +2,9 @@
 
 Only what a question *names* is read from these lists: whether it asks about what is said or
 what is written (then its claims are checked against speech and on-screen text, whatever a
-vision model could add), whether it asks how something looks (then a claim none of whose words
-the video says, shows or detects anywhere cannot be checked without a vision model), and
+vision model could add), whether it asks how something looks or what is seen at a place in the picture (then a
+claim none of whose words the video says, shows or detects anywhere cannot be checked without
+a vision model), and
 whether it asks about the picture itself (its colours, brightness, motion: then the perception
 describer's whole-frame facts may be quoted for it). A question in a language without a
 lexicon is read with no stop words and names nothing: its claims are checked against
@@ -29,8 +30,8 @@ class Lexicon:
     written: frozenset[str]
     #: Words asking about the picture itself, not a thing in it.
     picture: frozenset[str]
-    #: Words asking how something looks: a question holding one (and naming neither speech
-    #: nor text) asks about what is seen.
+    #: Words asking how something looks, or placing it in the picture: a question holding one
+    #: (and naming neither speech nor text) asks about what is seen.
     seen: frozenset[str]
 
 
@@ -47,7 +48,10 @@ _WRITTEN = (
 _SEEN = (
     "colour color colours colors coloured colored wear wears wearing worn dressed hold holds "
     "holding held carry carries carrying look looks looking appear appears appearance see sees "
-    "seen visible show shows shown pictured background foreground shape"
+    "seen visible show shows shown pictured background foreground shape "
+    # a question placing its subject in the picture ("…in the lower left corner of the
+    # picture?") asks what is seen there
+    "picture pictures image images frame frames corner"
 )
 _PICTURE = (
     "video clip scene picture image frame screen shot camera view footage background whole "

@@ -12,7 +12,9 @@ Each piece has its own time:
   caption is not read: its facts are, below, and what it quotes of the speech and the lines is
   read from the transcript and the lines themselves);
 - **picture**: the perception describer's whole-frame facts of a clip (colours, brightness,
-  motion), read only for a claim about the picture itself;
+  motion), read only for a claim about the picture itself; a claim's words are looked for in
+  the measured values alone (``mostly black``, ``dark``, ``moderate motion``), not in the
+  sentence's labels (``brightness 0.11``: a claim's "bright" is not found in it);
 - **detection**: each label detected in a clip, at its frames' times;
 - **graph**: each relation and timed action of the entity graph overlapping the span.
 """
@@ -46,6 +48,13 @@ class Piece:
     words: tuple[tuple[float, float, str], ...] = field(default=(), repr=False)
     #: who says it, for speech: ``S1 (Dr Lee)``, ``S1``, ``""`` where not labelled
     speaker: str = ""
+    #: what a claim's words are looked for in, where not the text itself (a picture's values)
+    values: str = field(default="", repr=False)
+
+    @property
+    def holds(self) -> str:
+        """The text a claim's key words are looked for in."""
+        return self.values or self.text
 
 
 def pieces_in(index: IndexView, span: Evidence) -> list[Piece]:
@@ -87,7 +96,12 @@ def clip_pieces(clip: ClipRow) -> list[Piece]:
     facts = clip.describer_facts()
     if facts is not None:
         if facts.picture:
-            found.append(Piece(vid, t0, t1, "picture", facts.picture))
+            names = [name for name, _ in facts.colours]
+            values = " ".join(
+                [f"mostly {names[0]}" if names else "", *names[1:], facts.brightness or ""]
+                + [facts.motion or ""]
+            )
+            found.append(Piece(vid, t0, t1, "picture", facts.picture, values=values.strip()))
     elif not clip.caption.startswith(DESCRIBER_LABEL):  # a describer caption with no facts kept
         found += [Piece(vid, t0, t1, "caption", s) for s in caption_sentences(clip.caption)]
     seen: dict[str, list[float]] = {}

@@ -49,7 +49,7 @@ class Rule:
 def other_option_here(claim: Claim, piece: Piece) -> str | None:
     """Another option's key words are all said or shown in the same piece: the moment holds
     more than one option, so it does not tell them apart."""
-    here = held(piece.text)
+    here = held(piece.holds)
     pairs = zip(claim.others, claim.rivals, strict=False)
     others = [o for o, rival in pairs if rival and rival <= here]
     if not others:
