@@ -3,6 +3,12 @@
 # Debian packages and skip with a reason when apt cannot; no test reaches a model hub.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Bytecode is written, into the checkout's ignored __pycache__ folders and the environment's,
+# even where the machine sets PYTHONDONTWRITEBYTECODE: otherwise every worker, CLI run, server
+# and Ray worker of the tests compiles what it imports afresh (collecting the tests took 15.5 s
+# without it, 8.8 s with it), and setup would compile the whole environment at install
+# (scripts/setup.sh) where the tests' processes compile only what they import, once.
+unset PYTHONDONTWRITEBYTECODE
 bash scripts/setup.sh
 # Real clips come from Debian packages: without apt (or offline) their tests skip, each with the
 # reason, and this says so here. TEST_REQUIRE_MEDIA=1 (a machine that has apt) makes it fail.
@@ -11,11 +17,6 @@ if ! bash scripts/fetch-media.sh >/dev/null; then
   echo "real clips unavailable: their tests will skip (TEST_REQUIRE_MEDIA=1 fails instead)" >&2
 fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 NO_MKDOCS_2_WARNING=1
-# Bytecode is written, into the checkout's ignored __pycache__ folders, even where the machine
-# sets PYTHONDONTWRITEBYTECODE: otherwise every worker, CLI run, server and Ray worker of the
-# tests compiles vidagent and rewrites the test modules afresh (collecting the tests took
-# 15.5 s without it, 8.8 s with it).
-unset PYTHONDONTWRITEBYTECODE
 .venv/bin/python -m compileall -q -j 0 src >/dev/null
 # Checks beside the tests, which leave a sixth of two cores idle (streams paced in real time,
 # servers, subprocesses): the package a user installs (the wheel and sdist built, the wheel

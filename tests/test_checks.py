@@ -60,7 +60,7 @@ def checkout(tmp_path: Path) -> Path:
     (repo / ".venv" / "bin").mkdir(parents=True)
     shutil.copy(ROOT / "scripts" / "test.sh", repo / "scripts" / "test.sh")
     stubs = {
-        "scripts/setup.sh": ("setup", ""),
+        "scripts/setup.sh": ("setup", 'echo "${PYTHONDONTWRITEBYTECODE-unset}" >"$STEPS.setup"'),
         "scripts/fetch-media.sh": ("fetch-media", ""),
         "scripts/check-wheel.sh": ("wheel", WHEEL),
         ".venv/bin/ruff": ("ruff", WAIT),
@@ -104,6 +104,15 @@ def test_a_failing_step_fails_the_command(checkout: Path, step: str) -> None:
     assert step in steps
     if step in BESIDE:
         assert f"the {BESIDE[step]} check failed" in done.stderr
+
+
+def test_setup_and_the_tests_run_where_bytecode_is_written(checkout: Path) -> None:
+    # where the machine turns bytecode off, setup would compile the whole environment at
+    # install (scripts/setup.sh): the test command turns it back on first, so each module is
+    # compiled once, by the first process that imports it
+    done, _ = run(checkout, PYTHONDONTWRITEBYTECODE="1")
+    assert done.returncode == 0, done.stderr
+    assert (checkout / "steps.log.setup").read_text().strip() == "unset"
 
 
 def test_pytest_collecting_no_test_fails_the_command(checkout: Path) -> None:

@@ -140,7 +140,7 @@ class ClipEmbedder(Adapter):
                 raise BackendMissingError("transformers with torch", "image-embed") from None
             local = self.model_type is not None
             try:
-                processor = AutoProcessor.from_pretrained(self.where, local_files_only=local)  # type: ignore[no-untyped-call]
+                processor = AutoProcessor.from_pretrained(self.where, local_files_only=local)
                 model = AutoModel.from_pretrained(self.where, local_files_only=local)
             except (OSError, ValueError) as e:
                 fix = (

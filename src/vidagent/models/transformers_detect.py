@@ -154,7 +154,7 @@ class TransformersDetector(Adapter):
             except ImportError:
                 raise BackendMissingError("transformers with torch", "detect") from None
             try:
-                processor = AutoProcessor.from_pretrained(self.path, local_files_only=True)  # type: ignore[no-untyped-call]
+                processor = AutoProcessor.from_pretrained(self.path, local_files_only=True)
                 model = AutoModelForZeroShotObjectDetection.from_pretrained(
                     self.path, local_files_only=True
                 )

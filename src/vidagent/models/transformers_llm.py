@@ -128,11 +128,11 @@ def load_causal_lm(name: str, dtype: str = "float32") -> Any:
     if gguf is not None:
         # The GGUF weights are de-quantised to ``dtype`` on load: a plain model remains, but it
         # keeps a GGUF "quantizer" that makes save_pretrained refuse to write a checkpoint.
-        model.hf_quantizer = None  # type: ignore[assignment]
-        model.is_quantized = False  # type: ignore[assignment]
+        model.hf_quantizer = None
+        model.is_quantized = False
         if getattr(model.config, "quantization_config", None) is not None:
             del model.config.quantization_config
-    return model.eval()  # type: ignore[no-untyped-call]
+    return model.eval()
 
 
 def status(model: str, options: dict[str, str], settings: Settings) -> BackendStatus:
@@ -180,8 +180,8 @@ def _quiet_gguf() -> None:
     from transformers import modeling_gguf_pytorch_utils as gguf_utils
     from transformers.utils import logging as hf_logging
 
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-    gguf_utils.tqdm = partial(tqdm, disable=True)  # type: ignore[attr-defined]
+    hf_logging.disable_progress_bar()
+    gguf_utils.tqdm = partial(tqdm, disable=True)
 
 
 class _SchemaMask:
