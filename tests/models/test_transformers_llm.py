@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -122,3 +123,25 @@ def test_without_llama_cpp_the_embedded_llm_runs_on_transformers() -> None:
     expected = "transformers:smollm2-135m" if module_available("transformers") else "llamacpp:"
     assert out[0].startswith(expected)
     assert out[1:] == ["True", "True"]
+
+
+def test_a_gguf_file_is_read_once_while_a_model_loads(tmp_path: Path) -> None:
+    # transformers opens a GGUF file for the config, the weights and the tokenizer: inside
+    # gguf_read_once (nested too) each path is read once, and after it every open reads again
+    gguf = pytest.importorskip("gguf")
+    from vidagent.models.transformers_llm import gguf_read_once
+
+    path = tmp_path / "tiny.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_uint32("vidagent.answer", 42)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with gguf_read_once():
+        first = gguf.GGUFReader(path)
+        with gguf_read_once():
+            assert gguf.GGUFReader(str(path)) is first
+        assert gguf.GGUFReader(path) is first
+    assert gguf.GGUFReader(path) is not first
+    assert int(first.fields["vidagent.answer"].parts[-1][0]) == 42

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vidagent.models.transformers_llm import gguf_read_once
 from vidagent.train import checkpoint, metrics
 from vidagent.train.config import TrainConfig
 from vidagent.train.policy import Generator, Sample, load_causal_lm, load_tokenizer, token_logps
@@ -134,12 +135,18 @@ class Trainer:
         self.out = Path(cfg.run.output_dir)
         self.acc = Accelerator(cpu=not torch.cuda.is_available())
         self.train_set, self.heldout = split_scripts(cfg)
-        self.tokenizer = load_tokenizer(cfg.model.name)
         checkpoint.clean_partial(self.out)
         self.resume = checkpoint.latest(self.out)
         #: GRPO's initial policy and KL reference: the config's model, or its format warm-up
-        self.base = self._warm_up() if cfg.warmup.enabled else cfg.model.name
-        self.model = self._policy()
+        self.base = cfg.model.name
+        if cfg.warmup.enabled:
+            self.tokenizer = load_tokenizer(cfg.model.name)
+            self.base = self._warm_up()
+            self.model = self._policy()
+        else:
+            with gguf_read_once():  # the tokenizer and the weights from one read of a GGUF file
+                self.tokenizer = load_tokenizer(cfg.model.name)
+                self.model = self._policy()
         self.ref = None
         if cfg.grpo.beta > 0 and not cfg.lora.enabled:  # LoRA: the reference is the adapter off
             # The initial policy: a copy of the policy before its first step, where no
