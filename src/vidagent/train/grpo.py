@@ -139,7 +139,7 @@ class Trainer:
         self.resume = checkpoint.latest(self.out)
         #: GRPO's initial policy and KL reference: the config's model, or its format warm-up
         self.base = cfg.model.name
-        if cfg.warmup.enabled:
+        if cfg.warmup.enabled:  # it trains between its loads: no read to share across it
             self.tokenizer = load_tokenizer(cfg.model.name)
             self.base = self._warm_up()
             self.model = self._policy()

@@ -97,11 +97,9 @@ def clip_pieces(clip: ClipRow) -> list[Piece]:
     if facts is not None:
         if facts.picture:
             names = [name for name, _ in facts.colours]
-            values = " ".join(
-                [f"mostly {names[0]}" if names else "", *names[1:], facts.brightness or ""]
-                + [facts.motion or ""]
-            )
-            found.append(Piece(vid, t0, t1, "picture", facts.picture, values=values.strip()))
+            values = [f"mostly {names[0]}", *names[1:]] if names else []
+            values += [v for v in (facts.brightness, facts.motion) if v]
+            found.append(Piece(vid, t0, t1, "picture", facts.picture, values=" ".join(values)))
     elif not clip.caption.startswith(DESCRIBER_LABEL):  # a describer caption with no facts kept
         found += [Piece(vid, t0, t1, "caption", s) for s in caption_sentences(clip.caption)]
     seen: dict[str, list[float]] = {}
