@@ -24,9 +24,8 @@ python=${PYTHON:-python3}
 # afresh. Where it is not set (the test command unsets it) each module is compiled once, by the
 # first process that imports it, and only the modules something imports: compiling all 25,000
 # modules of the environment took 44 CPU-seconds (23 s on 2 idle cores).
-compile=()
-[ -n "${PYTHONDONTWRITEBYTECODE:-}" ] && compile=(--compile-bytecode)
-pip=(.venv/bin/python scripts/pip_install.py .venv/bin/python "${compile[@]}")
+pip=(.venv/bin/python scripts/pip_install.py .venv/bin/python)
+if [ -n "${PYTHONDONTWRITEBYTECODE:-}" ]; then pip+=(--compile-bytecode); fi
 
 # The CPU build of torch, before anything that depends on torch can pull a CUDA build.
 # Users elsewhere: point PIP_EXTRA_INDEX_URL at PyTorch's CPU wheel index if PyPI's torch is CUDA.
