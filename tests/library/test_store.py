@@ -43,6 +43,31 @@ def test_content_id_follows_bytes_not_names(tmp_path: Path) -> None:
     assert len(content_id(a)) == 16
 
 
+def test_a_copied_or_moved_file_is_the_video_it_holds(small_video: Path, tmp_path: Path) -> None:
+    from vidagent.config import load_settings
+    from vidagent.ingest.structure import index_structure
+
+    settings = load_settings({"cache": "off"}, env={})
+    lib = Library(tmp_path / "lib")
+    talk = tmp_path / "talk.mp4"
+    shutil.copy(small_video, talk)
+    vid = index_structure(lib, talk, settings).video.video_id
+    copy = tmp_path / "copy.mp4"
+    shutil.copy(talk, copy)
+    assert lib.resolve(str(copy)) == vid  # a copy under another name is the same video
+    index_structure(lib, copy, settings)  # reused: the recorded file is still there, and kept
+    assert lib.get_video(vid).source == str(talk.resolve())
+    with pytest.raises(VideoNotFoundError):
+        lib.resolve(str(tmp_path / "nowhere.mp4"))
+
+    moved = tmp_path / "moved" / "renamed.mp4"
+    moved.parent.mkdir()
+    talk.rename(moved)
+    index_structure(lib, moved, settings)  # the recorded file is gone: this one is the source
+    video = lib.get_video("renamed.mp4")
+    assert (video.video_id, video.source) == (vid, str(moved.resolve()))
+
+
 def test_add_get_list_remove(tmp_path: Path) -> None:
     lib = Library(tmp_path / "lib")
     add(lib, "aaaa1111", 3, name="first.mp4")

@@ -8,7 +8,7 @@ commits and the video row last, so rerunning after a crash simply replaces what 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,7 +50,8 @@ def index_structure(
 ) -> StructureReport:
     """Probe, sample, cut into shots and clips, and store one video; idempotent.
 
-    A video already indexed with the same sampling settings is not decoded again.
+    A video already indexed with the same sampling settings is not decoded again; if its
+    recorded file is gone (moved or renamed), the record takes ``path`` as its source.
 
     Args:
         keep: where the decode also keeps the frames of a later stage's sampling grid, when
@@ -68,6 +69,11 @@ def index_structure(
     if library.has_video(video_id):
         video = library.get_video(video_id)
         if video.stages.get(STAGE, {}).get("sampling") == sampling:
+            source = str(path.resolve())
+            if source != video.source and not Path(video.source).is_file():
+                # the file moved or was renamed: frames, cuts and sheets are read from here now
+                video = replace(video, source=source, name=path.name)
+                library.put_video(video)
             return _report(library, video, started, reused=True)
 
     # One decode for thumbnails and shots. Shots use PySceneDetect's ContentDetector rule at

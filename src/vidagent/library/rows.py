@@ -8,6 +8,7 @@ A video's rows are written first and its ``videos`` row last; removing it delete
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,24 @@ from vidagent.library.schema import (
     VideoRecord,
 )
 from vidagent.library.tables import Tables, read
+
+_SAMPLE = 1 << 20  # bytes read from each of the head, middle and tail of a file
+
+
+def content_id(path: str | Path) -> str:
+    """A 16-hex-digit id from a file's size and 1 MiB samples of its head, middle and tail.
+
+    Sampling keeps this instant on multi-gigabyte files; size plus three samples separate real
+    video files in practice (a re-encode, trim or edit changes them all).
+    """
+    path = Path(path)
+    size = path.stat().st_size
+    h = hashlib.sha256(str(size).encode())
+    with path.open("rb") as f:
+        for offset in sorted({0, max(0, size // 2 - _SAMPLE // 2), max(0, size - _SAMPLE)}):
+            f.seek(offset)
+            h.update(f.read(_SAMPLE))
+    return h.hexdigest()[:16]
 
 
 class Rows:
@@ -71,7 +90,8 @@ class Rows:
 
     def resolve(self, ref: str) -> str:
         """A full video id from an id, a unique id prefix, a file name or a source path (a
-        relative one too, from the working directory, as ingest stores it resolved)."""
+        relative one too, from the working directory, as ingest stores it resolved), or any
+        file holding the same video (:func:`content_id`: a copy, or the file renamed)."""
         videos = self.list_videos()
         try:
             path = str(Path(ref).expanduser().resolve()) if ref else ref
@@ -79,6 +99,12 @@ class Rows:
             path = ref
         exact = [v for v in videos if ref in (v.video_id, v.source, v.name) or v.source == path]
         matches = exact or [v for v in videos if v.video_id.startswith(ref)]
+        if not matches and ref and Path(path).is_file():  # a copy, or the file moved or renamed
+            try:
+                same = content_id(path)
+            except OSError:
+                same = ""
+            matches = [v for v in videos if v.video_id == same]
         if len(matches) == 1:
             return matches[0].video_id
         if not matches:

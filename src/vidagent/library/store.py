@@ -83,7 +83,6 @@ file keeps its id, and two different files never share one.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
@@ -101,7 +100,7 @@ from vidagent.library.graph_tables import Graphs
 from vidagent.library.indexes import Indexes
 from vidagent.library.indexing import IndexPolicy, TableReport
 from vidagent.library.manifest import Manifest, check_supported, migrate, outdated
-from vidagent.library.rows import Rows
+from vidagent.library.rows import Rows, content_id
 from vidagent.library.schema import (
     Artifact,
     ArtifactKind,
@@ -116,24 +115,6 @@ from vidagent.library.tables import Tables, local_library_path
 from vidagent.library.vectors import Vectors
 
 __all__ = ["Library", "content_id", "local_library_path"]
-
-_SAMPLE = 1 << 20  # bytes read from each of the head, middle and tail of a file
-
-
-def content_id(path: str | Path) -> str:
-    """A 16-hex-digit id from a file's size and 1 MiB samples of its head, middle and tail.
-
-    Sampling keeps this instant on multi-gigabyte files; size plus three samples separate real
-    video files in practice (a re-encode, trim or edit changes them all).
-    """
-    path = Path(path)
-    size = path.stat().st_size
-    h = hashlib.sha256(str(size).encode())
-    with path.open("rb") as f:
-        for offset in sorted({0, max(0, size // 2 - _SAMPLE // 2), max(0, size - _SAMPLE)}):
-            f.seek(offset)
-            h.update(f.read(_SAMPLE))
-    return h.hexdigest()[:16]
 
 
 class Library:
