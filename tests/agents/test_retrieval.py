@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from vidagent.config import load_settings
 from vidagent.exceptions import ConfigError
 from vidagent.ingest import index_video
 from vidagent.library import Library
+from vidagent.library.schema import TranscriptSegment
 from vidagent.models.base import ChatRequest
 from vidagent.models.client import Models
 from vidagent.models.fake import FakeAdapter
@@ -174,6 +177,26 @@ def test_an_open_question_returns_the_best_clips_text(indexed: Any) -> None:
     answer = run_agent(indexed, Question("HELLO VIDAGENT", (vid,)))
     assert answer.text == "HELLO VIDAGENT" and answer.parsed and answer.choice is None
     assert [e.to_list() for e in answer.evidence] == [[vid, 5.0, 10.0]]
+
+
+def test_an_open_questions_speech_is_answered_in_whole_sentences(
+    indexed: Any, tmp_path: Path
+) -> None:
+    library, vid, settings = indexed
+    shutil.copytree(library.uri, tmp_path / "lib")
+    copy = Library(tmp_path / "lib")
+    # A sentence said across the clips' edge at 5 s: clip 1 (5-10 s) holds its words from
+    # "at" on, as ingest cuts a clip's speech (each word where its middle is)
+    said = [(3.0, 3.4, "We"), (3.4, 3.9, "meet"), (3.9, 4.6, "Thursday"), (5.1, 5.4, "at")]
+    said += [(5.4, 5.9, "seven"), (5.9, 6.3, "near"), (6.3, 6.9, "HELLO"), (6.9, 7.5, "VIDAGENT.")]
+    times = json.dumps([[t0, t1, w, 0.9] for t0, t1, w in said])
+    text = " ".join(w for _, _, w in said)
+    copy.put_transcript(vid, [TranscriptSegment(vid, 0, 3.0, 7.5, text, times)])
+    copy.update_clips(vid, [{"clip_index": 0, "transcript": "We meet Thursday"}])
+    copy.update_clips(vid, [{"clip_index": 1, "transcript": "at seven near HELLO VIDAGENT."}])
+    answer = run_agent((copy, vid, settings), Question("HELLO VIDAGENT", (vid,)))
+    assert answer.text == "We meet Thursday at seven near HELLO VIDAGENT."
+    assert [e.to_list() for e in answer.evidence] == [[vid, 3.0, 10.0]]
 
 
 def test_words_drop_stop_words_case_and_plurals() -> None:

@@ -23,7 +23,9 @@ its best dense clips, at most :data:`~vidagent.agents.run.EVIDENCE_SPANS`. The r
 scoring are :mod:`vidagent.agents.evidence`, which evidence first shows an agent's model too.
 
 An open question (no options) is answered with the best clip's speech, else its on-screen text,
-else its caption, and that clip is the evidence.
+else its caption, and that clip is the evidence. Its speech is answered in whole transcript
+segments: a sentence the clip's edge cuts is completed from the transcript, and the evidence
+widened to where it is said.
 
 "Who says …?" is answered from the transcript's speaker labels where there are any
 (:func:`~vidagent.agents.evidence.speaker_scores` for options that name speakers,
@@ -80,7 +82,7 @@ from vidagent.tools.base import Evidence
 
 if TYPE_CHECKING:
     from vidagent.agents.run import Run
-    from vidagent.library.schema import ClipHit
+    from vidagent.library.schema import ClipHit, ClipRow
 
 __all__ = [
     "DENSE_TOP",
@@ -163,10 +165,28 @@ class RetrievalAgent(Agent):
         text = next(
             (t.strip() for t in (clip.transcript, clip.ocr_text, clip.caption) if t.strip()), ""
         )
+        if clip.transcript.strip() and (whole := self._whole_speech(clip)):
+            text, where = whole
         run.phase(
             "retrieval", score=round(top.score, 4), spans=[where.to_list()], answer=text[:200]
         )
         return Answer(text, parsed=bool(text), evidence=(where,))
+
+    def _whole_speech(self, clip: ClipRow) -> tuple[str, Evidence] | None:
+        """The transcript segments ``clip``'s speech comes from (a word's midpoint inside it, as
+        ingest cuts a clip's speech), whole, and the span from the clip's or their first start
+        to the clip's or their last end, whichever is wider: a sentence the clip's edge cuts
+        ("…after the 15th of" | "May.") is answered whole, and cited where it is said."""
+        said = [
+            s
+            for s in self.index.transcript(clip.video_id, clip.t0, clip.t1)
+            if any(clip.t0 <= (w[0] + w[1]) / 2 < clip.t1 for w in json.loads(s.words or "[]"))
+        ]
+        text = " ".join(s.text.strip() for s in said if s.text.strip())
+        if not text:
+            return None
+        t0, t1 = min(clip.t0, said[0].t0), max(clip.t1, said[-1].t1)
+        return text, Evidence(clip.video_id, t0, t1)
 
     def _ground(self, run: Run, finder: Finder, hits: list[ClipHit]) -> Answer:
         """The best clip for the event (cosine plus word share), tightened to the times of
