@@ -105,6 +105,24 @@ def answered(answer: Answer) -> Answered:
     return answer.trace.answer
 
 
+def test_an_option_naming_a_video_is_checked_for_the_questions_words_in_that_video(
+    library: Library,
+) -> None:
+    other = "w" * 16
+    library.put_video(video_record(other, name="call.mp4"))
+    asked = "Which video says a license is totally free?"
+    first = Question(asked, (VID, other), ("the first", "the second"))
+    e = answered(ask(library, first, "A", [(4.0, 8.0)]))  # the first is VID: it says them
+    (c,) = e.citations
+    assert (c.label, c.text, e.abstained) == ("found", "license is totally free", False)
+    assert c.matched == ["license", "totally", "free"]  # not "says", "video" or "the first"
+    # "the second" (the other video) cited at VID's moment: that video's moments are not there
+    e = answered(ask(library, first, "B", [(4.0, 8.0)]))
+    assert [c.label for c in e.citations] == ["not-found"] and e.abstained
+    named = Question(asked, (other, VID), ("call.mp4", "v" * 16 + ".mp4"))
+    assert answered(ask(library, named, "B", [(4.0, 8.0)])).citations[0].label == "found"
+
+
 def test_a_spoken_answer_is_found_and_quoted_at_its_words_own_times(library: Library) -> None:
     answer = ask(library, COST, "B", [(4.0, 8.0)])
     e = answered(answer)

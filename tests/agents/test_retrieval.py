@@ -12,6 +12,7 @@ from agentkit import INDEX_SPECS
 from clirun import vidagent
 
 from vidagent.agents.base import Question
+from vidagent.agents.evidence import video_named
 from vidagent.agents.retrieval.agent import RetrievalAgent, words
 from vidagent.agents.strategies import strategy_class
 from vidagent.app.benchmarks import RunConfig, run_benchmark
@@ -197,6 +198,49 @@ def test_an_open_questions_speech_is_answered_in_whole_sentences(
     answer = run_agent((copy, vid, settings), Question("HELLO VIDAGENT", (vid,)))
     assert answer.text == "We meet Thursday at seven near HELLO VIDAGENT."
     assert [e.to_list() for e in answer.evidence] == [[vid, 3.0, 10.0]]
+
+
+@pytest.mark.parametrize(
+    ("option", "named"),
+    [
+        ("the first", "a"),
+        ("The second video.", "b"),
+        ("third one", "c"),
+        ("2nd", "b"),
+        ("the last one", "c"),
+        ("Video 3", "c"),
+        ("clip #1", "a"),
+        ("garden.mp4", "b"),
+        ("Garden", "b"),
+        ("the fourth", None),
+        ("Video 0", None),
+        ("both", None),
+        ("the first two", None),
+    ],
+)
+def test_an_option_names_a_video_by_its_place_number_or_file_name(
+    option: str, named: str | None
+) -> None:
+    assert video_named(option, ["a", "b", "c"], ["call.mp4", "garden.mp4", "x.mkv"]) == named
+
+
+def test_which_video_is_answered_from_what_each_video_holds(
+    indexed: Any, slide_video: Path, tmp_path: Path
+) -> None:
+    library, vid, settings = indexed
+    shutil.copytree(library.uri, tmp_path / "lib")
+    both = Library(tmp_path / "lib")
+    stages = RetrievalAgent.stages
+    slides = index_video(slide_video, library=both, settings=settings, stages=stages).video
+    assert slides is not None
+    asked = "Which video shows SLIDE TWO on screen?"
+    for order, right in [((vid, slides.video_id), 1), ((slides.video_id, vid), 0)]:
+        question = Question(asked, order, ("the first", "the second"))
+        answer = run_agent((both, vid, settings), question)
+        assert answer.choice == right
+        assert {e.video_id for e in answer.evidence} == {slides.video_id}
+        phases = answer.trace.of(PhaseChanged)
+        assert [p.data["by"] for p in phases] == ["video", "video"]
 
 
 def test_words_drop_stop_words_case_and_plurals() -> None:

@@ -26,6 +26,13 @@ the span (:func:`speaker_scores`); an option naming no speaker scores 0. An open
 that form is answered with the speaker of the segment saying most of those words
 (:func:`who_says`). Where no option names a speaker, or nothing is labelled, the options are
 scored as above.
+
+**Which video …?** When a question has several videos and every option names one of them, by
+its place in the question's order ("the first", "the second video", "Video 2", "clip 3", "the
+last one") or its file name (:func:`video_named`), each option is scored by what the question
+alone retrieves from that video: the same ``dense + lexical_weight * lexical`` with the
+question's content words as the words (:meth:`Finder.videos`); the question with "the second"
+appended would retrieve the same clips for every option.
 """
 
 from __future__ import annotations
@@ -60,6 +67,14 @@ _STOP = (
 )
 STOP_WORDS = frozenset(_STOP.split())
 FIELDS: tuple[Field, ...] = ("transcript", "ocr_text", "caption")
+_PLACES = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5}
+_PLACES |= {"1st": 1, "2nd": 2, "3rd": 3, "4th": 4, "5th": 5, "last": -1}
+#: An option naming a video by its place: "the first", "the second video", "the last one".
+VIDEO_PLACE = re.compile(
+    rf"^(?:the\s+)?(?P<place>{'|'.join(_PLACES)})(?:\s+(?:one|video|clip))?\W*$", re.IGNORECASE
+)
+#: An option naming a video by its number: "Video 2", "clip #3".
+VIDEO_NUMBER = re.compile(r"^(?:the\s+)?(?:video|clip)\s*#?\s*(?P<n>\d+)\W*$", re.IGNORECASE)
 
 
 def words(text: str) -> set[str]:
@@ -123,6 +138,20 @@ class Finder:
             for option in options
         ]
 
+    def videos(
+        self, question: str, options: Sequence[str], video_ids: Sequence[str]
+    ) -> list[OptionScore] | None:
+        """Each option's score as the video it names (module docstring; ``video_ids`` in the
+        question's order); None unless there are several videos and every option names one."""
+        if len(video_ids) < 2:
+            return None
+        names = [self.index.video(v).name for v in video_ids]
+        named = [video_named(o, video_ids, names) for o in options]
+        if None in named:
+            return None
+        asked = words(question)
+        return [self.score(self.search(question, [v]), asked) for v in named if v is not None]
+
     def score(self, hits: list[ClipHit], option_words: set[str]) -> OptionScore:
         """An option's score from the clips its query retrieved (best first) and its words."""
         top = hits[:DENSE_TOP]
@@ -144,6 +173,25 @@ class Finder:
             tuple(span(hits[n]) for n in used),
             tuple(hits[n] for n in used),
         )
+
+
+def video_named(option: str, video_ids: Sequence[str], names: Sequence[str] = ()) -> str | None:
+    """The video of ``video_ids`` (the question's, in order; ``names``: their file names) that
+    ``option`` names by its place ("the second", "the last one"), its number ("Video 2") or its
+    file name, with or without the extension; None when it names none of them."""
+    text = option.strip()
+    place = VIDEO_PLACE.match(text)
+    number = VIDEO_NUMBER.match(text)
+    n = _PLACES[place["place"].lower()] if place else int(number["n"]) if number else 0
+    if n == -1:
+        return video_ids[-1] if video_ids else None
+    if 1 <= n <= len(video_ids):
+        return video_ids[n - 1]
+    folded = text.casefold()
+    for video_id, name in zip(video_ids, names, strict=False):
+        if folded in (name.casefold(), name.rsplit(".", 1)[0].casefold()):
+            return video_id
+    return None
 
 
 #: "Who says/said/asks/mentions/talks about …": the words after the verb are what is said.

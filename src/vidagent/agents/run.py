@@ -430,7 +430,9 @@ class Run:
         started, several = time.monotonic(), len(q.video_ids) > 1
         with self.active():
             if q.options:
-                scores = finder.options(q.text, q.options, q.video_ids)
+                scores = finder.videos(q.text, q.options, q.video_ids) or finder.options(
+                    q.text, q.options, q.video_ids
+                )
                 text = render_options(q.options, scores, several)
                 order = [*best(scores), *sorted(range(len(scores)), key=lambda i: -scores[i].score)]
                 spans = dict.fromkeys(e for i in order for e in scores[i].spans)

@@ -73,6 +73,8 @@ class Claim:
         names_speech_or_text: the question names what is said or what is written, so the
             claim is checked against speech and on-screen text whatever a vision model could
             add.
+        video_id: the video the chosen option names ("the second", "Video 2"), where only
+            that video's moments can hold the claim; empty for any other claim.
     """
 
     text: str
@@ -83,6 +85,7 @@ class Claim:
     names_speech_or_text: bool = False
     others: tuple[str, ...] = ()
     asks_seen: bool = False
+    video_id: str = ""
 
 
 ClaimStatus = Literal["found", "partial", "not-found", "unchecked"]

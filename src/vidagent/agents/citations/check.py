@@ -8,7 +8,8 @@ what was checked (:data:`~vidagent.trace.CITATION_LABELS`):
   matched word to the last, at their own times with :data:`PAD_SECONDS` either side), or the
   line as shown (at the frames it was read in), or the detection (at its frames);
 - ``partial``: some of them are (quoted the same way);
-- ``not-found``: none of what the index holds in the span holds any of them;
+- ``not-found``: none of what the index holds in the span holds any of them (or the span is
+  in another video than the one the chosen option names: "the second", "Video 2");
 - ``unchecked``: none is there, and the claim is about what is seen, so with no vision model
   it cannot be checked here: the question asks how something looks and names neither speech
   nor text (:mod:`.lexicon`), and none of its key words is said, shown or detected anywhere in
@@ -154,6 +155,8 @@ class Checker:
     ) -> Citation:
         """The citation of ``span`` for claim ``k`` (module docstring)."""
         cited = [span.t0, span.t1]
+        if claim.video_id and span.video_id != claim.video_id:
+            pieces = ()  # another video than the one the answer names
         scored = []
         for p in pieces:
             if p.source == "picture" and not claim.about_picture:
@@ -259,7 +262,9 @@ def verify(
     """Check ``answer``'s citations for ``question`` (module docstring); ``looker``: a
     configured vision model's, which looks at the spans of claims the text did not find
     (None: no vision model, so visual claims are ``unchecked``)."""
-    claims = claims_of(question, answer)
+    several = len(question.video_ids) > 1
+    names = [index.video(v).name for v in question.video_ids] if several else []
+    claims = claims_of(question, answer, names)
     spans = tuple(dict.fromkeys(answer.evidence))[:MAX_SPANS]
     checker = Checker(index, embed, vision=looker is not None)
     citations = checker.check(claims, spans) if claims else []

@@ -11,7 +11,11 @@ lit?``), also the option's words among them that no other option holds; and when
 option holds all of these, the words, function words too, that only this option holds
 (``all`` tells ``All rights reserved`` from ``Some rights reserved``). For a free-form answer
 each sentence is a claim (its content words not in the question, all of them when that leaves
-none); for a grounding answer, the event described.
+none); for a grounding answer, the event described. When the question has several videos and the
+chosen option names one of them ("the second", "Video 2", its file name:
+:func:`~vidagent.agents.evidence.video_named`), the key words are the question's own content
+words, less those naming a video, speech or text ("Which video mentions a budget?": ``budget``),
+and only that video's moments can hold them.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import TYPE_CHECKING
 import snowballstemmer
 
 from vidagent.agents.citations.lexicon import Lexicon, lexicon_for
-from vidagent.agents.evidence import STOP_WORDS, WORD
+from vidagent.agents.evidence import STOP_WORDS, WORD, video_named
 from vidagent.agents.evidence import words as content_words
 from vidagent.agents.types import Claim
 
@@ -39,6 +43,8 @@ ALTERNATIVES = re.compile(r"\bor\b", re.IGNORECASE)
 #: A contraction of a function word (``don't``, ``you're``, ``we'll``): no content of its own.
 CONTRACTION = re.compile(r"\b[a-z]+'(?:t|re|ll|ve|d|m)\b", re.IGNORECASE)
 POSSESSIVE = re.compile(r"'s\b", re.IGNORECASE)
+#: The words of a question naming its videos ("Which video…", "…in which clip?").
+VIDEO_WORDS = frozenset({"video", "videos", "clip", "clips"})
 
 
 _STEMMER = snowballstemmer.stemmer("english")
@@ -123,8 +129,9 @@ def option_key_words(question: str, option: str, others: Sequence[str]) -> froze
     return frozenset(key or own)
 
 
-def claims_of(question: Question, answer: Answer) -> tuple[Claim, ...]:
-    """The claims ``answer`` makes (module docstring)."""
+def claims_of(question: Question, answer: Answer, names: Sequence[str] = ()) -> tuple[Claim, ...]:
+    """The claims ``answer`` makes (module docstring); ``names``: the file names of the
+    question's videos, in order (an option may name one)."""
     lexicon = lexicon_for(question.text)
     asked = stems(question.text)
     named = names_speech_or_text(question.text, lexicon)
@@ -139,6 +146,16 @@ def claims_of(question: Question, answer: Answer) -> tuple[Claim, ...]:
             picture = about_picture(question.text, answer.text, lexicon)
             return (Claim(text, key, picture, frozenset(asked), (), named, (), seen),)
         option = question.options[answer.choice]
+        if len(question.video_ids) > 1 and (
+            video := video_named(option, question.video_ids, names)
+        ):
+            # "Which video mentions a budget?" "the second": the question's own words are what
+            # that video must say or show (less the words naming speech, text or a video)
+            naming = VIDEO_WORDS | lexicon.said | lexicon.written
+            said = {stem(w) for w in words(question.text) if w not in naming}
+            key = frozenset(said or asked)
+            text = f"{question.text.strip()} {option.strip()}"
+            return (Claim(text, key, False, frozenset(asked - key), (), named, (), seen, video),)
         others = [o for i, o in enumerate(question.options) if i != answer.choice]
         key = option_key_words(question.text, option, others)
         rivals = tuple(

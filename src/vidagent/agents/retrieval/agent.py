@@ -27,6 +27,10 @@ else its caption, and that clip is the evidence. Its speech is answered in whole
 segments: a sentence the clip's edge cuts is completed from the transcript, and the evidence
 widened to where it is said.
 
+"Which video …?" with options naming the question's videos ("the second", "Video 2", a file
+name) scores each option by what the question alone retrieves from that video
+(:meth:`~vidagent.agents.evidence.Finder.videos`); the ``retrieval`` phase says ``by="video"``.
+
 "Who says …?" is answered from the transcript's speaker labels where there are any
 (:func:`~vidagent.agents.evidence.speaker_scores` for options that name speakers,
 :func:`~vidagent.agents.evidence.who_says` for an open question: the speaker of the segment
@@ -249,11 +253,13 @@ class RetrievalAgent(Agent):
     def _choose(self, run: Run, finder: Finder) -> Answer:
         q = run.question
         by_speaker = speaker_scores(self.index, q.text, q.options, q.video_ids)
-        scores = by_speaker or finder.options(q.text, q.options, q.video_ids)
+        by_video = None if by_speaker else finder.videos(q.text, q.options, q.video_ids)
+        scores = by_speaker or by_video or finder.options(q.text, q.options, q.video_ids)
+        by = {"by": "speaker"} if by_speaker else {"by": "video"} if by_video else {}
         for i, (option, scored) in enumerate(zip(q.options, scores, strict=False)):
             run.phase(
                 "retrieval",
-                **({"by": "speaker"} if by_speaker else {}),
+                **by,
                 option=f"({option_letter(i)}) {option}",
                 score=round(scored.score, 4),
                 dense=round(scored.dense, 4),
