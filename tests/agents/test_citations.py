@@ -24,7 +24,7 @@ from vidagent.cli.render import render_answer
 from vidagent.config import load_settings
 from vidagent.exceptions import ConfigError
 from vidagent.library import Library
-from vidagent.library.schema import ClipRow, TranscriptSegment
+from vidagent.library.schema import Artifact, ClipRow, TranscriptSegment
 from vidagent.models.client import Models
 from vidagent.models.fake import FakeAdapter
 from vidagent.tools.base import Evidence
@@ -121,6 +121,34 @@ def test_an_option_naming_a_video_is_checked_for_the_questions_words_in_that_vid
     assert [c.label for c in e.citations] == ["not-found"] and e.abstained
     named = Question(asked, (other, VID), ("call.mp4", "v" * 16 + ".mp4"))
     assert answered(ask(library, named, "B", [(4.0, 8.0)])).citations[0].label == "found"
+
+
+def test_who_says_is_found_where_that_speaker_says_the_words_asked_about(
+    library: Library,
+) -> None:
+    thanks = json.dumps([[9.0, 9.5, "thanks", 0.9]])
+    library.put_transcript(
+        VID,
+        [
+            TranscriptSegment(VID, 0, 4.2, 8.5, SPOKEN, json.dumps(WORDS), "fake:echo", "S1"),
+            TranscriptSegment(VID, 1, 9.0, 9.5, "thanks", thanks, "fake:echo", "S2"),
+        ],
+    )
+    library.put_artifact(Artifact(VID, "speakers", "names", data={"S1": "Dr Lee"}))
+    who = Question('Who says "totally free"?', (VID,), ("S1", "S2", "the narrator"))
+    e = answered(ask(library, who, "A", [(4.0, 8.0)]))
+    (c,) = e.citations
+    assert (c.label, c.speaker, e.abstained) == ("found", "S1 (Dr Lee)", False)
+    assert c.matched == ["s1"]
+    named = Question('Who says "totally free"?', (VID,), ("Dr Lee", "S2"))
+    assert answered(ask(library, named, "A", [(4.0, 8.0)])).citations[0].label == "found"
+    # S2 says something else; nobody's label is "the narrator": neither is found, both abstain
+    for letter, spans in [("B", [(4.0, 8.0), (8.9, 9.6)]), ("C", [(4.0, 8.0)])]:
+        e = answered(ask(library, who, letter, spans))
+        assert {c.label for c in e.citations} == {"not-found"} and e.abstained
+    # a question that is not "who says …?" never finds a speaker's label
+    what = Question("Which speaker label talks here?", (VID,), ("S1", "S2"))
+    assert answered(ask(library, what, "A", [(4.0, 8.0)])).citations[0].label == "not-found"
 
 
 def test_a_spoken_answer_is_found_and_quoted_at_its_words_own_times(library: Library) -> None:

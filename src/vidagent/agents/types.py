@@ -75,6 +75,9 @@ class Claim:
             add.
         video_id: the video the chosen option names ("the second", "Video 2"), where only
             that video's moments can hold the claim; empty for any other claim.
+        who: the words a "who says …?" question asks about ("Who says goodbye?": its stems):
+            a speech segment saying at least half of them holds its speaker's label and name as
+            well as its words; empty for any other question.
     """
 
     text: str
@@ -86,6 +89,7 @@ class Claim:
     others: tuple[str, ...] = ()
     asks_seen: bool = False
     video_id: str = ""
+    who: frozenset[str] = frozenset()
 
 
 ClaimStatus = Literal["found", "partial", "not-found", "unchecked"]

@@ -4,7 +4,9 @@ Each cited span (at most :data:`MAX_SPANS`) is read as pieces (:mod:`.pieces`), 
 claim (:mod:`.claims`) the piece holding most of its key words is cited, its label stating
 what was checked (:data:`~vidagent.trace.CITATION_LABELS`):
 
-- ``found``: every key word is in the piece; the quote is those words as said (from the first
+- ``found``: every key word is in the piece (for a "who says …?" claim a speech segment saying
+  at least half of the words asked about holds its speaker's label and name too: "S1" is found
+  where S1 says "goodbye"); the quote is those words as said (from the first
   matched word to the last, at their own times with :data:`PAD_SECONDS` either side), or the
   line as shown (at the frames it was read in), or the detection (at its frames);
 - ``partial``: some of them are (quoted the same way);
@@ -161,7 +163,7 @@ class Checker:
         for p in pieces:
             if p.source == "picture" and not claim.about_picture:
                 continue
-            matched = claim.key_words & held(p.holds)
+            matched = claim.key_words & held(_holds(claim, p))
             cosine = float(cosines[column[p.text]]) if p.text in column else 0.0
             scored.append((len(matched), p.t0 - p.t1, cosine, matched, p))
         if not scored or max(s[0] for s in scored) == 0:
@@ -180,7 +182,7 @@ class Checker:
             piece.source,
             quote,
             k,
-            surface(piece.holds, matched),
+            surface(_holds(claim, piece), matched),
             notes=notes(claim, piece),
             speaker=piece.speaker,
         )
@@ -200,6 +202,14 @@ class Checker:
         end = self.duration(piece.video_id)
         t0, t1 = max(0.0, min(t0, end)), max(0.0, min(t1, end))
         return t0, max(t0, t1), text
+
+
+def _holds(claim: Claim, piece: Piece) -> str:
+    """What ``claim``'s key words are looked for in: the piece's text (or values), and for a
+    "who says …?" claim a speech segment's speaker too (``S1 (Dr Lee)``) where the segment
+    says at least half of the words asked about."""
+    says = claim.who and 2 * len(claim.who & held(piece.holds)) >= len(claim.who)
+    return f"{piece.holds} {piece.speaker}" if says and piece.speaker else piece.holds
 
 
 def statuses(claims: Sequence[Claim], citations: Sequence[Citation]) -> tuple[ClaimStatus, ...]:

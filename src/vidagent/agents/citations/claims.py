@@ -15,7 +15,10 @@ none); for a grounding answer, the event described. When the question has severa
 chosen option names one of them ("the second", "Video 2", its file name:
 :func:`~vidagent.agents.evidence.video_named`), the key words are the question's own content
 words, less those naming a video, speech or text ("Which video mentions a budget?": ``budget``),
-and only that video's moments can hold them.
+and only that video's moments can hold them. When the question asks who says something ("Who
+says goodbye?", :func:`~vidagent.agents.evidence.said_words`), a speech segment saying at least
+half of the words asked about holds its speaker's label and name besides its words: "S1" is
+found where S1 says "goodbye" (and "the man with glasses" is found nowhere: no label says it).
 """
 
 from __future__ import annotations
@@ -23,13 +26,14 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import snowballstemmer
 
 from vidagent.agents.citations.lexicon import Lexicon, lexicon_for
-from vidagent.agents.evidence import STOP_WORDS, WORD, video_named
+from vidagent.agents.evidence import STOP_WORDS, WORD, said_words, video_named
 from vidagent.agents.evidence import words as content_words
 from vidagent.agents.types import Claim
 
@@ -139,6 +143,22 @@ def claims_of(question: Question, answer: Answer, names: Sequence[str] = ()) -> 
     if question.task == "ground":
         text = question.text.strip()
         return (Claim(text, frozenset(asked), names_speech_or_text=named, asks_seen=seen),)
+    # "Who says goodbye?" "S1": S1 is found where S1 says the words asked about
+    quoted = frozenset(stem(w) for w in said_words(question.text))
+    claims = _claims(question, answer, names, lexicon, asked, named, seen)
+    return tuple(replace(c, who=quoted) for c in claims) if quoted else claims
+
+
+def _claims(
+    question: Question,
+    answer: Answer,
+    names: Sequence[str],
+    lexicon: Lexicon,
+    asked: set[str],
+    named: bool,
+    seen: bool,
+) -> tuple[Claim, ...]:
+    """The claims of :func:`claims_of`, without the words a "who says …?" question asks about."""
     if question.options:
         if answer.choice is None:  # no option named: the text is what is claimed
             key = frozenset(stems(answer.text) - asked)
