@@ -121,6 +121,9 @@ def test_an_option_naming_a_video_is_checked_for_the_questions_words_in_that_vid
     assert [c.label for c in e.citations] == ["not-found"] and e.abstained
     named = Question(asked, (other, VID), ("call.mp4", "v" * 16 + ".mp4"))
     assert answered(ask(library, named, "B", [(4.0, 8.0)])).citations[0].label == "found"
+    someone = "In which clip does someone say that a license is totally free?"
+    anyone = Question(someone, (VID, other), ("Video 1", "Video 2"))
+    assert answered(ask(library, anyone, "A", [(4.0, 8.0)])).citations[0].label == "found"
 
 
 def test_who_says_is_found_where_that_speaker_says_the_words_asked_about(

@@ -47,8 +47,23 @@ ALTERNATIVES = re.compile(r"\bor\b", re.IGNORECASE)
 #: A contraction of a function word (``don't``, ``you're``, ``we'll``): no content of its own.
 CONTRACTION = re.compile(r"\b[a-z]+'(?:t|re|ll|ve|d|m)\b", re.IGNORECASE)
 POSSESSIVE = re.compile(r"'s\b", re.IGNORECASE)
-#: The words of a question naming its videos ("Which video…", "…in which clip?").
-VIDEO_WORDS = frozenset({"video", "videos", "clip", "clips"})
+#: The words of a question naming its videos ("Which video…", "…in which clip?") or no one in
+#: particular ("…does someone say…?"): what an option naming a video needs its moments to hold
+#: is the question's other words.
+VIDEO_WORDS = frozenset(
+    [
+        "video",
+        "videos",
+        "clip",
+        "clips",
+        "someone",
+        "somebody",
+        "something",
+        "anyone",
+        "anybody",
+        "anything",
+    ]
+)
 
 
 _STEMMER = snowballstemmer.stemmer("english")
