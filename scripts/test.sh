@@ -13,9 +13,11 @@ unset PYTHONDONTWRITEBYTECODE
 # unpacking: 5 s on a fresh clone, beside setup's build). Without apt (or offline) their tests
 # skip, each with the reason, and this says so here. TEST_REQUIRE_MEDIA=1 (a machine that has
 # apt) makes it fail.
-bash scripts/fetch-media.sh >/dev/null &
+# In its own process group (setsid), so that a failed setup stops the fetch and its apt-get.
+setsid=$(command -v setsid || true)
+$setsid bash scripts/fetch-media.sh >/dev/null &
 fetching=$!
-trap 'kill "$fetching" 2>/dev/null || true' EXIT  # setup failed: the fetch stops too
+trap 'kill -- -"$fetching" 2>/dev/null || kill "$fetching" 2>/dev/null || true' EXIT
 bash scripts/setup.sh
 if ! wait "$fetching"; then
   [ "${TEST_REQUIRE_MEDIA:-0}" = 1 ] && { echo "real clips unavailable" >&2; exit 1; }
@@ -31,7 +33,6 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 NO_MKDOCS_2_WARNING=1
 # printed. Any step below that fails ends the command (set -e) and stops them all, rather than
 # leave them running in the background.
 mkdir -p build
-setsid=$(command -v setsid || true)
 beside=()
 beside() {  # NAME COMMAND...
   $setsid "${@:2}" >"build/$1.log" 2>&1 &

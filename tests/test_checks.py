@@ -37,6 +37,14 @@ WHEEL = 'sleep "${WHEEL_SECONDS:-0}" & echo $! >"$STEPS.sleep"; wait'
 # could otherwise fail before the background check had begun, and there would be nothing to stop.
 WAIT = '[ -n "${WAIT_WHEEL:-}" ] && while [ ! -s "$STEPS.sleep" ]; do sleep 0.05; done'
 
+# The clip fetch runs in the background while setup runs; with $WAIT_FETCH setup starts only
+# once the fetch is sleeping, so a failing setup has a fetch to stop.
+FETCH = 'sleep "${FETCH_SECONDS:-0}" & echo $! >"$STEPS.fetch"; wait'
+SETUP = (
+    '[ -n "${WAIT_FETCH:-}" ] && while [ ! -s "$STEPS.fetch" ]; do sleep 0.05; done\n'
+    'echo "${PYTHONDONTWRITEBYTECODE-unset}" >"$STEPS.setup"'
+)
+
 STEPS = [
     "setup",
     "fetch-media",
@@ -62,8 +70,8 @@ def checkout(tmp_path: Path) -> Path:
     (repo / ".venv" / "bin").mkdir(parents=True)
     shutil.copy(ROOT / "scripts" / "test.sh", repo / "scripts" / "test.sh")
     stubs = {
-        "scripts/setup.sh": ("setup", 'echo "${PYTHONDONTWRITEBYTECODE-unset}" >"$STEPS.setup"'),
-        "scripts/fetch-media.sh": ("fetch-media", ""),
+        "scripts/setup.sh": ("setup", SETUP),
+        "scripts/fetch-media.sh": ("fetch-media", FETCH),
         "scripts/check-wheel.sh": ("wheel", WHEEL),
         ".venv/bin/ruff": ("ruff", WAIT),
         ".venv/bin/mypy": ("mypy", ""),
@@ -142,6 +150,32 @@ def test_a_failing_step_stops_the_wheel_check_in_the_background(checkout: Path) 
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(pid), "the wheel check's process was left running"
+
+
+def test_a_failing_setup_stops_the_clip_fetch_beside_it(checkout: Path) -> None:
+    done, steps = run(checkout, FAIL_setup="1", FETCH_SECONDS="60", WAIT_FETCH="1")
+    assert done.returncode != 0 and "pytest" not in steps
+    pid = int((checkout / "steps.log.fetch").read_text())
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid), "the clip fetch's process was left running"
+
+
+def test_the_clip_fetch_runs_before_setup_has_made_the_environment(tmp_path: Path) -> None:
+    # the test command fetches while setup builds .venv: without it, the fetch runs on $PYTHON
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts" / "fetch-media.sh", tmp_path / "scripts" / "fetch-media.sh")
+    python = tmp_path / "python"
+    python.write_text('#!/usr/bin/env bash\necho "$@" >"$0.called"\n')
+    python.chmod(0o755)
+    fetch = tmp_path / "scripts" / "fetch-media.sh"
+    env = {**os.environ, "PYTHON": str(python)}
+    done = subprocess.run(
+        ["bash", str(fetch)], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "python.called").read_text().split() == ["tests/realmedia.py"]
 
 
 def _alive(pid: int) -> bool:
