@@ -146,20 +146,14 @@ def test_a_failing_step_stops_the_wheel_check_in_the_background(checkout: Path) 
     done, _ = run(checkout, FAIL_ruff_check="1", WHEEL_SECONDS="60", WAIT_WHEEL="1")
     assert done.returncode != 0
     pid = int((checkout / "steps.log.sleep").read_text())
-    deadline = time.monotonic() + 10
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(pid), "the wheel check's process was left running"
+    assert _ends(pid), "the wheel check's process was left running"
 
 
 def test_a_failing_setup_stops_the_clip_fetch_beside_it(checkout: Path) -> None:
     done, steps = run(checkout, FAIL_setup="1", FETCH_SECONDS="60", WAIT_FETCH="1")
     assert done.returncode != 0 and "pytest" not in steps
     pid = int((checkout / "steps.log.fetch").read_text())
-    deadline = time.monotonic() + 10
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(pid), "the clip fetch's process was left running"
+    assert _ends(pid), "the clip fetch's process was left running"
 
 
 def test_the_clip_fetch_runs_before_setup_has_made_the_environment(tmp_path: Path) -> None:
@@ -176,6 +170,14 @@ def test_the_clip_fetch_runs_before_setup_has_made_the_environment(tmp_path: Pat
     )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "python.called").read_text().split() == ["tests/realmedia.py"]
+
+
+def _ends(pid: int, seconds: float = 10.0) -> bool:
+    """Whether process ``pid`` ends within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _alive(pid)
 
 
 def _alive(pid: int) -> bool:
