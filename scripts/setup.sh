@@ -29,8 +29,8 @@ if [ -n "${PYTHONDONTWRITEBYTECODE:-}" ]; then pip+=(--compile-bytecode); fi
 
 # Portable llama.cpp build (no -march=native), so the wheel runs on any x86-64 CPU, and without
 # what vidagent never loads: libmtmd (LLaVA-style image input; llama-cpp-python imports it only
-# for its multimodal chat handlers) and llama.cpp's `common` library
-# (scripts/llama-cpp-lean.cmake): 2 min 37 s of the build on 2 cores become 1 min 19 s.
+# for its multimodal chat handlers) and llama.cpp's `common` library, with libllama at -O1
+# (scripts/llama-cpp-lean.cmake): 2 min 37 s of the build on 2 cores became 1 min 19 s, then 61 s.
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DCMAKE_PROJECT_INCLUDE=$PWD/scripts/llama-cpp-lean.cmake}"
 # llama-cpp-python's wheel is built once into .cache/wheels (pip wheel; pip's cache keeps it for
 # other clones), where scripts/check-wheel.sh finds it too: uv's own cache of a source build is
