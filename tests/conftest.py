@@ -42,7 +42,6 @@ SLOWEST = (
     "tests/agents/test_offline_accuracy.py",  # 23 s
     "tests/ingest/test_perception_stages.py",  # 23 s
     "tests/ingest/test_end_to_end.py",  # 21 s
-    "tests/bench/test_bench_mmbench_video.py",  # 18 s
     "tests/server/test_mcp.py",  # 18 s
     "tests/server/test_api.py",  # 16 s
     "tests/agents/test_cvr_real.py",  # 13 s

@@ -212,11 +212,14 @@ def test_scores_above_3_are_kept_and_noted_and_provider_errors_fail(data: Path) 
             raise ServerError("down", status=503)
         return "4"
 
-    judge = Judge(Models.from_adapters({"llm": FakeAdapter.function(reply)}), workers=1)
+    waits: list[float] = []  # the backoff before each retry, recorded rather than slept
+    models = Models.from_adapters({"llm": FakeAdapter.function(reply)}, sleep=waits.append)
+    judge = Judge(models, workers=1)
     scores = evaluate(mmbv, mmbv.load(data), {"1": "a", "3": "b"}, judge=judge)
     assert (scores.overall.score, scores.overall.strict, scores.overall.answered) == (4.0, 4 / 6, 1)
     assert scores.notes[1] == "1 judge scores above 3 kept as given, as VLMEvalKit keeps them"
     assert scores.missing == 4
+    assert len(waits) == models.settings.max_retries  # the 503 was retried, then failed
 
 
 def test_loader_reads_the_released_tsv_and_lists_missing_videos(data: Path) -> None:
