@@ -406,6 +406,32 @@ def test_a_trace_written_before_the_new_labels_is_read_as_written(tmp_path: Path
     assert "supported" in render_answer(e, {VID: "talk.mp4"}, list(COST.options))
 
 
+def test_a_claim_that_cites_no_moment_says_so() -> None:
+    # The retrieval baseline answers a caption of five sentences and cites its clip for the
+    # first: the other four were listed with nothing under them, as if checked and found clean.
+    cited = {"video_id": VID, "t0": 0.0, "t1": 4.0, "cited": [0.0, 4.0], "label": "not-found"}
+    cited |= {"support": 0.0, "claim": 0}
+    e = Answered(
+        1.0,
+        "No people detected. No speech.",
+        None,
+        True,
+        False,
+        "answered",
+        None,
+        [],
+        citations=[cited],
+        claims=[
+            {"text": "No people detected.", "citations": [0], "status": "not-found"},
+            {"text": "No speech.", "citations": [], "status": "not-found"},
+        ],
+    )
+    lines = render_answer(e, {VID: "talk.mp4"}).splitlines()
+    at = lines.index('    claim 2: "No speech."')
+    assert lines[at + 1] == "      not cited   no moment is cited for this claim"
+    assert "not cited" not in "\n".join(lines[:at])  # the first claim has its citation
+
+
 def test_an_answer_is_valid_against_its_shipped_json_schema(
     library: Library, tmp_path: Path
 ) -> None:

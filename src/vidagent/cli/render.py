@@ -222,6 +222,8 @@ def _citations(e: Answered, names: dict[str, str], recorded: dict[str, str]) -> 
     for k, claim in enumerate(e.claims if several else [{}]):
         if several:
             lines.append(f'    claim {k + 1}: "{shorten(str(claim.get("text", "")), 100)}"')
+            if not any(c.claim == k for c in e.citations):  # nothing was checked for it
+                lines.append(f"      {'not cited':<11} no moment is cited for this claim")
         for c in e.citations:
             if several and c.claim != k:
                 continue
