@@ -382,3 +382,26 @@ def test_a_model_that_never_answers_exits_3_for_every_strategy(
     assert "HTTP 500: boom" in shown  # why, either as the error line or the forced answer's note
     if out.stderr.strip():
         assert out.stderr.strip().splitlines()[-1].startswith("error: no answer: the model never")
+
+
+def test_ask_about_a_folder_asks_about_every_video_in_it(
+    small_video: Path, counter_video: Path, _isolated_home: Path, tmp_path: Path
+) -> None:
+    # `index FOLDER` reads every video file inside; `ask FOLDER` once said "not a video file"
+    folder = tmp_path / "clips"
+    (folder / "day2").mkdir(parents=True)
+    (folder / "notes.txt").write_text("not a video")
+    (folder / "a.mp4").write_bytes(small_video.read_bytes())
+    (folder / "day2" / "b.mp4").write_bytes(counter_video.read_bytes())
+    env = {f"VIDAGENT_{k.upper()}": v for k, v in INDEX_SPECS.items()}
+    out = vidagent("ask", str(folder), "What text appears?", "--json", home=_isolated_home, env=env)
+    assert out.returncode == 0, out.stderr
+    trace = Trace.load(Path(json.loads(out.stdout)["trace"]))
+    assert sorted(v["name"] for v in trace.of(RunStarted)[0].videos) == ["a.mp4", "b.mp4"]
+
+    quoted = vidagent("ask", f"{folder}/**/*.mp4", "What?", home=_isolated_home, env=env)
+    assert quoted.returncode == 0, quoted.stderr  # a quoted glob, as `index` takes one
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = vidagent("ask", str(empty), "What?", home=_isolated_home, env=env)
+    assert done.returncode == 2 and "a folder with no video files in it" in done.stderr

@@ -137,6 +137,9 @@ def ask(
 ) -> None:
     """Answer QUESTION about one or more videos (files are indexed first where needed).
 
+    A VIDEO is a file, a folder (every video file inside it, as `index` reads one), a quoted
+    glob, or a video's id, id prefix or name in the Library.
+
     Each step is shown as it happens: thought, tool, arguments, a short observation. The
     answer ends with the video spans it rests on, each citation checked against the index
     (found, partial, not-found or unchecked, with the quote at its own time); the whole run is
@@ -153,7 +156,8 @@ def ask(
 
     if len(args) < 2:
         raise click.UsageError("give at least one VIDEO and a QUESTION")
-    *videos, question = args
+    *refs, question = args
+    videos = _videos(refs)
     window = window_of(last, since, until)
     given: dict[str, Any] = {
         "steps": max_steps,
@@ -190,6 +194,30 @@ def ask(
         click.echo(f"trace: {result.trace.path}")
     if result.answer is not None and result.answer.forced and not result.answer.text.strip():
         sys.exit(NO_ANSWER)  # the forced final answer's call failed too: shown, with why
+
+
+def _videos(refs: list[str]) -> list[str]:
+    """``refs`` with each folder and glob replaced by the video files it holds, as ``index``
+    reads them; a file, id or name stays as given."""
+    import glob
+    from pathlib import Path
+
+    from vidagent.cli.index import expand_paths
+
+    out: list[str] = []
+    for ref in refs:
+        path = Path(ref).expanduser()
+        if path.is_dir():
+            files = expand_paths((str(path),))
+            if not files:
+                raise click.UsageError(f"{ref}: a folder with no video files in it")
+            out += map(str, files)
+        elif glob.has_magic(ref) and not path.is_file():
+            found = [str(p) for p in expand_paths((str(path),))]
+            out += found or [ref]  # matching no file, it may name a video in the Library
+        else:
+            out.append(ref)
+    return out
 
 
 @cli.command()
