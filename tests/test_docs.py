@@ -122,9 +122,9 @@ def test_python_examples_run(
     blocks = _blocks(page, "python")
     names = set(re.findall(r"\"([\w.-]+\.(?:mp4|avi|mkv))\"", "".join(blocks)))
     # The narrated 3-minute clip, or a shorter one where a page's example needs no more: the
-    # Python guide indexes its whole clip with every offline model (a 64-second conversation
-    # with speech and people: its times fit in it), the live page's watch window by window (an
-    # 8-second countdown).
+    # Python guide indexes its whole clip with every offline model (a 64-second spoken
+    # conversation: its times fit in it), the live page's watch window by window (an 8-second
+    # countdown).
     clip = get_clip(
         SHORT_CLIP_PAGES.get(page.relative_to(ROOT).as_posix(), "wannaworktogether.mp4")
     )
