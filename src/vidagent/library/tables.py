@@ -207,8 +207,9 @@ class Tables:
     def _db(self) -> Any:
         # Connected on first use: connecting makes a local directory, and opening a Library
         # that is not there with create=False must leave nothing behind.
-        import lancedb
+        from vidagent.library.lance import import_lancedb
 
+        lancedb = import_lancedb()
         refuse_after_fork()
         _state["connected"] = True
         # Interval 0: every read sees the latest commit, other processes' too (store.py); the
