@@ -111,6 +111,21 @@ def test_a_video_is_found_by_a_relative_path_to_its_file(
             lib.resolve(unknown)
 
 
+def test_a_video_is_found_by_its_file_name_without_the_extension(tmp_path: Path) -> None:
+    lib = Library(tmp_path / "lib")
+    for vid, name in (
+        ("aaaa1111", "garden.mp4"),
+        ("bbbb2222", "talk.mp4"),
+        ("cccc3333", "talk.avi"),
+    ):
+        lib.put_video(video_record(vid, 15.0, name))
+    assert lib.resolve("garden") == "aaaa1111"
+    with pytest.raises(VideoNotFoundError, match="several"):
+        lib.resolve("talk")  # talk.mp4 and talk.avi
+    with pytest.raises(VideoNotFoundError, match="no video"):
+        lib.resolve("gard")
+
+
 def test_ambiguous_prefix_is_refused(tmp_path: Path) -> None:
     lib = Library(tmp_path / "lib")
     add(lib, "abc1", 1)

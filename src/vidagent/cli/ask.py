@@ -138,7 +138,7 @@ def ask(
     """Answer QUESTION about one or more videos (files are indexed first where needed).
 
     A VIDEO is a file, a folder (every video file inside it, as `index` reads one), a quoted
-    glob, or a video's id, id prefix or name in the Library.
+    glob, or a video's id, id prefix or name (with or without its extension) in the Library.
 
     Each step is shown as it happens: thought, tool, arguments, a short observation. The
     answer ends with the video spans it rests on, each citation checked against the index

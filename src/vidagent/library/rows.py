@@ -90,8 +90,9 @@ class Rows:
 
     def resolve(self, ref: str) -> str:
         """A full video id from an id, a unique id prefix, a file name or a source path (a
-        relative one too, from the working directory, as ingest stores it resolved), or any
-        file holding the same video (:func:`content_id`: a copy, or the file renamed)."""
+        relative one too, from the working directory, as ingest stores it resolved), any file
+        holding the same video (:func:`content_id`: a copy, or the file renamed), or a file
+        name without its extension (``garden`` for ``garden.mp4``)."""
         videos = self.list_videos()
         try:
             path = str(Path(ref).expanduser().resolve()) if ref else ref
@@ -105,6 +106,8 @@ class Rows:
             except OSError:
                 same = ""
             matches = [v for v in videos if v.video_id == same]
+        if not matches and ref:
+            matches = [v for v in videos if Path(v.name).stem == ref]
         if len(matches) == 1:
             return matches[0].video_id
         if not matches:
