@@ -126,6 +126,32 @@ def test_off_labels_nothing(tmp_path: Path) -> None:
     assert Library(settings.library_uri).artifact(result.video.video_id, "speakers") is None
 
 
+def test_the_voice_encoder_is_loaded_ahead_only_for_a_video_with_sound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pipeline loads the encoder (torch: 2-3 s, ~200 MB) while transcription and text
+    # reading run; a silent video's speakers stage labels nothing, so it needs none.
+    from vidagent.media.synth import make_video
+
+    made: list[int] = []
+
+    class Counted(voices.VoiceEncoder):
+        def __init__(self) -> None:
+            made.append(1)
+            super().__init__()
+
+    monkeypatch.setattr(voices, "VoiceEncoder", Counted)
+    settings = _settings(tmp_path, asr="fake:echo?text=hello there")
+    stages = ["transcribe", "read_text", "speakers"]  # two stages at once: the encoder warms
+    silent, sound = tmp_path / "silent.mp4", tmp_path / "sound.mp4"
+    make_video(silent, duration=2.0, size=(160, 96), fps=10)
+    make_video(sound, duration=2.0, size=(160, 96), fps=10, audio="tone")
+    result = _index(silent, settings, stages)
+    assert (made, result.stages[-1].note) == ([], "no audio track")
+    _index(sound, settings, stages)
+    assert made == [1]
+
+
 def test_without_the_voice_encoder_nothing_is_pending_until_it_is_installed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

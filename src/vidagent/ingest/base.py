@@ -115,9 +115,9 @@ class Stage:
         detect), or None: what the pipeline keeps from the structure pass and shares."""
         return None
 
-    def warm(self, settings: Settings) -> None:
-        """Load what :meth:`run` needs that is not a role's model (the pipeline calls it in a
-        thread while earlier stages run); by default nothing."""
+    def warm(self, ctx: IngestContext) -> None:
+        """Load what :meth:`run` needs for ``ctx``'s video that is not a role's model (the
+        pipeline calls it in a thread while earlier stages run); by default nothing."""
 
     def fingerprint(self, settings: Settings) -> str:
         spec = settings.spec(self.role) if self.role else self.name

@@ -285,7 +285,7 @@ def index_path(
                 runs = [pool.submit(run, st, c) for st, c in zip(staged[i:j], own, strict=True)]
                 warm = pool.submit(models.warm, later)
                 # Weights that are no role's (the voice encoder) load in the same spare time.
-                warm_stages = [pool.submit(stage.warm, settings) for stage in staged[j:]]
+                warm_stages = [pool.submit(stage.warm, ctx) for stage in staged[j:]]
                 for future in runs:
                     record(future.result())
                 warm.result()

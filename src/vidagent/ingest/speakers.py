@@ -221,12 +221,13 @@ class Speakers(Stage):
         self.note = ""
         self._encoder: VoiceEncoder | None = None
 
-    def warm(self, settings: Settings) -> None:
+    def warm(self, ctx: IngestContext) -> None:
         """Load the voice encoder (torch's import and the weights: 2-3 s on 2 cores) while
-        transcription runs, when the stage is on and installed."""
+        transcription runs, when the stage is on and installed and the video has sound (a
+        silent video's run needs no encoder)."""
         from vidagent.models import voices
 
-        if settings.speakers != "off" and voices.available():
+        if ctx.settings.speakers != "off" and ctx.video.has_audio and voices.available():
             self._encoder = self._encoder or voices.VoiceEncoder()
 
     def fingerprint(self, settings: Settings) -> str:
