@@ -200,6 +200,9 @@ def test_show_and_search_read_the_index(
     assert hits.returncode == 0, hits.stderr
     rows = json.loads(hits.stdout)
     assert rows and all(r["t1"] > 6 for r in rows)  # the time filter holds
+    assert {r["name"] for r in rows} == {small_video.name}
+    plain = vidagent("search", "all", "hello there", home=_isolated_home, env=fake_env)
+    assert plain.stdout.splitlines()[0].split()[1] == small_video.name  # not its id
     assert rows[0]["start"] in {"00:00:05", "00:00:10"}
     bad = vidagent(
         "search", small_video.name, "x", "--from", "soon", home=_isolated_home, env=fake_env

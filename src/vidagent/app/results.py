@@ -215,16 +215,19 @@ class SearchHit:
     """``search``: one clip that matches, with its span and score; ``recorded_at`` is when its
     video's recording started (ISO-8601, ``""`` unknown), so its times also read as wall-clock
     times (``wall_t0``, ``wall_t1``: None when unknown); ``speakers`` is who speaks in it
-    (``S1 (Dr Lee)``, in order of speech; empty where nobody is labelled)."""
+    (``S1 (Dr Lee)``, in order of speech; empty where nobody is labelled); ``name`` its
+    video's file name."""
 
     hit: ClipHit
     recorded_at: str = ""
     speakers: tuple[str, ...] = ()
+    name: str = ""
 
     def to_json(self) -> dict[str, Any]:
         c = self.hit.clip
         return {
             "video_id": c.video_id,
+            "name": self.name,
             "t0": c.t0,
             "t1": c.t1,
             "start": hms(c.t0),

@@ -117,13 +117,15 @@ def search(
             for h in hits
             if any(a < h.clip.t1 and b > h.clip.t0 for a, b in spans[h.clip.video_id])
         ][:top]
-    recorded = {v.video_id: v.recorded_at for v in lib.list_videos()} if hits else {}
+    listed = {v.video_id: v for v in lib.list_videos()} if hits else {}
     out = []
     for h in hits:
         c = h.clip
         segments = lib.transcript(c.video_id, c.t0, c.t1)
         who = tuple(who_speaks(segments, names(lib, c.video_id), c.t0, c.t1))
-        out.append(SearchHit(h, recorded.get(c.video_id, ""), who))
+        video = listed.get(c.video_id)
+        recorded, name = (video.recorded_at, video.name) if video else ("", "")
+        out.append(SearchHit(h, recorded, who, name))
     return out
 
 

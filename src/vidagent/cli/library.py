@@ -210,9 +210,9 @@ def search(
         who = f"  [{', '.join(found_hit.speakers)}]" if found_hit.speakers else ""
         wall = found_hit.to_json()["wall_t0"]
         when = f"{hms(h.clip.t0)}-{hms(h.clip.t1)}" + (f" ({wall})" if wall else "")
-        click.echo(
-            f"{h.score:.3f}  {h.clip.video_id[:8]}  {when}  {' '.join(h.clip.caption.split())[:90]}{who}{said}"
-        )
+        video = found_hit.name or h.clip.video_id[:8]
+        caption = " ".join(h.clip.caption.split())[:90]
+        click.echo(f"{h.score:.3f}  {video}  {when}  {caption}{who}{said}")
 
 
 @cli.command()
