@@ -108,6 +108,7 @@ def test_an_export_holds_exact_clips_frames_sheet_subtitles_and_a_valid_index(
     timeline = (out / "timeline.md").read_text()
     assert "**Question:** When does the door open?" in timeline
     assert f"[{first['clip']}]({first['clip']})" in timeline and "> the door opens" in timeline
+    assert "Quoted from 00:00:02.5-00:00:03.5." in timeline  # the quote's own time in the span
     assert first["transcript"][0]["speaker"] == "Dr Lee"
 
 

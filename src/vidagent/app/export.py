@@ -414,6 +414,7 @@ def _timeline(index: dict[str, Any]) -> str:
         if c["quote"]:
             out.append(f"> {' '.join(c['quote'].split())}")
             out.append("")
+            out.append(f"Quoted from {clock(c['quote_t0'])}-{clock(c['quote_t1'])}.")
         out.append(f"Found in: {c['source'] or 'nothing matched'}; support {c['support']:.2f}.")
         if c["clip"]:
             out.append(f"Clip: [{c['clip']}]({c['clip']})")
