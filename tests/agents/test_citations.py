@@ -173,6 +173,17 @@ def test_a_spoken_answer_is_found_and_quoted_at_its_words_own_times(library: Lib
     ]
 
 
+def test_a_quotes_padded_times_are_kept_to_the_millisecond() -> None:
+    from vidagent.agents.citations.check import Checker
+    from vidagent.agents.citations.pieces import Piece
+    from vidagent.agents.types import Claim
+
+    words = ((4.0, 5.0, "I"), (5.23, 6.75, "Paul."))  # 5.23 - 0.3 is 4.930000000000001
+    piece = Piece(VID, 4.0, 7.0, "speech", "I am Paul.", words)
+    checker = Checker(None, None, durations={VID: 60.0})  # type: ignore[arg-type]
+    assert checker.quote(Claim("Who? Paul", frozenset({"paul"})), piece) == (4.93, 7.05, "Paul.")
+
+
 def test_part_of_the_key_words_is_partial(library: Library) -> None:
     q = Question("How much does a license cost?", (VID,), ("ten dollars", "totally free of charge"))
     (c,) = answered(ask(library, q, "B", [(4.0, 8.0)])).citations

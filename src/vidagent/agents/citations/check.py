@@ -190,7 +190,8 @@ class Checker:
     def quote(self, claim: Claim, piece: Piece) -> tuple[float, float, str]:
         """The quote of ``piece`` for ``claim`` and its time: of speech, the words from the
         first matched key word to the last, at their own times with :data:`PAD_SECONDS`
-        either side; else the piece at its own time. Clamped to the video."""
+        either side; else the piece at its own time. Clamped to the video, to the millisecond
+        (a padded word time reads 4.93, not 4.930000000000001)."""
         t0, t1, text = piece.t0, piece.t1, piece.text
         if piece.words:
             hit = [i for i, w in enumerate(piece.words) if held(w[2]) & claim.key_words]
@@ -200,7 +201,7 @@ class Checker:
                 t1 = piece.words[b][1] + PAD_SECONDS
                 text = " ".join(w[2].strip() for w in piece.words[a : b + 1])
         end = self.duration(piece.video_id)
-        t0, t1 = max(0.0, min(t0, end)), max(0.0, min(t1, end))
+        t0, t1 = round(max(0.0, min(t0, end)), 3), round(max(0.0, min(t1, end)), 3)
         return t0, max(t0, t1), text
 
 
