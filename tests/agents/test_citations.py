@@ -443,6 +443,16 @@ def test_a_claim_that_cites_no_moment_says_so() -> None:
     assert "not cited" not in "\n".join(lines[:at])  # the first claim has its citation
 
 
+def test_an_unreadable_answer_says_what_could_not_be_read() -> None:
+    # A free-form question whose model could not be reached: no option was ever offered, so
+    # "no option could be read" was the wrong thing to say (found with a dead endpoint).
+    e = Answered(1.0, "", None, False, True, "model_error", None, [])
+    free = render_answer(e).splitlines()
+    assert free[:2] == ["answer: (none)", "  (no answer was given: recorded as unparsable)"]
+    chosen = render_answer(dataclasses.replace(e, text="maybe"), options=["yes", "no"])
+    assert "  (no option could be read from this answer: recorded as unparsable)" in chosen
+
+
 def test_an_answer_is_valid_against_its_shipped_json_schema(
     library: Library, tmp_path: Path
 ) -> None:

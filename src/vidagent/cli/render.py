@@ -193,9 +193,10 @@ def render_answer(
             text = f"({letter}) {option}".rstrip()
         elif not re.match(rf"^(?:\({letter}\)|{letter}(?:$|[.):]))", text):
             text = f"({letter}) {text}"
-    lines = [f"answer: {text}"]
+    lines = [f"answer: {text or '(none)'}"]
     if not e.parsed:
-        lines.append("  (no option could be read from this answer: recorded as unparsable)")
+        what = "no option could be read from this answer" if options else "no answer was given"
+        lines.append(f"  ({what}: recorded as unparsable)")
     if e.forced:
         note = f"; {e.note}" if e.note else ""
         lines.append(f"  (forced final answer: {e.reason}{note})")
