@@ -251,6 +251,11 @@ class ServerError(RetryableError):
     """HTTP 5xx from the endpoint."""
 
 
+class EndpointUnreachable(ServerError):
+    """No connection could be made to the endpoint (refused, or its name not resolved), after
+    the retries: a second call to it now would fail the same way."""
+
+
 class MalformedResponseError(RetryableError):
     """A response body that does not follow the protocol."""
 

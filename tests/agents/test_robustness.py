@@ -246,6 +246,32 @@ def test_videoagent2_a_refusal_twice_gives_an_empty_answer_saying_why(
     assert answer.trace is not None and answer.trace.totals is not None  # the run finished
 
 
+def test_an_unreachable_endpoint_is_not_asked_again_for_a_final_answer(indexed: Indexed) -> None:
+    # A wrong base URL: the forced final answer went to the same dead endpoint, and a user
+    # waited through its retries twice (37 s against 12 s with the default retries).
+    import socket
+
+    library, video_id, _ = indexed
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once closed
+    settings = load_settings(
+        {
+            **INDEX_SPECS,
+            "llm": "openai:agent",
+            "openai_base_url": f"http://127.0.0.1:{port}/v1",
+            "openai_api_key": "sk-test",
+            "max_retries": 0,
+        }
+    )
+    with Models(settings) as models:
+        answer = DVDAgent(library, models).run(Question("What text?", (video_id,), OPTIONS))
+    assert (answer.text, answer.forced, answer.reason) == ("", True, "model_error")
+    assert answer.note.startswith("EndpointUnreachable") and "no final answer asked" in answer.note
+    assert answer.trace is not None
+    assert [e.role for e in answer.trace.of(ModelCall)] == ["llm"]  # one call, not two
+
+
 def test_tool_calls_carry_their_span_on_the_model_calls_inside(indexed: Indexed) -> None:
     """A model call made by a tool is stamped with that tool call's id (trace tree)."""
     library, video_id, settings = indexed

@@ -72,7 +72,7 @@ from vidagent.agents.types import (
     answered,
 )
 from vidagent.budget import Budget, BudgetExceeded, Meter, Stopped
-from vidagent.exceptions import ConfigError, LibraryError, ProviderError
+from vidagent.exceptions import ConfigError, EndpointUnreachable, LibraryError, ProviderError
 from vidagent.models.base import Message
 from vidagent.models.client import CallRecord, UsageLedger
 from vidagent.roles import ROLES
@@ -483,7 +483,13 @@ class Agent:
         except RepeatedFailure as e:
             return self._forced(run, "repeated_failures", str(e))
         except ProviderError as e:
-            return self._forced(run, "model_error", f"{type(e).__name__}: {e}")
+            note = f"{type(e).__name__}: {e}"
+            llm = self.models.client("llm").adapter.endpoint
+            if isinstance(e, EndpointUnreachable) and e.endpoint == llm:
+                # the final answer would be asked of the endpoint just found unreachable
+                unasked = "no final answer asked of an endpoint that cannot be reached"
+                return run.answer("", forced=True, reason="model_error", note=f"{note}; {unasked}")
+            return self._forced(run, "model_error", note)
 
     def _looker(self, run: Run, client: Client) -> FrameLooker:
         return FrameLooker(client, self.index, run.meter, self.budget.frames)

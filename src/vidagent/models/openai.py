@@ -90,6 +90,7 @@ import numpy as np
 from vidagent.exceptions import (
     ConfigError,
     ContextOverflowError,
+    EndpointUnreachable,
     MalformedResponseError,
     ProviderTimeout,
     RateLimitError,
@@ -401,6 +402,10 @@ def _transport_errors(endpoint: str) -> Iterator[None]:
     except httpx.TimeoutException as e:
         raise ProviderTimeout(
             f"no answer within the timeout ({type(e).__name__})", endpoint=endpoint
+        ) from None
+    except httpx.ConnectError as e:
+        raise EndpointUnreachable(
+            f"connection failed: {type(e).__name__}: {e}", endpoint=endpoint
         ) from None
     except httpx.TransportError as e:
         raise ServerError(
