@@ -185,6 +185,22 @@ def test_opencv_detector_searching_frames_at_once_finds_what_one_at_a_time_finds
     assert sum(label == "person" for f in found[3] for label, _ in f) >= 5
 
 
+def test_opencv_detector_searches_frames_smaller_than_its_window() -> None:
+    # OpenCV 4.14's HOG corrupts memory on a picture smaller than its 64x128 window: indexing
+    # a 160x96 video ended in a segmentation fault. Such frames are scaled up to hold it.
+    from vidagent.models.opencv import OpenCVDetector
+
+    rng = np.random.default_rng(0)
+    sizes = [(96, 160), (128, 47), (40, 40), (96, 2000)]
+    frames = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for h, w in sizes]
+    detector = OpenCVDetector("hog+haar", {"workers": "1"})
+    for (h, w), found in zip(sizes, detector.detect(frames), strict=True):
+        assert all(
+            0 <= x0 <= x1 <= w + 1 and 0 <= y0 <= y1 <= h + 1
+            for x0, y0, x1, y1 in (d.box for d in found)
+        )
+
+
 def test_opencv_detector_is_silent_on_a_blank_frame(models: Models) -> None:
     detector = models.client("detector")
     assert detector.detect([np.full((360, 640, 3), 128, np.uint8)]) == [[]]

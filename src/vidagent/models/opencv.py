@@ -9,6 +9,10 @@ that way, 6.3 s and 12.3 CPU seconds one frame at a time on OpenCV's 2 threads (
 the same detections. HOG finds people taller than ~128 px at
 the working scale; small, distant people are missed, which is the price of running offline on a
 CPU. Open-vocabulary detectors need weights this package cannot ship.
+
+A frame smaller than HOG's 64x128 window (:data:`HOG_WINDOW`) is scaled up until the window
+fits: OpenCV 4.14's ``detectMultiScale`` corrupts memory on a picture smaller than it (a
+160x96 video killed the process with a segmentation fault), and could find no one there anyway.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ if TYPE_CHECKING:
     from vidagent.config import Settings
 
 KINDS = {"hog": "person", "haar": "face"}
+#: HOG's people window, width and height in pixels (module docstring).
+HOG_WINDOW = (64, 128)
 
 
 def _kinds(model: str) -> tuple[str, ...]:
@@ -112,9 +118,18 @@ class OpenCVDetector(Adapter):
     def _detect_one(self, rgb: np.ndarray) -> list[Detection]:
         import cv2
 
-        scale = min(1.0, self.max_width / rgb.shape[1])
+        height, width = rgb.shape[:2]
+        scale = min(1.0, self.max_width / width)
+        if height * scale < HOG_WINDOW[1] or width * scale < HOG_WINDOW[0]:
+            scale = max(HOG_WINDOW[1] / height, HOG_WINDOW[0] / width)  # up, to hold the window
         if scale < 1.0:
             rgb = cv2.resize(rgb, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+        elif scale > 1.0:
+            size = (
+                max(HOG_WINDOW[0], round(width * scale)),
+                max(HOG_WINDOW[1], round(height * scale)),
+            )
+            rgb = cv2.resize(rgb, size, interpolation=cv2.INTER_LINEAR)
         gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)  # (H, W) uint8
         hog, haar = self._models()
         found: list[Detection] = []
