@@ -23,7 +23,7 @@ from vidagent.app.benchmarks import RunConfig, run_benchmark
 from vidagent.bench.answers import parse_prediction
 from vidagent.bench.base import Sample
 from vidagent.bench.rundir import RowLog, check_resume, read_manifest, read_rows
-from vidagent.exceptions import ServerError, UserError
+from vidagent.exceptions import EndpointUnreachable, ServerError, UserError
 from vidagent.models.base import Capabilities, ChatRequest
 from vidagent.models.fake import ALL_ROLES, FakeAdapter
 from vidagent.prompts import prompt_hash
@@ -138,6 +138,49 @@ def _budget(**limits: Any) -> Any:
     from vidagent.budget import Budget
 
     return Budget(**limits)
+
+
+def test_an_endpoint_that_cannot_be_reached_stops_the_run_and_a_resume_goes_on(
+    nextqa: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vidagent.app.benchmarks import runner
+
+    monkeypatch.setattr(runner, "UNREACHABLE_STOP", 3)  # the nextqa sample has 5 questions
+    settings = settings_with(max_retries=0)
+    down = {"on": True}
+
+    def reply(request: ChatRequest) -> str:
+        if down["on"]:
+            raise EndpointUnreachable("connection failed: ConnectError", endpoint="fake")
+        return "B"
+
+    out = tmp_path / "run"
+    config = RunConfig("nextqa", nextqa, concurrency=1)
+    with (
+        hub(settings, FakeAdapter.function(reply)) as models,
+        pytest.raises(
+            EndpointUnreachable, match="3 questions in a row could not reach it, so the run stopped"
+        ),
+    ):
+        run_benchmark(config, settings=settings, out=out, models=models)
+    rows = read_rows(out / "predictions.jsonl")
+    # stopped at the third; the question already in flight then (the one thread takes the next
+    # as soon as one ends) finishes and is recorded; the fifth is never asked
+    assert len(rows) in (3, 4)
+    assert all(r["error"].startswith(runner.UNREACHABLE) for r in rows.values())
+    down["on"] = False
+    with hub(settings, FakeAdapter.function(reply)) as models:
+        again = run_benchmark(config, settings=settings, out=out, models=models)
+    assert (again.ran, again.errors) == (5, 0)  # the 3 failed rows asked again, and the rest
+    # a question that reaches its endpoint breaks the streak
+    reach = runner.Unreachable()
+    for error in [
+        "model error: EndpointUnreachable: x",
+        None,
+        "model error: EndpointUnreachable: x",
+    ]:
+        reach.check({"error": error})
+    assert reach.streak == 1
 
 
 def test_a_failed_question_is_recorded_and_asked_again_on_resume(

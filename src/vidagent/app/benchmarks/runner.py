@@ -26,7 +26,10 @@ Errors. A question whose video is missing gets no row: it is listed in the manif
 as unanswered by reports. A question that fails (a provider error after the client's retries, a
 video that cannot be decoded, an unexpected exception) gets a row with ``error`` and its
 traceback goes to ``errors.log``. A :class:`~vidagent.exceptions.UserError` (a bad spec, a
-missing backend) stops the run at once, since every question would fail the same way.
+missing backend) stops the run at once, since every question would fail the same way; so do
+:data:`UNREACHABLE_STOP` questions in a row whose reasoning endpoint could not be reached at all
+(:class:`~vidagent.exceptions.EndpointUnreachable`: a wrong base URL, a server that is down),
+rather than spend each remaining question's retries on it; a run started again resumes there.
 """
 
 from __future__ import annotations
@@ -64,7 +67,13 @@ from vidagent.bench.rundir import (
     write_json_atomic,
 )
 from vidagent.budget import Budget
-from vidagent.exceptions import ConfigError, MediaError, ProviderError, UserError
+from vidagent.exceptions import (
+    ConfigError,
+    EndpointUnreachable,
+    MediaError,
+    ProviderError,
+    UserError,
+)
 from vidagent.roles import ROLES
 
 if TYPE_CHECKING:
@@ -77,6 +86,29 @@ if TYPE_CHECKING:
 
 #: Roles the agent loop calls on every step; the thread pool is capped by their endpoints.
 AGENT_ROLES = ("llm", "tool_vlm")
+#: Questions in a row that could not reach their reasoning endpoint at all stop a run.
+UNREACHABLE_STOP = 5
+UNREACHABLE = "model error: EndpointUnreachable"
+
+
+class Unreachable:
+    """Counts questions in a row whose rows say their endpoint could not be reached, and stops
+    the run at :data:`UNREACHABLE_STOP` of them (module docstring)."""
+
+    def __init__(self) -> None:
+        self.streak = 0
+        self.last = ""
+
+    def check(self, row: dict[str, Any]) -> None:
+        error = row["error"] or ""
+        self.streak = self.streak + 1 if error.startswith(UNREACHABLE) else 0
+        self.last = error or self.last
+        if self.streak >= UNREACHABLE_STOP:
+            why = self.last.removeprefix("model error: EndpointUnreachable: ")
+            raise EndpointUnreachable(
+                f"{why}; {self.streak} questions in a row could not reach it, so the run stopped "
+                "(run again to resume once it answers)"
+            )
 
 
 class Workers(Protocol):
@@ -424,10 +456,12 @@ class _Run:
             if self.executor is None:
                 self._answer_all(todo, workers, progress, record)
             else:  # its workers return rows; only this process writes them
+                reach = Unreachable()
                 for row in self.executor.answer(
                     self.config, self.session, self.out, todo, progress
                 ):
                     record(row)
+                    reach.check(row)
         answer_seconds = time.monotonic() - answering
         scores, more = self._scores(split)
         return RunSummary(
@@ -567,7 +601,7 @@ class _Run:
         futures = [pool.submit(self.asker.row, s) for s in todo]
         pending: set[Future[dict[str, Any]]] = set(futures)
         recorded: set[Future[dict[str, Any]]] = set()
-        failed = 0
+        failed, reach = 0, Unreachable()
         try:
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -578,6 +612,7 @@ class _Run:
                     failed += row["error"] is not None
                     bar.update()
                     bar.set_postfix(errors=failed, refresh=False)
+                    reach.check(row)  # and an endpoint that cannot be reached, here
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
             for future in futures:  # rows of questions that finished while the run stopped
