@@ -132,6 +132,19 @@ def test_quiet_openmp_keeps_what_the_user_set(monkeypatch: pytest.MonkeyPatch) -
     assert os.environ["KMP_BLOCKTIME"] == "50"
 
 
+def test_the_hub_sets_the_openmp_environment_in_the_thread_that_builds_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Not later, in a thread loading a model beside others that read the environment.
+    from vidagent.config import load_settings
+    from vidagent.models.client import Models
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("KMP_BLOCKTIME", raising=False)
+    with Models(load_settings({"cache": "off"}, env={})):
+        assert (os.environ["OMP_WAIT_POLICY"], os.environ["KMP_BLOCKTIME"]) == ("PASSIVE", "0")
+
+
 def test_blas_threads_sizes_numpys_pool() -> None:
     threadpoolctl = pytest.importorskip("threadpoolctl")
     np.ones((4, 4)) @ np.ones((4, 4))  # numpy's BLAS is loaded

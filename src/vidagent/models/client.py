@@ -58,6 +58,7 @@ from vidagent.models.base import (
 )
 from vidagent.models.cache import CacheableRequest, ResponseCache
 from vidagent.models.context import fit_request
+from vidagent.models.cpu import quiet_openmp
 from vidagent.roles import capability
 
 if TYPE_CHECKING:
@@ -685,6 +686,11 @@ class Models:
         self._lock = threading.Lock()
         self._clients: dict[str, Client] = {}
         self._by_spec: dict[str, Adapter] = {}
+        # The OpenMP settings go into the environment here, in the thread that builds the hub,
+        # before a model loads in a thread of its own (ingest warms them beside its stages):
+        # setenv while other threads read the environment (decoders', LanceDB's, Ray's gRPC)
+        # is undefined behaviour in C. Each model's load asks again, and finds them set.
+        quiet_openmp()
 
     @classmethod
     def from_adapters(
