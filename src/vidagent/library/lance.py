@@ -4,7 +4,8 @@ LanceDB 0.40 imports ``lance_namespace``, which imports the model classes of
 ``lance_namespace_urllib3_client``, the REST client of a Lance namespace server; that package's
 ``__init__`` also imports its nine API modules, whose 366 methods pydantic's ``validate_call``
 wraps at import. That was 0.35-0.45 s of CPU in every process that opened a Library (``import
-lancedb``: 0.95-1.06 s against 0.59-0.67 s without it, AMD EPYC, 2 cores), for a client that a
+lancedb``: 0.95-1.06 CPU-s against 0.59-0.67 without it, AMD EPYC, 2 cores beside a running test
+suite; a CLI command that opens a Library, idle: 1.31 s against 0.82 s), for a client that a
 Library on a local path or an object store never calls, and vidagent starts many such processes
 (CLI runs, ``--jobs`` and Ray workers, servers).
 
