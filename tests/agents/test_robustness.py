@@ -270,6 +270,8 @@ def test_an_unreachable_endpoint_is_not_asked_again_for_a_final_answer(indexed: 
     assert answer.note.startswith("EndpointUnreachable") and "no final answer asked" in answer.note
     assert answer.trace is not None
     assert [e.role for e in answer.trace.of(ModelCall)] == ["llm"]  # one call, not two
+    totals = answer.trace.totals
+    assert totals is not None and totals.seconds == round(totals.seconds, 3)  # no binary noise
 
 
 def test_tool_calls_carry_their_span_on_the_model_calls_inside(indexed: Indexed) -> None:

@@ -460,7 +460,7 @@ class Agent:
                 input_tokens=usage[0],
                 output_tokens=usage[1],
                 cost_usd=m.cost_usd,
-                seconds=m.seconds,
+                seconds=round(m.seconds, 3),  # to the millisecond, as a trace reads it
                 unpriced=unpriced,
             )
         finally:
