@@ -191,7 +191,7 @@ def test_opencv_detector_searches_frames_smaller_than_its_window() -> None:
     from vidagent.models.opencv import OpenCVDetector
 
     rng = np.random.default_rng(0)
-    sizes = [(96, 160), (128, 47), (40, 40), (96, 2000)]
+    sizes = [(96, 160), (128, 47), (40, 40), (96, 2000), (151, 1000)]  # the last shrunk less
     frames = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for h, w in sizes]
     detector = OpenCVDetector("hog+haar", {"workers": "1"})
     for (h, w), found in zip(sizes, detector.detect(frames), strict=True):

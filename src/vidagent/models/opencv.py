@@ -121,15 +121,16 @@ class OpenCVDetector(Adapter):
         height, width = rgb.shape[:2]
         scale = min(1.0, self.max_width / width)
         if height * scale < HOG_WINDOW[1] or width * scale < HOG_WINDOW[0]:
-            scale = max(HOG_WINDOW[1] / height, HOG_WINDOW[0] / width)  # up, to hold the window
-        if scale < 1.0:
-            rgb = cv2.resize(rgb, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
-        elif scale > 1.0:
+            # shrunk less, or grown: the window must fit (module docstring)
+            scale = max(HOG_WINDOW[1] / height, HOG_WINDOW[0] / width)
+        if scale != 1.0:
+            # rounded sizes never below the window, whichever way the frame was scaled
             size = (
                 max(HOG_WINDOW[0], round(width * scale)),
                 max(HOG_WINDOW[1], round(height * scale)),
             )
-            rgb = cv2.resize(rgb, size, interpolation=cv2.INTER_LINEAR)
+            shrink = cv2.INTER_AREA if scale < 1.0 else cv2.INTER_LINEAR
+            rgb = cv2.resize(rgb, size, interpolation=shrink)
         gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)  # (H, W) uint8
         hog, haar = self._models()
         found: list[Detection] = []

@@ -88,7 +88,9 @@ if TYPE_CHECKING:
 AGENT_ROLES = ("llm", "tool_vlm")
 #: Questions in a row that could not reach their reasoning endpoint at all stop a run.
 UNREACHABLE_STOP = 5
-UNREACHABLE = "model error: EndpointUnreachable"
+#: How such a row's ``error`` begins (:class:`~vidagent.app.benchmarks.questions.QuestionRun`
+#: writes a forced answer's note, which names the error's type first).
+UNREACHABLE = f"model error: {EndpointUnreachable.__name__}"
 
 
 class Unreachable:
@@ -97,14 +99,12 @@ class Unreachable:
 
     def __init__(self) -> None:
         self.streak = 0
-        self.last = ""
 
     def check(self, row: dict[str, Any]) -> None:
         error = row["error"] or ""
         self.streak = self.streak + 1 if error.startswith(UNREACHABLE) else 0
-        self.last = error or self.last
         if self.streak >= UNREACHABLE_STOP:
-            why = self.last.removeprefix("model error: EndpointUnreachable: ")
+            why = error.removeprefix(f"{UNREACHABLE}: ")
             raise EndpointUnreachable(
                 f"{why}; {self.streak} questions in a row could not reach it, so the run stopped "
                 "(run again to resume once it answers)"
