@@ -85,11 +85,17 @@ fi
 "${pip[@]}" -q --find-links "$wheels" -e "$extras"
 kill "$beat" 2>/dev/null || true
 
-# Headless Chromium for the web UI's browser tests (tests/server/test_browser.py, which skip
-# without it), installed only as root where apt-get exists; setup never fails for want of it.
-if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  { apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 \
-    || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium chromium-driver >/dev/null 2>&1; }; } \
-    || echo "chromium unavailable: browser tests will skip" >&2
+# Debian programs some tests need, installed only as root where apt-get exists; setup never
+# fails for want of them (their tests skip, each with the reason): headless Chromium for the web
+# UI's browser tests (tests/server/test_browser.py) and espeak-ng, the voices of the generated
+# clips (benchmarks/clips.py: the countdown, the conversation, two voices) and of the speaker
+# tests.
+wanted=()
+command -v chromium >/dev/null || wanted+=(chromium chromium-driver)
+command -v espeak-ng >/dev/null || wanted+=(espeak-ng)
+if [ ${#wanted[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  { apt-get install -y -q "${wanted[@]}" >/dev/null 2>&1 \
+    || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q "${wanted[@]}" >/dev/null 2>&1; }; } \
+    || echo "${wanted[*]} unavailable: their tests will skip" >&2
 fi
 .venv/bin/vidagent --version
