@@ -310,6 +310,16 @@ def test_a_quoted_time_never_leaves_the_video(library: Library) -> None:
     assert c.label == "found" and (c.t0, c.t1) == (10.7, 12.0)
 
 
+def test_a_quote_writes_a_word_the_asr_split_off_onto_the_one_before(library: Library) -> None:
+    # whisper hears "about £40,000" as the words "about", "£40", ",000"
+    words = [[9.0, 9.4, "about", 0.9], [9.4, 9.9, "£40", 0.9], [9.9, 10.5, ",000", 0.9]]
+    said = "About £40,000."
+    library.put_transcript(VID, [TranscriptSegment(VID, 0, 9.0, 10.5, said, json.dumps(words))])
+    q = Question("How much does it cost?", (VID,), ("£40,000", "£10"))
+    (c,) = answered(ask(library, q, "A", [(8.0, 12.0)])).citations
+    assert (c.label, c.text) == ("found", "£40,000")
+
+
 def test_detections_are_read_at_their_frames(library: Library) -> None:
     q = Question("Is anyone in view at the start?", (VID,), ("nobody", "a person"))
     (c,) = answered(ask(library, q, "B", [(0.0, 4.0)])).citations

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from vidagent.library.schema import ClipRow, DescriberFacts
+from vidagent.library.schema import ClipRow, DescriberFacts, spoken
 
 
 def test_describer_facts_round_trip_keeping_what_was_measured_as_none() -> None:
@@ -49,3 +49,17 @@ def test_ocr_line_times_fall_back_to_the_clip_only_where_not_recorded() -> None:
     assert untimed.ocr_line_times() == [("OPEN DAY", 5.0, 10.0), ("x7", 5.0, 10.0)]
     nothing = ClipRow("v", 1, 5.0, 10.0)
     assert nothing.ocr_times_recorded and nothing.ocr_line_times() == []
+
+
+@pytest.mark.parametrize(
+    ("words", "text"),
+    [
+        (["About", "£40", ",000", "paid."], "About £40,000 paid."),  # faster-whisper's split
+        (["It", "is", "3", ".5", "metres"], "It is 3.5 metres"),
+        (["up", "50", "%", "(", "roughly", ")"], "up 50% (roughly)"),
+        (["", " Good", "morning,", "all."], "Good morning, all."),
+        ([], ""),
+    ],
+)
+def test_spoken_joins_words_as_they_were_said(words: list[str], text: str) -> None:
+    assert spoken(words) == text

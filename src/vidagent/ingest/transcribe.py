@@ -39,7 +39,7 @@ import numpy as np
 
 from vidagent.exceptions import NoAudioError
 from vidagent.ingest.base import IngestContext, Stage, StageEstimate, cpu_wall
-from vidagent.library.schema import TranscriptSegment
+from vidagent.library.schema import TranscriptSegment, spoken
 from vidagent.media import audio_spans, iter_audio
 from vidagent.models.base import TranscribeRequest
 
@@ -132,8 +132,8 @@ def _quietest(rms: np.ndarray, samples: int, lo: float, hi: float) -> float:
 
 
 def clip_text(words: list[WordTimes], t0: float, t1: float) -> str:
-    """The words whose midpoint falls in ``[t0, t1)``, joined by spaces."""
-    return " ".join(w for a, b, w in words if t0 <= (a + b) / 2 < t1)
+    """The words whose midpoint falls in ``[t0, t1)``, as said (:func:`~vidagent.library.schema.spoken`)."""
+    return spoken(w for a, b, w in words if t0 <= (a + b) / 2 < t1)
 
 
 class Transcribe(Stage):

@@ -21,6 +21,7 @@ here, so no caller parses them by hand. Two of the ``clips`` columns came with s
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, NamedTuple, get_args
 
@@ -253,6 +254,26 @@ class TranscriptSegment:
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> TranscriptSegment:
         return cls(**{f.name: row[f.name] for f in fields(cls)})
+
+
+#: How a word the ASR split off the one before it begins (``"£40"`` then ``",000"``; ``"3"``
+#: then ``".5"``): such a word is written on to the word before, not after a space; so is a
+#: word after an opening bracket.
+GLUED = tuple(",.:;%)?!")
+
+
+def spoken(words: Iterable[str]) -> str:
+    """Transcript words (:attr:`TranscriptSegment.words`' third fields, stored without the
+    ASR's leading spaces) as the text that was said: joined by spaces, except a word that
+    continues the one before it (:data:`GLUED`), so ``["About", "£40", ",000"]`` reads
+    ``"About £40,000"`` as the segment's own text does."""
+    text = ""
+    for word in words:
+        word = word.strip()
+        if word:
+            glued = not text or word.startswith(GLUED) or text.endswith("(")
+            text += word if glued else f" {word}"
+    return text
 
 
 #: What a derived artefact is; one table holds them all, told apart by ``(kind, key)``.

@@ -51,6 +51,7 @@ from vidagent.agents.citations.claims import claims_of, held, surface
 from vidagent.agents.citations.pieces import Piece, clip_pieces, pieces_in, speech
 from vidagent.agents.citations.rules import notes
 from vidagent.agents.types import AbstainPolicy, Claim, ClaimStatus, Verification
+from vidagent.library.schema import spoken
 from vidagent.trace import Citation
 
 if TYPE_CHECKING:
@@ -199,7 +200,7 @@ class Checker:
                 a, b = hit[0], hit[-1]
                 t0 = piece.words[a][0] - PAD_SECONDS
                 t1 = piece.words[b][1] + PAD_SECONDS
-                text = " ".join(w[2].strip() for w in piece.words[a : b + 1])
+                text = spoken(w[2] for w in piece.words[a : b + 1])
         end = self.duration(piece.video_id)
         t0, t1 = round(max(0.0, min(t0, end)), 3), round(max(0.0, min(t1, end)), 3)
         return t0, max(t0, t1), text

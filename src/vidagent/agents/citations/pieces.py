@@ -25,6 +25,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from vidagent.library.schema import spoken
 from vidagent.models.perception import LABEL as DESCRIBER_LABEL
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ def speech(index: IndexView, video_id: str, lo: float, hi: float) -> list[Piece]
         timed = tuple((float(w[0]), float(w[1]), str(w[2])) for w in json.loads(seg.words or "[]"))
         who = f"{seg.speaker} ({names[seg.speaker]})" if seg.speaker in names else seg.speaker
         if any(lo <= (w[0] + w[1]) / 2 <= hi for w in timed):
-            text = " ".join(w[2].strip() for w in timed)
+            text = spoken(w[2] for w in timed)
             pieces.append(Piece(video_id, timed[0][0], timed[-1][1], "speech", text, timed, who))
         elif not timed and seg.text.strip():  # no word times: where it is said is not known
             a, b = max(seg.t0, lo), min(seg.t1, hi)
