@@ -405,3 +405,22 @@ def test_ask_about_a_folder_asks_about_every_video_in_it(
     empty.mkdir()
     done = vidagent("ask", str(empty), "What?", home=_isolated_home, env=env)
     assert done.returncode == 2 and "a folder with no video files in it" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("strategy", "said"), [("dvd", "; llm llamacpp:smollm2-135m"), ("retrieval", "; no llm")]
+)
+def test_the_run_header_names_the_llm_only_for_a_strategy_that_calls_one(
+    strategy: str, said: str
+) -> None:
+    started = RunStarted(
+        0.0,
+        strategy=strategy,
+        question="What is said?",
+        options=[],
+        videos=[{"video_id": "v" * 16, "name": "talk.mp4", "duration": 9.0}],
+        models={"llm": "llamacpp:smollm2-135m"},
+        budget={},
+    )
+    (header,) = render([started])
+    assert header.splitlines()[1] == f"  videos: talk.mp4{said}"

@@ -86,7 +86,9 @@ class Renderer:
             opts = "".join(f"\n  ({chr(65 + i)}) {o}" for i, o in enumerate(e.options))
             note = f"\n  note: {e.index['note']}" if e.index.get("note") else ""
             window = _windows(e.videos)
-            return f"{head}{opts}\n  videos: {videos}; llm {e.models.get('llm', '?')}{window}{note}"
+            # the retrieval baseline calls no llm: naming one would say it answered
+            llm = "no llm" if e.strategy == "retrieval" else f"llm {e.models.get('llm', '?')}"
+            return f"{head}{opts}\n  videos: {videos}; {llm}{window}{note}"
         if isinstance(e, ChildStarted):
             data = json.dumps(e.data, ensure_ascii=False) if e.data else ""
             return f"⤷ {e.name} [{e.child}] {self._cut(data)}".rstrip()
