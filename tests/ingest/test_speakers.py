@@ -13,15 +13,17 @@ from typing import Any
 import numpy as np
 import pytest
 from clirun import vidagent
-from factories import INDEX_SPECS
+from factories import INDEX_SPECS, video_record
 from realmedia import get_clip
 
 from vidagent.app import Session
+from vidagent.app.speakers import check_known
 from vidagent.config import Settings, load_settings
 from vidagent.exceptions import ConfigError
 from vidagent.ingest.pipeline import index_path
 from vidagent.ingest.speakers import cluster, label_segments
 from vidagent.library import Library
+from vidagent.library.schema import Artifact
 from vidagent.models import voices
 from vidagent.models.client import Models
 
@@ -189,12 +191,35 @@ def test_rename_and_search_by_speaker(meeting: tuple[Settings, str, list[Any]]) 
             assert {h.hit.clip.clip_index for h in hits} == theirs  # all theirs, no other
             sizes.append(len(theirs))
         assert min(sizes) < len(clips)  # a clip where one speaks alone: the filter filtered
+        with pytest.raises(ConfigError, match=r"no speaker 'S9'; its speakers: S1 \(Dr Lee\), S2"):
+            session.search("the meeting", videos=[vid], speaker="S9")  # not "no matching clips"
+        with pytest.raises(ConfigError, match="no speaker 'Dr Leigh'"):
+            session.search("the meeting", speaker="Dr Leigh")  # the whole Library
         everyone = session.search("the meeting", videos=[vid], top=5)
         assert {w for h in everyone for w in h.speakers} == {"S1 (Dr Lee)", "S2"}
         shown = session.show(vid).to_json()["transcript"]
         assert {(t["speaker"], t["speaker_name"]) for t in shown} == {("S1", "Dr Lee"), ("S2", "")}
         session.rename_speaker(vid, "S1", "")  # an empty name removes it
         assert all(not s.name for s in session.speakers(vid).speakers)
+
+
+def test_a_speaker_is_known_if_any_video_searched_has_it(tmp_path: Path) -> None:
+    library = Library(tmp_path / "lib")
+    talk = {"S1": {"seconds": 4.0, "segments": 2}, "S2": {"seconds": 3.0, "segments": 1}}
+    a, b, c = "a" * 16, "b" * 16, "c" * 16
+    for vid in (a, b, c):
+        library.put_video(video_record(vid))
+    for vid in (a, b):
+        library.put_artifact(Artifact(vid, "speakers", "", data={"speakers": talk}))
+    library.put_artifact(Artifact(b, "speakers", "names", data={"S2": "Bob"}))
+    check_known(library, [a, b], "bob")  # a name given in one of them
+    check_known(library, [a], "s2")
+    with pytest.raises(ConfigError, match="none of the 2 videos searched has a speaker 'S3'"):
+        check_known(library, [a, b], "S3")
+    with pytest.raises(ConfigError, match=r"has no speaker 'S3'; its speakers: S1, S2 \(Bob\)"):
+        check_known(library, [b], "S3")
+    with pytest.raises(ConfigError, match="its speakers: none"):  # not labelled
+        check_known(library, [c], "S1")
 
 
 def test_the_cli_lists_renames_shows_and_filters(
@@ -211,6 +236,8 @@ def test_the_cli_lists_renames_shows_and_filters(
     assert "S2 (Bob Smith): " in shown and " S1: " in shown  # each line with its speaker
     found = vidagent("search", vid, "budget", "--speaker", "bob smith", home=home, env=env)
     assert found.returncode == 0 and "S2 (Bob Smith)" in found.stdout
+    nobody = vidagent("search", vid, "budget", "--speaker", "S7", home=home, env=env)
+    assert nobody.returncode == 1 and "has no speaker 'S7'; its speakers: S1" in nobody.stderr
     bad = vidagent("speakers", vid, "rename", "S7", "X", home=home, env=env)
     assert bad.returncode != 0 and "no speaker 'S7'" in bad.stderr
     vidagent("speakers", vid, "rename", "S2", "", home=home, env=env)

@@ -144,3 +144,26 @@ def who_speaks(
             if label not in out:
                 out.append(label)
     return out
+
+
+def check_known(library: Library, video_ids: Sequence[str], who: str) -> None:
+    """Raise unless some video of ``video_ids`` has the speaker ``who`` (a label or a given
+    name): a search for a speaker nobody is finds nothing for a reason the user should read.
+
+    Raises:
+        ConfigError: no such speaker (for one video, the message lists its speakers).
+    """
+    had: list[str] = []
+    for vid in video_ids:
+        stored = library.artifact(vid, "speakers")
+        labels = sorted(stored.data.get("speakers", {})) if stored else []
+        if label_of(library, vid, who) in labels:
+            return
+        had = labels
+    if len(video_ids) == 1:
+        have = ", ".join(shown(label, names(library, video_ids[0]).get(label, "")) for label in had)
+        raise ConfigError(
+            f"{video_ids[0]} has no speaker {who!r}; its speakers: "
+            f"{have or 'none (index it with the speakers stage first)'}"
+        )
+    raise ConfigError(f"none of the {len(video_ids)} videos searched has a speaker {who!r}")

@@ -84,13 +84,14 @@ def search(
 
     With ``speaker`` (a label such as ``S1`` or a name given with ``speakers rename``), only
     clips where that speaker talks: the nearest ``max(10 * top, 100)`` clips are filtered, so
-    a speaker with few clips far from the text may be missed in a long Library.
+    a speaker with few clips far from the text may be missed in a long Library; a speaker no
+    searched video has is a ConfigError.
 
     With ``window`` only clips in each searched video's window (:mod:`vidagent.app.window`,
     resolved on the live edges now); a window that holds nothing of a video, or needs a
     recording start time it has not, is a ConfigError naming it.
     """
-    from vidagent.app.speakers import names, spans_of, who_speaks
+    from vidagent.app.speakers import check_known, names, spans_of, who_speaks
     from vidagent.library.search import bound_embedding
     from vidagent.tools.index import search_text
 
@@ -117,6 +118,8 @@ def search(
             for h in hits
             if any(a < h.clip.t1 and b > h.clip.t0 for a, b in spans[h.clip.video_id])
         ][:top]
+        if not hits:  # nothing, or nobody by that name: say which
+            check_known(lib, ids if ids is not None else lib.listed_ids(), speaker)
     listed = {v.video_id: v for v in lib.list_videos()} if hits else {}
     out = []
     for h in hits:
