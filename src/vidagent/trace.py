@@ -341,6 +341,8 @@ class Trace:
     ) -> None:
         self.path = Path(path) if path is not None else None
         self.events: list[Event] = []
+        #: A trace read back whose last line was cut off as it was written (:meth:`load`).
+        self.cut = False
         self.listeners = list(listeners)
         self._lock = threading.Lock()
         self._file: IO[str] | None = None
@@ -382,7 +384,9 @@ class Trace:
 
     @classmethod
     def load(cls, path: str | Path) -> Trace:
-        """A trace read back from its JSONL file.
+        """A trace read back from its JSONL file. A last line that is not a whole event and
+        has no newline was cut off as it was written (the process died): the events before it
+        are read and :attr:`cut` is set.
 
         Raises:
             UserError: the file is missing or a line is not a trace event (the message says which).
@@ -392,15 +396,19 @@ class Trace:
             raise UserError(f"{path}: no such trace file")
         trace = cls()
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             raise UserError(f"{path}: not a vidagent trace event file (not text)") from None
+        lines = text.splitlines()
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
                 trace.events.append(event_from_dict(json.loads(line)))
             except (ValueError, AttributeError) as e:
+                if n == len(lines) and not text.endswith("\n") and trace.events:
+                    trace.cut = True
+                    break
                 raise UserError(f"{path}:{n}: not a vidagent trace event ({e})") from None
         if not trace.events:
             raise UserError(f"{path}: the trace is empty")

@@ -65,6 +65,32 @@ def test_ask_shows_steps_live_and_replay_renders_the_same(
     assert summary["letter"] == "B" and summary["totals"]["steps"] == 2
 
 
+def test_replay_reads_a_trace_cut_off_as_it_was_written(
+    small_video: Path, _isolated_home: Path, tmp_path: Path
+) -> None:
+    trace = tmp_path / "run.jsonl"
+    args = ["ask", str(small_video), "What text appears?", "-o", "BYE", "-o", "HELLO VIDAGENT"]
+    fake = fake_env(*SCRIPT)
+    out = vidagent(
+        *args, "--tool-mode", "json", "--trace", str(trace), home=_isolated_home, env=fake
+    )
+    assert out.returncode == 0, out.stderr
+    whole = trace.read_text()
+    lines = whole.splitlines(keepends=True)
+    cut = tmp_path / "cut.jsonl"  # the process died writing its last event (run_finished)
+    cut.write_text("".join(lines[:-1]) + lines[-1][:40])
+    again = vidagent("replay", str(cut), home=_isolated_home)
+    assert again.returncode == 0, again.stderr
+    assert "answer: (B) HELLO VIDAGENT" in again.stdout.splitlines()
+    assert again.stderr.strip() == "note: the trace's last line was cut off as it was written"
+    cut.write_text("".join(lines[:2]) + lines[2][:40])  # and before its answer
+    early = vidagent("replay", str(cut), home=_isolated_home)
+    assert early.returncode == 0 and "the run did not finish" in early.stderr
+    cut.write_text("".join(lines[:2]) + lines[2][:40] + "\n" + "".join(lines[3:]))
+    torn = vidagent("replay", str(cut), home=_isolated_home)  # a bad line inside: not a cut
+    assert torn.returncode == 1 and f"{cut}:3: not a vidagent trace event" in torn.stderr
+
+
 def test_ask_json_output(small_video: Path, _isolated_home: Path) -> None:
     out = vidagent(
         "ask",

@@ -314,3 +314,7 @@ def replay(ctx: click.Context, trace_file: str, calls: bool, width: int, as_json
         return
     for line in render(result.trace.events, width=width, calls=calls):
         click.echo(line)
+    if result.trace.cut:
+        click.echo("note: the trace's last line was cut off as it was written", err=True)
+    if result.trace.answer is None:
+        click.echo("note: the trace ends before an answer: the run did not finish", err=True)
