@@ -17,6 +17,7 @@ from agentkit import INDEX_SPECS
 from factories import video_record
 
 from vidagent.agents.base import Agent, Answer, Question
+from vidagent.agents.critic import READER_ABSTAINS
 from vidagent.agents.run import Run
 from vidagent.agents.types import INSUFFICIENT
 from vidagent.app.results import AskResult
@@ -519,6 +520,8 @@ class Reconsiders(Agent):
 
 def test_the_critic_disagrees_and_the_strategy_answers_once_more(library: Library) -> None:
     def vlm_reply(request: Any) -> str:
+        if "Answer: B" in request.messages[-1].text:
+            return "MOMENT 1: answers\nVERDICT: agree\nNOTE: a blue screen."
         if "VERDICT" in request.messages[-1].text:
             return (
                 "MOMENT 1: does not answer\nVERDICT: disagree\n"
@@ -536,11 +539,35 @@ def test_the_critic_disagrees_and_the_strategy_answers_once_more(library: Librar
     rounds = [c for c in answer.trace.of(ChildStarted) if c.name == "critic_round"]
     assert len(rounds) == 1 and rounds[0].data["note"] == e.critic["note"]
     # the critic's and the checks' calls are the question's: a look at the frames of the first
-    # answer (its "red" is nowhere in the text) and the review; the second answer's "blue" is
-    # in the caption, so nothing more is looked at
-    assert [c.role for c in answer.trace.of(ModelCall)].count("tool_vlm") == 2
+    # answer (its "red" is nowhere in the text), its review, and the second answer's review
+    # (its "blue" is in the caption, so no frames are looked at to check it)
+    assert [c.role for c in answer.trace.of(ModelCall)].count("tool_vlm") == 3
+    assert e.critic["second_verdict"] == "agree" and not e.abstained
     assert answer.trace.totals.model_calls == len(answer.trace.of(ModelCall))
     assert answer.trace.totals.steps == 2  # one step, and one of the bounded second round
+
+
+@pytest.mark.parametrize("free", [False, True])
+def test_an_answer_the_reader_disagrees_with_twice_abstains(library: Library, free: bool) -> None:
+    # whatever the strategy answers, the reader finds that its moments do not answer the
+    # question: a distractor the video says elsewhere is where the words are, not the answer
+    vlm = FakeAdapter.function(
+        lambda req: (
+            "MOMENT 1: does not answer\nVERDICT: disagree\nNOTE: no moment says it."
+            if "VERDICT" in req.messages[-1].text
+            else "1: yes, a blue screen"
+        )
+    )
+    options = () if free else ("red", "blue")
+    q = Question("What colour is the screen?", (VID,), options)
+    answer = Reconsiders(library, models(vlm), options={"critic": "on"}).run(q)
+    e = answered(answer)
+    assert e.critic["revised"] and e.critic["second_verdict"] == "disagree"
+    assert e.abstained and e.abstain_reason == READER_ABSTAINS
+    # a letter is kept, marked abstained; free-form text is withheld
+    assert (e.text, e.withheld) == ((INSUFFICIENT, "B") if free else ("B", ""))
+    kept = Reconsiders(library, models(vlm), options={"critic": "on", "abstain": "never"}).run(q)
+    assert not answered(kept).abstained  # "never" records no abstention, the reader's neither
 
 
 def test_the_reader_says_of_each_moment_whether_it_answers(library: Library) -> None:

@@ -58,7 +58,7 @@ from vidagent.agents.actions import (
 )
 from vidagent.agents.answer import option_letter
 from vidagent.agents.citations import verify
-from vidagent.agents.critic import review, second_round, with_reader
+from vidagent.agents.critic import READER_ABSTAINS, review, second_round, with_reader
 from vidagent.agents.looker import FrameLooker, vision_model
 from vidagent.agents.run import ACTIVE, Run, RunPolicy
 from vidagent.agents.types import (
@@ -512,8 +512,14 @@ class Agent:
                 )
         except (LibraryError, ProviderError) as e:  # an index that cannot be searched
             checked = Verification(policy=policy, note=f"citations not checked: {e}")
-        # A grounding answer (an interval) is kept like a letter: marked, never withheld.
-        if checked.abstained and policy == "auto" and run.question.free and answer.text:
+        return self._verified(run, answer, checked)
+
+    @staticmethod
+    def _verified(run: Run, answer: Answer, checked: Verification) -> Answer:
+        """``answer`` with ``checked`` set, its text withheld where ``checked`` abstains under
+        ``auto`` and the answer is free-form (a letter or a grounding answer's interval is
+        kept, marked)."""
+        if checked.abstained and checked.policy == "auto" and run.question.free and answer.text:
             checked = dataclasses.replace(checked, withheld=answer.text)
             answer = dataclasses.replace(answer, text=INSUFFICIENT)
         return dataclasses.replace(answer, verification=checked)
@@ -521,17 +527,33 @@ class Agent:
     def _reviewed(self, run: Run, answer: Answer, reader: Client) -> Answer:
         """The reader's review of ``answer`` (its verdict on each cited moment set on the
         citations) and, on a disagreement, the strategy's answer of one more bounded round,
-        checked like the first (:mod:`vidagent.agents.critic`)."""
-        with run.active():
-            said = review(run.question, answer, self._looker(run, reader))
-        assert answer.verification is not None
-        read = with_reader(answer.verification, said)
-        answer = dataclasses.replace(answer, verification=read, review=said)
+        checked like the first and read again: where the reader disagrees with that one too,
+        it abstains (:mod:`vidagent.agents.critic`)."""
+        answer = self._read_by(run, answer, reader)
+        said = answer.review
+        assert said is not None
         if said.verdict != "disagree":
             return answer
         again = self._checked(run, self._solve(second_round(run, answer, said.note)))
-        revised = dataclasses.replace(said, revised=True, first_answer=answer.text)
+        if again.reason != "stopped":
+            again = self._read_by(run, again, reader)
+        last = again.review.verdict if again.review is not None else ""
+        checked = again.verification
+        assert checked is not None
+        if last == "disagree" and checked.policy != "never" and not checked.abstained:
+            unread = dataclasses.replace(checked, abstained=True, reason=READER_ABSTAINS)
+            again = self._verified(run, again, unread)
+        revised = dataclasses.replace(said, revised=True, first_answer=answer.text, second=last)
         return dataclasses.replace(again, review=revised)
+
+    def _read_by(self, run: Run, answer: Answer, reader: Client) -> Answer:
+        """``answer`` with the reader's review and its verdict on each cited moment."""
+        with run.active():
+            said = review(run.question, answer, self._looker(run, reader))
+        assert answer.verification is not None
+        return dataclasses.replace(
+            answer, verification=with_reader(answer.verification, said), review=said
+        )
 
     def _forced(self, run: Run, reason: str, note: str = "") -> Answer:
         try:

@@ -16,8 +16,12 @@ leaves the answer as it is (the record says why).
 The second round is the same strategy answering again in a new run under the first (its events
 carry their own run id), asked the question followed by :data:`SECOND_ROUND` with the earlier
 answer and the note; it is bounded by :data:`ROUND_STEPS` steps and by what is left of the
-question's budget (the meter is the question's). Its answer is checked like the first and is the
-one returned.
+question's budget (the meter is the question's). Its answer is checked like the first, read by
+the reader in one more call, and is the one returned; where the reader disagrees with it too,
+it abstains (:data:`READER_ABSTAINS`) under the abstain policy, as an answer the word check
+finds nowhere does. One disagreement may be the reader's mistake, and the second round lets
+the strategy look again; two mean the strategy found nothing the reader accepts, which is
+what abstention is for (a distractor said elsewhere in the video is "found" by the words).
 """
 
 from __future__ import annotations
@@ -43,6 +47,9 @@ SECOND_ROUND = (
     "A reviewer who looked at the cited frames and text disagreed: {note}\n"
     "Check again and give your final answer."
 )
+#: Why an answer abstains when the reader disagreed with it and, after the second round, with
+#: the strategy's second answer too.
+READER_ABSTAINS = "the reader disagreed with the answer, and with the strategy's second answer"
 SEEN = "The frames above are from the moments the answer cites."
 UNSEEN = "You cannot see the video: read what its index holds at each moment."
 VERDICT = re.compile(r"VERDICT\s*:\s*\**\s*(agree|disagree)", re.IGNORECASE)
@@ -71,7 +78,7 @@ def review(question: Question, answer: Answer, looker: FrameLooker) -> Review:
 
     v = answer.verification
     assert v is not None
-    spans = list(dict.fromkeys(Evidence(c.video_id, *c.cited) for c in v.citations))[:MOMENTS]
+    spans = shown(v)
     try:
         content = looker.content(spans, "Moment {n} ({t0:.1f}-{t1:.1f} s):") if looker.sees else []
         if not looker.sees:
@@ -106,7 +113,7 @@ def review(question: Question, answer: Answer, looker: FrameLooker) -> Review:
 
 def with_reader(v: Verification, said: Review) -> Verification:
     """``v`` with the reader's verdict on each moment set on its citations."""
-    spans = list(dict.fromkeys(Evidence(c.video_id, *c.cited) for c in v.citations))[:MOMENTS]
+    spans = shown(v)
     number = {s: n for n, s in enumerate(spans, 1)}
     citations = tuple(
         dataclasses.replace(c, reader=said.moments.get(number.get(key, 0), ""))
@@ -114,6 +121,12 @@ def with_reader(v: Verification, said: Review) -> Verification:
         for key in [Evidence(c.video_id, *c.cited)]
     )
     return dataclasses.replace(v, citations=citations)
+
+
+def shown(v: Verification) -> list[Evidence]:
+    """The moments shown to the reader: ``v``'s distinct cited spans, the first
+    :data:`MOMENTS`."""
+    return list(dict.fromkeys(Evidence(c.video_id, *c.cited) for c in v.citations))[:MOMENTS]
 
 
 def second_round(run: Run, answer: Answer, note: str) -> Run:

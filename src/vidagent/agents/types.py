@@ -142,14 +142,17 @@ class Verification:
 @dataclass(frozen=True)
 class Review:
     """What the critic (the reader) said: ``agree``, ``disagree`` or ``none`` (no verdict
-    could be had), its note, whether a second round ran, and its verdict on each cited moment
-    (citation index -> :data:`~vidagent.trace.READER_VERDICTS`)."""
+    could be had), its note, whether a second round ran, its verdict on each cited moment
+    (citation index -> :data:`~vidagent.trace.READER_VERDICTS`), and where a second round ran,
+    its verdict on that round's answer (``second``; ``""`` where it was not read: the round
+    was stopped)."""
 
     verdict: str
     note: str
     revised: bool = False
     first_answer: str = ""
     moments: Mapping[int, str] = field(default_factory=dict)
+    second: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -157,6 +160,7 @@ class Review:
             "note": self.note,
             "revised": self.revised,
             "first_answer": self.first_answer,
+            **({"second_verdict": self.second} if self.revised else {}),
         }
 
 
