@@ -40,7 +40,7 @@ MiniLM, faster-whisper tiny.en, RapidOCR, OpenCV) and ``abstain=auto``; DVD and 
 
     .venv/bin/python benchmarks/citations.py [--strategy NAME ...]
         [--part NAME] [--max-steps N] [--only ID,...] [--save FILE]
-        [--recheck FILE] [--verbose]
+        [--recheck FILE] [--verbose] [--critic auto|on|off]
 
 ``--save FILE`` appends each answer (its letter, evidence spans and seconds) to FILE as it
 comes; ``--recheck FILE`` checks the saved answers again with the current checker, without
@@ -261,9 +261,12 @@ def run(
     verbose: bool,
     save: Path | None = None,
     saved: dict[str, dict[str, Any]] | None = None,
+    critic: str = "auto",
 ) -> dict[str, Tally]:
     """``strategy``'s tallies over each part of ``rows`` and over all of them (``saved``: the
-    saved answers to check again instead of asking)."""
+    saved answers to check again instead of asking; ``critic``: the runtime's switch, ``on``
+    reads each answer with the embedded SmolLM2 as the reader)."""
+    runtime = {"critic": critic}
     from vidagent.app import Session
     from vidagent.budget import Budget
     from vidagent.config import load_settings
@@ -290,7 +293,11 @@ def run(
                     options=q["options"],
                     strategy="recorded",
                     trace=False,
-                    strategy_options={"letter": was["letter"] or "", "spans": was["evidence"]},
+                    strategy_options={
+                        "letter": was["letter"] or "",
+                        "spans": was["evidence"],
+                        **runtime,
+                    },
                 ).answer
                 seconds = was["seconds"]
             else:
@@ -302,7 +309,7 @@ def run(
                     strategy=strategy,
                     budget=Budget(steps=steps) if steps else None,
                     trace=False,
-                    strategy_options=STRATEGIES[strategy],
+                    strategy_options={**STRATEGIES[strategy], **runtime},
                 ).answer
                 seconds = time.monotonic() - started
             assert answer is not None
@@ -343,6 +350,13 @@ def main() -> None:
     parser.add_argument("--save", type=Path, help="append each answer to this JSONL file")
     parser.add_argument("--recheck", type=Path, help="check the answers saved in this file again")
     parser.add_argument("--verbose", action="store_true", help="print each answer")
+    parser.add_argument(
+        "--critic",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="the reader: on reads each answer with the llm (the embedded SmolLM2) [auto: off "
+        "without a vision model]",
+    )
     args = parser.parse_args()
     rows = questions()
     if args.only:
@@ -375,6 +389,7 @@ def main() -> None:
                 args.verbose,
                 args.save,
                 saved.get(s, {}) if args.recheck else None,
+                args.critic,
             )
     print(
         "| strategy | part | quote precision | right answers' found inside true span | "
