@@ -331,10 +331,12 @@ def run(
                 cites = ", ".join(
                     f"{c.label[0]}:{c.t0:.1f}-{c.t1:.1f}" for c in (v.citations if v else ())
                 )
+                read = answer.review
+                critic = f" reader={read.verdict}/{read.second or '-'}" if read else ""
                 print(
                     f"  {strategy:<9} {q['part']:<8} {q['id']:<16} {answer.letter or '-'} "
                     f"true={q['answer']} abstained={bool(v and v.abstained)} "
-                    f"support={v.support if v else 0:.2f} [{cites}] {seconds:.1f}s",
+                    f"support={v.support if v else 0:.2f} [{cites}]{critic} {seconds:.1f}s",
                     flush=True,
                 )
     return {part: t for part, t in tallies.items() if t.answerable + t.unanswerable}
