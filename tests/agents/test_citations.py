@@ -570,6 +570,22 @@ def test_an_answer_the_reader_disagrees_with_twice_abstains(library: Library, fr
     assert not answered(kept).abstained  # "never" records no abstention, the reader's neither
 
 
+def test_a_text_reader_does_not_withhold_what_it_cannot_see(library: Library) -> None:
+    # a colour nothing in the index says or shows: unchecked with no vision model, and a reader
+    # of the quotes alone has not checked it either, however often it disagrees
+    blind = dataclasses.replace(FakeAdapter.capabilities, supports_images=False)
+    disagree = "MOMENT 1: does not answer\nVERDICT: disagree\nNOTE: nothing says so."
+    adapters: dict[str, Any] = {
+        "llm": FakeAdapter.function(lambda req: disagree, capabilities=blind),
+        "embed": FakeAdapter("hash", {"dim": "512"}),
+    }
+    hub = Models.from_adapters(adapters, load_settings({**INDEX_SPECS}))
+    q = Question("What colour is the car?", (VID,), ("red", "green"))
+    e = answered(Reconsiders(library, hub, options={"critic": "on", "abstain": "auto"}).run(q))
+    assert e.critic["second_verdict"] == "disagree" and e.unverified and not e.abstained
+    assert [c.label for c in e.citations] == ["unchecked"]
+
+
 def test_the_reader_says_of_each_moment_whether_it_answers(library: Library) -> None:
     # a text reader (critic=on with no vision model) reads the quotes in one call; its verdict
     # on each moment is recorded on the citations

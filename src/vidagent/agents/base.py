@@ -528,7 +528,8 @@ class Agent:
         """The reader's review of ``answer`` (its verdict on each cited moment set on the
         citations) and, on a disagreement, the strategy's answer of one more bounded round,
         checked like the first and read again: where the reader disagrees with that one too,
-        it abstains (:mod:`vidagent.agents.critic`)."""
+        it abstains, unless the reader cannot see and a claim is about what is seen
+        (:mod:`vidagent.agents.critic`)."""
         answer = self._read_by(run, answer, reader)
         said = answer.review
         assert said is not None
@@ -540,7 +541,9 @@ class Agent:
         last = again.review.verdict if again.review is not None else ""
         checked = again.verification
         assert checked is not None
-        if last == "disagree" and checked.policy != "never" and not checked.abstained:
+        # a reader that cannot see has not checked a claim about what is seen: unverified stays
+        seen = reader.capabilities.supports_images or not checked.unverified
+        if last == "disagree" and checked.policy != "never" and not checked.abstained and seen:
             unread = dataclasses.replace(checked, abstained=True, reason=READER_ABSTAINS)
             again = self._verified(run, again, unread)
         revised = dataclasses.replace(said, revised=True, first_answer=answer.text, second=last)

@@ -19,7 +19,8 @@ answer and the note; it is bounded by :data:`ROUND_STEPS` steps and by what is l
 question's budget (the meter is the question's). Its answer is checked like the first, read by
 the reader in one more call, and is the one returned; where the reader disagrees with it too,
 it abstains (:data:`READER_ABSTAINS`) under the abstain policy, as an answer the word check
-finds nowhere does. One disagreement may be the reader's mistake, and the second round lets
+finds nowhere does; a text reader cannot see, so an answer with a claim about what is seen
+(unverified: no vision model) is not withheld by it. One disagreement may be the reader's mistake, and the second round lets
 the strategy look again; two mean the strategy found nothing the reader accepts, which is
 what abstention is for (a distractor said elsewhere in the video is "found" by the words).
 """
