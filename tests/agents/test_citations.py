@@ -344,6 +344,38 @@ def test_a_vision_model_looks_at_the_frames_the_text_found_nothing_in(
     assert answer.trace is not None and answer.trace.totals.frames >= 2
 
 
+def test_a_vision_reply_that_names_no_span_leaves_a_seen_claim_unchecked(library: Library) -> None:
+    # the model looked but said nothing of any span: the claim was not checked, so it is
+    # reported unverified, never withheld as not found
+    vlm = FakeAdapter.function(lambda req: "A picture of a street.")
+    q = Question("What colour is the car?", (VID,), ("red", "green"))
+    e = answered(ask(library, q, "A", [(0.0, 4.0)], vlm=vlm, critic="on"))
+    assert [c.label for c in e.citations] == ["unchecked"]
+    assert e.unverified and not e.abstained
+    assert "named no span" in e.verify_note
+
+
+def test_with_critic_on_the_perception_describer_is_no_vision_model(library: Library) -> None:
+    # it takes images but answers no question: the llm reads the quotes, no frame is looked at
+    measures = dataclasses.replace(FakeAdapter.capabilities, describer=True)
+    describer = FakeAdapter.function(lambda req: "Picture: mostly grey.", capabilities=measures)
+    blind = dataclasses.replace(FakeAdapter.capabilities, supports_images=False)
+    reader = FakeAdapter.function(
+        lambda req: "MOMENT 1: answers\nVERDICT: agree\nNOTE: fine.", capabilities=blind
+    )
+    adapters: dict[str, Any] = {
+        "llm": reader,
+        "vlm": describer,
+        "embed": FakeAdapter("hash", {"dim": "512"}),
+    }
+    hub = Models.from_adapters(adapters, load_settings({**INDEX_SPECS, "abstain": "auto"}))
+    q = Question("What colour is the car?", (VID,), ("red", "green"))
+    agent = Cites(library, hub, options={"text": "A", "spans": [(0.0, 4.0)], "critic": "on"})
+    e = answered(agent.run(q))
+    assert not describer.requests and len(reader.requests) == 1
+    assert e.critic["verdict"] == "agree" and e.unverified and not e.abstained
+
+
 def test_the_looker_keeps_the_frame_budget(library: Library) -> None:
     from vidagent.budget import Budget
 

@@ -271,7 +271,8 @@ class Agent:
     def looks(self) -> bool:
         """Whether the cited frames are looked at to check citations (and by the critic unless
         ``critic`` is ``off``): never for a published configuration; with ``critic=on``
-        whenever ``tool_vlm`` takes images; with ``auto`` when a vision model is configured
+        whenever ``tool_vlm`` takes images and is not the perception describer (which answers
+        no question: it measures); with ``auto`` when a vision model is configured
         (:func:`vision_model`: not the perception describer, and not a test's scripted
         model)."""
         if self.published or self.critic == "off":
@@ -281,7 +282,7 @@ class Agent:
         except ConfigError:  # a hub without a vision role (a test's, a text-only setup)
             return False
         if self.critic == "on":
-            return client.capabilities.supports_images
+            return client.capabilities.supports_images and not client.capabilities.describer
         return vision_model(client)
 
     def reader(self) -> Client | None:

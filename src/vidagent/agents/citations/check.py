@@ -26,7 +26,9 @@ Where a vision model is configured, the spans of claims the text did not find ar
 (one batched call, through the :class:`~vidagent.agents.looker.FrameLooker` that owns sampling
 and the frame budget), asked whether each span shows the claim: ``yes`` is ``found`` with the
 source ``vision`` and its reply as the quote; ``no`` leaves ``not-found`` (or turns
-``unchecked`` into ``not-found``: it was checked).
+``unchecked`` into ``not-found``: it was checked). A span its reply says nothing of (a reply
+naming no span, a failed call, a spent frame budget) keeps the label the text gave it, so a
+claim about what is seen stays ``unchecked`` unless the model really answered.
 
 Abstention (:data:`~vidagent.agents.types.AbstainPolicy`): an answer abstains when it makes
 checked claims and none of them is found or partly found where it cites (or it cites nothing);
@@ -78,13 +80,10 @@ class Checker:
     Args:
         index: the index, read-only.
         embed: the ``embed`` role's client (ranks pieces holding as many key words).
-        vision: whether a vision model will look at the spans (then no claim is
-            ``unchecked``).
     """
 
     index: IndexView
     embed: Client
-    vision: bool = False
     durations: dict[str, float] = field(default_factory=dict)
     _everywhere: dict[str, frozenset[str]] = field(default_factory=dict)
 
@@ -108,10 +107,11 @@ class Checker:
         return self._everywhere[video_id]
 
     def checkable(self, claim: Claim, video_ids: Sequence[str]) -> bool:
-        """Whether ``claim`` can be checked here: a vision model will look, the question names
-        speech or text, asks about the picture itself or not how something looks, or one of
-        its key words is somewhere in the video."""
-        if self.vision or claim.names_speech_or_text or claim.about_picture:
+        """Whether ``claim`` can be checked by what the index holds: the question names speech
+        or text, asks about the picture itself or not how something looks, or one of its key
+        words is somewhere in the video (else it is ``unchecked`` until a vision model looks,
+        :func:`look`)."""
+        if claim.names_speech_or_text or claim.about_picture:
             return True
         if not claim.asks_seen:
             return True
@@ -278,7 +278,7 @@ def verify(
     names = [index.video(v).name for v in question.video_ids] if several else []
     claims = claims_of(question, answer, names)
     spans = tuple(dict.fromkeys(answer.evidence))[:MAX_SPANS]
-    checker = Checker(index, embed, vision=looker is not None)
+    checker = Checker(index, embed)
     citations = checker.check(claims, spans) if claims else []
     note = "" if looker is not None else "the cited frames were not looked at (no vision model)"
     if looker is not None and claims and spans:
