@@ -3,6 +3,7 @@ after a kill."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -25,6 +26,7 @@ from vidagent.bench.base import Sample
 from vidagent.bench.rundir import RowLog, check_resume, read_manifest, read_rows
 from vidagent.exceptions import EndpointUnreachable, ServerError, UserError
 from vidagent.models.base import Capabilities, ChatRequest
+from vidagent.models.client import Models
 from vidagent.models.fake import ALL_ROLES, FakeAdapter
 from vidagent.prompts import prompt_hash
 from vidagent.trace import Trace
@@ -33,6 +35,30 @@ from vidagent.trace import Trace
 @pytest.fixture(scope="module")
 def nextqa(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_nextqa(tmp_path_factory.mktemp("nextqa") / "data")
+
+
+def test_the_retrieval_baseline_is_capped_by_the_endpoint_it_calls(
+    nextqa: Path, tmp_path: Path
+) -> None:
+    # the baseline asks no llm: a local one (one request at a time) must not make a remote
+    # embedder's run serial
+    settings = settings_with(default_concurrency=3)
+    remote = dataclasses.replace(FakeAdapter.capabilities, local=False)
+    models = Models.from_adapters(
+        {
+            "llm": FakeAdapter("echo", {"reply": "B"}),
+            "vlm": FakeAdapter("echo", {"reply": "a frame"}),
+            "embed": FakeAdapter("hash", {"dim": "32"}, capabilities=remote),
+            "asr": FakeAdapter("echo", {"text": "hello there"}),
+            "ocr": FakeAdapter(),
+            "detector": FakeAdapter(),
+        },
+        settings,
+    )
+    config = RunConfig("nextqa", nextqa, strategy="retrieval", concurrency=4)
+    summary = run_benchmark(config, settings=settings, models=models, out=tmp_path / "run")
+    assert summary.concurrency == 3 and summary.requested_concurrency == 4
+    assert any("(fake:hash?dim=32: 3)" in n for n in summary.notes)  # the llm is not named
 
 
 def test_a_run_writes_one_row_per_question_a_manifest_and_traces(

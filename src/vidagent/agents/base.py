@@ -148,6 +148,9 @@ class Agent:
         "embed",
         "summarize",
     )
+    #: The model roles each step waits on; the benchmark runner caps its threads at what
+    #: their endpoints take at once.
+    calls: ClassVar[tuple[str, ...]] = ("llm", "tool_vlm")
     #: Sent (without tools) when a run must end without the model having answered.
     final_prompt: ClassVar[str] = "Answer the question now with the information you have."
     final_prompt_choice: ClassVar[str] = "Answer now with the option letter only."

@@ -132,6 +132,7 @@ class RetrievalAgent(Agent):
     Options = RetrievalOptions
     options: RetrievalOptions
     stages = ("transcribe", "read_text", "speakers", "caption", "embed")
+    calls = ("embed",)  # no llm: the question and options are embedded, nothing is asked
 
     def index_plan(self) -> IndexPlan:
         # The dense term needs speech and on-screen text in the embedded clip text.

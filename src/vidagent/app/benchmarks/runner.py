@@ -84,7 +84,8 @@ if TYPE_CHECKING:
     from vidagent.library import Library
     from vidagent.models.client import Models
 
-#: Roles the agent loop calls on every step; the thread pool is capped by their endpoints.
+#: Roles an agent loop calls on every step (:attr:`~vidagent.agents.base.Agent.calls`, which
+#: the thread pool is capped by; the retrieval baseline calls only ``embed``).
 AGENT_ROLES = ("llm", "tool_vlm")
 #: Questions in a row that could not reach their reasoning endpoint at all stop a run.
 UNREACHABLE_STOP = 5
@@ -428,7 +429,7 @@ class _Run:
         on_row: Callable[[dict[str, Any]], None] | None,
     ) -> RunSummary:
         started = time.monotonic()
-        limits = endpoint_limits(self.models)
+        limits = endpoint_limits(self.models, self.agent.calls)
         requested = self.config.concurrency
         workers = min(requested, max(limits.values(), default=requested))
         if self.executor is not None:  # one hub per worker: the gate limits the endpoints
