@@ -63,6 +63,8 @@ class RunStarted(Event):
     index: dict[str, Any] = field(default_factory=dict)  # stages and index settings asked for
     version: str = ""
     started_at: str = ""
+    # the roles each step waits on (Agent.calls; traces written before it: an agent's)
+    calls: list[str] = field(default_factory=lambda: ["llm", "tool_vlm"])
 
 
 @dataclass(frozen=True)

@@ -439,8 +439,11 @@ def test_ask_about_a_folder_asks_about_every_video_in_it(
 def test_the_run_header_names_the_llm_only_for_a_strategy_that_calls_one(
     strategy: str, said: str
 ) -> None:
+    from vidagent.agents.strategies import STRATEGIES
+
     started = RunStarted(
         0.0,
+        calls=list(STRATEGIES.load(strategy).calls),
         strategy=strategy,
         question="What is said?",
         options=[],

@@ -590,6 +590,7 @@ class Agent:
             "options": list(question.options),
             "videos": videos,
             "models": {role: self.models.serving(role) for role in ROLES},
+            "calls": list(self.calls),
             "index": self.index_plan().describe(self.models.settings),
             "budget": self.budget.to_dict(),
             "settings": json.loads(json.dumps(self.describe(), default=str)),

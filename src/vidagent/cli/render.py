@@ -86,8 +86,8 @@ class Renderer:
             opts = "".join(f"\n  ({chr(65 + i)}) {o}" for i, o in enumerate(e.options))
             note = f"\n  note: {e.index['note']}" if e.index.get("note") else ""
             window = _windows(e.videos)
-            # the retrieval baseline calls no llm: naming one would say it answered
-            llm = "no llm" if e.strategy == "retrieval" else f"llm {e.models.get('llm', '?')}"
+            # a strategy that calls no llm (the retrieval baseline): naming one would say it did
+            llm = f"llm {e.models.get('llm', '?')}" if "llm" in e.calls else "no llm"
             return f"{head}{opts}\n  videos: {videos}; {llm}{window}{note}"
         if isinstance(e, ChildStarted):
             data = json.dumps(e.data, ensure_ascii=False) if e.data else ""
