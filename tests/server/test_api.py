@@ -338,8 +338,15 @@ def test_without_a_model_endpoint_retrieval_answers_by_default_and_says_so(
 
 
 def test_ask_refuses_an_unknown_strategy_before_starting(api: TestClient) -> None:
-    r = api.post("/api/ask", json={"videos": ["x"], "question": "q", "strategy": "nope"})
+    body = {"videos": [video_id(api)], "question": "q", "strategy": "nope"}
+    r = api.post("/api/ask", json=body)
     assert r.status_code == 400 and "unknown strategy 'nope'" in r.json()["detail"]
+    assert api.get("/api/jobs").json() == {"jobs": []}
+
+
+def test_ask_about_an_unknown_video_is_a_404_before_starting(api: TestClient) -> None:
+    r = api.post("/api/ask", json={"videos": ["nope"], "question": "q", "strategy": "retrieval"})
+    assert r.status_code == 404 and r.json()["detail"].startswith("no video 'nope'")
     assert api.get("/api/jobs").json() == {"jobs": []}
 
 

@@ -133,12 +133,18 @@ class Server:
 
     def ask_refs(self, refs: Sequence[str]) -> list[str]:
         """The videos of a question: a file must lie inside the media roots; anything else is a
-        reference to a video in the Library, resolved by the Session. A reference that looks
-        like a path (``/``, ``~``, absolute) is a path, as the MCP server reads it."""
+        reference to a video in the Library, checked here (a 404 before any job starts) and
+        resolved by the Session. A reference that looks like a path (``/``, ``~``, absolute) is
+        a path, as the MCP server reads it.
+
+        Raises:
+            VideoNotFoundError: a reference names no video in the Library.
+        """
         out = []
         for ref in refs:
             if ref.startswith("~") or Path(ref).is_absolute() or "/" in ref or _is_file(ref):
                 out.append(str(self.media_path(ref)))
             else:
+                self.session.library.resolve(ref)
                 out.append(ref)
         return out
