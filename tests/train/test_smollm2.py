@@ -34,6 +34,7 @@ def test_one_real_step_writes_a_checkpoint_that_reloads(tmp_path: Path) -> None:
             "grpo.max_steps": 1,
             "rollout.group_size": 2,
             "rollout.max_new_tokens": 8,
+            "rollout.max_turns": 1,  # the forced answer turn only: one prompt per trajectory
             "data.template_per_task": 4,
             "data.heldout": 1,
             "warmup.enabled": False,
