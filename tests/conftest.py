@@ -125,6 +125,47 @@ def counter_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+#: The real clips :func:`real_index` indexes (tests/realmedia.py).
+REAL_CLIPS = ("wannaworktogether.mp4", "vtest.avi", "Megamind.avi")
+
+
+@pytest.fixture(scope="session")
+def real_index(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """A Library of :data:`REAL_CLIPS` indexed with the embedded offline defaults through every
+    default stage, built once per test run and shared by its workers: the tests that ask about
+    the real clips copy it (:func:`real_library`) rather than index the same clips again,
+    each about a minute and a half of CPU on 2 cores. The first worker that asks builds it in
+    the folder the run's workers share, under a lock; the others wait for it. A clip that
+    cannot be had skips the test, as :func:`realmedia.get_clip` does."""
+    import fcntl
+
+    from realmedia import get_clip
+
+    from vidagent.config import load_settings
+    from vidagent.ingest import index_video
+
+    clips = [get_clip(name) for name in REAL_CLIPS]
+    base = tmp_path_factory.getbasetemp()
+    root = base if worker_id == "master" else base.parent  # the run's, not an older run's
+    home = root / "real-index"
+    with (root / "real-index.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (home / "built").is_file():
+            settings = load_settings({"home": home, "cache": "off"}, env={})
+            for clip in clips:
+                index_video(clip, settings=settings)
+            (home / "built").touch()
+    return home / "library"
+
+
+@pytest.fixture
+def real_library(real_index: Path, tmp_path: Path) -> Path:
+    """This test's own copy of :func:`real_index`: a Library folder."""
+    import shutil
+
+    return Path(shutil.copytree(real_index, tmp_path / "real-library"))
+
+
 class Still:
     """A tracker that leaves the box where it was found, with confidence 0.9."""
 

@@ -19,7 +19,7 @@ from vidagent.trace import AgentTurn, ModelCall, Observed, PhaseChanged, RunStar
 pytestmark = [pytest.mark.models, pytest.mark.realmedia]
 
 
-def test_smollm2_answers_about_a_real_clip(tmp_path: Path) -> None:
+def test_smollm2_answers_about_a_real_clip(real_library: Path, tmp_path: Path) -> None:
     clip = get_clip("wannaworktogether.mp4")
     settings = load_settings({"cache": "off"})  # the embedded offline defaults
     options = ["working together", "cooking dinner", "a football match"]
@@ -29,7 +29,7 @@ def test_smollm2_answers_about_a_real_clip(tmp_path: Path) -> None:
         options=options,
         strategy="dvd",  # named: without an endpoint the default is the retrieval baseline
         settings=settings,
-        library=tmp_path / "lib",
+        library=real_library,  # the clip indexed once for the run (conftest)
         budget=Budget(steps=3),
         trace=tmp_path / "trace.jsonl",
     )
@@ -50,7 +50,9 @@ def test_smollm2_answers_about_a_real_clip(tmp_path: Path) -> None:
     assert list(render(trace.events))[-2].startswith("answer: ")
 
 
-def test_smollm2_drives_avi_through_its_phases_on_a_real_clip(tmp_path: Path) -> None:
+def test_smollm2_drives_avi_through_its_phases_on_a_real_clip(
+    real_library: Path, tmp_path: Path
+) -> None:
     clip = get_clip("vtest.avi")
     settings = load_settings({"cache": "off"})  # the embedded offline defaults
     answer = ask(
@@ -59,7 +61,7 @@ def test_smollm2_drives_avi_through_its_phases_on_a_real_clip(tmp_path: Path) ->
         options=["one", "two", "more than three"],
         strategy="avi",
         settings=settings,
-        library=tmp_path / "lib",
+        library=real_library,  # the clip indexed once for the run (conftest)
         budget=Budget(steps=2),
         trace=tmp_path / "trace.jsonl",
     )

@@ -24,13 +24,13 @@ FLOOR = 10
 SPOKEN = ("ww-topic", "ww-org", "ww-own", "ww-cost", "mm-book", "mm-judge")
 
 
-def test_retrieval_meets_its_floor_on_the_real_clips(tmp_path: Path) -> None:
+def test_retrieval_meets_its_floor_on_the_real_clips(real_library: Path, tmp_path: Path) -> None:
     clips = [get_clip(n) for n in ("wannaworktogether.mp4", "vtest.avi", "Megamind.avi")]
     loaded = lvbench.load(DATA, videos=clips[0].parent)
     assert not loaded.missing and len(loaded.samples) == 13
     settings = load_settings({"home": tmp_path, "cache": "off"}, env={})
     right, spans = set(), {}
-    with Session(settings) as session:
+    with Session(settings, library=real_library) as session:  # indexed once for the run
         for sample in loaded.samples:
             result = session.ask(
                 sample.videos[0],
