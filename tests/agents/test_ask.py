@@ -362,7 +362,9 @@ def test_the_default_strategy_follows_the_llm_and_a_named_agent_states_its_accur
         assert s.pick_strategy(None, "ground")[0] == "retrieval"
         assert s.pick_strategy("retrieval") == ("retrieval", "")
         dvd, line = s.pick_strategy("dvd")
-        assert dvd == "dvd" and "4 of 13 right (31%, chance 33%), median 25 s" in line
+        assert (
+            dvd == "dvd" and "4 of 13 right (31%, chance 33%; (A) in 12 of 13), median 28 s" in line
+        )
         assert "with SmolLM2 on llama.cpp" in line
     # the same model on the quick install's runtime quotes what was measured on that runtime
     with va.Session(load_settings({"llm": "transformers:smollm2-135m"}, env={})) as s:

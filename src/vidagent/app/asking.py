@@ -50,11 +50,14 @@ HOW_TO_POINT = (
 #: What each agent strategy measured with the embedded SmolLM2-135M on the offline accuracy set,
 #: per runtime (13 three-option questions about the three real test clips;
 #: docs/benchmarks/figures.md "Offline accuracy": evidence first on, a 1-step budget, 2 CPU
-#: cores). Strategies missing here were not measured there.
+#: cores). Strategies missing here were not measured there. VideoAgent2's figure was measured
+#: before llama.cpp's flash attention was on by default (it changes SmolLM2's replies; DVD's
+#: was measured again with it) and says so.
 MEASURED_OFFLINE = {
     "llamacpp": {
-        "dvd": "4 of 13 right (31%, chance 33%), median 25 s a question",
-        "videoagent2": "4 of 13 right (31%, chance 33%), median 105 s a question",
+        "dvd": "4 of 13 right (31%, chance 33%; (A) in 12 of 13), median 28 s a question",
+        "videoagent2": "4 of 13 right (31%, chance 33%), median 105 s a question "
+        "(measured without flash attention)",
     },
     "transformers": {
         "dvd": "6 of 13 right (46%, chance 33%; (A) in 9 of 12), median 27 s a question",

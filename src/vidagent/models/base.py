@@ -304,6 +304,23 @@ class BatchStatus:
     errors: str = ""
 
 
+def option_flag(options: dict[str, str], name: str, default: bool) -> bool:
+    """The spec option ``name`` as a flag (``1``/``true``/``yes``/``on`` or their opposites).
+
+    Raises:
+        ConfigError: the option is none of those words.
+    """
+    raw = options.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"spec option {name}={raw!r} must be 0 or 1")
+
+
 class Adapter:
     """Base of every provider adapter. Override the methods of the roles you serve.
 

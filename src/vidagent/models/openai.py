@@ -112,6 +112,7 @@ from vidagent.models.base import (
     TranscribeRequest,
     Transcript,
     Usage,
+    option_flag,
 )
 from vidagent.models.repetition import FINISH_REASON, RepetitionGuard
 
@@ -184,11 +185,11 @@ class Parameters:
             )
         cap = options.get("max_output_tokens")
         max_output = int(_number(options, "max_output_tokens", 1)) if cap is not None else None
-        stream = _flag(options, "stream", False)
+        stream = option_flag(options, "stream", False)
         detail = options.get("detail")
         if detail is not None and detail not in DETAILS:
             raise ConfigError(f"spec option detail={detail!r} must be one of {', '.join(DETAILS)}")
-        return cls(_flag(options, "reasoning", inferred), effort, max_output, stream, detail)
+        return cls(option_flag(options, "reasoning", inferred), effort, max_output, stream, detail)
 
 
 def image_tokens(width: int, height: int, detail: str | None = None) -> int:
@@ -221,18 +222,6 @@ class _Resolved:
     timeout: float
     capabilities: Capabilities
     schema_style: str
-
-
-def _flag(options: dict[str, str], name: str, default: bool) -> bool:
-    raw = options.get(name)
-    if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
-    raise ConfigError(f"spec option {name}={raw!r} must be 0 or 1")
 
 
 def _number(options: dict[str, str], name: str, default: float, *, zero_ok: bool = False) -> float:
@@ -282,9 +271,9 @@ def _resolve(options: dict[str, str], settings: Settings) -> _Resolved:
         raise ConfigError("spec option max_images must be at least 1 (images=0 sends none)")
     caps = Capabilities(
         roles=_ROLES,
-        supports_tools=_flag(options, "tools", True),
-        supports_images=_flag(options, "images", True),
-        supports_json_schema=_flag(options, "json_schema", True),
+        supports_tools=option_flag(options, "tools", True),
+        supports_images=option_flag(options, "images", True),
+        supports_json_schema=option_flag(options, "json_schema", True),
         max_images=int(_number(options, "max_images", DEFAULT_MAX_IMAGES, zero_ok=True)),
         context_tokens=int(_number(options, "context_tokens", 1))
         if "context_tokens" in options
