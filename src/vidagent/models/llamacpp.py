@@ -8,9 +8,9 @@ SmolLM2's trained context), ``n_threads`` (default: sized per call, below), ``fl
 Flash attention. llama.cpp's fused attention evaluates a prompt faster on the CPU than its
 plain attention (``benchmarks/llm_attention.py``; docs/configuration.md has the figures), and is
 llama.cpp's own default where the backend supports it; llama-cpp-python leaves it off unless
-asked. The two round differently, so a small model's greedy reply can differ between them (the
-figures measured with SmolLM2, ``vidagent.app.asking.MEASURED_OFFLINE``, were taken with it on);
-``flash_attn=0`` turns it off.
+asked. The two round differently, so a small model's greedy reply can differ between them
+(DVD's figure in ``vidagent.app.asking.MEASURED_OFFLINE`` was measured with it on, VideoAgent2's
+says it was not); ``flash_attn=0`` turns it off.
 
 Threads. llama.cpp splits every step of a call over its threads and they spin at a barrier after
 each: one thread more than the free cores and each step waits a scheduler slice for it (beside
