@@ -62,7 +62,10 @@ def test_smollm2_drives_avi_through_its_phases_on_a_real_clip(
         strategy="avi",
         settings=settings,
         library=real_library,  # the clip indexed once for the run (conftest)
-        budget=Budget(steps=2),
+        # one turn and the forced answer: each further turn re-evaluates a prompt of ~3,000
+        # tokens (a phase's own system prompt comes first), over a minute on slow cores; the
+        # phases' turns are tested with scripted models in test_avi.py
+        budget=Budget(steps=1),
         trace=tmp_path / "trace.jsonl",
     )
     trace = answer.trace
@@ -72,7 +75,7 @@ def test_smollm2_drives_avi_through_its_phases_on_a_real_clip(
     phases = [e.phase for e in trace.of(PhaseChanged)]
     assert phases[0] == "retrieve" and set(phases) <= {"retrieve", "perceive", "review"}
     assert all(t.mode == "json" for t in trace.of(AgentTurn))
-    assert trace.totals.steps <= 2
+    assert trace.totals.steps <= 1
     assert answer.parsed == (answer.choice is not None) and answer.text
     assert Trace.load(tmp_path / "trace.jsonl").events == trace.events
     assert list(render(trace.events))[-2].startswith("answer: ")
