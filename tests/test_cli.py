@@ -217,6 +217,9 @@ def test_show_and_search_read_the_index(
 
 def test_reading_commands_never_create_a_library(_isolated_home: Path) -> None:
     assert vidagent("list", "--json", home=_isolated_home).stdout.strip() == "[]"
+    empty = vidagent("list", home=_isolated_home)  # a person is told, a script reads nothing
+    assert empty.returncode == 0 and not empty.stdout
+    assert "no videos" in empty.stderr and "vidagent index PATH" in empty.stderr
     for args in (["show", "x"], ["search", "all", "anything"], ["remove", "x"]):
         out = vidagent(*args, home=_isolated_home)
         assert (

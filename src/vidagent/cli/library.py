@@ -31,6 +31,8 @@ def list_videos(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         echo_json([video_json(v) for v in videos])
         return
+    if not videos:  # on stderr: a script reading the list reads nothing
+        click.echo("no videos in the Library; index one with `vidagent index PATH`", err=True)
     for v in videos:
         click.echo(f"{v.video_id}  {hms(v.duration)}  {len(v.stages):>2} stages  {v.name}")
 
