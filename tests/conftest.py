@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import pickle
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from factories import FAKE_SPECS
+
+if TYPE_CHECKING:
+    from vidagent.ingest.pipeline import IndexResult
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -133,8 +137,8 @@ REAL_CLIPS = ("wannaworktogether.mp4", "vtest.avi", "Megamind.avi")
 def real_index(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
     """A Library of :data:`REAL_CLIPS` indexed with the embedded offline defaults through every
     default stage, built once per test run and shared by its workers: the tests that ask about
-    the real clips copy it (:func:`real_library`) rather than index the same clips again,
-    each about a minute and a half of CPU on 2 cores. The first worker that asks builds it in
+    the real clips, or check what ingest stored of them, copy it (:func:`real_library`) rather
+    than index the same clips again, each about a minute and a half of CPU on 2 cores. The first worker that asks builds it in
     the folder the run's workers share, under a lock; the others wait for it. A clip that
     cannot be had skips the test, as :func:`realmedia.get_clip` does."""
     import fcntl
@@ -152,10 +156,20 @@ def real_index(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (home / "built").is_file():
             settings = load_settings({"home": home, "cache": "off"}, env={})
-            for clip in clips:
-                index_video(clip, settings=settings)
+            results = {clip.name: index_video(clip, settings=settings) for clip in clips}
+            (home / "results.pickle").write_bytes(pickle.dumps(results))
             (home / "built").touch()
     return home / "library"
+
+
+@pytest.fixture(scope="session")
+def real_results(real_index: Path) -> dict[str, IndexResult]:
+    """What indexing each of :data:`REAL_CLIPS` into :func:`real_index` did, by file name: the
+    stages run, in order, with their notes."""
+    loaded: dict[str, IndexResult] = pickle.loads(
+        (real_index.parent / "results.pickle").read_bytes()
+    )
+    return loaded
 
 
 @pytest.fixture

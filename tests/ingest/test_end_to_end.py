@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from clirun import vidagent
 from vidagent.app import search
 from vidagent.config import load_settings
 from vidagent.ingest import index_video
+from vidagent.ingest.pipeline import IndexResult
 from vidagent.library import Library
 from vidagent.media.synth import make_video
 from vidagent.models.client import Models
@@ -27,13 +29,15 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def narrated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Library, str, Path]:
-    from realmedia import get_clip
-
-    clip = get_clip("wannaworktogether.mp4")
+def narrated(
+    real_index: Path, real_results: dict[str, IndexResult], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Library, str, Path]:
+    """The narrated clip indexed through every default stage, from the run's shared index
+    (tests/conftest.py): this module's own copy of its Library, and the home it lies in."""
     home = tmp_path_factory.mktemp("home")
+    shutil.copytree(real_index, home / "library")
     settings = load_settings({"home": home, "cache": "off"})
-    result = index_video(clip, settings=settings, stages=("transcribe", "caption", "embed"))
+    result = real_results["wannaworktogether.mp4"]
     return Library(settings.library_uri), result.structure.video.video_id, home
 
 

@@ -9,6 +9,7 @@ levers on, as ``vidagent index`` does."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import cv2
@@ -17,7 +18,7 @@ import pytest
 
 from vidagent.app import search
 from vidagent.config import load_settings
-from vidagent.ingest import index_video
+from vidagent.ingest import default_stages, index_video
 from vidagent.ingest.pipeline import IndexResult, index_path
 from vidagent.ingest.read_text import text_likely
 from vidagent.library import Library
@@ -51,14 +52,15 @@ def test_the_gate_passes_small_text_and_stops_a_blank_frame() -> None:
 
 
 @pytest.fixture(scope="module")
-def real(tmp_path_factory: pytest.TempPathFactory) -> tuple[Library, IndexResult, Path]:
-    from realmedia import get_clip
-
-    clip = get_clip("wannaworktogether.mp4")
+def real(
+    real_index: Path, real_results: dict[str, IndexResult], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Library, IndexResult, Path]:
+    """The narrated clip as ``vidagent index`` indexes it (every default stage, the levers on),
+    from the run's shared index (tests/conftest.py): this module's own copy of its Library."""
     home = tmp_path_factory.mktemp("home")
+    shutil.copytree(real_index, home / "library")
     settings = load_settings({"home": home, "cache": "off"})
-    result = index_video(clip, settings=settings, stages=STAGES)
-    return Library(settings.library_uri), result, home
+    return Library(settings.library_uri), real_results["wannaworktogether.mp4"], home
 
 
 @OFFLINE
@@ -69,7 +71,8 @@ def test_real_clip_keeps_every_stage_output_with_the_levers_on(
 ) -> None:
     lib, result, home = real
     vid = result.structure.video.video_id  # type: ignore[union-attr]
-    assert [r.stage for r in result.stages] == list(STAGES)  # transcribe joined before caption
+    # transcribe joined before caption
+    assert [r.stage for r in result.stages] == list(default_stages(load_settings({})))
     assert set(result.video.stages) >= set(STAGES)  # type: ignore[union-attr]
     clips = lib.clips(vid)
     speech = " ".join(c.transcript for c in clips).lower()
