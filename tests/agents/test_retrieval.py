@@ -12,7 +12,7 @@ from agentkit import INDEX_SPECS
 from clirun import vidagent
 
 from vidagent.agents.base import Question
-from vidagent.agents.evidence import video_named
+from vidagent.agents.evidence import lexical_text, video_named
 from vidagent.agents.retrieval.agent import RetrievalAgent, words
 from vidagent.agents.strategies import strategy_class
 from vidagent.app.benchmarks import RunConfig, run_benchmark
@@ -22,10 +22,11 @@ from vidagent.config import load_settings
 from vidagent.exceptions import ConfigError
 from vidagent.ingest import index_video
 from vidagent.library import Library
-from vidagent.library.schema import TranscriptSegment
+from vidagent.library.schema import ClipRow, DescriberFacts, TranscriptSegment
 from vidagent.models.base import ChatRequest
 from vidagent.models.client import Models
 from vidagent.models.fake import FakeAdapter
+from vidagent.models.perception import LABEL as DESCRIBER_LABEL
 from vidagent.trace import ModelCall, PhaseChanged
 
 #: The fakes, with the real offline OCR: the burned-in "HELLO VIDAGENT" (5-8 s) is read.
@@ -349,3 +350,31 @@ def test_bench_run_grounds_charades_sta_with_intervals(
     assert row["error"] is None and row["prediction"] == "[0.0, 3.0]"
     assert row["parsed"] == [0.0, 3.0] and row["score"] is not None
     assert row["evidence"] == [[row["evidence"][0][0], 0.0, 3.0]]
+
+
+def test_a_describer_captions_wording_is_not_found_as_the_videos_words(indexed: Any) -> None:
+    # Every clip's caption is the perception describer's ("[perception describer: measured
+    # facts, not a vision-language model] … One continuous shot."): its label and sentence
+    # frames are not what the video says or shows, and no option is found in them.
+    _, vid, _ = indexed
+    options = ("a vision-language model", "one continuous shot", "HELLO VIDAGENT")
+    answer = run_agent(indexed, Question("What does the video show?", (vid,), options))
+    scored = {p.data["option"]: p.data for p in answer.trace.of(PhaseChanged)}
+    assert scored["(A) a vision-language model"]["matches"] == []
+    assert scored["(B) one continuous shot"]["matches"] == []
+    assert scored["(C) HELLO VIDAGENT"]["matches"] == ["hello", "vidagent"]
+    assert answer.choice == 2
+
+
+def test_the_words_of_a_describer_caption_are_its_measured_values() -> None:
+    facts = DescriberFacts(
+        people=6, faces=1, objects={"dog": 2}, colours=(("green", 0.3), ("gray", 0.2)),
+        brightness="dim", motion="static", picture="Picture: mostly green (30%), gray (20%).",
+    )  # fmt: skip
+    caption = f"{DESCRIBER_LABEL} 6 people in view. One continuous shot."
+    described = ClipRow("v", 0, 0.0, 5.0, caption=caption, facts=facts.to_json())
+    assert lexical_text(described) == "6 people 1 faces 2 dog mostly green gray dim static"
+    model = ClipRow("v", 0, 0.0, 5.0, caption="A model walks on a runway.", transcript="one two")
+    assert lexical_text(model) == "one two A model walks on a runway."
+    # A describer caption stored without its facts (an older index) gives no words at all.
+    assert lexical_text(ClipRow("v", 0, 0.0, 5.0, caption=caption)) == ""

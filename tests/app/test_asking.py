@@ -39,7 +39,7 @@ def test_a_plan_names_its_strategy_notice_and_trace_before_anything_runs(
         assert not plan.trace_path.exists()  # nothing ran: no trace, the reference not resolved
         named = session.plan_ask(["a", "b"], "Q?", strategy="dvd", trace=False)
         assert named.agent.name == "dvd" and named.trace_path is None
-        assert "4 of 13 right" in named.notice and named.videos == ("a", "b")
+        assert "5 of 13 right" in named.notice and named.videos == ("a", "b")
     with Session(_settings(ENDPOINT, tmp_path), library=tmp_path / "lib") as session:
         plan = session.plan_ask("v", "the door opens", task="ground", trace=tmp_path / "g.jsonl")
         assert (plan.strategy, plan.notice, plan.task) == ("avi", "", "ground")

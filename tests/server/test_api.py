@@ -332,7 +332,7 @@ def test_without_a_model_endpoint_retrieval_answers_by_default_and_says_so(
     assert by_default["totals"]["model_calls"] == 3
     named = finished(question | {"strategy": "dvd"})
     assert named["notice"].startswith("dvd with the embedded SmolLM2-135M, which does not reason")
-    assert "4 of 13 right" in named["notice"]
+    assert "5 of 13 right" in named["notice"]
     strategies = [t["strategy"] for t in api.get("/api/traces").json()["traces"]]
     assert sorted(strategies) == ["dvd", "retrieval"]
 

@@ -12,6 +12,12 @@ the option's score is::
   were found) between the query and each clip's embedded text.
 - ``lexical``: the share of the option's content words (:func:`words`, the question's own words
   left out) found in the retrieved clips' text (``fields``), ``|W_opt ∩ W_clips| / |W_opt|``.
+  A caption of the perception describer is read as the values it measured
+  (:meth:`~vidagent.library.schema.DescriberFacts.values`: ``6 people``, ``mostly green``,
+  ``dim``), never as its wording: its label and sentence frames ("[perception describer:
+  measured facts, not a vision-language model]", "One continuous shot", "No on-screen text")
+  found "a language model", "one" or "a continuous shot" in every clip it captioned
+  (:func:`lexical_text`).
 
 An option's spans are the clips holding its matched words (most matches first), else its best
 dense clips. An open question retrieves the clips nearest to the question alone.
@@ -43,11 +49,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from vidagent.agents.answer import option_letter
+from vidagent.models.perception import LABEL as DESCRIBER_LABEL
 from vidagent.timecode import clock
 from vidagent.tools.base import Evidence
 
 if TYPE_CHECKING:
-    from vidagent.library.schema import ClipHit
+    from vidagent.library.schema import ClipHit, ClipRow
     from vidagent.tools.index import IndexView
 
 Field = Literal["transcript", "ocr_text", "caption"]
@@ -86,6 +93,20 @@ def words(text: str) -> set[str]:
             continue
         found.add(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w)
     return found
+
+
+def lexical_text(clip: ClipRow, fields: Sequence[Field] = FIELDS) -> str:
+    """The text of ``clip``'s ``fields`` that an option's words are looked for in: a perception
+    describer's caption as the values it measured (module docstring), a model's as written."""
+    texts = []
+    for f in fields:
+        if f != "caption":
+            texts.append(getattr(clip, f))
+        elif (facts := clip.describer_facts()) is not None:
+            texts += facts.values()
+        elif not clip.caption.startswith(DESCRIBER_LABEL):  # no facts kept: its wording alone
+            texts.append(clip.caption)
+    return " ".join(t for t in texts if t)
 
 
 def span(hit: ClipHit) -> Evidence:
@@ -158,8 +179,7 @@ class Finder:
         dense = sum(h.score for h in top) / len(top) if top else 0.0
         found: dict[int, set[str]] = {}
         for n, hit in enumerate(hits):
-            text = " ".join(getattr(hit.clip, f) for f in self.fields)
-            found[n] = option_words & words(text)
+            found[n] = option_words & words(lexical_text(hit.clip, self.fields))
         matched = set().union(*found.values()) if found else set()
         lexical = len(matched) / len(option_words) if option_words else 0.0
         by_matches = sorted((n for n in found if found[n]), key=lambda n: (-len(found[n]), n))

@@ -112,6 +112,22 @@ class DescriberFacts:
     picture: str = ""
     report: tuple[str, ...] = ()
 
+    def picture_values(self) -> list[str]:
+        """The picture's measured values as words: its colours, the largest as ``mostly …``,
+        then its brightness and motion (``["mostly green", "yellow", "dim", "static"]``)."""
+        names = [name for name, _ in self.colours]
+        values = [f"mostly {names[0]}", *names[1:]] if names else []
+        return values + [v for v in (self.brightness, self.motion) if v]
+
+    def values(self) -> list[str]:
+        """What was measured, as words, without the caption's own wording (its label, ``in
+        view``, ``One continuous shot``, ``No on-screen text``): the counts with their nouns
+        (``6 people``, ``1 faces``, ``1 dog``) and :meth:`picture_values`. The lines read and
+        the speech are left out: their own columns hold them."""
+        counts = [(self.people, "people"), (self.faces, "faces")]
+        counts += [(n, label) for label, n in self.objects.items()]
+        return [f"{n} {noun}" for n, noun in counts if n] + self.picture_values()
+
     def to_json(self) -> str:
         """The stored form: a JSON object of the measured fields only."""
         out: dict[str, Any] = {}

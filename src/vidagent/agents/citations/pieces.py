@@ -97,10 +97,8 @@ def clip_pieces(clip: ClipRow) -> list[Piece]:
     facts = clip.describer_facts()
     if facts is not None:
         if facts.picture:
-            names = [name for name, _ in facts.colours]
-            values = [f"mostly {names[0]}", *names[1:]] if names else []
-            values += [v for v in (facts.brightness, facts.motion) if v]
-            found.append(Piece(vid, t0, t1, "picture", facts.picture, values=" ".join(values)))
+            values = " ".join(facts.picture_values())
+            found.append(Piece(vid, t0, t1, "picture", facts.picture, values=values))
     elif not clip.caption.startswith(DESCRIBER_LABEL):  # a describer caption with no facts kept
         found += [Piece(vid, t0, t1, "caption", s) for s in caption_sentences(clip.caption)]
     seen: dict[str, list[float]] = {}
