@@ -138,9 +138,10 @@ def real_index(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path
     """A Library of :data:`REAL_CLIPS` indexed with the embedded offline defaults through every
     default stage, built once per test run and shared by its workers: the tests that ask about
     the real clips, or check what ingest stored of them, copy it (:func:`real_library`) rather
-    than index the same clips again, each about a minute and a half of CPU on 2 cores. The first worker that asks builds it in
-    the folder the run's workers share, under a lock; the others wait for it. A clip that
-    cannot be had skips the test, as :func:`realmedia.get_clip` does."""
+    than index the same clips again, each about a minute and a half of CPU on 2 cores. The
+    first worker that asks builds it in the folder the run's workers share, under a lock; the
+    others wait for it. A clip that cannot be had skips the test, as
+    :func:`realmedia.get_clip` does."""
     import fcntl
 
     from realmedia import get_clip
