@@ -48,7 +48,7 @@ cat <<'EOF'
 == What a real model endpoint would improve
 Offline, the answers come from retrieval (11 of 13 right on the offline accuracy set): the
 index (speech, on-screen text, detections, clip embeddings) is real, but SmolLM2-135M cannot
-reason (as DVD's master it answers (A) in 8 or 9 of 12 questions, whatever the evidence) and the
+reason (as DVD's master it answers (A) in 8 of 12 to 10 of 13 questions, whatever the evidence) and the
 "vlm" is a describer of measured facts, not a vision-language model. With a real model endpoint
 (ask and ground then default to the agents):
   - DVD, VideoAgent2, EEA and AVI plan, search and inspect frames themselves (evidence first
