@@ -51,8 +51,9 @@ HOW_TO_POINT = (
 #: per runtime (13 three-option questions about the three real test clips;
 #: docs/benchmarks/figures.md "Offline accuracy": evidence first on, a 1-step budget, 2 CPU
 #: cores). Strategies missing here were not measured there. VideoAgent2's figure was measured
-#: before llama.cpp's flash attention was on by default (it changes SmolLM2's replies; DVD's
-#: was measured again with it) and says so.
+#: before llama.cpp's flash attention was on by default and before evidence first stopped
+#: reading the describer's wording (both change SmolLM2's replies; DVD's was measured again
+#: after both, on both runtimes) and says so.
 MEASURED_OFFLINE = {
     "llamacpp": {
         "dvd": "5 of 13 right (38%, chance 33%; (A) in 10 of 13), median 32 s a question",
