@@ -26,10 +26,20 @@ from vidagent.media.synth import make_video, read_counter
 from vidagent.trace import Answered, Citation, RunStarted, Trace
 
 
+#: the second segment's words: "closes" is said a second after "it"
+WORDS = [
+    [6.0, 6.5, "and", 0.9],
+    [6.5, 7.2, "then", 0.9],
+    [7.2, 7.6, "it", 0.9],
+    [8.4, 9.0, "closes", 0.9],
+]
+
+
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
     """A 12 s counter video with a tone, indexed with the fakes; a transcript of two segments
-    with a speaker on the first. Returns (home, library, video id)."""
+    with a speaker on the first, the second with its words' times. Returns (home, library,
+    video id)."""
     root = tmp_path_factory.mktemp("export")
     video = root / "talk.mp4"
     make_video(video, duration=12, fps=25, size=(320, 180), counter=True, audio="tone", gop=50)
@@ -40,7 +50,7 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
         vid = result.structure.video.video_id
         segments = [
             TranscriptSegment(vid, 0, 2.0, 4.0, "the door opens now", "[]", "fake"),
-            TranscriptSegment(vid, 1, 6.0, 9.0, "and then it closes", "[]", "fake"),
+            TranscriptSegment(vid, 1, 6.0, 9.0, "and then it closes", json.dumps(WORDS), "fake"),
         ]
         session.library.put_transcript(vid, segments)
     return home, lib, vid
@@ -63,10 +73,10 @@ def _session(home: Path, lib: Path) -> Session:
     return Session(load_settings({**INDEX_SPECS, "home": str(home)}, env={}), library=lib)
 
 
-def _answer_trace(path: Path, vid: str) -> Path:
+def _answer_trace(path: Path, vid: str, citations: list[Citation] | None = None) -> Path:
     trace = Trace(path)
     trace.emit(RunStarted(0.0, "retrieval", "When does the door open?", [], [], {}, {}))
-    citations = [
+    citations = citations or [
         Citation(vid, 2.5, 3.5, [2.0, 4.0], "found", 1.0, "speech", "the door opens", 0),
         Citation(vid, 7.0, 7.0, [7.0, 7.0], "unchecked", 0.0, "", "", 1),
     ]
@@ -110,6 +120,31 @@ def test_an_export_holds_exact_clips_frames_sheet_subtitles_and_a_valid_index(
     assert f"[{first['clip']}]({first['clip']})" in timeline and "> the door opens" in timeline
     assert "Quoted from 00:00:02.5-00:00:03.5." in timeline  # the quote's own time in the span
     assert first["transcript"][0]["speaker"] == "Dr Lee"
+    # the widened span 6.5-7.5 holds "then it" of "and then it closes", at those words' times
+    assert second["transcript"] == [{"t0": 6.5, "t1": 7.5, "text": "then it", "speaker": ""}]
+
+
+def test_a_sentence_two_cited_spans_share_is_split_between_their_clips_and_said_once(
+    indexed: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    home, lib, vid = indexed
+    citations = [  # two clips that meet at 8.0 s, inside "and then it closes" (6-9 s)
+        Citation(vid, 5.0, 8.0, [5.0, 8.0], "found", 1.0, "speech", "and then it", 0),
+        Citation(vid, 8.0, 10.0, [8.0, 10.0], "partial", 0.5, "speech", "closes", 0),
+    ]
+    trace = _answer_trace(tmp_path / "t.jsonl", vid, citations)
+    with _session(home, lib) as session:
+        out = session.export(trace, out=tmp_path / "bundle").path
+    index = json.loads((out / "index.json").read_text())
+    first, second = (c["transcript"] for c in index["citations"])
+    assert [(d["t0"], d["t1"], d["text"]) for d in first] == [(6.0, 7.6, "and then it")]
+    assert [(d["t0"], d["t1"], d["text"]) for d in second] == [(8.4, 9.0, "closes")]
+    clip_srt = (out / index["citations"][1]["subtitles"]["srt"]).read_text()
+    assert clip_srt == "1\n00:00:00,400 --> 00:00:01,000\ncloses\n"  # from the clip's start
+    # the bundle's subtitles: the sentence once, whole, at its own time
+    assert (out / "transcript.srt").read_text() == (
+        "1\n00:00:06,000 --> 00:00:09,000\nand then it closes\n"
+    )
 
 
 def test_an_export_zip_holds_the_bundle_and_a_missing_answer_is_one_line(

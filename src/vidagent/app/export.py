@@ -5,7 +5,8 @@
     index.json               what is here, machine-readable (schema: vidagent/schemas/
                              export.schema.json, ``schema_version`` EXPORT_SCHEMA_VERSION)
     timeline.md              question, answer, each citation: label, quote, time, its clip
-    transcript.txt|.srt|.vtt what was said in the cited spans, in the video's own time
+    transcript.txt|.srt|.vtt what was said in the cited spans, in the video's own time (the
+                             subtitles: each moment once, however many spans hold it)
     clips/NN-<video>-<start>-<end>.mp4      each cited span, cut exactly, with its audio
     clips/NN-….srt|.vtt      that span's speech, timed from the clip's start
     frames/NN-<i>-<time>.jpg two to four frames inside each cited span
@@ -34,7 +35,7 @@ from vidagent._version import __version__
 from vidagent.agents.answer import option_letter
 from vidagent.app.core import SessionCore
 from vidagent.app.sheets import draw_sheet, span_frames, write_image
-from vidagent.app.subtitles import speaker_of, subtitles
+from vidagent.app.subtitles import cut, speaker_of, subtitles
 from vidagent.app.traces import list_traces
 from vidagent.exceptions import UserError, VideoNotFoundError
 from vidagent.timecode import clock, wall_clock
@@ -142,6 +143,8 @@ class _Span:
     frames: list[dict[str, Any]] = field(default_factory=list)
     transcript: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    #: the transcript segments overlapping the span, as read (for the bundle's subtitles)
+    segments: list[Any] = field(default_factory=list, repr=False)
 
 
 def span_of_citation(c: Citation) -> tuple[float, float]:
@@ -210,15 +213,14 @@ def _fill_span(
     if video is None:
         span.error = "the video is no longer in the Library"
         return
-    for seg in lib.transcript(video.video_id, span.t0, span.t1):
-        span.transcript.append(
-            {
-                "t0": round(max(seg.t0, span.t0), 3),
-                "t1": round(min(seg.t1, span.t1), 3),
-                "text": " ".join(seg.text.split()),
-                "speaker": speaker_of(seg),
-            }
-        )
+    span.segments = lib.transcript(video.video_id, span.t0, span.t1)
+    for seg in span.segments:
+        part = cut(seg, (span.t0, span.t1))  # the words said inside the span, at their times
+        if part is not None:
+            t0, t1, text = part
+            span.transcript.append(
+                {"t0": round(t0, 3), "t1": round(t1, 3), "text": text, "speaker": speaker_of(seg)}
+            )
     name = f"{span.n:02d}-{video.video_id[:8]}-{_stamp(span.t0)}-{_stamp(span.t1)}"
     count = 2 if span.t1 - span.t0 < 2 else 3 if span.t1 - span.t0 < 10 else 4
     step = (span.t1 - span.t0) / count
@@ -229,9 +231,8 @@ def _fill_span(
         (folder / "clips").mkdir(exist_ok=True)
         cut_span(video.source, span.t0, span.t1, folder / "clips" / f"{name}.mp4")
         span.clip = f"clips/{name}.mp4"
-        segments = lib.transcript(video.video_id, span.t0, span.t1)
         for fmt in ("srt", "vtt"):
-            text = subtitles(segments, fmt, offset=span.t0, window=(span.t0, span.t1))
+            text = subtitles(span.segments, fmt, offset=span.t0, window=(span.t0, span.t1))
             (folder / "clips" / f"{name}.{fmt}").write_text(text, encoding="utf-8")
             span.subtitles[fmt] = f"clips/{name}.{fmt}"
         from vidagent.media import frames_at
@@ -357,9 +358,10 @@ def _write_transcripts(
     folder: Path, videos: dict[str, VideoRecord | None], spans: list[_Span]
 ) -> None:
     """The cited spans' speech in the video's own time: text grouped by span, and subtitles
-    (the video's name before each line when the answer cites several videos)."""
+    of every moment the spans hold, each once: spans that overlap or meet are joined before
+    the segments are cut to them, so a sentence two cited clips share is one cue (the video's
+    name before each line when the answer cites several videos)."""
     several = len({s.video_id for s in spans}) > 1
-    cues: list[Any] = []
     lines: list[str] = []
     for s in sorted(spans, key=lambda s: (s.video_id, s.t0)):
         video = videos.get(s.video_id)
@@ -367,21 +369,27 @@ def _write_transcripts(
         lines.append(f"## {name}  {clock(s.t0)}-{clock(s.t1)}")
         lines.append(subtitles([_Seg(**d) for d in s.transcript], "txt").rstrip() or "(no speech)")
         lines.append("")
-        for d in s.transcript:
-            seg = _Seg(**d)
-            if several:
-                seg = _Seg(seg.t0, seg.t1, seg.text, f"{name} {seg.speaker}".strip())
-            cues.append(seg)
-    unique: dict[tuple[float, float, str], Any] = {}  # spans that overlap share segments
-    for cue in cues:
-        unique.setdefault((cue.t0, cue.t1, cue.text), cue)
+    cues: list[_Seg] = []
+    for video_id in sorted({s.video_id for s in spans}):
+        own = sorted((s for s in spans if s.video_id == video_id), key=lambda s: s.t0)
+        joined: list[list[float]] = []
+        for s in own:
+            if joined and s.t0 <= joined[-1][1]:
+                joined[-1][1] = max(joined[-1][1], s.t1)
+            else:
+                joined.append([s.t0, s.t1])
+        segments = {seg.segment_index: seg for s in own for seg in s.segments}
+        video = videos.get(video_id)
+        name = video.name if video else video_id
+        for lo, hi in joined:
+            for seg in sorted(segments.values(), key=lambda seg: seg.t0):
+                part = cut(seg, (lo, hi))
+                if part is not None:
+                    who = f"{name} {speaker_of(seg)}".strip() if several else speaker_of(seg)
+                    cues.append(_Seg(*part, who))
     (folder / "transcript.txt").write_text("\n".join(lines), encoding="utf-8")
-    (folder / "transcript.srt").write_text(
-        subtitles(list(unique.values()), "srt"), encoding="utf-8"
-    )
-    (folder / "transcript.vtt").write_text(
-        subtitles(list(unique.values()), "vtt"), encoding="utf-8"
-    )
+    (folder / "transcript.srt").write_text(subtitles(cues, "srt"), encoding="utf-8")
+    (folder / "transcript.vtt").write_text(subtitles(cues, "vtt"), encoding="utf-8")
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,17 @@ A segment's speaker is shown where the transcript has one (a ``speaker`` attribu
 empty: the diarization stage's label or the name a user gave it): SubRip has no speaker markup,
 so the line starts with ``Name: ``; WebVTT uses its voice span, ``<v Name>``. Times may be
 shifted (``offset``: subtitles for a clip cut out of the video start at the clip's start) and
-cut to a window, so a segment that overlaps a clip's edge is shown for the part inside it.
+cut to a window (:func:`cut`): a segment that overlaps a clip's edge shows the words said inside
+it, at their own times, so a sentence two clips share is split between them, never repeated.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, Literal
+
+from vidagent.library.schema import spoken
 
 Format = Literal["srt", "vtt", "txt"]
 
@@ -28,18 +32,43 @@ def _stamp(t: float, sep: str) -> str:
     return f"{h:02d}:{m:02d}:{s:02d}{sep}{ms:03d}"
 
 
+def cut(segment: Any, window: tuple[float, float] | None) -> tuple[float, float, str] | None:
+    """What of ``segment`` is said inside ``window``: ``(t0, t1, text)``, None when nothing.
+
+    A segment inside the window (or no window) is whole, at its own times. One the window cuts
+    keeps the words whose middle lies inside it (the rule the citation checker reads a quote's
+    words by), from the first kept word's start to the last one's end, within the window. A
+    segment stored without word times (``words`` empty: an ASR that gives none) keeps its whole
+    text for the part of its time inside the window: where in it each word falls is not known.
+    """
+    t0, t1 = float(segment.t0), float(segment.t1)
+    text = " ".join(str(segment.text).split())
+    if window is None or (window[0] <= t0 and t1 <= window[1]):
+        return (t0, t1, text) if text else None
+    lo, hi = window
+    if min(t1, hi) <= max(t0, lo):
+        return None
+    try:
+        words = [(float(w[0]), float(w[1]), str(w[2])) for w in json.loads(segment.words or "[]")]
+    except (AttributeError, TypeError, ValueError, IndexError):  # no words kept, or unreadable
+        words = []
+    if not words:
+        return (max(t0, lo), min(t1, hi), text) if text else None
+    inside = [w for w in words if lo <= (w[0] + w[1]) / 2 <= hi]
+    said = spoken(w[2] for w in inside)
+    if not said:
+        return None
+    return max(inside[0][0], lo), min(inside[-1][1], hi), said
+
+
 def _cues(
     segments: Sequence[Any], offset: float, window: tuple[float, float] | None
 ) -> list[tuple[float, float, str, str]]:
     out = []
     for seg in segments:
-        t0, t1 = float(seg.t0), float(seg.t1)
-        if window is not None:
-            t0, t1 = max(t0, window[0]), min(t1, window[1])
-            if t1 <= t0:
-                continue
-        text = " ".join(str(seg.text).split())
-        if text:
+        part = cut(seg, window)
+        if part is not None:
+            t0, t1, text = part
             out.append((t0 - offset, max(t1, t0 + 0.001) - offset, text, speaker_of(seg)))
     return out
 
