@@ -73,6 +73,28 @@ def test_index_prints_structure_and_is_idempotent(
     assert "up to date" in text
 
 
+def test_a_video_of_the_library_is_indexed_again_by_its_name(
+    small_video: Path, _isolated_home: Path, fake_env: dict[str, str]
+) -> None:
+    run = {"home": _isolated_home, "env": fake_env}
+    first = vidagent("index", str(small_video), "--stages", "transcribe", "--json", **run)
+    vid = json.loads(first.stdout)["video_id"]
+    told = vidagent("speakers", small_video.stem, **run)
+    assert told.returncode == 0
+    assert told.stdout.strip() == (
+        f"{small_video.stem} has no speaker labels yet: its index lacks the speakers stage; "
+        f"`vidagent index {small_video.stem}` adds it"
+    )
+    again = vidagent("index", small_video.stem, "--json", **run)  # named as `ask` names it
+    assert again.returncode == 0, again.stderr
+    report = json.loads(again.stdout)
+    assert report["video_id"] == vid and report["reused"]
+    assert report["stages"]["caption"]["clips"] == 3 and "speakers" in report["stages"]
+    missing = vidagent("index", "no-video-of-this-name", **run)
+    assert missing.returncode == 1
+    assert missing.stderr.strip() == "error: no-video-of-this-name: no such file"
+
+
 def test_bad_files_among_good_ones(
     small_video: Path, tmp_path: Path, _isolated_home: Path, fake_env: dict[str, str]
 ) -> None:

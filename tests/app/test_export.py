@@ -25,7 +25,6 @@ from vidagent.media import frames_at, probe
 from vidagent.media.synth import make_video, read_counter
 from vidagent.trace import Answered, Citation, RunStarted, Trace
 
-
 #: the second segment's words: "closes" is said a second after "it"
 WORDS = [
     [6.0, 6.5, "and", 0.9],

@@ -63,6 +63,26 @@ def expand_paths(patterns: tuple[str, ...]) -> list[Path]:
     return list(dict.fromkeys(out))
 
 
+def library_sources(session: Any, files: list[Path]) -> list[Path]:
+    """Each path that names no file but a video of the Library (its id, id prefix or name, as
+    ``ask`` reads one) read as that video's source file, so ``vidagent index talk`` runs the
+    stages ``talk.mp4``'s index lacks (the speakers stage, added after it was indexed). Any
+    other path is left as it is, for the indexer's one-line error."""
+    from vidagent.exceptions import VideoNotFoundError
+
+    if all(f.exists() for f in files) or not session.library_exists():
+        return files
+    library = session.existing_library()
+
+    def source(f: Path) -> Path:
+        try:
+            return f if f.exists() else Path(library.get_video(str(f)).source)
+        except VideoNotFoundError:
+            return f
+
+    return list(dict.fromkeys(map(source, files)))
+
+
 def _stages(text: str | None) -> tuple[str, ...] | None:
     from vidagent.app import Session
 
@@ -190,7 +210,8 @@ def index(
     jobs: int | None,
     rate_limits: tuple[str, ...],
 ) -> None:
-    """Index videos (files, directories, globs) into the Library.
+    """Index videos (files, directories, globs) into the Library; a video already in it may be
+    named as `ask` names one (id, id prefix, file name), to index its file again.
 
     Stages: structure (probe, thumbnails, shots, clips), transcribe, read_text, detect,
     caption, embed, summarize; embed_frames and graph (AVI's entity graph) when named, graph
@@ -210,7 +231,8 @@ def index(
         settings.caption_skip_repeats = skip_repeats
     if batch is not None:
         settings.batch = batch
-    files = expand_paths(paths)
+    session = session_of(ctx, settings)
+    files = library_sources(session, expand_paths(paths))
     if not files:
         raise click.UsageError(f"no video files match {' '.join(paths)}")
     chosen = _stages(stages)
@@ -221,7 +243,6 @@ def index(
                 param_hint="--started-at",
             )
         started_at = parse_started_at(started_at)
-    session = session_of(ctx, settings)
     if dry_run:
         failed = _dry_run(session.estimate(files, stages=chosen), settings, as_json)
     else:

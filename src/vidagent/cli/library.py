@@ -245,10 +245,13 @@ def speakers(
         echo_json(listed.to_json())
         return
     if not listed.labelled:
-        click.echo(f"{listed.video_id} has no speaker labels yet; run `vidagent index VIDEO`")
+        click.echo(
+            f"{video} has no speaker labels yet: its index lacks the speakers stage; "
+            f"`vidagent index {video}` adds it"
+        )
         return
     if not listed.speakers:
-        click.echo(f"{listed.video_id}: nobody speaks")
+        click.echo(f"{video}: nobody speaks")
     for s in listed.speakers:
         click.echo(f"{s.label:<4} {s.name or '-':<24} {hms(s.seconds)}  {s.segments} segments")
 
