@@ -237,6 +237,32 @@ def test_show_and_search_read_the_index(
     assert none.returncode == 2 and "0 is not in the range x>=1" in none.stderr
 
 
+def test_show_lists_subjects_as_first_seen_and_the_describers_label_once(
+    small_video: Path, _isolated_home: Path, fake_env: dict[str, str]
+) -> None:
+    from vidagent.library import Library
+    from vidagent.library.schema import Artifact
+
+    indexed = vidagent("index", str(small_video), "--json", home=_isolated_home, env=fake_env)
+    vid = json.loads(indexed.stdout)["video_id"]
+    seen = {"subject_1": "00:00:00", "subject_2": "00:00:07", "subject_10": "00:00:07"}
+    subjects = {sid: {"name": "unknown", "first_seen": t} for sid, t in seen.items()}
+    subjects["subject_3"] = {"name": "unknown", "first_seen": 3.0}  # AVI's captions: seconds
+    Library(_isolated_home / "library").put_artifact(Artifact(vid, "registry", "", data=subjects))
+    shown = vidagent("show", vid, home=_isolated_home).stdout.splitlines()
+    header = "clips  (captions: perception describer: measured facts, not a vision-language model)"
+    listed = shown[shown.index("subjects") + 1 : shown.index(header) - 1]
+    assert [line.split()[0] for line in listed] == [
+        "subject_1",
+        "subject_3",
+        "subject_2",
+        "subject_10",  # stored after subject_1: the Library keeps its keys sorted as text
+    ]
+    # the perception describer's label once, above the clips, not at the head of each caption
+    clips = shown[shown.index(header) + 1 :]
+    assert clips and not any("perception describer" in line for line in clips)
+
+
 def test_reading_commands_never_create_a_library(_isolated_home: Path) -> None:
     assert vidagent("list", "--json", home=_isolated_home).stdout.strip() == "[]"
     empty = vidagent("list", home=_isolated_home)  # a person is told, a script reads nothing

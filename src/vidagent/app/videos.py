@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -9,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from vidagent.app.core import SessionCore
 from vidagent.app.results import GraphDetail, SearchHit, VideoDetail
 from vidagent.exceptions import ConfigError, LibraryError
+from vidagent.timecode import parse_time
 
 if TYPE_CHECKING:
     from vidagent.app.window import TimeWindow
@@ -17,6 +20,28 @@ if TYPE_CHECKING:
 def videos(core: SessionCore) -> list[Any]:
     """The videos in the Library (none when there is no Library yet)."""
     return core.existing_library().list_videos() if core.library_exists() else []
+
+
+def in_order(subjects: dict[str, Any]) -> dict[str, Any]:
+    """A subject registry in the order its subjects were first seen, numbered ones by number
+    (the Library stores it as JSON with its keys sorted as text: ``subject_10`` before
+    ``subject_2``)."""
+
+    def seconds(subject: Any) -> float:  # HH:MM:SS, seconds (AVI's captions), or last
+        seen = subject.get("first_seen") if isinstance(subject, dict) else None
+        if isinstance(seen, (int, float)) and not isinstance(seen, bool):
+            return float(seen)
+        try:
+            return parse_time(str(seen).strip())
+        except ValueError:
+            return math.inf
+
+    def key(item: tuple[str, Any]) -> tuple[float, int, str]:
+        sid, subject = item
+        number = re.search(r"\d+$", sid)
+        return seconds(subject), int(number.group()) if number else -1, sid
+
+    return dict(sorted(subjects.items(), key=key))
 
 
 def show(core: SessionCore, ref: str) -> VideoDetail:
@@ -34,7 +59,7 @@ def show(core: SessionCore, ref: str) -> VideoDetail:
     return VideoDetail(
         video,
         summary.text if summary else "",
-        registry.data if registry else {},
+        in_order(registry.data) if registry else {},
         lib.clips(video.video_id),
         lib.transcript(video.video_id),
         names(lib, video.video_id),
