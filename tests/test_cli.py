@@ -230,6 +230,21 @@ def test_show_and_search_read_the_index(
         "search", small_video.name, "x", "--from", "soon", home=_isolated_home, env=fake_env
     )
     assert bad.returncode != 0 and "not a time" in bad.stderr
+    backwards = vidagent(
+        "search",
+        small_video.name,
+        "x",
+        "--from",
+        "8",
+        "--to",
+        "6",
+        home=_isolated_home,
+        env=fake_env,
+    )
+    assert backwards.returncode == 1
+    assert backwards.stderr == (
+        "error: the span 00:00:08-00:00:06 is empty: --to must be after --from\n"
+    )
     empty = vidagent("search", small_video.name, "  ", home=_isolated_home, env=fake_env)
     assert empty.returncode == 1 and empty.stderr.count("\n") == 1, empty.stderr
     assert "search text is empty" in empty.stderr
@@ -353,7 +368,10 @@ def test_show_graph_of_a_video_without_one_says_how_to_build_it(
     vidagent("index", str(small_video), "--stages", "transcribe", home=_isolated_home, env=fake_env)
     shown = vidagent("show", small_video.name, "--graph", home=_isolated_home)
     assert shown.returncode == 0
-    assert shown.stdout.strip().endswith("run `vidagent index VIDEO --stages graph`")
+    assert shown.stdout.strip() == (
+        f"{small_video.name} has no entity graph yet; "
+        f"`vidagent index {small_video.name} --stages graph` builds it"
+    )
     assert shown.stdout.strip().count("\n") == 0
     body = json.loads(
         vidagent("show", small_video.name, "--graph", "--json", home=_isolated_home).stdout

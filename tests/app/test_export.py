@@ -218,9 +218,15 @@ def test_the_commands_export_draw_and_write_subtitles_or_say_why_not_in_one_line
     assert written.returncode == 0 and (tmp_path / "t.vtt").read_text().startswith("WEBVTT")
     printed = vidagent("show", vid, "--srt", **run)
     assert "Dr Lee: the door opens now" in printed.stdout
+    (tmp_path / "a-file").write_text("")
     for args, message in [
         (("export", str(tmp_path / "nope.jsonl")), "no such trace file"),
+        (
+            ("export", str(trace), "-o", str(tmp_path / "a-file" / "b")),
+            f"cannot write the evidence to {tmp_path / 'a-file' / 'b'}: Not a directory",
+        ),
         (("sheet", vid, "--from", "20"), "is past the end"),
+        (("sheet", vid, "--count", "100000"), "shows at most 400 frames, not 100000"),
         (("sheet", vid, "-o", str(tmp_path / "s.gif")), "written as .png or .jpg"),
         (("show", vid, "-o", str(tmp_path / "x")), "give --srt or --vtt"),
     ]:

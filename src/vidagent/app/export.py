@@ -95,8 +95,8 @@ def export(
     (default ``export-<trace name>`` in the working folder, ``.zip`` added with ``as_zip``).
 
     Raises:
-        UserError: no such trace, a trace without an answer, or ``out`` exists and is not an
-            empty folder.
+        UserError: no such trace, a trace without an answer, ``out`` exists and is not an
+            empty folder, or it cannot be written (the reason given).
         LibraryError: there is no Library to read the cited videos from.
     """
     from vidagent.trace import Trace
@@ -110,16 +110,19 @@ def export(
     if zipped and target.suffix.lower() != ".zip":
         target = target.with_name(target.name + ".zip")
     _check_target(target)
-    if not zipped:
-        return _write(core, loaded, path, target)
-    with tempfile.TemporaryDirectory(prefix="vidagent-export-") as tmp:
-        folder = Path(tmp) / target.stem
-        result = _write(core, loaded, path, folder)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
-            for file in sorted(folder.rglob("*")):
-                if file.is_file():
-                    z.write(file, Path(target.stem) / file.relative_to(folder))
+    try:
+        if not zipped:
+            return _write(core, loaded, path, target)
+        with tempfile.TemporaryDirectory(prefix="vidagent-export-") as tmp:
+            folder = Path(tmp) / target.stem
+            result = _write(core, loaded, path, folder)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
+                for file in sorted(folder.rglob("*")):
+                    if file.is_file():
+                        z.write(file, Path(target.stem) / file.relative_to(folder))
+    except OSError as e:  # a folder that cannot be made, no permission, a full disk
+        raise UserError(f"cannot write the evidence to {target}: {e.strerror or e}") from None
     return ExportResult(target, result.index, result.warnings)
 
 

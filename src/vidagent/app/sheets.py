@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 
 #: Frames on a sheet when none is asked for.
 DEFAULT_COUNT = 12
+#: The most frames one sheet shows: 67 rows of 6 at the default width, already past what a
+#: person scans; a closer look is a sheet of a shorter span (``--from``/``--to``). Each frame
+#: is decoded at 480 px, so a count with no bound ran out of memory (100,000: 48 GiB).
+MAX_COUNT = 400
 
 
 @dataclass(frozen=True)
@@ -189,11 +193,17 @@ def sheet(
 
     Raises:
         VideoNotFoundError: no such video.
-        ConfigError: an empty span, a count below 1, or an image suffix other than PNG/JPEG.
+        ConfigError: an empty span, a count below 1 or above :data:`MAX_COUNT`, or an image
+            suffix other than PNG/JPEG.
         MediaNotFoundError: see :func:`span_frames`.
     """
     if count < 1:
         raise ConfigError("a contact sheet needs at least one frame (--count)")
+    if count > MAX_COUNT:
+        raise ConfigError(
+            f"a contact sheet shows at most {MAX_COUNT} frames, not {count} (--count); "
+            "for a closer look draw a shorter span (--from, --to)"
+        )
     lib = core.existing_library()
     video = lib.get_video(ref)
     t0, t1 = span_of(video, t_from, t_to)

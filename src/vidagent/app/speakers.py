@@ -101,7 +101,7 @@ def rename(core: SessionCore, ref: str, label: str, name: str) -> SpeakerList:
     wanted = label.strip().upper()
     if wanted not in labels:
         have = ", ".join(sorted(labels)) or "none (index it with the speakers stage first)"
-        raise ConfigError(f"{listed.video_id} has no speaker {label!r}; its speakers: {have}")
+        raise ConfigError(f"{ref} has no speaker {label!r}; its speakers: {have}")
     lib = core.existing_library()
     given = names(lib, listed.video_id)
     if name.strip():

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from vidagent.app.core import SessionCore
 from vidagent.app.results import GraphDetail, SearchHit, VideoDetail
 from vidagent.exceptions import ConfigError, LibraryError
-from vidagent.timecode import parse_time
+from vidagent.timecode import clock, parse_time
 
 if TYPE_CHECKING:
     from vidagent.app.window import TimeWindow
@@ -122,6 +122,10 @@ def search(
 
     if not text.strip():
         raise ConfigError("nothing to search for: the search text is empty")
+    if t_from is not None and t_to is not None and t_to <= t_from:
+        raise ConfigError(
+            f"the span {clock(t_from)}-{clock(t_to)} is empty: --to must be after --from"
+        )
     lib = core.existing_library()
     bound = bound_embedding(lib)
     if bound is None:

@@ -42,7 +42,13 @@ def export(
 @click.argument("video")
 @click.option("--from", "t_from", metavar="T", help="start of the span (s or HH:MM:SS)")
 @click.option("--to", "t_to", metavar="T", help="end of the span")
-@click.option("--count", default=12, show_default=True, type=click.IntRange(min=1), help="frames")
+@click.option(
+    "--count",
+    default=12,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="frames (at most 400)",
+)
 @click.option("--columns", type=click.IntRange(min=1), help="frames per row")
 @click.option("-o", "--out", type=click.Path(dir_okay=False), help="PNG or JPEG file")
 @click.option("--json", "as_json", is_flag=True, help="print JSON")

@@ -131,14 +131,15 @@ def _show_graph(ctx: click.Context, video: str, as_json: bool) -> None:
     if as_json:
         echo_json(body)
         return
-    vid = body["video_id"]
     if not body["built"]:
-        click.echo(f"{vid} has no entity graph yet; run `vidagent index VIDEO --stages graph`")
+        click.echo(
+            f"{video} has no entity graph yet; `vidagent index {video} --stages graph` builds it"
+        )
         return
     entities, relations = body["entities"], body["relations"]
     supers = sum(e["kind"] == "super" for e in entities)
     click.echo(
-        f"{vid}  {len(entities)} entities ({supers} super-nodes), {len(relations)} relations"
+        f"{body['video_id']}  {len(entities)} entities ({supers} super-nodes), {len(relations)} relations"
     )
     if not entities:
         click.echo("the extractor found no people in the captions")
