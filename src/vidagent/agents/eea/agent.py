@@ -155,8 +155,10 @@ class EEAOptions:
         memory_size: frames kept in the memory buffer (None: the profile's).
         tau: tau_c, the query score's temperature.
         temperature: sampling temperature of every model call.
-        entropy_temperature: the softmax temperature of the entropy, in reward points (10:
-            r / 100 at the paper's tau_c = 0.1; 1 is the spec's raw-score reading).
+        entropy_temperature: the softmax temperature of the entropy, in reward points. 10
+            is a gap-fill of ours, not the paper's (section 3.2 gives the entropy none; its
+            tau_c = 0.1 is the query score's): under it Fig. 5's rescue can happen. 1 is the
+            paper as written, the raw 0-100 rewards (docs/reproducing.md).
         fusion: ``uarf`` (h = (1 - H) r + H u) or ``r`` (h = r, "w/o UARF").
         fusion_scale: ``unit`` (r / 100 with normalised similarities) or ``raw``.
         recompute_u: refresh every candidate's u from the current anchors each round.
