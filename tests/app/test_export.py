@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import zipfile
-from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import av
 import jsonschema
@@ -19,8 +17,7 @@ from vidagent.app import Session
 from vidagent.app.export import export_schema
 from vidagent.config import load_settings
 from vidagent.exceptions import UserError
-from vidagent.library import Library
-from vidagent.library.schema import TranscriptSegment
+from vidagent.library.schema import Artifact, TranscriptSegment
 from vidagent.media import frames_at, probe
 from vidagent.media.synth import make_video, read_counter
 from vidagent.trace import Answered, Citation, RunStarted, Trace
@@ -36,9 +33,9 @@ WORDS = [
 
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
-    """A 12 s counter video with a tone, indexed with the fakes; a transcript of two segments
-    with a speaker on the first, the second with its words' times. Returns (home, library,
-    video id)."""
+    """A 12 s counter video with a tone, indexed with the fakes; a transcript of two segments,
+    the first said by S1, named "Dr Lee", the second with its words' times. Returns (home,
+    library, video id)."""
     root = tmp_path_factory.mktemp("export")
     video = root / "talk.mp4"
     make_video(video, duration=12, fps=25, size=(320, 180), counter=True, audio="tone", gop=50)
@@ -48,24 +45,14 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
         result = session.index_file(video, stages=["transcribe"])
         vid = result.structure.video.video_id
         segments = [
-            TranscriptSegment(vid, 0, 2.0, 4.0, "the door opens now", "[]", "fake"),
+            TranscriptSegment(vid, 0, 2.0, 4.0, "the door opens now", "[]", "fake", "S1"),
             TranscriptSegment(vid, 1, 6.0, 9.0, "and then it closes", json.dumps(WORDS), "fake"),
         ]
         session.library.put_transcript(vid, segments)
+        # the name a user gave S1 (`vidagent speakers VIDEO rename S1 "Dr Lee"`), which
+        # subtitles and bundles show in the label's place
+        session.library.put_artifact(Artifact(vid, "speakers", "names", data={"S1": "Dr Lee"}))
     return home, lib, vid
-
-
-@pytest.fixture(autouse=True)
-def _speakers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first segment is said by "Dr Lee" (speaker labels come from the speakers stage;
-    here the Library's reader adds one)."""
-    read = Library.transcript
-
-    def transcript(self: Library, *args: Any, **kwargs: Any) -> list[TranscriptSegment]:
-        found = read(self, *args, **kwargs)
-        return [replace(s, speaker="Dr Lee") if s.segment_index == 0 else s for s in found]
-
-    monkeypatch.setattr(Library, "transcript", transcript)
 
 
 def _session(home: Path, lib: Path) -> Session:

@@ -93,6 +93,56 @@ def test_list_show_graph_and_remove_a_video(api: TestClient) -> None:
     assert gone.status_code == 404 and list(gone.json()) == ["detail"]
 
 
+def test_a_videos_subtitles_named_speakers_and_contact_sheet(
+    api: TestClient, api_settings: Settings
+) -> None:
+    import cv2
+    import numpy as np
+
+    from vidagent.library import Library
+    from vidagent.library.schema import Artifact, TranscriptSegment
+
+    vid = video_id(api)
+    library = Library(api_settings.library)  # what the speakers stage leaves: labels, talk
+    library.put_transcript(vid, [TranscriptSegment(vid, 0, 1.0, 3.0, "hello there", speaker="S1")])
+    talk = {"speakers": {"S1": {"seconds": 2.0, "segments": 1}}}
+    library.put_artifact(Artifact(vid, "speakers", "", data=talk))
+    listed = api.get(f"/api/videos/{vid}/speakers").json()
+    assert listed["labelled"] and listed["speakers"][0]["label"] == "S1"
+    named = api.put(f"/api/videos/{vid}/speakers/s1", json={"name": "Dr Lee"})
+    assert named.json()["speakers"][0]["name"] == "Dr Lee"
+    srt = api.get(f"/api/videos/{vid}/subtitles")
+    assert srt.headers["content-type"] == "application/x-subrip; charset=utf-8"
+    assert srt.headers["content-disposition"] == 'inline; filename="small.srt"'
+    assert srt.text == "1\n00:00:01,000 --> 00:00:03,000\nDr Lee: hello there\n"
+    vtt = api.get(f"/api/videos/{vid}/subtitles", params={"format": "vtt"}).text
+    assert vtt == "WEBVTT\n\n00:00:01.000 --> 00:00:03.000\n<v Dr Lee>hello there\n"
+    sheet = api.get(f"/api/videos/{vid}/sheet", params={"from": "0:02", "to": "6", "count": 4})
+    assert sheet.status_code == 200 and sheet.headers["content-type"] == "image/jpeg"
+    image = cv2.imdecode(np.frombuffer(sheet.content, np.uint8), cv2.IMREAD_COLOR)
+    assert image is not None and image.shape[1] > 300
+    for method, url, kwargs, status, detail in [
+        (
+            "put",
+            "/speakers/S9",
+            {"json": {"name": "X"}},
+            400,
+            "has no speaker 'S9'; its speakers: S1",
+        ),
+        ("get", "/sheet", {"params": {"from": "soon"}}, 400, "from: 'soon' is not a time"),
+        ("get", "/sheet", {"params": {"from": "20"}}, 400, "is past the end"),
+        ("get", "/sheet", {"params": {"count": 401}}, 422, None),
+        ("get", "/subtitles", {"params": {"format": "xml"}}, 422, None),
+    ]:
+        refused = api.request(method, f"/api/videos/{vid}{url}", **kwargs)
+        assert refused.status_code == status, (url, refused.text)
+        assert detail is None or detail in refused.json()["detail"]
+    library.put_transcript(vid, [])
+    silent = api.get(f"/api/videos/{vid}/subtitles")
+    assert silent.status_code == 400 and "has no transcript" in silent.json()["detail"]
+    assert api.get("/api/videos/nothing/speakers").status_code == 404
+
+
 def test_search_returns_clips_with_spans(api: TestClient) -> None:
     hits = api.post("/api/search", json={"query": "hello there", "top": 2}).json()["hits"]
     assert len(hits) == 2

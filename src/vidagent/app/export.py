@@ -35,6 +35,7 @@ from vidagent._version import __version__
 from vidagent.agents.answer import option_letter
 from vidagent.app.core import SessionCore
 from vidagent.app.sheets import draw_sheet, span_frames, write_image
+from vidagent.app.speakers import with_names
 from vidagent.app.subtitles import cut, speaker_of, subtitles
 from vidagent.app.traces import list_traces
 from vidagent.exceptions import UserError, VideoNotFoundError
@@ -216,7 +217,9 @@ def _fill_span(
     if video is None:
         span.error = "the video is no longer in the Library"
         return
-    span.segments = lib.transcript(video.video_id, span.t0, span.t1)
+    span.segments = with_names(
+        lib, video.video_id, lib.transcript(video.video_id, span.t0, span.t1)
+    )
     for seg in span.segments:
         part = cut(seg, (span.t0, span.t1))  # the words said inside the span, at their times
         if part is not None:

@@ -172,6 +172,21 @@ class VideoDetail:
         """The segments whose middle falls in the clip."""
         return [s for s in self.transcript if clip.t0 <= (s.t0 + s.t1) / 2 < clip.t1]
 
+    def caption_label(self) -> str:
+        """The perception describer's label when it wrote the clips' captions (shown once,
+        above them), ``""`` otherwise."""
+        from vidagent.models.perception import LABEL
+
+        return LABEL[1:-1] if any(c.caption.startswith(LABEL) for c in self.clips) else ""
+
+    @staticmethod
+    def caption(clip: ClipRow) -> str:
+        """The clip's caption on one line, less the describer's label (:meth:`caption_label`
+        gives it once: it took 75 of the 110 characters a clip's line shows)."""
+        from vidagent.models.perception import LABEL
+
+        return " ".join(clip.caption.removeprefix(LABEL).split())
+
     @staticmethod
     def on_screen(clip: ClipRow) -> list[str]:
         """The clip's on-screen lines a person can read."""

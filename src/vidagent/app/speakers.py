@@ -8,6 +8,7 @@ rewrites. Everywhere a speaker is shown it reads ``S1 (Dr Lee)``, or the label a
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -66,6 +67,18 @@ def names(library: Library, video_id: str) -> dict[str, str]:
     """The names given to a video's labels (``{label: name}``)."""
     stored = library.artifact(video_id, "speakers", NAMES_KEY)
     return {str(k): str(v) for k, v in (stored.data if stored else {}).items()}
+
+
+def with_names(
+    library: Library, video_id: str, segments: Sequence[TranscriptSegment]
+) -> list[TranscriptSegment]:
+    """``segments`` with each labelled speaker given by the name its label was given, where
+    one was (``"S1"`` → ``"Dr Lee"``): what subtitles and evidence bundles show."""
+    given = names(library, video_id)
+    return [
+        dataclasses.replace(s, speaker=given[s.speaker]) if s.speaker in given else s
+        for s in segments
+    ]
 
 
 def speakers(core: SessionCore, ref: str) -> SpeakerList:

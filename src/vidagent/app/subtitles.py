@@ -1,7 +1,8 @@
 """Transcripts as subtitles (SubRip and WebVTT) and as plain text.
 
 A segment's speaker is shown where the transcript has one (a ``speaker`` attribute that is not
-empty: the diarization stage's label or the name a user gave it): SubRip has no speaker markup,
+empty: the diarization stage's label, or the name a user gave it, which the callers put in its
+place: :func:`~vidagent.app.speakers.with_names`): SubRip has no speaker markup,
 so the line starts with ``Name: ``; WebVTT uses its voice span, ``<v Name>``. Times may be
 shifted (``offset``: subtitles for a clip cut out of the video start at the clip's start) and
 cut to a window (:func:`cut`): a segment that overlaps a clip's edge shows the words said inside
@@ -108,11 +109,12 @@ def video_subtitles(core: Any, ref: str, fmt: Format) -> str:
         VideoNotFoundError: no such video.
         UserError: the video has no transcript (it was not transcribed, or nothing is said).
     """
+    from vidagent.app.speakers import with_names
     from vidagent.exceptions import UserError
 
     lib = core.existing_library()
     video = lib.get_video(ref)
-    segments = lib.transcript(video.video_id)
+    segments = with_names(lib, video.video_id, lib.transcript(video.video_id))
     if not segments:
         done = "transcribe" in video.stages
         why = "nothing is said in it" if done else "it was not transcribed (vidagent index)"

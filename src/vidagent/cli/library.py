@@ -105,16 +105,11 @@ def show(
             click.echo(
                 f"  {sid:<12} {s.get('name', 'unknown'):<16} first seen {s.get('first_seen', '?')}  {looks}"
             )
-    from vidagent.models.perception import LABEL
-
-    # The perception describer's label once above the table, not at the head of every caption
-    # (it took 75 of the 110 characters shown)
-    described = any(c.caption.startswith(LABEL) for c in clips)
-    click.echo("\nclips" + (f"  (captions: {LABEL[1:-1]})" if described else ""))
+    label = detail.caption_label()
+    click.echo("\nclips" + (f"  (captions: {label})" if label else ""))
     for c in clips:
         wall = f"  {wall_clock(v.recorded_at, c.t0)}" if v.recorded_at else ""
-        caption = " ".join(c.caption.removeprefix(LABEL).split())
-        click.echo(f"  {hms(c.t0)}-{hms(c.t1)}{wall}  {caption[:110]}")
+        click.echo(f"  {hms(c.t0)}-{hms(c.t1)}{wall}  {detail.caption(c)[:110]}")
         said = [s for s in detail.said_in(c) if s.speaker]
         for s in said:  # who speaks, line by line, where the speakers stage labelled them
             who = detail.speaker(s)

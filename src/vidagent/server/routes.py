@@ -19,12 +19,14 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi import Path as PathParam
+from fastapi import Query as QueryParam
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import FileResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi.responses import FileResponse, Response, StreamingResponse
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from vidagent._version import __version__
 from vidagent.app.limits import (
+    MAX_REF_CHARS,
     MAX_STAGES,
     MAX_STEPS,
     MAX_TOP,
@@ -35,15 +37,18 @@ from vidagent.app.limits import (
     Question,
     Ref,
     VideoOrPath,
+    check_text,
 )
 from vidagent.app.results import video_json
+from vidagent.app.sheets import DEFAULT_COUNT as DEFAULT_SHEET_FRAMES
+from vidagent.app.sheets import MAX_COUNT as MAX_SHEET_FRAMES
 from vidagent.app.window import TimeWindow
 from vidagent.exceptions import ConfigError, MediaError, MediaNotFoundError
 from vidagent.server import streams
 from vidagent.server.jobs import Job
 from vidagent.server.state import Server
 from vidagent.server.uploads import NotAVideo, receive_upload
-from vidagent.timecode import parse_duration
+from vidagent.timecode import parse_duration, parse_time
 
 router = APIRouter(prefix="/api")
 KEEPALIVE_S = 15.0
@@ -191,6 +196,89 @@ def video_media(ref: RefParam, request: Request) -> FileResponse:
         raise MediaNotFoundError(video.source, "the video's file is no longer there")
     kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
     return FileResponse(path, media_type=kind)
+
+
+#: each subtitle format's media type
+SUBTITLE_TYPES = {"srt": "application/x-subrip", "vtt": "text/vtt", "txt": "text/plain"}
+
+
+@router.get("/videos/{ref}/subtitles")
+def video_subtitles(
+    ref: RefParam, request: Request, format: Literal["srt", "vtt", "txt"] = "srt"
+) -> Response:
+    """The video's whole transcript as SubRip, WebVTT or text, with speakers where known (as
+    ``vidagent show --srt``); 400 when it has none, saying why."""
+    session = server_of(request).session
+    text = session.subtitles(ref, format)
+    name = Path(session.show(ref).video.name).stem or "transcript"
+    return Response(
+        text,
+        media_type=f"{SUBTITLE_TYPES[format]}; charset=utf-8",
+        headers={"Content-Disposition": f'inline; filename="{_header_safe(name)}.{format}"'},
+    )
+
+
+def _header_safe(name: str) -> str:
+    """A file name for a Content-Disposition header: ASCII, no quotes or controls."""
+    kept = "".join(c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in name)
+    return kept or "video"
+
+
+@router.get("/videos/{ref}/speakers")
+def video_speakers(ref: RefParam, request: Request) -> dict[str, Any]:
+    """The video's speakers, most talk first, with the names given (``vidagent speakers``);
+    ``labelled`` false when its index lacks the speakers stage."""
+    return server_of(request).session.speakers(ref).to_json()
+
+
+class SpeakerNameBody(Body):
+    name: Annotated[
+        str,
+        Field(max_length=MAX_REF_CHARS, description="the speaker's name; empty removes it"),
+        AfterValidator(check_text),
+    ]
+
+
+@router.put("/videos/{ref}/speakers/{label}")
+def name_speaker(
+    ref: RefParam, label: RefParam, body: SpeakerNameBody, request: Request
+) -> dict[str, Any]:
+    """Name the speaker ``label`` (``S1``) of the video; an empty name removes it. 400 for a
+    label the video does not have (the message lists them)."""
+    return server_of(request).session.rename_speaker(ref, label, body.name).to_json()
+
+
+def _time(text: str | None, name: str) -> float | None:
+    try:
+        return None if text is None else parse_time(text)
+    except ValueError as e:
+        raise ConfigError(f"{name}: {e}") from None
+
+
+@router.get("/videos/{ref}/sheet")
+def video_sheet(
+    ref: RefParam,
+    request: Request,
+    t_from: Annotated[
+        str | None, QueryParam(alias="from", max_length=32, description="seconds or HH:MM:SS")
+    ] = None,
+    t_to: Annotated[str | None, QueryParam(alias="to", max_length=32)] = None,
+    count: Annotated[int, QueryParam(ge=1, le=MAX_SHEET_FRAMES)] = DEFAULT_SHEET_FRAMES,
+    columns: Annotated[int | None, QueryParam(ge=1, le=MAX_SHEET_FRAMES)] = None,
+) -> Response:
+    """A contact sheet of the video, or of ``from``-``to``, as a JPEG: ``count`` frames with
+    their times, from the index's thumbnails where they cover the span (``vidagent sheet``)."""
+    session = server_of(request).session
+    with tempfile.TemporaryDirectory(prefix="vidagent-sheet-") as tmp:
+        drawn = session.sheet(
+            ref,
+            t_from=_time(t_from, "from"),
+            t_to=_time(t_to, "to"),
+            count=count,
+            columns=columns,
+            out=Path(tmp) / "sheet.jpg",
+        )
+        return Response(drawn.path.read_bytes(), media_type="image/jpeg")
 
 
 @router.delete("/videos/{ref}")
