@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from factories import INDEX_SPECS
 
@@ -294,7 +295,9 @@ def test_a_search_result_click_seeks_the_player(
     screenshot(browser, tmp_path, "video")
 
 
-def test_the_clip_table_says_who_speaks(served: Served, browser: Any, tmp_path: Path) -> None:
+def test_the_clip_table_and_the_players_subtitles_say_who_speaks(
+    served: Served, browser: Any, tmp_path: Path
+) -> None:
     import dataclasses
 
     from vidagent.library.schema import Artifact
@@ -313,6 +316,27 @@ def test_the_clip_table_says_who_speaks(served: Served, browser: Any, tmp_path: 
         rows = css(browser, "#clips tr.clickable")
         said = [r.find_elements("css selector", "td")[2].text for r in rows]
         assert any(t.startswith("S1 (Dr Lee): ") for t in said), said
+        # the player shows the transcript as subtitles, the speaker by the name given
+        cue = wait_for(
+            browser,
+            lambda d: d.execute_script(
+                "const t = document.getElementById('player').textTracks[0];"
+                "return t && t.cues && t.cues.length ? t.cues[0].text : null"
+            ),
+            "the player's subtitles",
+        )
+        assert cue == "<v Dr Lee>hello there"
+        base = f"{served.base}/api/videos/{served.video_id}"
+        links = {a.text: a.get_attribute("href") for a in css(browser, "#takeaway a")}
+        assert links == {
+            "Subtitles (SRT)": f"{base}/subtitles?format=srt&token={TOKEN}",
+            "WebVTT": f"{base}/subtitles?format=vtt&token={TOKEN}",
+            "Contact sheet": f"{base}/sheet?count=24&token={TOKEN}",
+        }
+        srt = httpx.get(links["Subtitles (SRT)"], timeout=30)
+        assert srt.status_code == 200 and "Dr Lee: hello there" in srt.text
+        sheet = httpx.get(links["Contact sheet"], timeout=60)
+        assert sheet.status_code == 200 and sheet.headers["content-type"] == "image/jpeg"
     finally:
         library.put_transcript(served.video_id, segments)
         library.delete_artifacts(served.video_id, "speakers", ["names"])

@@ -1,6 +1,6 @@
 // The video page: the player, the clip table, and search results that seek the player.
 
-import { api, clear, clock, el, linkTimes, mediaUrl, param, shorten, showError, showVersion, span, wallClock } from "./api.js";
+import { api, clear, clock, el, linkTimes, mediaUrl, param, shorten, showError, showVersion, span, url, wallClock } from "./api.js";
 
 const videoId = param("id");
 const player = document.getElementById("player");
@@ -28,6 +28,27 @@ function speechOf(clip, transcript) {
   const said = transcript.filter((s) => s.speaker && clip.t0 <= (s.t0 + s.t1) / 2 && (s.t0 + s.t1) / 2 < clip.t1);
   if (!said.length) return clip.transcript || "";
   return said.map((s) => `${s.speaker_name ? `${s.speaker} (${s.speaker_name})` : s.speaker}: ${s.text}`).join(" ");
+}
+
+// What a person can take away: the transcript as subtitles (shown on the player too, each
+// speaker by the name given to its label) and a contact sheet of the video.
+function takeaway(video, transcript) {
+  const base = `/api/videos/${encodeURIComponent(video.video_id)}`;
+  const stem = video.name.replace(/\.[^.]*$/, "") || video.video_id;
+  const links = [];
+  if (transcript.length) {
+    const track = el("track", {
+      kind: "subtitles", label: "Transcript", srclang: "en", default: "",
+      src: url(`${base}/subtitles?format=vtt`),
+    });
+    player.append(track);
+    links.push(
+      el("a", { href: url(`${base}/subtitles?format=srt`), download: `${stem}.srt`, id: "srt-link" }, "Subtitles (SRT)"),
+      el("a", { href: url(`${base}/subtitles?format=vtt`), download: `${stem}.vtt` }, "WebVTT"),
+    );
+  }
+  links.push(el("a", { href: url(`${base}/sheet?count=24`), target: "_blank", id: "sheet-link" }, "Contact sheet"));
+  clear(document.getElementById("takeaway"), ...links.flatMap((a, i) => (i ? [" · ", a] : [a])));
 }
 
 function clipRow(clip, transcript) {
@@ -77,6 +98,7 @@ async function load() {
     player.src = mediaUrl(video.video_id);
     const clips = detail.clips || [];
     const transcript = detail.transcript || [];
+    takeaway(video, transcript);
     clear(clipsBody, clips.length ? clips.map((clip) => clipRow(clip, transcript))
       : el("tr", {}, el("td", { colspan: 4, class: "empty" }, "No clips indexed yet.")));
   } catch (e) {
