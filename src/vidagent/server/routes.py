@@ -210,7 +210,7 @@ def video_subtitles(
     ``vidagent show --srt``); 400 when it has none, saying why."""
     session = server_of(request).session
     text = session.subtitles(ref, format)
-    name = Path(session.show(ref).video.name).stem or "transcript"
+    name = Path(session.existing_library().get_video(ref).name).stem or "transcript"
     return Response(
         text,
         media_type=f"{SUBTITLE_TYPES[format]}; charset=utf-8",
