@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from clirun import vidagent, vidagent_process
 
+from vidagent.media.synth import make_video
+
 
 def test_info_lists_every_role_and_the_library(_isolated_home: Path) -> None:
     out = vidagent("info", "--json", home=_isolated_home)
@@ -93,6 +95,12 @@ def test_a_video_of_the_library_is_indexed_again_by_its_name(
     missing = vidagent("index", "no-video-of-this-name", **run)
     assert missing.returncode == 1
     assert missing.stderr.strip() == "error: no-video-of-this-name: no such file"
+    other = small_video.parent / "elsewhere" / "small.avi"  # another video of the same stem
+    other.parent.mkdir(exist_ok=True)
+    make_video(other, duration=2, size=(160, 96))
+    vidagent("index", str(other), "--stages", "transcribe", **run)
+    both = vidagent("index", small_video.stem, **run)
+    assert both.returncode == 1 and "'small' matches several videos" in both.stderr
 
 
 def test_bad_files_among_good_ones(

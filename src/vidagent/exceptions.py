@@ -123,6 +123,10 @@ class VideoNotFoundError(LibraryError):
     """No video with that id (or unique id prefix) in the Library."""
 
 
+class AmbiguousVideoError(VideoNotFoundError):
+    """A reference that names several videos of the Library (an id prefix, a file stem)."""
+
+
 class LibraryVersionError(LibraryError):
     """The Library was written by a newer vidagent, or a migration failed."""
 

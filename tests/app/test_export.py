@@ -166,6 +166,10 @@ def test_a_contact_sheet_uses_the_stored_thumbnails_where_they_cover_the_span(
             assert next(img.decode(video=0)).width > 300
         with pytest.raises(UserError, match="--to must be after --from"):
             session.sheet(vid, t_from=5.0, t_to=4.0)
+        # more columns than frames: one row of the frames there are (not 10**9 columns wide)
+        row = session.sheet(vid, count=2, columns=10**9, out=tmp_path / "r.png")
+        with av.open(str(row.path)) as img:
+            assert next(img.decode(video=0)).width < 1000
 
 
 def test_the_whole_transcript_as_subtitles_with_speakers(

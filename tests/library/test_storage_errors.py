@@ -119,6 +119,37 @@ def test_a_full_disk_is_named_and_the_library_keeps_its_rows(
     assert len(after) == 2
 
 
+def test_an_evidence_bundle_written_to_a_full_disk_is_named(
+    small_disk: Path, videos: tuple[Path, Path], tmp_path: Path, _isolated_home: Path
+) -> None:
+    from vidagent.trace import Answered, Citation, RunStarted, Trace
+
+    library = tmp_path / "library"  # the Library has room; the bundle's folder has none
+    first, _ = videos
+    indexed = _index(library, first, _isolated_home)
+    assert indexed.returncode == 0, indexed.stderr
+    vid = json.loads(indexed.stdout)["video_id"]
+    trace = Trace(tmp_path / "answer.jsonl")
+    trace.emit(RunStarted(0.0, "retrieval", "What happens?", [], [], {}, {}))
+    cited = Citation(vid, 1.0, 3.0, [1.0, 3.0], "unchecked", 0.0, "", "", 0)
+    trace.emit(Answered(1.0, "Something.", None, True, False, "", None, [], citations=[cited]))
+    trace.close()
+    filler = _fill(small_disk)
+    bundle = small_disk / "bundle"
+    out = vidagent(
+        "--library",
+        str(library),
+        "export",
+        str(trace.path),
+        "-o",
+        str(bundle),
+        home=_isolated_home,
+        env=ENV,
+    )
+    _one_line_error(out, bundle, "no space left on the device (disk full); free space there")
+    filler.unlink()
+
+
 def test_a_read_only_library_is_named_and_still_readable(
     small_disk: Path, videos: tuple[Path, Path], _isolated_home: Path
 ) -> None:

@@ -302,11 +302,12 @@ def test_a_local_model_that_cannot_be_had_is_a_one_line_config_error(tmp_path: P
     from vidagent.models.rapidocr import RapidOCRAdapter
     from vidagent.models.rapidocr import status as ocr_status
     from vidagent.models.whisper import FasterWhisperAdapter
+    from vidagent.models.whisper import status as whisper_status
 
     with pytest.raises(ConfigError, match="^rapidocr model 'pp-ocr-v9': the bundled PP-OCR"):
         RapidOCRAdapter("pp-ocr-v9")
     assert not ocr_status("pp-ocr-v9", {}, load_settings(env={})).usable
-    if module_available("faster_whisper"):
-        empty = FasterWhisperAdapter(str(tmp_path))
-        with pytest.raises(ConfigError, match=f"^faster-whisper:{tmp_path}: cannot load it"):
-            empty._load()
+    empty = FasterWhisperAdapter(str(tmp_path))
+    with pytest.raises(ConfigError, match=f"^faster-whisper:{tmp_path}: cannot load it"):
+        empty._load()
+    assert not whisper_status(str(tmp_path), {}, load_settings(env={})).usable

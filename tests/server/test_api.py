@@ -113,10 +113,16 @@ def test_a_videos_subtitles_named_speakers_and_contact_sheet(
     assert named.json()["speakers"][0]["name"] == "Dr Lee"
     srt = api.get(f"/api/videos/{vid}/subtitles")
     assert srt.headers["content-type"] == "application/x-subrip; charset=utf-8"
-    assert srt.headers["content-disposition"] == 'inline; filename="small.srt"'
+    assert (
+        srt.headers["content-disposition"]
+        == "inline; filename=\"small.srt\"; filename*=UTF-8''small.srt"
+    )
     assert srt.text == "1\n00:00:01,000 --> 00:00:03,000\nDr Lee: hello there\n"
     vtt = api.get(f"/api/videos/{vid}/subtitles", params={"format": "vtt"}).text
     assert vtt == "WEBVTT\n\n00:00:01.000 --> 00:00:03.000\n<v Dr Lee>hello there\n"
+    api.put(f"/api/videos/{vid}/speakers/S1", json={"name": "Lee & <Co>"})  # WebVTT markup
+    vtt = api.get(f"/api/videos/{vid}/subtitles", params={"format": "vtt"}).text
+    assert vtt.endswith("\n<v Lee &amp; &lt;Co&gt;>hello there\n")
     sheet = api.get(f"/api/videos/{vid}/sheet", params={"from": "0:02", "to": "6", "count": 4})
     assert sheet.status_code == 200 and sheet.headers["content-type"] == "image/jpeg"
     image = cv2.imdecode(np.frombuffer(sheet.content, np.uint8), cv2.IMREAD_COLOR)
@@ -132,6 +138,8 @@ def test_a_videos_subtitles_named_speakers_and_contact_sheet(
         ("get", "/sheet", {"params": {"from": "soon"}}, 400, "from: 'soon' is not a time"),
         ("get", "/sheet", {"params": {"from": "20"}}, 400, "is past the end"),
         ("get", "/sheet", {"params": {"count": 401}}, 422, None),
+        ("get", "/sheet", {"params": {"count": 400, "columns": 1}}, 400, "too large for .jpg"),
+        ("put", "/speakers/S1", {"json": {"name": "\x1b[31mred"}}, 400, "printable text"),
         ("get", "/subtitles", {"params": {"format": "xml"}}, 422, None),
     ]:
         refused = api.request(method, f"/api/videos/{vid}{url}", **kwargs)

@@ -38,7 +38,7 @@ from vidagent.app.sheets import draw_sheet, span_frames, write_image
 from vidagent.app.speakers import with_names
 from vidagent.app.subtitles import cut, speaker_of, subtitles
 from vidagent.app.traces import list_traces
-from vidagent.exceptions import UserError, VideoNotFoundError
+from vidagent.exceptions import UserError, VideoNotFoundError, storage_error
 from vidagent.timecode import clock, wall_clock
 
 if TYPE_CHECKING:
@@ -97,7 +97,8 @@ def export(
 
     Raises:
         UserError: no such trace, a trace without an answer, ``out`` exists and is not an
-            empty folder, or it cannot be written (the reason given).
+            empty folder, or it cannot be made (the reason given).
+        StorageError: the disk is full, or writing there is not permitted.
         LibraryError: there is no Library to read the cited videos from.
     """
     from vidagent.trace import Trace
@@ -122,7 +123,11 @@ def export(
                 for file in sorted(folder.rglob("*")):
                     if file.is_file():
                         z.write(file, Path(target.stem) / file.relative_to(folder))
-    except OSError as e:  # a folder that cannot be made, no permission, a full disk
+    except OSError as e:
+        refused = storage_error(e, target)  # a full disk or a denied permission: StorageError
+        if refused is not None:
+            raise refused from e
+        # a folder that cannot be made (a file in the way, a path too long)
         raise UserError(f"cannot write the evidence to {target}: {e.strerror or e}") from None
     return ExportResult(target, result.index, result.warnings)
 

@@ -8,6 +8,7 @@ result becomes a dict, so every front end shows the same fields.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -172,20 +173,22 @@ class VideoDetail:
         """The segments whose middle falls in the clip."""
         return [s for s in self.transcript if clip.t0 <= (s.t0 + s.t1) / 2 < clip.t1]
 
+    @functools.cached_property
     def caption_label(self) -> str:
-        """The perception describer's label when it wrote the clips' captions (shown once,
-        above them), ``""`` otherwise."""
+        """The perception describer's label when it wrote every clip's caption (shown once,
+        above them), ``""`` otherwise (a model's captions, or both kinds)."""
         from vidagent.models.perception import LABEL
 
-        return LABEL[1:-1] if any(c.caption.startswith(LABEL) for c in self.clips) else ""
+        captioned = [c.caption for c in self.clips if c.caption]
+        return LABEL[1:-1] if captioned and all(c.startswith(LABEL) for c in captioned) else ""
 
-    @staticmethod
-    def caption(clip: ClipRow) -> str:
-        """The clip's caption on one line, less the describer's label (:meth:`caption_label`
-        gives it once: it took 75 of the 110 characters a clip's line shows)."""
-        from vidagent.models.perception import LABEL
-
-        return " ".join(clip.caption.removeprefix(LABEL).split())
+    def caption(self, clip: ClipRow) -> str:
+        """The clip's caption on one line, less the describer's label where
+        :attr:`caption_label` gives it once (it took 75 of the 110 characters a line shows)."""
+        text = clip.caption
+        if self.caption_label:
+            text = text.removeprefix(f"[{self.caption_label}]")
+        return " ".join(text.split())
 
     @staticmethod
     def on_screen(clip: ClipRow) -> list[str]:

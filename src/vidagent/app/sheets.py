@@ -27,6 +27,8 @@ DEFAULT_COUNT = 12
 #: person scans; a closer look is a sheet of a shorter span (``--from``/``--to``). Each frame
 #: is decoded at 480 px, so a count with no bound ran out of memory (100,000: 48 GiB).
 MAX_COUNT = 400
+#: the longest side a JPEG holds (libjpeg's limit)
+JPEG_MAX_SIDE = 65_500
 
 
 @dataclass(frozen=True)
@@ -164,17 +166,25 @@ def write_image(rgb: np.ndarray, path: Path) -> None:
     """Write an RGB image; the suffix chooses PNG or JPEG.
 
     Raises:
-        ConfigError: a suffix that is neither.
+        ConfigError: a suffix that is neither, or a sheet too large for its format (a JPEG
+            side holds at most 65,500 pixels: 400 frames in one column are 83,000 tall).
     """
     import cv2
 
     suffix = path.suffix.lower()
     if suffix not in (".png", ".jpg", ".jpeg"):
         raise ConfigError(f"{path}: a contact sheet is written as .png or .jpg")
+    height, width = rgb.shape[:2]
+    too_large = ConfigError(
+        f"a contact sheet of {width}x{height} pixels is too large for {suffix}; "
+        "draw fewer frames (--count) or change --columns"
+    )
+    if suffix != ".png" and max(width, height) > JPEG_MAX_SIDE:  # before OpenCV logs it
+        raise too_large
     path.parent.mkdir(parents=True, exist_ok=True)
     ok, buf = cv2.imencode(suffix, cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
     if not ok:
-        raise ValueError(f"could not encode an image of shape {rgb.shape}")
+        raise too_large
     path.write_bytes(buf.tobytes())
 
 

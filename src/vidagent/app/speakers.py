@@ -3,7 +3,10 @@
 The speakers stage (:mod:`vidagent.ingest.speakers`) labels each transcript segment ``S1``,
 ``S2``, …; ``vidagent speakers VIDEO rename S1 "Dr Lee"`` stores a name for a label in the
 video's ``"speakers"`` artefact with key ``"names"`` (``{label: name}``), which indexing never
-rewrites. Everywhere a speaker is shown it reads ``S1 (Dr Lee)``, or the label alone.
+rewrites. Where a speaker is shown beside the index (``show``, search hits, citations, the web
+UI's clip table) it reads ``S1 (Dr Lee)``, or the label alone; subtitles and evidence bundles,
+which a person reads without the labels, give the name in the label's place
+(:func:`with_names`).
 """
 
 from __future__ import annotations
@@ -105,7 +108,8 @@ def rename(core: SessionCore, ref: str, label: str, name: str) -> SpeakerList:
 
     Raises:
         VideoNotFoundError: no such video.
-        ConfigError: the video has no speaker ``label`` (the message lists them).
+        ConfigError: the video has no speaker ``label`` (the message lists them), or the name
+            holds a character that is not printable (a control character).
     """
     from vidagent.library.schema import Artifact
 
@@ -115,13 +119,17 @@ def rename(core: SessionCore, ref: str, label: str, name: str) -> SpeakerList:
     if wanted not in labels:
         have = ", ".join(sorted(labels)) or "none (index it with the speakers stage first)"
         raise ConfigError(f"{ref} has no speaker {label!r}; its speakers: {have}")
+    name = " ".join(name.split())
+    if not name.isprintable():  # it is printed by commands and written into subtitles
+        raise ConfigError(f"a speaker's name is printable text, not {name!r}")
     lib = core.existing_library()
-    given = names(lib, listed.video_id)
-    if name.strip():
-        given[wanted] = " ".join(name.split())
-    else:
-        given.pop(wanted, None)
-    lib.put_artifact(Artifact(listed.video_id, "speakers", NAMES_KEY, data=given))
+    with lib.write_lock():  # two renames at once (two HTTP requests) each keep their name
+        given = names(lib, listed.video_id)
+        if name:
+            given[wanted] = name
+        else:
+            given.pop(wanted, None)
+        lib.put_artifact(Artifact(listed.video_id, "speakers", NAMES_KEY, data=given))
     return speakers(core, ref)
 
 

@@ -38,7 +38,8 @@ def cut(segment: Any, window: tuple[float, float] | None) -> tuple[float, float,
 
     A segment inside the window (or no window) is whole, at its own times. One the window cuts
     keeps the words whose middle lies inside it (the rule the citation checker reads a quote's
-    words by), from the first kept word's start to the last one's end, within the window. A
+    words by; a middle on the window's end belongs to the next window, so two windows that meet
+    never both hold a word), from the first kept word's start to the last one's end. A
     segment stored without word times (``words`` empty: an ASR that gives none) keeps its whole
     text for the part of its time inside the window: where in it each word falls is not known.
     """
@@ -55,7 +56,7 @@ def cut(segment: Any, window: tuple[float, float] | None) -> tuple[float, float,
         words = []
     if not words:
         return (max(t0, lo), min(t1, hi), text) if text else None
-    inside = [w for w in words if lo <= (w[0] + w[1]) / 2 <= hi]
+    inside = [w for w in words if lo <= (w[0] + w[1]) / 2 < hi]
     said = spoken(w[2] for w in inside)
     if not said:
         return None
@@ -72,6 +73,11 @@ def _cues(
             t0, t1, text = part
             out.append((t0 - offset, max(t1, t0 + 0.001) - offset, text, speaker_of(seg)))
     return out
+
+
+def _escaped(text: str) -> str:
+    """Text as WebVTT cue text: its three markup characters escaped."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def subtitles(
@@ -91,9 +97,10 @@ def subtitles(
             for n, (a, b, text, who) in enumerate(cues, 1)
         ]
         return "\n".join(blocks)
-    if fmt == "vtt":
+    if fmt == "vtt":  # cue text and voice names are markup there: & < > escaped
         blocks = [
-            f"{_stamp(a, '.')} --> {_stamp(b, '.')}\n{f'<v {who}>' if who else ''}{text}\n"
+            f"{_stamp(a, '.')} --> {_stamp(b, '.')}\n"
+            f"{f'<v {_escaped(who)}>' if who else ''}{_escaped(text)}\n"
             for a, b, text, who in cues
         ]
         return "WEBVTT\n\n" + "\n".join(blocks)

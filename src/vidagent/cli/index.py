@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import json
+import shlex
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -67,18 +68,34 @@ def library_sources(session: Any, files: list[Path]) -> list[Path]:
     """Each path that names no file but a video of the Library (its id, id prefix or name, as
     ``ask`` reads one) read as that video's source file, so ``vidagent index talk`` runs the
     stages ``talk.mp4``'s index lacks (the speakers stage, added after it was indexed). Any
-    other path is left as it is, for the indexer's one-line error."""
-    from vidagent.exceptions import VideoNotFoundError
+    other path is left as it is, for the indexer's one-line error.
+
+    Raises:
+        AmbiguousVideoError: a name that matches several videos (the message lists them).
+        UserError: a name of a watched stream (``vidagent watch`` resumes it).
+    """
+    from vidagent.exceptions import AmbiguousVideoError, LibraryError, UserError
 
     if all(f.exists() for f in files) or not session.library_exists():
         return files
-    library = session.existing_library()
+    try:
+        library = session.existing_library()
+    except LibraryError:  # a remote Library not made yet: nothing to name
+        return files
 
     def source(f: Path) -> Path:
-        try:
-            return f if f.exists() else Path(library.get_video(str(f)).source)
-        except VideoNotFoundError:
+        if f.exists():
             return f
+        try:
+            video = library.get_video(str(f))
+        except AmbiguousVideoError:
+            raise
+        except LibraryError:
+            return f
+        if "watch" in video.stages:
+            resume = f"`vidagent watch {shlex.quote(video.source)}`"
+            raise UserError(f"{f} is a watched stream; {resume} resumes it")
+        return Path(video.source)
 
     return list(dict.fromkeys(map(source, files)))
 

@@ -4,6 +4,7 @@ and looking after the Library."""
 from __future__ import annotations
 
 from pathlib import Path
+from shlex import quote
 from typing import Any
 
 import click
@@ -105,7 +106,7 @@ def show(
             click.echo(
                 f"  {sid:<12} {s.get('name', 'unknown'):<16} first seen {s.get('first_seen', '?')}  {looks}"
             )
-    label = detail.caption_label()
+    label = detail.caption_label
     click.echo("\nclips" + (f"  (captions: {label})" if label else ""))
     for c in clips:
         wall = f"  {wall_clock(v.recorded_at, c.t0)}" if v.recorded_at else ""
@@ -127,9 +128,8 @@ def _show_graph(ctx: click.Context, video: str, as_json: bool) -> None:
         echo_json(body)
         return
     if not body["built"]:
-        click.echo(
-            f"{video} has no entity graph yet; `vidagent index {video} --stages graph` builds it"
-        )
+        build = f"`vidagent index {quote(video)} --stages graph`"
+        click.echo(f"{video} has no entity graph yet; {build} builds it")
         return
     entities, relations = body["entities"], body["relations"]
     supers = sum(e["kind"] == "super" for e in entities)
@@ -247,10 +247,11 @@ def speakers(
         echo_json(listed.to_json())
         return
     if not listed.labelled:
-        click.echo(
-            f"{video} has no speaker labels yet: its index lacks the speakers stage; "
-            f"`vidagent index {video}` adds it"
-        )
+        if session.settings.speakers == "off":
+            why = 'the speakers setting is off (speakers = "resemblyzer" turns it on)'
+        else:
+            why = f"its index lacks the speakers stage; `vidagent index {quote(video)}` adds it"
+        click.echo(f"{video} has no speaker labels yet: {why}")
         return
     if not listed.speakers:
         click.echo(f"{video}: nobody speaks")

@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from vidagent.exceptions import VideoNotFoundError
+from vidagent.exceptions import AmbiguousVideoError, VideoNotFoundError
 from vidagent.library.filters import clip_keys, quote, span_filter
 from vidagent.library.schema import (
     TABLES,
@@ -113,7 +113,7 @@ class Rows:
         if not matches:
             raise VideoNotFoundError(f"no video {ref!r} in {self.tables.uri}; see `vidagent list`")
         ids = ", ".join(v.video_id for v in matches[:5])
-        raise VideoNotFoundError(f"{ref!r} matches several videos ({ids}); give more of the id")
+        raise AmbiguousVideoError(f"{ref!r} matches several videos ({ids}); give more of the id")
 
     def get_video(self, ref: str) -> VideoRecord:
         """The video ``ref`` names (see :meth:`resolve`)."""

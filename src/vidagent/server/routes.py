@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi import Path as PathParam
@@ -210,18 +211,19 @@ def video_subtitles(
     ``vidagent show --srt``); 400 when it has none, saying why."""
     session = server_of(request).session
     text = session.subtitles(ref, format)
-    name = Path(session.existing_library().get_video(ref).name).stem or "transcript"
+    name = f"{Path(session.existing_library().get_video(ref).name).stem or 'transcript'}.{format}"
     return Response(
         text,
         media_type=f"{SUBTITLE_TYPES[format]}; charset=utf-8",
-        headers={"Content-Disposition": f'inline; filename="{_header_safe(name)}.{format}"'},
+        headers={"Content-Disposition": _disposition(name)},
     )
 
 
-def _header_safe(name: str) -> str:
-    """A file name for a Content-Disposition header: ASCII, no quotes or controls."""
-    kept = "".join(c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in name)
-    return kept or "video"
+def _disposition(name: str) -> str:
+    """``inline`` with the file name: an ASCII fallback (no quotes or controls) and the name
+    itself percent-encoded as UTF-8 (RFC 6266), so "café.srt" saves as café.srt."""
+    plain = "".join(c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in name)
+    return f"inline; filename=\"{plain}\"; filename*=UTF-8''{quote(name, safe='')}"
 
 
 @router.get("/videos/{ref}/speakers")

@@ -47,7 +47,7 @@ function takeaway(video, transcript) {
       el("a", { href: url(`${base}/subtitles?format=vtt`), download: `${stem}.vtt` }, "WebVTT"),
     );
   }
-  links.push(el("a", { href: url(`${base}/sheet?count=24`), target: "_blank", id: "sheet-link" }, "Contact sheet"));
+  links.push(el("a", { href: url(`${base}/sheet?count=24`), download: `${stem}-sheet.jpg` }, "Contact sheet"));
   clear(document.getElementById("takeaway"), ...links.flatMap((a, i) => (i ? [" · ", a] : [a])));
 }
 
