@@ -330,6 +330,19 @@ def test_ground_command_prints_the_interval_and_bad_input_is_one_line(
         env={**env, "VIDAGENT_LLM": "fake:echo?reply=no idea"},
     )
     assert none.returncode == 1 and "interval: none found" in none.stdout
+    # an interval whose citation nothing in the index supports keeps its interval, marked
+    checked = vidagent(
+        "ground",
+        "small.mp4",
+        "white text appears",
+        "-q",
+        home=tmp_path,
+        env={**env, "VIDAGENT_ABSTAIN": "auto"},
+    )
+    assert checked.returncode == 0 and checked.stdout.splitlines()[0] == (
+        "interval: [5.0s, 8.0s] (abstained: none of the answer's key words is said or shown "
+        "where it cites)"
+    )
 
 
 def test_a_model_repeating_one_call_is_told_and_stopped(indexed: Any) -> None:

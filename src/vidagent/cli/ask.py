@@ -290,6 +290,9 @@ def ground(
         echo_json(result.to_json())
     else:
         shown = f"interval: [{found[0]:.1f}s, {found[1]:.1f}s]" if found else "interval: none found"
+        answered = result.trace.answer
+        if found and answered is not None and answered.abstained:  # kept, and said so here too
+            shown += f" (abstained: {answered.abstain_reason})"
         click.echo(shown)
         click.echo(f"trace: {result.trace.path}")
     if result.answer is not None and result.answer.forced and not result.answer.text.strip():
