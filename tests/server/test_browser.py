@@ -271,7 +271,9 @@ def test_a_search_result_click_seeks_the_player(
     open_page(browser, served, f"video.html?id={served.video_id}")
     wait_for(browser, lambda d: len(css(d, "#clips tr.clickable")) == 3, "the clip table")
     first = css(browser, "#clips tr.clickable")[0].find_elements("css selector", "td")
-    assert first[0].text == "0:00–0:05" and "perception describer" in first[1].text
+    assert first[0].text == "0:00–0:05" and first[1].text and "perception" not in first[1].text
+    head = browser.find_element("css selector", "#caption-head").text
+    assert head == "CAPTION (perception describer: measured facts, not a vision-language model)"
     # the player can read the file through the API (Range requests, the token in the URL)
     wait_for(
         browser,

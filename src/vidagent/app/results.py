@@ -200,6 +200,7 @@ class VideoDetail:
             "video": video_json(self.video),
             "summary": self.summary,
             "registry": self.registry,
+            "caption_label": self.caption_label,
             "clips": [c.__dict__ | {"on_screen_text": self.on_screen(c)} for c in self.clips],
             "transcript": [
                 {

@@ -51,13 +51,20 @@ function takeaway(video, transcript) {
   clear(document.getElementById("takeaway"), ...links.flatMap((a, i) => (i ? [" · ", a] : [a])));
 }
 
+// The perception describer's label heads the caption column once, when it wrote every caption.
+let captionLabel = "";
+
+function captionText(caption) {
+  return captionLabel ? (caption || "").replace(`[${captionLabel}]`, "").trim() : caption || "";
+}
+
 function clipRow(clip, transcript) {
   return el(
     "tr",
     { class: "clickable", title: "Play from here", dataset: { t0: clip.t0, t1: clip.t1 },
       onclick: () => seek(clip.t0) },
     timeCell(clip.t0, clip.t1),
-    el("td", {}, clip.caption || ""),
+    el("td", {}, captionText(clip.caption)),
     el("td", {}, speechOf(clip, transcript)),
     el("td", {}, (clip.on_screen_text || []).join(" | ")),
   );
@@ -70,7 +77,7 @@ function resultRow(hit) {
       onclick: () => seek(hit.t0) },
     timeCell(hit.t0, hit.t1),
     el("td", {}, Number(hit.score).toFixed(3)),
-    el("td", {}, shorten([hit.caption, (hit.speakers || []).length ? `[${hit.speakers.join(", ")}] ${hit.transcript}` : hit.transcript, (hit.on_screen_text || []).join(" | ")].filter(Boolean).join(" · "), 200)),
+    el("td", {}, shorten([captionText(hit.caption), (hit.speakers || []).length ? `[${hit.speakers.join(", ")}] ${hit.transcript}` : hit.transcript, (hit.on_screen_text || []).join(" | ")].filter(Boolean).join(" · "), 200)),
   );
 }
 
@@ -98,6 +105,10 @@ async function load() {
     player.src = mediaUrl(video.video_id);
     const clips = detail.clips || [];
     const transcript = detail.transcript || [];
+    captionLabel = detail.caption_label || "";
+    if (captionLabel) {
+      clear(document.getElementById("caption-head"), "Caption ", el("span", { class: "muted" }, `(${captionLabel})`));
+    }
     takeaway(video, transcript);
     clear(clipsBody, clips.length ? clips.map((clip) => clipRow(clip, transcript))
       : el("tr", {}, el("td", { colspan: 4, class: "empty" }, "No clips indexed yet.")));
