@@ -77,7 +77,7 @@ function resultRow(hit) {
       onclick: () => seek(hit.t0) },
     timeCell(hit.t0, hit.t1),
     el("td", {}, Number(hit.score).toFixed(3)),
-    el("td", {}, shorten([captionText(hit.caption), (hit.speakers || []).length ? `[${hit.speakers.join(", ")}] ${hit.transcript}` : hit.transcript, (hit.on_screen_text || []).join(" | ")].filter(Boolean).join(" · "), 200)),
+    el("td", {}, shorten([captionText(hit.caption), hit.transcript && (hit.speakers || []).length ? `[${hit.speakers.join(", ")}] ${hit.transcript}` : hit.transcript, (hit.on_screen_text || []).join(" | ")].filter(Boolean).join(" · "), 200)),
   );
 }
 
