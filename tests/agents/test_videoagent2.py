@@ -799,3 +799,25 @@ def test_ask_builds_only_what_the_general_context_reads(
         (record,) = session.library.list_videos()
     assert result.answer is not None and result.answer.letter == "B"
     assert set(record.stages) - {"structure"} == built
+
+
+def test_asking_about_the_same_file_again_reuses_its_built_context(
+    small_video: Path, tmp_path: Path
+) -> None:
+    """Each ask of a file indexes it through the strategy's stages first; with nothing left
+    to do they leave the video's record as it was, and B_1 is read back, not built again (it
+    was keyed on the record's stage times, and built again for every question)."""
+    settings = load_settings({**INDEX_SPECS})
+    script = Script([says("B", 5), says("B", 5)])
+    describer = create_adapter("perception:describer", settings, "vlm")
+    hub = models(settings, FakeAdapter.function(script), describer)
+    records = []
+    with Session(settings, library=tmp_path / "lib", models=hub) as session:
+        for _ in range(2):
+            result = session.ask(
+                small_video, QUESTION, options=OPTIONS, strategy="videoagent2", trace=False
+            )
+            assert result.answer is not None and result.answer.letter == "B"
+            records += session.library.list_videos()
+    assert records[0].stages == records[1].stages  # the stages' "at" times too
+    assert len(script.prompts("A long video")) == 1  # B_1's summary, built once

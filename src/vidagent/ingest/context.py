@@ -84,7 +84,12 @@ def build_segment_context(
         )[0]
     vlm = models.client("captioner")
     producer = "|".join([summary_fp, vlm.spec, prompt_hash("videoagent2_segment_caption")])
-    inputs = text_hash("built", json.dumps(record.stages, sort_keys=True))
+    # what made the index, not when: a stage's "at" changes when it runs again with the same
+    # model, which would build B_1 again for every question
+    made = {
+        name: {k: v for k, v in info.items() if k != "at"} for name, info in record.stages.items()
+    }
+    inputs = text_hash("built", json.dumps(made, sort_keys=True))
 
     def build() -> tuple[str, dict[str, Any]]:
         spans = uniform_clips(record.duration, segment_seconds)

@@ -169,13 +169,17 @@ def run_stage(stage: Stage, ctx: IngestContext, *, progress: bool = False) -> St
             stage.run(ctx, pending, bar)
             stage.flush(ctx)
     note = getattr(stage, "note", "")
-    info = {
-        "model": stage.fingerprint(ctx.settings),
-        "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
+    info: dict[str, Any] = {"model": stage.fingerprint(ctx.settings)}
     if note:
         info["note"] = note
-    ctx.video = ctx.library.set_stage(ctx.video.video_id, stage.name, info)
+    stored = ctx.video.stages.get(stage.name, {})
+    # A stage that had nothing to do keeps its record: the note of the run that did the work
+    # and its time (a rewrite was a commit per stage for every question about a file, and
+    # changed what the record's readers key on), unless its model or what it says now differ.
+    unchanged = stored.get("model") == info["model"] and note in ("", stored.get("note"))
+    if pending or not unchanged:
+        info["at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        ctx.video = ctx.library.set_stage(ctx.video.video_id, stage.name, info)
     return StageRun(stage.name, len(pending), time.perf_counter() - started, note)
 
 
