@@ -50,15 +50,15 @@ HOW_TO_POINT = (
 #: What each agent strategy measured with the embedded SmolLM2-135M on the offline accuracy set,
 #: per runtime (13 three-option questions about the three real test clips;
 #: docs/benchmarks/figures.md "Offline accuracy": evidence first on, a 1-step budget, 2 CPU
-#: cores). Strategies missing here were not measured there. VideoAgent2's figure was measured
-#: before llama.cpp's flash attention was on by default and before evidence first stopped
-#: reading the describer's wording (both change SmolLM2's replies; DVD's was measured again
-#: after both, on both runtimes) and says so.
+#: cores). Strategies missing here were not measured there. Each llama.cpp figure was measured
+#: with flash attention on and evidence first reading a describer caption's values; VideoAgent2's
+#: after it stopped building its general context again for every question (its time before
+#: counted a rebuild: a median 105 s).
 MEASURED_OFFLINE = {
     "llamacpp": {
         "dvd": "5 of 13 right (38%, chance 33%; (A) in 10 of 13), median 32 s a question",
-        "videoagent2": "4 of 13 right (31%, chance 33%), median 105 s a question "
-        "(measured without flash attention, with an earlier evidence block)",
+        "videoagent2": "3 of 13 right (23%, chance 33%; (A) in 9 of 10 answered), "
+        "median 73 s a question",
     },
     "transformers": {
         "dvd": "7 of 13 right (54%, chance 33%; (A) in 8 of 12), median 74 s a question",
