@@ -321,24 +321,14 @@ def test_ground_command_prints_the_interval_and_bad_input_is_one_line(
     empty = vidagent("ground", "small.mp4", " ", home=tmp_path, env=env)
     assert empty.returncode != 0 and "Traceback" not in empty.stderr
     assert empty.stderr.strip().splitlines()[-1].endswith("the event description is empty")
-    none = vidagent(
-        "ground",
-        "small.mp4",
-        "x",
-        "-q",
-        home=tmp_path,
-        env={**env, "VIDAGENT_LLM": "fake:echo?reply=no idea"},
-    )
+
+    def ground(event: str, **settings: str) -> Any:
+        return vidagent("ground", "small.mp4", event, "-q", home=tmp_path, env=env | settings)
+
+    none = ground("x", VIDAGENT_LLM="fake:echo?reply=no idea")
     assert none.returncode == 1 and "interval: none found" in none.stdout
     # an interval whose citation nothing in the index supports keeps its interval, marked
-    checked = vidagent(
-        "ground",
-        "small.mp4",
-        "white text appears",
-        "-q",
-        home=tmp_path,
-        env={**env, "VIDAGENT_ABSTAIN": "auto"},
-    )
+    checked = ground("white text appears", VIDAGENT_ABSTAIN="auto")
     assert checked.returncode == 0 and checked.stdout.splitlines()[0] == (
         "interval: [5.0s, 8.0s] (abstained: none of the answer's key words is said or shown "
         "where it cites)"
