@@ -101,6 +101,14 @@ def test_a_video_of_the_library_is_indexed_again_by_its_name(
     vidagent("index", str(other), "--stages", "transcribe", **run)
     both = vidagent("index", small_video.stem, **run)
     assert both.returncode == 1 and "'small' matches several videos" in both.stderr
+    from vidagent.library import Library  # a watched stream is resumed by watch, not indexed
+
+    Library(_isolated_home / "library").set_stage(vid, "watch", {"source": "x.m3u8"})
+    watched = vidagent("index", vid, **run)
+    assert watched.returncode == 1
+    assert watched.stderr.strip() == (
+        f"error: {vid} is a watched stream; `vidagent watch {small_video}` resumes it"
+    )
 
 
 def test_bad_files_among_good_ones(
