@@ -150,6 +150,9 @@ def test_bad_files_among_good_ones(
 
 def test_remove_by_name(small_video: Path, _isolated_home: Path, fake_env: dict[str, str]) -> None:
     vidagent("index", str(small_video), "--stages", "transcribe", home=_isolated_home, env=fake_env)
+    for blank in ("", " "):  # `vidagent remove "$UNSET"`: as a prefix "" matched every id
+        refused = vidagent("remove", blank, home=_isolated_home)
+        assert refused.returncode == 1 and "empty video name" in refused.stderr
     out = vidagent("remove", small_video.name, home=_isolated_home)
     assert out.returncode == 0 and out.stdout.startswith("removed ")
     assert json.loads(vidagent("list", "--json", home=_isolated_home).stdout) == []

@@ -92,21 +92,24 @@ class Rows:
         """A full video id from an id, a unique id prefix, a file name or a source path (a
         relative one too, from the working directory, as ingest stores it resolved), any file
         holding the same video (:func:`content_id`: a copy, or the file renamed), or a file
-        name without its extension (``garden`` for ``garden.mp4``)."""
+        name without its extension (``garden`` for ``garden.mp4``). An empty or blank ``ref``
+        names no video (as a prefix it would match them all: ``vidagent remove "$UNSET"``)."""
+        if not ref.strip():
+            raise VideoNotFoundError("an empty video name names no video; see `vidagent list`")
         videos = self.list_videos()
         try:
-            path = str(Path(ref).expanduser().resolve()) if ref else ref
+            path = str(Path(ref).expanduser().resolve())
         except (OSError, ValueError, RuntimeError):  # a NUL byte, a loop of links, no home
             path = ref
         exact = [v for v in videos if ref in (v.video_id, v.source, v.name) or v.source == path]
         matches = exact or [v for v in videos if v.video_id.startswith(ref)]
-        if not matches and ref and Path(path).is_file():  # a copy, or the file moved or renamed
+        if not matches and Path(path).is_file():  # a copy, or the file moved or renamed
             try:
                 same = content_id(path)
             except OSError:
                 same = ""
             matches = [v for v in videos if v.video_id == same]
-        if not matches and ref:
+        if not matches:
             matches = [v for v in videos if Path(v.name).stem == ref]
         if len(matches) == 1:
             return matches[0].video_id
