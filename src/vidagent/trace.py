@@ -316,8 +316,11 @@ def event_from_dict(data: dict[str, Any]) -> Event:
     """The event a JSON line holds.
 
     Raises:
-        ValueError: an unknown kind or fields that do not fit it.
+        TypeError: ``data`` is not a JSON object.
+        ValueError: an unknown kind, or fields that do not fit it.
     """
+    if not isinstance(data, dict):
+        raise TypeError(f"a JSON {type(data).__name__}, not an event object")
     fields = dict(data)
     cls = EVENTS.get(str(fields.pop("kind", "")))
     if cls is None:
@@ -407,7 +410,7 @@ class Trace:
                 continue
             try:
                 trace.events.append(event_from_dict(json.loads(line)))
-            except (ValueError, AttributeError) as e:
+            except (ValueError, TypeError, AttributeError) as e:
                 if n == len(lines) and not text.endswith("\n") and trace.events:
                     trace.cut = True
                     break

@@ -89,6 +89,11 @@ def test_replay_reads_a_trace_cut_off_as_it_was_written(
     cut.write_text("".join(lines[:2]) + lines[2][:40] + "\n" + "".join(lines[3:]))
     torn = vidagent("replay", str(cut), home=_isolated_home)  # a bad line inside: not a cut
     assert torn.returncode == 1 and f"{cut}:3: not a vidagent trace event" in torn.stderr
+    cut.write_text("".join(lines[:2]) + "[1, 2]\n" + "".join(lines[3:]))  # JSON, no event
+    listed = vidagent("replay", str(cut), home=_isolated_home)
+    assert listed.returncode == 1 and listed.stderr.strip().splitlines() == [
+        f"error: {cut}:3: not a vidagent trace event (a JSON list, not an event object)"
+    ]
 
 
 def test_ask_json_output(small_video: Path, _isolated_home: Path) -> None:

@@ -173,3 +173,86 @@ def test_crossvid_open_answers_judged_by_the_configured_model(
         ]
         == 50.0
     )
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("answer x", "not in the benchmark's format (invalid literal for int() with base 10: 'x')"),
+        ("no question", "not in the benchmark's format (no 'question')"),
+        ("latin-1", "not UTF-8 text (byte "),
+        ("bom", None),  # as a spreadsheet saves it: read as it is
+    ],
+)
+def test_an_annotation_file_out_of_its_format_is_one_line(
+    change: str,
+    message: str | None,
+    shared_benchmarks: Path,
+    tmp_path: Path,
+    _isolated_home: Path,
+) -> None:
+    lines = (shared_benchmarks / "nextqa" / "val.csv").read_text().splitlines()[:11]
+    header = lines[0].split(",")
+    if change == "answer x":  # the first question's answer
+        row = lines[1].split(",")
+        row[header.index("answer")] = "x"
+        lines[1] = ",".join(row)
+    elif change == "no question":
+        lines[0] = lines[0].replace(",question,", ",query,")
+    text = "\n".join(lines) + "\n"
+    data = tmp_path / "nextqa"
+    data.mkdir()
+    raw = text.encode("utf-8")
+    if change == "latin-1":
+        raw = text.replace("the instrument", "l'instrument à vent").encode("latin-1")
+    elif change == "bom":
+        raw = b"\xef\xbb\xbf" + raw
+    (data / "val.csv").write_bytes(raw)
+    preds = tmp_path / "p.json"
+    preds.write_text(json.dumps({"4882821564_1": 2}))
+    out = vidagent(
+        "bench", "score", "nextqa", "--data", str(data), "--predictions", str(preds),
+        "--json", home=_isolated_home,
+    )  # fmt: skip
+    if message is None:
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["overall"]["questions"] == 10
+        return
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith(f"error: the nextqa annotation files in {data}: ") and message in line
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        ("folder", "is a folder; give the predictions file in it"),
+        ("fields", "p.json: a prediction object without 'prediction'; expected {"),
+        ("bom csv", None),
+    ],
+)
+def test_predictions_out_of_their_form_are_one_line(
+    setup: str, message: str | None, shared_benchmarks: Path, tmp_path: Path, _isolated_home: Path
+) -> None:
+    preds = tmp_path / "p.json"
+    if setup == "folder":
+        preds.mkdir()
+    elif setup == "fields":  # NExT-QA's own form is {id: {"prediction": ...}}
+        preds.write_text(json.dumps({"4010069381_6": {"pred": 0}}))
+    else:  # EgoSchema's Kaggle CSV, saved by a spreadsheet (a UTF-8 BOM first)
+        preds = tmp_path / "p.csv"
+        q_uid = next(
+            iter(json.loads((shared_benchmarks / "egoschema/subset_answers.json").read_text()))
+        )
+        preds.write_bytes(f"\ufeffq_uid,answer\n{q_uid},2\n".encode())
+    bench = "egoschema" if setup == "bom csv" else "nextqa"
+    out = vidagent(
+        "bench", "score", bench, "--data", str(shared_benchmarks / bench),
+        "--predictions", str(preds), "--json", home=_isolated_home,
+    )  # fmt: skip
+    if message is None:
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["predictions"] == 1
+        return
+    assert out.returncode == 1 and out.stderr.strip().count("\n") == 0
+    assert message in out.stderr and "Traceback" not in out.stderr

@@ -174,6 +174,31 @@ def test_report_errors_are_one_line(tmp_path: Path, _isolated_home: Path) -> Non
     )
 
 
+def test_damaged_run_files_are_one_line_errors_or_skipped_rows(
+    runs: tuple[Path, Path], tmp_path: Path, _isolated_home: Path
+) -> None:
+    import shutil
+
+    run = Path(shutil.copytree(runs[0], tmp_path / "run"))
+    with (run / "predictions.jsonl").open("ab") as f:  # a line of bytes that are not UTF-8
+        f.write(b'{"id": "9", "parsed": "\xff\xfe"}\n')
+    read = vidagent("bench", "report", str(run), "--no-plots", home=_isolated_home)
+    assert read.returncode == 0, read.stderr
+    manifest = json.loads((run / "manifest.json").read_text())
+    del manifest["benchmark"]
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    ladder = tmp_path / "ladder"
+    ladder.mkdir()
+    (ladder / "ladder.json").write_text('{"frames": ["many"]}')
+    for path, message in [
+        (run, f"{run / 'manifest.json'}: a damaged run manifest (its 'benchmark' is missing"),
+        (ladder, f"{ladder / 'ladder.json'}: a damaged ladder file (invalid literal"),
+    ]:
+        out = vidagent("bench", "report", str(path), "--no-plots", home=_isolated_home)
+        assert out.returncode == 1 and out.stderr.startswith(f"error: {message}")
+        assert out.stderr.count("\n") == 1
+
+
 def test_intervals_are_percentiles_of_seeded_resamples() -> None:
     samples = [
         Sample(f"q{i}", (), "?", ("a", "b"), answer=0, categories=("CW", "C")) for i in range(100)

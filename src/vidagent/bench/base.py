@@ -29,8 +29,9 @@ Nothing here does I/O at import time.
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -483,6 +484,37 @@ class Benchmark(Protocol):
     ) -> Scores: ...
 
     def read_predictions(self, path: Path, samples: Sequence[Sample]) -> dict[str, Any]: ...
+
+
+@contextlib.contextmanager
+def reading(what: str) -> Iterator[None]:
+    """Say in one line that ``what`` (files a user gave) is not in the form it should be.
+
+    The loaders and prediction readers index into the official files as their formats define
+    them; a hand-edited or truncated file then fails there (a field missing, a value of another
+    type, text that is not UTF-8), and this turns that failure into a
+    :class:`BenchmarkDataError` naming the files and what was wrong, the original chained.
+    """
+    try:
+        yield
+    except UnicodeDecodeError as e:
+        raise BenchmarkDataError(f"{what}: not UTF-8 text (byte {e.start})") from e
+    except (KeyError, IndexError) as e:
+        raise BenchmarkDataError(f"{what}: not in the benchmark's format (no {e})") from e
+    except (ValueError, TypeError, AttributeError) as e:
+        raise BenchmarkDataError(f"{what}: not in the benchmark's format ({e})") from e
+
+
+def load(bench: Benchmark, data: Path, **kwargs: Any) -> LoadResult:
+    """``bench.load(data, **kwargs)``, a file not in the benchmark's format said in one line."""
+    with reading(f"the {bench.NAME} annotation files in {data}"):
+        return bench.load(data, **kwargs)
+
+
+def read_predictions(bench: Benchmark, path: Path, samples: Sequence[Sample]) -> dict[str, Any]:
+    """``bench.read_predictions``, a file not in the expected form said in one line."""
+    with reading(f"{path}"):
+        return bench.read_predictions(path, samples)
 
 
 def evaluate(

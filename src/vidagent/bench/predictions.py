@@ -22,6 +22,8 @@ def check_predictions_file(path: Path) -> None:
     Raises:
         BenchmarkDataError: one line saying which of these it is not.
     """
+    if path.is_dir():
+        raise BenchmarkDataError(f"{path} is a folder; give the predictions file in it")
     if not path.is_file():
         raise BenchmarkDataError(f"predictions file not found: {path}")
     data = path.read_bytes()
@@ -44,11 +46,10 @@ def read_json_rows(path: Path) -> Any:
     does, not as an ``{id: answer}`` mapping whose "ids" would be the row's keys.
 
     Raises:
-        BenchmarkDataError: the file is missing, empty, or neither JSON nor JSONL.
+        BenchmarkDataError: the file is missing, empty, not UTF-8, or neither JSON nor JSONL.
     """
-    if not path.is_file():
-        raise BenchmarkDataError(f"predictions file not found: {path}")
-    text = path.read_text(encoding="utf-8")
+    check_predictions_file(path)
+    text = path.read_text(encoding="utf-8-sig")
     if not text.strip():  # else it reads as JSONL without rows, and each reader guesses a form
         raise BenchmarkDataError(f"{path}: the predictions file is empty")
     try:
@@ -80,7 +81,7 @@ def is_runner_rows(doc: Any) -> bool:
 
 def runner_predictions(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """``{id: parsed}`` from runner rows; JSON lists become tuples (intervals, orders, sets)."""
-    return {str(r["id"]): _tuples(r["parsed"]) for r in rows}
+    return {str(r["id"]): _tuples(r.get("parsed")) for r in rows}
 
 
 def _tuples(value: Any) -> Any:
@@ -104,7 +105,7 @@ def read_id_mapping(
 
 def read_csv_mapping(path: Path, id_column: str, value_column: str) -> dict[str, str] | None:
     """``{id: value}`` from a CSV with those header columns, or ``None`` if it has not them."""
-    with path.open(newline="", encoding="utf-8") as f:
+    with path.open(newline="", encoding="utf-8-sig") as f:  # "-sig": a BOM, as Excel saves
         reader = csv.DictReader(f)
         fields = reader.fieldnames or []
         if id_column not in fields or value_column not in fields:
@@ -123,7 +124,11 @@ def read_id_list(path: Path) -> list[str]:
     """
     if not path.is_file():
         raise BenchmarkDataError(f"id list not found: {path}")
-    lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise BenchmarkDataError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    lines = [line.strip() for line in text.splitlines()]
     lines = [line for line in lines if line]
     if lines and lines[0].startswith("["):
         try:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vidagent.bench.base import BenchmarkDataError, GroupScore, Outcome, Sample, Scores
+from vidagent.bench.base import BenchmarkDataError, GroupScore, Outcome, Sample, Scores, load
 from vidagent.bench.rundir import ROWS, RunFolderError, read_manifest, read_rows
 from vidagent.bench.selective import RiskCoverage, risk_coverage
 
@@ -231,7 +231,7 @@ def load_run(
         raise RunFolderError(f"{path}: the benchmark's data folder {data} is not there any more")
     options: dict[str, Any] = {"subset": manifest["subset"]} if manifest.get("subset") else {}
     videos = Path(manifest["videos"]) if manifest.get("videos") else None
-    loaded = bench.load(data, split=manifest["split"], videos=videos, **options)
+    loaded = load(bench, data, split=manifest["split"], videos=videos, **options)
     wanted = list(manifest.get("samples", []))
     by_id = {s.id: s for s in loaded.samples}
     samples = [by_id[i] for i in wanted if i in by_id]

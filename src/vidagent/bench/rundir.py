@@ -141,6 +141,10 @@ def read_manifest(run: Path) -> dict[str, Any]:
         raise RunFolderError(f"{path}: not valid JSON ({e.msg}, line {e.lineno})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise RunFolderError(f"{path}: not a run manifest of format {FORMAT}")
+    lacking = [k for k in ("benchmark", "split", "data") if not isinstance(data.get(k), str)]
+    if lacking or not isinstance(data.get("samples", []), list):
+        field = lacking[0] if lacking else "samples"
+        raise RunFolderError(f"{path}: a damaged run manifest (its {field!r} is missing or wrong)")
     return data
 
 
@@ -153,14 +157,15 @@ def trace_name(sample_id: str) -> str:
 
 
 def iter_rows(path: Path) -> Iterator[dict[str, Any]]:
-    """The rows of a predictions file in order; a line that does not parse (torn) is skipped."""
+    """The rows of a predictions file in order; a line that does not parse (torn, or bytes
+    that are not UTF-8) is skipped."""
     if not path.is_file():
         return
-    with path.open(encoding="utf-8") as f:
+    with path.open("rb") as f:
         for line in f:
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
+                row = json.loads(line.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
                 continue
             if isinstance(row, dict) and "id" in row:
                 yield row
@@ -251,7 +256,11 @@ def expand_runs(paths: Iterable[Path]) -> list[Path]:
     for path in map(Path, paths):
         ladder = path / LADDER
         if ladder.is_file() and not (path / MANIFEST).is_file():
-            out += [path / rung_name(int(f)) for f in json.loads(ladder.read_text())["frames"]]
+            try:
+                rungs = [rung_name(int(f)) for f in json.loads(ladder.read_bytes())["frames"]]
+            except (ValueError, TypeError, KeyError) as e:  # JSON errors are ValueErrors
+                raise RunFolderError(f"{ladder}: a damaged ladder file ({e})") from None
+            out += [path / rung for rung in rungs]
         else:
             out.append(path)
     return out

@@ -47,7 +47,7 @@ from vidagent.app.asking import agent as make_agent
 from vidagent.app.asking import prepare
 from vidagent.app.benchmarks.questions import QuestionRun, VideoIndex, utc_now
 from vidagent.app.core import SessionCore
-from vidagent.bench.base import BenchmarkDataError, Sample
+from vidagent.bench.base import BenchmarkDataError, Sample, load
 from vidagent.bench.rundir import (
     FORMAT,
     IDENTITY,
@@ -321,7 +321,7 @@ def run_benchmark(
     if not data.is_dir():
         raise BenchmarkDataError(f"no such data folder: {data}")
     options: dict[str, Any] = {"subset": config.subset} if config.subset else {}
-    loaded = bench.load(data, split=config.split, videos=config.videos, **options)
+    loaded = load(bench, data, split=config.split, videos=config.videos, **options)
     if config.ids is not None:
         from vidagent.bench.predictions import read_id_list
 

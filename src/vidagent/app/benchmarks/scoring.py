@@ -46,17 +46,18 @@ def score(
             none of them matches a question.
     """
     from vidagent.bench import evaluate, get_benchmark
+    from vidagent.bench.base import load, read_predictions
     from vidagent.bench.predictions import check_predictions_file, read_id_list
 
     bench = get_benchmark(benchmark)
     if not data.is_dir():
         raise BenchmarkDataError(f"no such data folder: {data}")
     options: dict[str, Any] = {"subset": subset} if subset else {}
-    loaded = bench.load(data, split=split, **options)
+    loaded = load(bench, data, split=split, **options)
     if ids is not None:
         loaded = loaded.only(read_id_list(ids))
     check_predictions_file(predictions)
-    found = bench.read_predictions(predictions, loaded.samples)
+    found = read_predictions(bench, predictions, loaded.samples)
     if not found:
         raise BenchmarkDataError(f"{predictions}: holds no predictions")
     open_ended = any(s.task == "open" and found.get(s.id) is not None for s in loaded.samples)

@@ -74,7 +74,7 @@ def load(
     finder = VideoRoot(video_root(data, videos, "Charades_v1_480", "videos"))
     seen: dict[str, int] = {}
     samples = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1):
         if not line.strip():
             continue
         head, sep, sentence = line.partition("##")

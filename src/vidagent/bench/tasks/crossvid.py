@@ -174,7 +174,7 @@ def load(
 
 def _read(path: Path) -> list[dict[str, Any]]:
     try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
+        rows = json.loads(path.read_text(encoding="utf-8-sig"))
     except json.JSONDecodeError as e:
         raise BenchmarkDataError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from None
     if not isinstance(rows, list):

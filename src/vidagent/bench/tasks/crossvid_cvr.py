@@ -125,7 +125,7 @@ def _uav_boxes(sample: Sample) -> tuple[list[dict[str, dict[int, Box]]], str]:
 
 def _uav_entity(path: Path, object_id: Any, sample_id: str) -> dict[str, Any]:
     try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
+        rows = json.loads(path.read_text(encoding="utf-8-sig"))
     except (OSError, json.JSONDecodeError) as e:
         raise BenchmarkDataError(f"CrossVid {sample_id}: cannot read boxes {path} ({e})") from None
     for row in rows:

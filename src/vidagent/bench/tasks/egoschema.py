@@ -84,7 +84,7 @@ def load(
 
 def _read(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8-sig"))
     except json.JSONDecodeError as e:
         raise BenchmarkDataError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from None
 

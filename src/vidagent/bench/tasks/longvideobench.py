@@ -69,7 +69,7 @@ def load(
         raise BenchmarkDataError(f"longvideobench has no subset {subset!r}; the subset is 'long'")
     path = require_file(data / FILES[split], f"LongVideoBench {FILES[split]}")
     try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
+        rows = json.loads(path.read_text(encoding="utf-8-sig"))
     except json.JSONDecodeError as e:
         raise BenchmarkDataError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from None
     finder = VideoRoot(video_root(data, videos, "videos"))

@@ -85,7 +85,7 @@ def load(
         raise BenchmarkDataError(f"video_info.meta.jsonl not found in {data} (nor in {data}/data)")
     finder = VideoRoot(video_root(data, videos, "videos", "all_videos"))
     samples = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1):
         if not line.strip():
             continue
         try:

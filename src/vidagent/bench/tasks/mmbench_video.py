@@ -150,7 +150,7 @@ def load(
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="", encoding="utf-8") as f:
+    with path.open(newline="", encoding="utf-8-sig") as f:
         reader = csv.DictReader(f, delimiter="\t")
         lacking = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
         if lacking:
@@ -350,7 +350,7 @@ def _mean(t: Tally) -> GroupScore:
 def read_predictions(path: Path, samples: Sequence[Sample]) -> dict[str, Any]:
     """``{index: text}``, VLMEvalKit's result table as TSV, or runner JSONL."""
     if path.is_file():
-        with path.open(encoding="utf-8", errors="replace") as f:
+        with path.open(encoding="utf-8-sig", errors="replace") as f:
             header = f.readline().rstrip("\r\n").split("\t")
         if {"index", "prediction"} <= set(header):
             return _read_table(path)
@@ -361,6 +361,6 @@ def read_predictions(path: Path, samples: Sequence[Sample]) -> dict[str, Any]:
 
 
 def _read_table(path: Path) -> dict[str, Any]:
-    with path.open(newline="", encoding="utf-8") as f:
+    with path.open(newline="", encoding="utf-8-sig") as f:
         rows = csv.DictReader(f, delimiter="\t")
         return {str(r["index"]).strip(): _text(r["prediction"]) for r in rows}

@@ -86,13 +86,13 @@ def load(
     if not spans_file.is_file():
         raise BenchmarkDataError(f"{spans_file.name} not found beside {split}.csv in {folder}")
     try:
-        spans = json.loads(spans_file.read_text(encoding="utf-8"))
+        spans = json.loads(spans_file.read_text(encoding="utf-8-sig"))
     except json.JSONDecodeError as e:
         raise BenchmarkDataError(f"{spans_file}: not JSON ({e.msg}, line {e.lineno})") from None
     mapping = _video_map(folder / "map_vid_vidorID.json")
     finder = VideoRoot(video_root(data, videos, "NExTVideo", "videos"))
     samples = []
-    with (folder / f"{split}.csv").open(newline="", encoding="utf-8") as f:
+    with (folder / f"{split}.csv").open(newline="", encoding="utf-8-sig") as f:
         for row in csv.DictReader(f):
             sample = _sample(row, spans, mapping, finder, split)
             if sample is not None:
@@ -140,7 +140,7 @@ def _sample(
 def _video_map(path: Path) -> dict[str, str]:
     if not path.is_file():
         return {}
-    return {str(k): str(v) for k, v in json.loads(path.read_text(encoding="utf-8")).items()}
+    return {str(k): str(v) for k, v in json.loads(path.read_text(encoding="utf-8-sig")).items()}
 
 
 prompt = choice_prompt  # the question with its (A) ... option lines
@@ -262,7 +262,7 @@ def _qa_file(path: Path, split: str) -> dict[str, Any]:
     for name in names:
         found = path.parent / name
         if found.is_file():
-            doc = json.loads(found.read_text(encoding="utf-8"))
+            doc = json.loads(found.read_text(encoding="utf-8-sig"))
             return {str(k): v for k, v in doc.items() if isinstance(v, dict)}
     return {}
 

@@ -87,7 +87,7 @@ def load_csv(name: str, data: Path, split: str, root: Path) -> LoadResult:
     mapping = _video_map(path.parent / "map_vid_vidorID.json")
     finder = VideoRoot(root)
     samples = []
-    with path.open(newline="", encoding="utf-8") as f:
+    with path.open(newline="", encoding="utf-8-sig") as f:
         for row in csv.DictReader(f):
             video = row.get("video") or row.get("video_id")
             if not video or "qid" not in row or "type" not in row:
@@ -114,7 +114,7 @@ def load_csv(name: str, data: Path, split: str, root: Path) -> LoadResult:
 def _video_map(path: Path) -> dict[str, str]:
     if not path.is_file():
         return {}
-    return {str(k): str(v) for k, v in json.loads(path.read_text(encoding="utf-8")).items()}
+    return {str(k): str(v) for k, v in json.loads(path.read_text(encoding="utf-8-sig")).items()}
 
 
 prompt = choice_prompt  # the question with its (A) ... option lines
@@ -169,7 +169,11 @@ def read_predictions(path: Path, samples: Sequence[Sample]) -> dict[str, Any]:
     or runner JSONL; values are kept as written, for ``eval_mc.py``'s comparison."""
 
     def keep(value: Any) -> Any:
-        if isinstance(value, dict) and "prediction" in value:
+        if isinstance(value, dict):  # eval_mc.py reads its "prediction"
+            if "prediction" not in value:
+                raise BenchmarkDataError(
+                    f"{path}: a prediction object without 'prediction'; expected {FORMATS}"
+                )
             return {k: value[k] for k in ("prediction", "answer") if k in value}
         return value
 

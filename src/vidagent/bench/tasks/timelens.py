@@ -98,7 +98,7 @@ def load(
     if path is None:
         raise BenchmarkDataError(f"{name} not found in {data} (nor in {data}/TimeLens-Bench)")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(path.read_text(encoding="utf-8-sig"))
     except json.JSONDecodeError as e:
         raise BenchmarkDataError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from None
     if not isinstance(doc, dict):
@@ -148,7 +148,7 @@ def _original(data: Path) -> dict[tuple[str, str], tuple[float, float]]:
     out: dict[tuple[str, str], tuple[float, float]] = {}
     if path is None:
         return out
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1):
         head, sep, sentence = line.partition("##")
         fields = head.split()
         if not line.strip():

@@ -169,7 +169,7 @@ def load(
 
 
 def _records(path: Path) -> list[dict[str, Any]]:
-    text = path.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8-sig")
     if path.suffix == ".json":
         try:
             doc = json.loads(text)
@@ -670,7 +670,7 @@ def read_predictions(path: Path, samples: Sequence[Sample]) -> dict[str, Any]:
     check_predictions_file(path)
     if path.suffix.lower() in (".tsv", ".csv"):
         delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
-        with path.open(newline="", encoding="utf-8") as f:
+        with path.open(newline="", encoding="utf-8-sig") as f:
             rows: Any = list(csv.DictReader(f, delimiter=delimiter))
     else:
         rows = read_json_rows(path)
