@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from vidagent.bench import evaluate, get_benchmark
+from vidagent.bench.base import BenchmarkDataError
 
 lvbench = get_benchmark("lvbench")
 
@@ -178,3 +179,14 @@ def test_options_are_split_off_the_question(data: Path) -> None:
     assert lvbench.prompt(last).endswith("at the end?\n(A) red\n(B) blue\n(C) green\n(D) white")
     assert loaded.samples[0].videos == (data / "videos" / "abc123.mp4",)
     assert loaded.missing_samples == 3  # def456 is not there
+
+
+def test_a_question_type_that_is_no_list_is_refused(data: Path) -> None:
+    # Iterated as compute_accuracy.py does, "reasoning" would count under r, e, a, s, o, n, i, g.
+    meta = data / "data" / "video_info.meta.jsonl"
+    videos = [json.loads(line) for line in meta.read_text().splitlines()]
+    videos[0]["qa"][0]["question_type"] = "reasoning"
+    meta.write_text("".join(json.dumps(v) + "\n" for v in videos))
+    uid = videos[0]["qa"][0]["uid"]
+    with pytest.raises(BenchmarkDataError, match=rf"question {uid}: question_type is not a list"):
+        lvbench.load(data)

@@ -22,7 +22,7 @@ from vidagent import __version__
 from vidagent.agents.base import Answer
 from vidagent.app.benchmarks import RunConfig, run_benchmark
 from vidagent.bench.answers import parse_prediction
-from vidagent.bench.base import Sample
+from vidagent.bench.base import BenchmarkDataError, Sample
 from vidagent.bench.rundir import RowLog, check_resume, read_manifest, read_rows
 from vidagent.exceptions import EndpointUnreachable, ServerError, UserError
 from vidagent.models.base import Capabilities, ChatRequest
@@ -115,6 +115,28 @@ def test_a_run_writes_one_row_per_question_a_manifest_and_traces(
     assert (again.done_before, again.ran) == (5, 0)
     assert len(log.read_text().splitlines()) == calls  # nothing was asked again
     assert len(rows_in(out / "predictions.jsonl")) == 5
+
+
+def test_a_run_says_which_listed_ids_it_did_not_find(nextqa: Path, tmp_path: Path) -> None:
+    ids = tmp_path / "ids.txt"
+    ids.write_text("v1_0\nv9_9\n")  # one question of the split, one not
+    summary = run_benchmark(
+        RunConfig("nextqa", nextqa, ids=ids), settings=settings_with(), out=tmp_path / "run"
+    )
+    assert summary.questions == 1 and "1 listed ids are not nextqa val questions" in summary.notes
+
+
+def test_questions_without_their_text_are_not_asked(tmp_path: Path) -> None:
+    data = tmp_path / "egoschema"  # the subset's answers, without questions.json
+    data.mkdir()
+    (data / "subset_answers.json").write_text(json.dumps({"q1": 0, "q2": 3}))
+    with pytest.raises(BenchmarkDataError) as raised:
+        run_benchmark(RunConfig("egoschema", data), settings=settings_with(), out=tmp_path / "r")
+    assert str(raised.value) == (
+        "2 of the 2 egoschema subset questions have no question text to ask "
+        "(questions.json not found: the subset has answers but no question text)"
+    )
+    assert not (tmp_path / "r").exists()
 
 
 def test_the_default_run_folder_is_named_by_the_settings_so_the_same_command_resumes(

@@ -327,10 +327,17 @@ def run_benchmark(
 
         loaded = loaded.only(read_id_list(config.ids))
     samples = loaded.samples[: config.limit]
+    unaskable = [s.id for s in samples if not s.question.strip()]
+    if unaskable:  # EgoSchema's answers without its questions.json: enough to score, not to ask
+        why = "; ".join(loaded.notes) or f"e.g. question {unaskable[0]}"
+        raise BenchmarkDataError(
+            f"{len(unaskable)} of the {len(samples)} {bench.NAME} {loaded.split} questions have "
+            f"no question text to ask ({why})"
+        )
     # Built once before any work, so a bad option or embedding fails at once.
     agent = published_agent(config, session)
     session.check_embedding()
-    run = _Run(bench, config, session, agent, samples, loaded.missing, executor)
+    run = _Run(bench, config, session, agent, samples, loaded.missing, executor, loaded.notes)
     return run.go(out, data, loaded.split, progress, on_row)
 
 
@@ -410,6 +417,7 @@ class _Run:
         samples: Sequence[Sample],
         missing: Sequence[Any],
         executor: Workers | None = None,
+        load_notes: Sequence[str] = (),
     ) -> None:
         self.bench, self.config, self.session, self.agent = bench, config, session, agent
         self.settings, self.models, self.library = session.settings, session.models, session.library
@@ -419,6 +427,7 @@ class _Run:
         self.lacking = {m.sample_id for m in self.missing}
         self.index = VideoIndex(session, agent.index_plan())
         self.executor = executor
+        self.load_notes = tuple(load_notes)  # the loader's (ids of the --ids list not found)
 
     def go(
         self,
@@ -548,7 +557,7 @@ class _Run:
         return {s.id for s in self.samples if s.id in rows}
 
     def _notes(self, requested: int, workers: int, limits: dict[str, int]) -> tuple[str, ...]:
-        notes = []
+        notes = list(self.load_notes)
         if workers < requested:
             shown = ", ".join(f"{e}: {n}" for e, n in limits.items())
             notes.append(

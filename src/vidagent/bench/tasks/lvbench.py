@@ -102,7 +102,10 @@ def _sample(qa: dict[str, Any], key: str, video_type: str, finder: VideoRoot) ->
     uid = str(qa["uid"])
     question, options = split_options(str(qa["question"]))
     answer = letter_index(str(qa.get("answer", "")))
-    categories = tuple(CATEGORIES.get(c, c) for c in qa.get("question_type", []))
+    listed = qa.get("question_type", [])
+    if not isinstance(listed, list):  # a string would be read as its letters
+        raise BenchmarkDataError(f"question {uid}: question_type is not a list of categories")
+    categories = tuple(CATEGORIES.get(str(c), str(c)) for c in listed)
     return Sample(
         id=uid,
         videos=(finder.resolve(uid, key),),
