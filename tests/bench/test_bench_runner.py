@@ -24,7 +24,7 @@ from vidagent.app.benchmarks import RunConfig, run_benchmark
 from vidagent.bench.answers import parse_prediction
 from vidagent.bench.base import BenchmarkDataError, Sample
 from vidagent.bench.rundir import RowLog, check_resume, read_manifest, read_rows
-from vidagent.exceptions import EndpointUnreachable, ServerError, UserError
+from vidagent.exceptions import ConfigError, EndpointUnreachable, ServerError, UserError
 from vidagent.models.base import Capabilities, ChatRequest
 from vidagent.models.client import Models
 from vidagent.models.fake import ALL_ROLES, FakeAdapter
@@ -335,6 +335,32 @@ def test_a_killed_run_resumes_without_redoing_or_losing_a_question(
     assert sorted(redone) == sorted(RUNNABLE - finished)  # each unfinished one once, no others
     sessions = read_manifest(out)["sessions"]
     assert len(sessions) == 2 and sessions[1]["rows_kept"] == len(finished)
+
+
+def test_a_second_run_into_the_folder_a_run_writes_is_refused(nextqa: Path, tmp_path: Path) -> None:
+    out, settings = tmp_path / "run", settings_with("fake:echo?reply=B&delay=0.3")
+    ended: list[Any] = []
+
+    def first() -> None:
+        try:
+            ended.append(run_benchmark(RunConfig("nextqa", nextqa), settings=settings, out=out))
+        except Exception as e:  # noqa: BLE001 - handed to the test's thread
+            ended.append(e)
+
+    writer = threading.Thread(target=first)
+    writer.start()
+    deadline = time.monotonic() + 60
+    lock = out / ".lock"  # its process id is written once it is held
+    while not (lock.is_file() and lock.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    busy = rf"{out}: a bench run \(process {os.getpid()}\) is writing to it; let it end"
+    with pytest.raises(ConfigError, match=busy):
+        run_benchmark(RunConfig("nextqa", nextqa), settings=settings, out=out)
+    writer.join()
+    assert [type(e).__name__ for e in ended] == ["RunSummary"]
+    assert sorted(r["id"] for r in rows_in(out / "predictions.jsonl")) == sorted(RUNNABLE)
+    again = run_benchmark(RunConfig("nextqa", nextqa), settings=settings, out=out)
+    assert (again.done_before, again.ran) == (5, 0)  # the lock went with the run that held it
 
 
 def test_bench_run_errors_are_one_line(nextqa: Path, _isolated_home: Path) -> None:

@@ -49,9 +49,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from vidagent.app.core import SessionCore
+from vidagent.app.holds import hold
 from vidagent.exceptions import ConfigError, MediaError
 
 if TYPE_CHECKING:
@@ -208,7 +209,12 @@ class Watch:
         library = self.core.library
         stages = list(self.stages or default_stages(self.core.settings))
         self.folder.mkdir(parents=True, exist_ok=True)
-        held = _hold(self.folder / "watch.lock", self.source)
+        held = hold(
+            self.folder / "watch.lock",
+            lambda pid: (
+                f"{self.source} is already being watched (process {pid}); stop that watch first"
+            ),
+        )
         scratch_dir = self.folder / "scratch"
         self._last_summary = time.monotonic()
         try:
@@ -600,34 +606,6 @@ def cited_spans(folder: Path, video_id: str) -> list[tuple[float, float]]:
                 except json.JSONDecodeError:
                     continue
     return spans
-
-
-def _hold(path: Path, source: str) -> IO[str]:
-    """The stream's lock, held while it is watched: two watchers of one source would index
-    each window twice. The operating system lets it go when the process ends, ``kill -9``
-    included, so a resumed watch finds it free.
-
-    Raises:
-        ConfigError: another process watches the source.
-    """
-    import fcntl
-    import os
-
-    handle = path.open("a+", encoding="utf-8")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        pid = handle.read().strip() or "?"
-        handle.close()
-        raise ConfigError(
-            f"{source} is already being watched (process {pid}); stop that watch first"
-        ) from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(str(os.getpid()))
-    handle.flush()
-    return handle
 
 
 def _num(value: Any) -> bool:

@@ -10,6 +10,7 @@ Layout of a run folder (format :data:`FORMAT`)::
       predictions.jsonl   one row per finished question, appended as each one finishes
       traces/<id>.jsonl   the agent's trace of each question
       errors.log          tracebacks of questions that failed with an unexpected error
+      .lock               held (``flock``) by the run writing here, with its process id
 
 A frame-budget ladder (``bench run --frames 32,128,512``) is one folder holding one such run
 folder per rung, ``frames-<N>/``, and ``ladder.json`` naming them; :func:`expand_runs` reads a
@@ -44,6 +45,7 @@ ROWS = "predictions.jsonl"
 TRACES = "traces"
 ERRORS = "errors.log"
 LADDER = "ladder.json"
+LOCK = ".lock"
 
 
 class RunFolderError(UserError):

@@ -47,12 +47,14 @@ from vidagent.app.asking import agent as make_agent
 from vidagent.app.asking import prepare
 from vidagent.app.benchmarks.questions import QuestionRun, VideoIndex, utc_now
 from vidagent.app.core import SessionCore
+from vidagent.app.holds import hold
 from vidagent.bench.base import BenchmarkDataError, Sample, load
 from vidagent.bench.rundir import (
     FORMAT,
     IDENTITY,
     INDEX_SETTINGS,
     LADDER,
+    LOCK,
     MANIFEST,
     ROWS,
     TRACES,
@@ -448,48 +450,56 @@ class _Run:
             f"{self.bench.NAME}-{split}-{self.config.strategy}-{digest(manifest.identity())}"
         )
         self.asker = QuestionRun(self.bench, self.session, self.agent, self.index, self.out)
-        done = self._open(manifest)
-        todo = [s for s in self.samples if s.id not in done and s.id not in self.lacking]
-        notes = self._notes(requested, workers if self.executor is None else requested, limits)
-        self._index_videos(todo, progress)
-        errors, answering = 0, time.monotonic()
-        with RowLog(self.out / ROWS) as rows:
-
-            def record(row: dict[str, Any]) -> None:
-                """The one row writer: each finished question's row, as soon as it is known."""
-                nonlocal errors
-                rows.append(row)
-                errors += row["error"] is not None
-                if on_row is not None:
-                    on_row(row)
-
-            if self.executor is None:
-                self._answer_all(todo, workers, progress, record)
-            else:  # its workers return rows; only this process writes them
-                reach = Unreachable()
-                for row in self.executor.answer(
-                    self.config, self.session, self.out, todo, progress
-                ):
-                    record(row)
-                    reach.check(row)
-        answer_seconds = time.monotonic() - answering
-        scores, more = self._scores(split)
-        return RunSummary(
-            out=self.out,
-            benchmark=self.bench.NAME,
-            split=split,
-            questions=len(self.samples),
-            done_before=len(done),
-            ran=len(todo),
-            errors=errors,
-            missing=len(self.lacking),
-            concurrency=workers,
-            requested_concurrency=requested,
-            seconds=time.monotonic() - started,
-            answer_seconds=answer_seconds,
-            scores=scores,
-            notes=notes + more,
+        held = hold(
+            self.out / LOCK,
+            lambda pid: (
+                f"{self.out}: a bench run (process {pid}) is writing to it; let it end, or give "
+                "another --out"
+            ),
         )
+        with contextlib.closing(held):  # two runs into one folder would write every row twice
+            done = self._open(manifest)
+            todo = [s for s in self.samples if s.id not in done and s.id not in self.lacking]
+            notes = self._notes(requested, workers if self.executor is None else requested, limits)
+            self._index_videos(todo, progress)
+            errors, answering = 0, time.monotonic()
+            with RowLog(self.out / ROWS) as rows:
+
+                def record(row: dict[str, Any]) -> None:
+                    """The one row writer: each finished question's row, as soon as it is known."""
+                    nonlocal errors
+                    rows.append(row)
+                    errors += row["error"] is not None
+                    if on_row is not None:
+                        on_row(row)
+
+                if self.executor is None:
+                    self._answer_all(todo, workers, progress, record)
+                else:  # its workers return rows; only this process writes them
+                    reach = Unreachable()
+                    for row in self.executor.answer(
+                        self.config, self.session, self.out, todo, progress
+                    ):
+                        record(row)
+                        reach.check(row)
+            answer_seconds = time.monotonic() - answering
+            scores, more = self._scores(split)
+            return RunSummary(
+                out=self.out,
+                benchmark=self.bench.NAME,
+                split=split,
+                questions=len(self.samples),
+                done_before=len(done),
+                ran=len(todo),
+                errors=errors,
+                missing=len(self.lacking),
+                concurrency=workers,
+                requested_concurrency=requested,
+                seconds=time.monotonic() - started,
+                answer_seconds=answer_seconds,
+                scores=scores,
+                notes=notes + more,
+            )
 
     # -- manifest and resume ------------------------------------------------------------------
 
