@@ -23,6 +23,7 @@ from vidagent.agents.base import Answer
 from vidagent.app.benchmarks import RunConfig, run_benchmark
 from vidagent.bench.answers import parse_prediction
 from vidagent.bench.base import BenchmarkDataError, Sample
+from vidagent.bench.report import load_run
 from vidagent.bench.rundir import RowLog, check_resume, read_manifest, read_rows
 from vidagent.exceptions import ConfigError, EndpointUnreachable, ServerError, UserError
 from vidagent.models.base import Capabilities, ChatRequest
@@ -137,6 +138,26 @@ def test_questions_without_their_text_are_not_asked(tmp_path: Path) -> None:
         "(questions.json not found: the subset has answers but no question text)"
     )
     assert not (tmp_path / "r").exists()
+
+
+def test_an_answered_question_whose_video_went_is_not_counted_missing(tmp_path: Path) -> None:
+    data, out = make_nextqa(tmp_path / "data"), tmp_path / "run"
+    first = run_benchmark(RunConfig("nextqa", data), settings=settings_with(), out=out)
+    assert first.missing == 1  # v3 was never there
+    (data / "videos" / "v2.mp4").unlink()  # after v2's two questions were answered
+    again = run_benchmark(RunConfig("nextqa", data), settings=settings_with(), out=out)
+    assert (again.done_before, again.ran, again.missing) == (5, 0, 1)
+    assert [n for n in again.notes if "lack a video" in n] == [
+        f"1 questions lack a video (e.g. {data / 'videos' / 'v3.mp4'}); they count as unanswered"
+    ]
+    manifest = read_manifest(out)
+    assert [m["id"] for m in manifest["missing_videos"]] == ["v3_0"]
+    assert again.scores is not None and again.scores.overall.answered == 5
+    # A run folder written before: its manifest still lists v2's questions as missing.
+    stale = [{"id": i, "path": str(data / "videos" / "v2.mp4")} for i in ("v2_0", "v2_1")]
+    manifest["missing_videos"] += stale
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    assert load_run(out).counts["missing_videos"] == 1
 
 
 def test_the_default_run_folder_is_named_by_the_settings_so_the_same_command_resumes(
@@ -371,6 +392,32 @@ def test_bench_run_errors_are_one_line(nextqa: Path, _isolated_home: Path) -> No
     assert out.stderr.strip().splitlines()[-1].startswith("error: dvd has no option nope; ")
     out = vidagent("bench", "run", "nextqa", "--data", str(nextqa / "absent"), home=_isolated_home)
     assert out.stderr.strip().splitlines()[-1] == f"error: no such data folder: {nextqa / 'absent'}"
+    nowhere = nextqa / "nowhere"
+    args = ("bench", "run", "nextqa", "--data", str(nextqa), "--videos", str(nowhere))
+    out = vidagent(*args, home=_isolated_home)
+    assert out.returncode == 1 and out.stderr.strip().splitlines()[-1] == (
+        f"error: none of the 6 questions has its video (e.g. {nowhere / 'v1.mp4'}); "
+        "give the folder that holds them with --videos"
+    )
+    assert not (_isolated_home / "runs").exists()  # no run folder of 0 answered
+
+
+def test_a_run_whose_every_question_failed_exits_1(nextqa: Path, _isolated_home: Path) -> None:
+    env = {f"VIDAGENT_{k.upper()}": v for k, v in SPECS.items()}
+    env |= {  # a port nothing listens on
+        "VIDAGENT_LLM": "openai:nobody",
+        "VIDAGENT_OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+        "VIDAGENT_OPENAI_API_KEY": "sk-test",
+        "VIDAGENT_MAX_RETRIES": "0",
+    }
+    out = vidagent("bench", "run", "nextqa", "--data", str(nextqa), "--limit", "2", "-q",
+                   home=_isolated_home, env=env)  # fmt: skip
+    assert out.returncode == 1 and "2 asked now (2 failed)" in out.stdout
+    assert (
+        out.stderr.strip()
+        .splitlines()[-1]
+        .startswith("error: every question asked now failed (2); see ")
+    )
 
 
 @pytest.mark.parametrize(

@@ -314,7 +314,8 @@ def _counts(
     rows: Mapping[str, Mapping[str, Any]],
     scored: int,
 ) -> dict[str, int]:
-    missing = {m["id"] for m in manifest.get("missing_videos", [])}
+    # A question answered before its video went has its row: it is not missing.
+    missing = {m["id"] for m in manifest.get("missing_videos", [])} - set(rows)
     ok = [r for r in rows.values() if r.get("error") is None]
     return {
         "questions": len(wanted),

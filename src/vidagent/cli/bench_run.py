@@ -16,6 +16,7 @@ from vidagent.cli.base import (
 )
 from vidagent.cli.bench import bench
 from vidagent.cli.index import EXECUTOR_HELP, EXECUTORS
+from vidagent.exceptions import UserError
 
 
 @bench.command(name="run")
@@ -166,11 +167,17 @@ def run(
     if as_json:
         shown = [s.to_json() for s in summaries]
         echo_json(shown if rungs else shown[0])
-        return
-    for s in summaries:
-        _show(s)
-    if rungs:
-        click.echo(f"ladder: {summaries[0].out.parent} (bench report reads it as its rungs)")
+    else:
+        for s in summaries:
+            _show(s)
+        if rungs:
+            click.echo(f"ladder: {summaries[0].out.parent} (bench report reads it as its rungs)")
+    failed = [s for s in summaries if s.ran and s.errors == s.ran]
+    if failed:  # rows were written, and a resume asks those questions again
+        raise UserError(
+            f"every question asked now failed ({failed[0].errors}); "
+            f"see {failed[0].errors_log}, then run the same command again"
+        )
 
 
 def _frames(ladder: str | None, max_frames: int | None) -> list[int]:

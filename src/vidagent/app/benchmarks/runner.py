@@ -50,6 +50,7 @@ from vidagent.app.core import SessionCore
 from vidagent.app.holds import hold
 from vidagent.bench.base import BenchmarkDataError, Sample, load
 from vidagent.bench.rundir import (
+    ERRORS,
     FORMAT,
     IDENTITY,
     INDEX_SETTINGS,
@@ -207,6 +208,11 @@ class RunSummary:
     scores: Scores | None = None
     notes: tuple[str, ...] = ()
 
+    @property
+    def errors_log(self) -> Path:
+        """The file holding the failed questions' tracebacks."""
+        return self.out / ERRORS
+
     def to_json(self) -> dict[str, Any]:
         body = {k: v for k, v in self.__dict__.items() if k not in ("scores", "out", "notes")}
         return body | {
@@ -335,6 +341,13 @@ def run_benchmark(
         raise BenchmarkDataError(
             f"{len(unaskable)} of the {len(samples)} {bench.NAME} {loaded.split} questions have "
             f"no question text to ask ({why})"
+        )
+    asked = {s.id for s in samples}
+    lacking = [m for m in loaded.missing if m.sample_id in asked]
+    if samples and {m.sample_id for m in lacking} == asked:
+        raise BenchmarkDataError(
+            f"none of the {len(samples)} questions has its video (e.g. {lacking[0].path}); "
+            "give the folder that holds them with --videos"
         )
     # Built once before any work, so a bad option or embedding fails at once.
     agent = published_agent(config, session)
@@ -561,6 +574,12 @@ class _Run:
             rewrite_rows(self.out / ROWS, lambda row: row.get("error") is None)
         rows = read_rows(self.out / ROWS)
         session["rows_kept"] = len(rows)
+        # A question answered before its video went keeps its answer: it lacks nothing.
+        self.missing = [m for m in self.missing if m.sample_id not in rows]
+        self.lacking = {m.sample_id for m in self.missing}
+        manifest = replace(
+            manifest, missing_videos=[m for m in manifest.missing_videos if m["id"] not in rows]
+        )
         manifest.sessions.append(session)
         (self.out / TRACES).mkdir(parents=True, exist_ok=True)
         write_json_atomic(path, manifest.to_json())
