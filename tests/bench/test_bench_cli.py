@@ -178,10 +178,11 @@ def test_crossvid_open_answers_judged_by_the_configured_model(
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ("answer x", "not in the benchmark's format (invalid literal for int() with base 10: 'x')"),
-        ("no question", "not in the benchmark's format (no 'question')"),
-        ("latin-1", "not UTF-8 text (byte "),
+        ("answer x", "{data}: not in the benchmark's format (invalid literal for int() with"),
+        ("no question", "{data}: not in the benchmark's format (no 'question')"),
+        ("latin-1", "{data}: not UTF-8 text (byte "),
         ("bom", None),  # as a spreadsheet saves it: read as it is
+        ("header only", "nextqa val: the annotation files hold no question"),
     ],
 )
 def test_an_annotation_file_out_of_its_format_is_one_line(
@@ -199,6 +200,8 @@ def test_an_annotation_file_out_of_its_format_is_one_line(
         lines[1] = ",".join(row)
     elif change == "no question":
         lines[0] = lines[0].replace(",question,", ",query,")
+    elif change == "header only":
+        del lines[1:]
     text = "\n".join(lines) + "\n"
     data = tmp_path / "nextqa"
     data.mkdir()
@@ -220,7 +223,8 @@ def test_an_annotation_file_out_of_its_format_is_one_line(
         return
     assert out.returncode == 1 and "Traceback" not in out.stderr
     (line,) = out.stderr.strip().splitlines()
-    assert line.startswith(f"error: the nextqa annotation files in {data}: ") and message in line
+    assert line.startswith("error: ") and message.format(data=data) in line
+    assert change == "header only" or line.startswith("error: the nextqa annotation files in")
 
 
 @pytest.mark.parametrize(

@@ -199,5 +199,9 @@ def test_cli_compare_prints_json_and_writes_the_plot(
     assert json.loads((out / "compare.json").read_text())["left_out"] == body["left_out"]
     text = vidagent(*args, "--no-plots", home=_isolated_home)
     assert text.returncode == 0, text.stderr
-    assert "6 questions both answered" in text.stdout and "left out: 2" in text.stdout
+    assert (
+        "6 questions both ran without an error (an answer that names no option counts wrong)"
+        in text.stdout
+        and "left out: 2" in text.stdout
+    )
     assert "exact McNemar: A only 1, B only 2" in text.stdout

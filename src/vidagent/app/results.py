@@ -343,7 +343,7 @@ class ScoreResult:
 
 @dataclass(frozen=True)
 class CompareResult:
-    """``bench compare``: run B against run A on the questions both answered, and the files
+    """``bench compare``: run B against run A on the questions both ran without an error, and the files
     written (:class:`vidagent.bench.compare.Comparison`)."""
 
     comparison: Any

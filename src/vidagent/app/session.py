@@ -582,7 +582,7 @@ class Session(SessionCore):
         seed: int = 0,
         judge: str | None = None,
     ) -> CompareResult:
-        """Run folder B against run folder A on the questions both answered: the joint
+        """Run folder B against run folder A on the questions both ran without an error: the joint
         correctness table, an exact McNemar test and paired bootstrap intervals
         (:mod:`vidagent.bench.compare`); with ``out``, ``compare.json`` and a plot there."""
         from vidagent.app import benchmarks

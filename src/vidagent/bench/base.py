@@ -527,8 +527,13 @@ def evaluate(
     """Score ``predictions`` (``{id: parsed answer or None}``) on the loaded samples.
 
     Raises:
-        BenchmarkDataError: when there are predictions but none matches a question.
+        BenchmarkDataError: the annotation files hold no question, or none with a public answer,
+            or there are predictions but none matches a question.
     """
+    if not loaded.samples:
+        raise BenchmarkDataError(
+            f"{bench.NAME} {loaded.split}: the annotation files hold no question"
+        )
     samples = tuple(s for s in loaded.samples if s.answer is not None)
     if not samples:
         raise BenchmarkDataError(

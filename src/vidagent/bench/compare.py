@@ -2,7 +2,7 @@
 
 Two runs' separate intervals overlap long after a paired test tells them apart, because most of
 the spread is between questions, not between systems. :func:`compare_runs` pairs the runs on the
-questions both answered and reports, for run B against run A (differences are B − A):
+questions both ran without an error and reports, for run B against run A (differences are B − A):
 
 - **the 2×2 table of joint correctness** (both right, A only, B only, both wrong), each cell with
   its mean change in steps (tool calls), frames and tokens: whether a gain was bought with more
@@ -125,7 +125,7 @@ class Paired:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Run B against run A on the questions both answered (module docstring).
+    """Run B against run A on the questions both ran without an error (module docstring).
 
     Attributes:
         a, b: the run folders' names.
@@ -256,7 +256,7 @@ def mean_difference(
 
 
 def left_out(a: RunReport, b: RunReport) -> tuple[list[str], dict[str, int]]:
-    """The ids both runs answered (in A's order) and reason -> count of the rest."""
+    """The ids both runs ran without an error (in A's order) and reason -> count of the rest."""
     wanted_a, wanted_b = list(a.manifest.get("samples", [])), list(b.manifest.get("samples", []))
     in_b = set(wanted_b)
     reasons: dict[str, int] = {}
@@ -294,7 +294,7 @@ def compare_runs(
     seed: int = 0,
     level: float = LEVEL,
 ) -> Comparison:
-    """Run B against run A on the questions both answered (module docstring).
+    """Run B against run A on the questions both ran without an error (module docstring).
 
     Raises:
         UserError: the runs are of different benchmarks or splits, or share no answered
@@ -314,7 +314,7 @@ def compare_runs(
     b = load_run(path_b, judge=judge, resamples=0)
     ids, reasons = left_out(a, b)
     if not ids:
-        raise UserError(f"{a.name} and {b.name} share no question that both answered")
+        raise UserError(f"{a.name} and {b.name} share no question that both ran without an error")
     bench = get_benchmark(a.scores.benchmark)
     by_id = {s.id: s for s in a.samples}
     stats = _Stats(right_at, resamples, seed, level)
@@ -450,7 +450,8 @@ def render_comparison(c: Comparison) -> str:
     o = c.overall
     head = (
         f"{c.b} (B) against {c.a} (A), {c.benchmark} {c.split}: {o.questions} questions both "
-        f"answered; differences are B − A with {c.level:.0%} paired bootstrap intervals "
+        "ran without an error (an answer that names no option counts wrong); differences are "
+        f"B − A with {c.level:.0%} paired bootstrap intervals "
         f"({c.resamples} resamples, seed {c.seed})"
     )
     lines = [head]

@@ -307,7 +307,7 @@ def compare(
     judge_spec: str | None,
     as_json: bool,
 ) -> None:
-    """RUN_B against RUN_A on the questions both answered (how many were left out, and why):
+    """RUN_B against RUN_A on the questions both ran without an error (how many were left out, and why):
     the 2x2 table of joint correctness with the change in steps, frames and tokens per cell, an
     exact McNemar test, and paired 95% bootstrap intervals of the differences in the official
     and strict numbers and in mean steps, frames, tokens, cost and latency; the same per

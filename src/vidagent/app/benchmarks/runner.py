@@ -335,6 +335,10 @@ def run_benchmark(
 
         loaded = loaded.only(read_id_list(config.ids))
     samples = loaded.samples[: config.limit]
+    if not samples:
+        raise BenchmarkDataError(
+            f"{bench.NAME} {loaded.split}: the annotation files hold no question"
+        )
     unaskable = [s.id for s in samples if not s.question.strip()]
     if unaskable:  # EgoSchema's answers without its questions.json: enough to score, not to ask
         why = "; ".join(loaded.notes) or f"e.g. question {unaskable[0]}"

@@ -106,7 +106,7 @@ def compare(
     seed: int = 0,
     judge_spec: str | None = None,
 ) -> CompareResult:
-    """Run B against run A on the questions both answered (:mod:`vidagent.bench.compare`);
+    """Run B against run A on the questions both ran without an error (:mod:`vidagent.bench.compare`);
     with ``out``, ``compare.json`` (and with ``plots`` ``compare.png``) are written there."""
     import json
 
