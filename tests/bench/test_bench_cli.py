@@ -56,7 +56,10 @@ def test_an_id_list_restricts_the_questions(
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["overall"]["questions"] == 2 and report["overall"]["score"] == 50.0
-    assert "4994 predictions match no question of this split and were ignored" in report["notes"]
+    assert (
+        "4994 predictions match no question of the listed ids of this split and were ignored"
+        in report["notes"]
+    )
 
 
 @pytest.mark.parametrize("rows", [1, 2])

@@ -164,6 +164,9 @@ def test_report_puts_official_beside_strict_per_category_and_writes_files(
     )
     assert again.stdout.splitlines()[:-1] == lines[:-1]  # seeded: the same intervals
     assert sorted(p.name for p in (tmp_path / "again").iterdir()) == ["report.json", "report.md"]
+    args = ("bench", "report", str(runs[0]), "--out", str(tmp_path / "no"), "--no-plots")
+    plain = vidagent(*args, "--resamples", "0", home=_isolated_home).stdout
+    assert "without intervals (0 resamples)" in plain and "bootstrap" not in plain
 
 
 def test_report_errors_are_one_line(tmp_path: Path, _isolated_home: Path) -> None:
@@ -197,6 +200,31 @@ def test_damaged_run_files_are_one_line_errors_or_skipped_rows(
         out = vidagent("bench", "report", str(path), "--no-plots", home=_isolated_home)
         assert out.returncode == 1 and out.stderr.startswith(f"error: {message}")
         assert out.stderr.count("\n") == 1
+
+
+def test_runs_side_by_side_are_told_apart(
+    runs: tuple[Path, Path], tmp_path: Path, _isolated_home: Path
+) -> None:
+    import shutil
+
+    a = Path(shutil.copytree(runs[0], tmp_path / "a" / "run"))
+    b = Path(shutil.copytree(runs[0], tmp_path / "b" / "run"))  # the same folder name
+    manifest = json.loads((b / "manifest.json").read_text())
+    manifest["samples"] = manifest["samples"][:6]  # as --limit 6 would
+    manifest["strategy_options"] = {"top_k": 1}
+    manifest["calls"] = ["embed"]  # a strategy that calls no llm
+    (b / "manifest.json").write_text(json.dumps(manifest))
+    out = vidagent("bench", "report", str(a), str(b), "--no-plots", "--resamples", "0",
+                   "--out", str(tmp_path / "r"), home=_isolated_home)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "a/run" in text and "b/run" in text
+    assert (
+        "note: these runs are over different questions (a/run 8, b/run 6; 6 in all of them)" in text
+    )
+    cost = {line.split()[0]: line for line in text.splitlines() if line.startswith(("a/", "b/"))}
+    assert "dvd (top_k=1)" in cost["b/run"] and "– (calls none)" in cost["b/run"]
+    assert "fake:echo?reply=B" in cost["a/run"]  # dvd calls its llm
 
 
 def test_intervals_are_percentiles_of_seeded_resamples() -> None:

@@ -104,6 +104,7 @@ class LoadResult:
     samples: tuple[Sample, ...]
     missing: tuple[MissingVideo, ...] = ()
     notes: tuple[str, ...] = ()
+    listed: bool = False  # restricted to a list of ids (:meth:`only`)
 
     @property
     def missing_samples(self) -> int:
@@ -133,7 +134,7 @@ class LoadResult:
             notes += (f"{unknown} listed ids are not {self.benchmark} {self.split} questions",)
         kept = {s.id for s in samples}
         missing = tuple(m for m in self.missing if m.sample_id in kept)
-        return LoadResult(self.benchmark, self.split, samples, missing, notes)
+        return LoadResult(self.benchmark, self.split, samples, missing, notes, listed=True)
 
 
 class VideoRoot:
@@ -556,5 +557,6 @@ def evaluate(
             f"{len(loaded.samples) - len(samples)} questions without a public answer left out",
         )
     if unknown:
-        notes += (f"{unknown} predictions match no question of this split and were ignored",)
+        which = "the listed ids of this split" if loaded.listed else "this split"
+        notes += (f"{unknown} predictions match no question of {which} and were ignored",)
     return replace(scores, unknown=unknown, notes=notes)

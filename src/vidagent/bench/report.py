@@ -414,11 +414,14 @@ def cost_table(reports: Sequence[RunReport]) -> tuple[list[str], list[list[str]]
     rows = []
     for r in reports:
         m, c = r.manifest, r.counts
+        options = ", ".join(f"{k}={v}" for k, v in sorted(m.get("strategy_options", {}).items()))
+        called = m.get("calls")  # the roles the strategy calls (not recorded before 2026-11-30)
+        llm = m.get("models", {}).get("llm", "")
         row = [
             r.name,
             f"{m['benchmark']} {m['split']}",
-            m["strategy"],
-            m.get("models", {}).get("llm", ""),
+            f"{m['strategy']} ({options})" if options else m["strategy"],
+            llm if called is None or "llm" in called else "– (calls none)",
             str(frame_cap(r) or "–"),
             str(c["questions"]),
             str(c["answered"]),
@@ -439,6 +442,35 @@ def cost_table(reports: Sequence[RunReport]) -> tuple[list[str], list[list[str]]
         row.append("–" if r.risk_coverage is None else f"{r.risk_coverage.aurc:.3f}")
         rows.append(row)
     return head, rows
+
+
+def named_apart(reports: Sequence[RunReport]) -> list[RunReport]:
+    """``reports``, each named by as many of its path's last folders as tell it from the others
+    (two ladders' rungs are both ``frames-32``: ``a/frames-32`` and ``b/frames-32``)."""
+    parts = [r.path.resolve().parts for r in reports]
+    depth = 1
+    while depth < max((len(p) for p in parts), default=1):
+        if len({p[-depth:] for p in parts}) == len(parts):
+            break
+        depth += 1
+    return [
+        dataclasses.replace(r, name="/".join(p[-depth:]))
+        for r, p in zip(reports, parts, strict=True)
+    ]
+
+
+def coverage_note(runs: Sequence[RunReport]) -> str | None:
+    """What differs in the questions of runs shown side by side (one benchmark and split), if
+    anything: their numbers are then over different questions."""
+    asked = [set(r.manifest.get("samples", [])) for r in runs]
+    if len(runs) < 2 or all(a == asked[0] for a in asked):
+        return None
+    shared = set.intersection(*asked)
+    each = ", ".join(f"{r.name} {len(a)}" for r, a in zip(runs, asked, strict=True))
+    return (
+        f"these runs are over different questions ({each}; {len(shared)} in all of them): "
+        "compare two on their shared questions with `vidagent bench compare`"
+    )
 
 
 def frame_cap(report: RunReport) -> int | None:
@@ -480,11 +512,19 @@ def _caption(runs: Sequence[RunReport], resamples: int, seed: int) -> str:
     m = runs[0].manifest
     s = runs[0].scores
     rule = "every question counts" if s.rule == "all" else "unanswered questions left out"
+    intervals = (
+        f"with {LEVEL:.0%} bootstrap intervals ({resamples} resamples, seed {seed})"
+        if resamples
+        else "without intervals (0 resamples)"
+    )
     return (
         f"{m.get('title', m['benchmark'])} {m['split']}: {s.metric}; official ({rule}) and "
-        f"strict (unanswered = wrong), with {LEVEL:.0%} bootstrap intervals "
-        f"({resamples} resamples, seed {seed})"
+        f"strict (unanswered = wrong), {intervals}"
     )
+
+
+def _of(resamples: int) -> str:
+    return f"{LEVEL:.0%} bootstrap intervals" if resamples else "no intervals (0 resamples)"
 
 
 def render_text(reports: Sequence[RunReport], *, resamples: int = RESAMPLES, seed: int = 0) -> str:
@@ -495,10 +535,9 @@ def render_text(reports: Sequence[RunReport], *, resamples: int = RESAMPLES, see
         parts.append(_caption(runs, resamples, seed))
         parts.append(_aligned(head, rows, indent=True))
         parts += [f"note ({r.name}): {n}" for r in runs for n in r.scores.notes]
+        parts += [f"note: {n}" for n in [coverage_note(runs)] if n]
         parts.append("")
-    parts.append(
-        f"per question (means over answered rows without an error, {LEVEL:.0%} bootstrap intervals)"
-    )
+    parts.append(f"per question (means over answered rows without an error, {_of(resamples)})")
     parts.append(_aligned(*cost_table(reports)))
     return "\n".join(parts)
 
@@ -531,9 +570,10 @@ def render_markdown(
         head, rows = score_table(runs)
         parts += [f"## {_caption(runs, resamples, seed)}", "", _md(head, rows), ""]
         parts += [f"- note ({r.name}): {n}" for r in runs for n in r.scores.notes]
+        parts += [f"- note: {n}" for n in [coverage_note(runs)] if n]
         parts.append("")
     parts += ["## Per question", ""]
-    parts += [f"Means over answered rows without an error, {LEVEL:.0%} bootstrap intervals.", ""]
+    parts += [f"Means over answered rows without an error, {_of(resamples)}.", ""]
     parts += [_md(*cost_table(reports)), ""]
     return "\n".join(parts)
 

@@ -244,6 +244,7 @@ class RunManifest:
     tool_mode: str
     budget: dict[str, Any]
     models: dict[str, Any]
+    calls: list[str]
     index_settings: dict[str, Any]
     prompts: dict[str, str]
     settings: dict[str, Any]
@@ -548,6 +549,7 @@ class _Run:
             tool_mode=c.tool_mode,
             budget=self.agent.budget.to_dict(),
             models={role: self.models.serving(role) for role in ROLES},
+            calls=list(self.agent.calls),
             index_settings={k: dumped[k] for k in INDEX_SETTINGS},
             prompts=prompt_hashes(),
             settings=dumped,

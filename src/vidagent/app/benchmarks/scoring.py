@@ -77,7 +77,7 @@ def report(
     judge_spec: str | None = None,
 ) -> ReportResult:
     """Score run folders again and write ``report.md``, ``report.json`` and plots to ``out``."""
-    from vidagent.bench.report import load_run, write_report
+    from vidagent.bench.report import load_run, named_apart, write_report
 
     if plots:
         from vidagent.bench.plots import require_matplotlib
@@ -89,7 +89,7 @@ def report(
     runs = expand_runs(runs)  # a frame-budget ladder reads as its rungs
     needs = any(read_manifest(r)["benchmark"] in JUDGED_BENCHMARKS for r in runs)
     judged = judge(core, judge_spec) if needs else None
-    reports = [load_run(r, judge=judged, resamples=resamples, seed=seed) for r in runs]
+    reports = named_apart([load_run(r, judge=judged, resamples=resamples, seed=seed) for r in runs])
     written = write_report(reports, out, plots=plots, resamples=resamples, seed=seed)
     return ReportResult(reports, list(written), resamples, seed)
 
