@@ -160,6 +160,16 @@ def test_an_answered_question_whose_video_went_is_not_counted_missing(tmp_path: 
     assert load_run(out).counts["missing_videos"] == 1
 
 
+def test_videos_named_as_the_folder_the_loader_would_use_resume_a_run_without(
+    nextqa: Path, _isolated_home: Path
+) -> None:
+    first = run_benchmark(
+        RunConfig("nextqa", nextqa, limit=1, videos=nextqa / "videos"), settings=settings_with()
+    )
+    again = run_benchmark(RunConfig("nextqa", nextqa, limit=2), settings=settings_with())
+    assert again.out == first.out and (again.done_before, again.ran) == (1, 1)
+
+
 def test_the_default_run_folder_is_named_by_the_settings_so_the_same_command_resumes(
     nextqa: Path, _isolated_home: Path
 ) -> None:

@@ -331,6 +331,10 @@ def run_benchmark(
         raise BenchmarkDataError(f"no such data folder: {data}")
     options: dict[str, Any] = {"subset": config.subset} if config.subset else {}
     loaded = load(bench, data, split=config.split, videos=config.videos, **options)
+    if config.videos is not None:  # the loader's own folder, named: the same run as without it
+        default = load(bench, data, split=config.split, **options)
+        if [s.videos for s in default.samples] == [s.videos for s in loaded.samples]:
+            config = replace(config, videos=None)
     if config.ids is not None:
         from vidagent.bench.predictions import read_id_list
 
