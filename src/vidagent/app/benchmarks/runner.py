@@ -82,7 +82,7 @@ from vidagent.roles import ROLES
 if TYPE_CHECKING:
     from vidagent.agents.base import Agent, ToolMode
     from vidagent.app.results import IndexReport
-    from vidagent.bench.base import Benchmark, Scores
+    from vidagent.bench.base import Benchmark, LoadResult, Scores
     from vidagent.config import Settings
     from vidagent.library import Library
     from vidagent.models.client import Models
@@ -340,29 +340,39 @@ def run_benchmark(
 
         loaded = loaded.only(read_id_list(config.ids))
     samples = loaded.samples[: config.limit]
-    if not samples:
-        raise BenchmarkDataError(
-            f"{bench.NAME} {loaded.split}: the annotation files hold no question"
-        )
-    unaskable = [s.id for s in samples if not s.question.strip()]
-    if unaskable:  # EgoSchema's answers without its questions.json: enough to score, not to ask
-        why = "; ".join(loaded.notes) or f"e.g. question {unaskable[0]}"
-        raise BenchmarkDataError(
-            f"{len(unaskable)} of the {len(samples)} {bench.NAME} {loaded.split} questions have "
-            f"no question text to ask ({why})"
-        )
-    asked = {s.id for s in samples}
-    lacking = [m for m in loaded.missing if m.sample_id in asked]
-    if samples and {m.sample_id for m in lacking} == asked:
-        raise BenchmarkDataError(
-            f"none of the {len(samples)} questions has its video (e.g. {lacking[0].path}); "
-            "give the folder that holds them with --videos"
-        )
+    check_askable(bench, loaded, samples)
     # Built once before any work, so a bad option or embedding fails at once.
     agent = published_agent(config, session)
     session.check_embedding()
     run = _Run(bench, config, session, agent, samples, loaded.missing, executor, loaded.notes)
     return run.go(out, data, loaded.split, progress, on_row)
+
+
+def check_askable(bench: Benchmark, loaded: LoadResult, samples: Sequence[Sample]) -> None:
+    """Refuse a run that could answer nothing: no question, questions without their text
+    (EgoSchema's answers without its ``questions.json``: enough to score, not to ask), or no
+    question's video there.
+
+    Raises:
+        BenchmarkDataError: saying which.
+    """
+    what = f"{bench.NAME} {loaded.split}"
+    if not samples:
+        raise BenchmarkDataError(f"{what}: the annotation files hold no question")
+    unaskable = [s.id for s in samples if not s.question.strip()]
+    if unaskable:
+        why = "; ".join(loaded.notes) or f"e.g. question {unaskable[0]}"
+        raise BenchmarkDataError(
+            f"{len(unaskable)} of the {len(samples)} {what} questions have no question text to "
+            f"ask ({why})"
+        )
+    asked = {s.id for s in samples}
+    lacking = [m for m in loaded.missing if m.sample_id in asked]
+    if {m.sample_id for m in lacking} == asked:
+        raise BenchmarkDataError(
+            f"none of the {len(samples)} questions has its video (e.g. {lacking[0].path}); "
+            "give the folder that holds them with --videos"
+        )
 
 
 def published_agent(config: RunConfig, session: SessionCore) -> Agent:
