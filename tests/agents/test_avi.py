@@ -327,6 +327,12 @@ def test_ground_command_prints_the_interval_and_bad_input_is_one_line(
 
     none = ground("x", VIDAGENT_LLM="fake:echo?reply=no idea")
     assert none.returncode == 1 and "interval: none found" in none.stdout
+    reply = "fake:echo?reply=**Answer:**[30.0s,40.0s]"  # of a 12 s clip; AVI would clamp it
+    past = vidagent("ground", "small.mp4", "x", "-q", "-s", "dvd", home=tmp_path,
+                    env=env | {"VIDAGENT_LLM": reply})  # fmt: skip
+    assert past.returncode == 1 and past.stdout.splitlines()[0] == (
+        "interval: none found (the answer's 30.0–40.0 s lie outside the video, 0.0–12.0 s)"
+    )
     # an interval whose citation nothing in the index supports keeps its interval, marked
     checked = ground("white text appears", VIDAGENT_ABSTAIN="auto")
     assert checked.returncode == 0 and checked.stdout.splitlines()[0] == (

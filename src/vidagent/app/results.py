@@ -312,17 +312,45 @@ class AskResult:
         return out
 
 
+#: How far past the video's end a grounded interval may reach (a duration rounded down) and
+#: still be read as an interval of it.
+SPAN_SLACK = 0.5
+
+
 @dataclass(frozen=True)
 class GroundResult(AskResult):
     """``ground``: when the event happens, ``[start, end]`` in seconds (None when the answer
     names no interval), with the run's answer, evidence and trace."""
 
     @property
-    def interval(self) -> tuple[float, float] | None:
+    def named(self) -> tuple[float, float] | None:
+        """The first two times the answer names, wherever they lie."""
         from vidagent.bench.answers import read_interval
 
         answered = self.trace.answer
         return read_interval(answered.text) if answered is not None else None
+
+    @property
+    def span(self) -> tuple[float, float] | None:
+        """The video's own time, ``(0, duration)``; ``None`` for a run in a window (its
+        ``duration`` is the window's, and a clip found may reach past the window's edge)."""
+        from vidagent.trace import RunStarted
+
+        started = next(iter(self.trace.of(RunStarted)), None)
+        video = started.videos[0] if started and started.videos else {}
+        duration = video.get("duration")
+        return (0.0, float(duration)) if duration and not video.get("window") else None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """The interval the answer names, if it lies in the video (within :data:`SPAN_SLACK`
+        seconds): "10, 9, 8, …, lift off" names 9–10 s, past the end of an 8-second countdown,
+        and is no interval of it. (One in a window's clips may reach past the window's edge.)"""
+        found, span = self.named, self.span
+        if found is None or span is None:
+            return found
+        inside = span[0] - SPAN_SLACK <= found[0] and found[1] <= span[1] + SPAN_SLACK
+        return found if inside else None
 
     def to_json(self) -> dict[str, Any]:
         found = self.interval

@@ -290,6 +290,12 @@ def ground(
         echo_json(result.to_json())
     else:
         shown = f"interval: [{found[0]:.1f}s, {found[1]:.1f}s]" if found else "interval: none found"
+        named, span = result.named, result.span
+        if found is None and named is not None and span is not None:
+            shown += (
+                f" (the answer's {named[0]:.1f}–{named[1]:.1f} s lie outside the video, "
+                f"{span[0]:.1f}–{span[1]:.1f} s)"
+            )
         answered = result.trace.answer
         if found and answered is not None and answered.abstained:  # kept, and said so here too
             shown += f" (abstained: {answered.abstain_reason})"
