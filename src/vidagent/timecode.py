@@ -74,12 +74,12 @@ def parse_wall_clock(text: str) -> str:
     return when.isoformat(timespec=spec).replace("+00:00", "Z")
 
 
-_DURATION_PART = r"(\d+(?:\.\d+)?)([hms])"
+_DURATION_PART = r"(\d+(?:\.\d+)?)([dhms])"
 
 
 def parse_duration(text: str) -> float:
-    """Seconds from a length such as ``10m``, ``90s``, ``1h30m``, ``2h`` or a bare number of
-    seconds; it must be above zero.
+    """Seconds from a length such as ``10m``, ``90s``, ``1h30m``, ``2h``, ``7d`` or a bare
+    number of seconds; it must be above zero.
 
     Raises:
         ValueError: not such a length; the message shows the forms.
@@ -92,12 +92,12 @@ def parse_duration(text: str) -> float:
     elif re.fullmatch(rf"(?:{_DURATION_PART})+", given):
         parts = re.findall(_DURATION_PART, given)
         units = [u for _, u in parts]
-        if len(set(units)) != len(units) or units != sorted(units, key="hms".index):
-            raise ValueError(f"{text!r} is not a length; use e.g. 10m, 90s, 1h30m or 2h")
-        scale = {"h": 3600.0, "m": 60.0, "s": 1.0}
+        if len(set(units)) != len(units) or units != sorted(units, key="dhms".index):
+            raise ValueError(f"{text!r} is not a length; use e.g. 10m, 90s, 1h30m, 2h or 7d")
+        scale = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
         seconds = sum(float(n) * scale[u] for n, u in parts)
     else:
-        raise ValueError(f"{text!r} is not a length; use e.g. 10m, 90s, 1h30m or 2h")
+        raise ValueError(f"{text!r} is not a length; use e.g. 10m, 90s, 1h30m, 2h or 7d")
     if seconds <= 0:
         raise ValueError(f"{text!r} is no length of time; give more than 0 s")
     return seconds

@@ -225,7 +225,10 @@ def test_ground_looks_for_the_event_in_the_window(small_video: Path, _isolated_h
 def test_bad_windows_stop_with_one_line(small_video: Path, _isolated_home: Path) -> None:
     index(small_video, _isolated_home)
     cases = {
-        ("--last", "10x"): "error: --last: '10x' is not a length; use e.g. 10m, 90s, 1h30m or 2h",
+        (
+            "--last",
+            "10x",
+        ): "error: --last: '10x' is not a length; use e.g. 10m, 90s, 1h30m, 2h or 7d",
         ("--last", "0"): "error: --last: '0' is no length of time; give more than 0 s",
         ("--last", "5m", "--since", "10:00"): "error: --last counts back from the live edge",
         ("--since", "10:00"): "error: small.mp4 has no recording start time",

@@ -25,13 +25,16 @@ def window(record: VideoRecord, **given: str) -> tuple[float, float]:
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("10m", 600), ("90s", 90), ("1h30m", 5400), ("2h", 7200), ("45", 45), ("1.5m", 90)],
+    [("10m", 600), ("90s", 90), ("1h30m", 5400), ("2h", 7200), ("45", 45), ("1.5m", 90)]
+    + [("7d", 604800), ("1d12h", 129600)],
 )
 def test_lengths_read_as_seconds(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["10x", "m10", "0", "0s", "1m1h", "10m10m", "", "-5m", "1 h"])
+@pytest.mark.parametrize(
+    "text", ["10x", "m10", "0", "0s", "1m1h", "10m10m", "", "-5m", "1 h", "1h1d"]
+)
 def test_a_bad_length_is_refused_with_the_forms(text: str) -> None:
     with pytest.raises(ValueError, match="10m, 90s, 1h30m|more than 0 s"):
         parse_duration(text)
@@ -51,6 +54,8 @@ def test_no_option_is_no_window_and_last_does_not_mix_with_wall_clock_times() ->
 def test_last_counts_back_from_the_live_edge() -> None:
     assert window(video_record("v", 3600.0), last="10m") == (3000.0, 3600.0)
     assert window(video_record("v", 300.0), last="10m") == (0.0, 300.0)  # shorter: all of it
+    # a stream's length summed from its windows: 30 s back is 30.0, not a hair before it
+    assert window(video_record("v", 59.99999999999999), last="30s") == (30.0, 60.0)
     with pytest.raises(ConfigError, match="nothing is indexed of it yet"):
         window(video_record("v", 0.0), last="10m")
 

@@ -696,4 +696,4 @@ def test_the_cli_prints_alerts_as_json_lines_and_says_what_it_did(tmp_path: Path
     assert "1 alerts:" in shown.stdout
     assert "alert at 00:00:00-00:00:06" in shown.stdout and "'hello there', speech" in shown.stdout
     bad = vidagent("watch", str(growing), "--keep", "soon", home=tmp_path / "home", env=env)
-    assert bad.returncode == 2 and "'soon' is no duration" in bad.stderr
+    assert bad.returncode == 2 and "'soon' is not a length" in bad.stderr

@@ -369,7 +369,9 @@ class Watch:
                 source=str(self.folder / "stream.m3u8"),
                 name=_display_name(self.source),
                 size_bytes=_folder_bytes(self.folder),
-                duration=max(w.t1, old.duration if old else 0.0),
+                # to the millisecond: a sum of windows' lengths is 59.99999999999999, and
+                # `--last 30s` of it would start a hair before 30 s, taking in the clip before
+                duration=round(max(w.t1, old.duration if old else 0.0), 3),
                 added_at=old.added_at if old else _now(),
                 stages={**(old.stages if old else {}), **done, STAGE: watch},
                 recorded_at=(old.recorded_at if old else "") or self._wall_start(w),

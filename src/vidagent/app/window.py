@@ -121,9 +121,9 @@ def resolve_window(window: TimeWindow, record: VideoRecord) -> tuple[float, floa
         ConfigError: ``since``/``until`` on a video without ``recorded_at``, or a window that
             holds nothing of the video.
     """
-    edge = float(record.duration)
+    edge = round(float(record.duration), 3)  # to the millisecond, as a stream records it
     if window.last is not None:
-        t0, t1 = max(0.0, edge - window.last), edge
+        t0, t1 = max(0.0, round(edge - window.last, 3)), edge
     else:
         t0, t1 = _wall_window(window, record, edge)
     if t1 <= t0 or edge <= 0:

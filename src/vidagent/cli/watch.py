@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import signal
 import sys
 from types import FrameType
@@ -11,22 +10,17 @@ from typing import Any
 
 import click
 
+from vidagent import timecode
 from vidagent.cli.base import cli, hms, session_of, settings_of
 from vidagent.cli.index import _stages, parse_started_at
 
-UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", re.IGNORECASE)
-
 
 def parse_duration(text: str, option: str) -> float:
-    """Seconds from ``90``, ``90s``, ``10m``, ``24h`` or ``7d``."""
-    found = DURATION.match(text)
-    if not found or float(found[1]) <= 0:
-        raise click.BadParameter(
-            f"{text!r} is no duration: give seconds or a number with s, m, h or d (24h)",
-            param_hint=option,
-        )
-    return float(found[1]) * UNITS[(found[2] or "s").lower()]
+    """Seconds from ``90``, ``90s``, ``10m``, ``24h``, ``7d`` or ``1h30m`` (as ``--last``)."""
+    try:
+        return timecode.parse_duration(text)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint=option) from None
 
 
 @cli.command()
