@@ -697,3 +697,8 @@ def test_the_cli_prints_alerts_as_json_lines_and_says_what_it_did(tmp_path: Path
     assert "alert at 00:00:00-00:00:06" in shown.stdout and "'hello there', speech" in shown.stdout
     bad = vidagent("watch", str(growing), "--keep", "soon", home=tmp_path / "home", env=env)
     assert bad.returncode == 2 and "'soon' is not a length" in bad.stderr
+    hook = ("--alert", "hello", "--alert-url", "notaurl")  # it failed at the first alert
+    bad = vidagent("watch", str(growing), *hook, home=tmp_path / "home", env=env)
+    assert bad.returncode == 1 and bad.stderr.strip().splitlines() == [
+        "error: alert URL 'notaurl': give an http:// or https:// URL"
+    ]

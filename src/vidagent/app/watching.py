@@ -44,6 +44,7 @@ import queue
 import shutil
 import threading
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -167,6 +168,8 @@ class Watch:
         if self.window_seconds <= 0:
             raise ConfigError(f"window_seconds must be positive, not {self.window_seconds}")
         self.alert_texts = [a for a in (x.strip() for x in alerts) if a]
+        if alert_url and urllib.parse.urlsplit(alert_url).scheme not in ("http", "https"):
+            raise ConfigError(f"alert URL {alert_url!r}: give an http:// or https:// URL")
         self.alert_url = alert_url
         self.keep_seconds = keep_seconds
         self.summary_seconds = summary_seconds
@@ -488,7 +491,7 @@ class Watch:
         try:
             with urllib.request.urlopen(request, timeout=10) as reply:
                 reply.read()
-        except OSError as e:  # an unreachable hook never stops the watch
+        except (OSError, ValueError) as e:  # an unreachable hook never stops the watch
             self.on_event({"event": "alert-post-failed", "url": self.alert_url, "why": str(e)})
 
     # -- summary and retention --------------------------------------------------------------------
