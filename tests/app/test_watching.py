@@ -149,10 +149,10 @@ class _Publisher:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/live.m3u8"
 
-    def publish(self, count: int, *, end: bool = False) -> None:
-        """Show the first ``count`` segments (the last three listed, as a live server does)."""
+    def publish(self, count: int, *, end: bool = False, listed: int = 3) -> None:
+        """Show the first ``count`` segments (the last ``listed``, as a live server does)."""
         self.shown = count
-        first = max(0, count - 3)
+        first = max(0, count - listed)
         listed = self.segments[first:count]
         lines = ["#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-TARGETDURATION:3"]
         lines.append(f"#EXT-X-MEDIA-SEQUENCE:{first}")
@@ -175,6 +175,41 @@ def published(tmp_path: Path) -> Iterator[_Publisher]:
     publisher = _Publisher(tmp_path, 24.0)
     yield publisher
     publisher.drop()
+
+
+def test_a_finished_hls_playlist_longer_than_a_restart_is_read_once(tmp_path: Path) -> None:
+    # Opened again at its end, a finished playlist (#EXT-X-ENDLIST) plays from its start, over
+    # 30 s back: read as a live source's restart, the same 40 s were indexed over and over.
+    published = _Publisher(tmp_path, 40.0)
+    try:
+        published.publish(len(published.segments), end=True, listed=len(published.segments))
+        events: list[dict[str, Any]] = []
+        with Session(_settings(tmp_path)) as session:
+            watch = session.watch(
+                published.url,
+                window_seconds=10,
+                stages=["transcribe"],
+                on_event=events.append,
+                stall_seconds=1.0,
+                give_up_seconds=6.0,
+            )
+            runner = threading.Thread(target=watch.run, daemon=True)
+            runner.start()
+            runner.join(120)
+            assert not runner.is_alive()
+            video = session.library.get_video(watch.video_id)
+            # the same playlist on disk (FFmpeg's HLS reader refused it with `follow`)
+            on_disk = session.watch(
+                str(published.site / "live.m3u8"), window_seconds=10, stages=["transcribe"]
+            )
+            on_disk.run()
+            from_disk = session.library.get_video(on_disk.video_id)
+    finally:
+        published.drop()
+    for found in (video, from_disk):
+        assert found.duration == pytest.approx(40.0, abs=0.5)
+        assert found.stages["watch"]["state"] == "ended"
+    assert not [e for e in events if e["event"] == "outage"]
 
 
 def test_an_hls_stream_over_http_survives_a_drop_and_records_the_gap(

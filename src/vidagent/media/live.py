@@ -19,7 +19,10 @@ if the source had. On reconnecting, packets already read are skipped (a growing 
 back to where it was); the stream time the source skipped while it was away is the outage's
 ``lost`` seconds. A local file is read with FFmpeg's ``follow`` option, so its end is a stall,
 not the end: a growing file reads like a live stream, and a finished one ends after
-``give_up_seconds`` without growth.
+``give_up_seconds`` without growth. A source of known length that cannot grow so (a finished
+HLS playlist, on disk or over HTTP, one with ``#EXT-X-ENDLIST``; a file over HTTP) ends the
+capture when it is read to its end: opened again it would play from its start. A live
+playlist (no ``#EXT-X-ENDLIST``) is read again as FFmpeg's HLS reader polls it.
 
 A change of codec or picture size raises :class:`SourceChangedError` (one line): a window's
 stages, the stored thumbnails and detection boxes assume one format per stream.
@@ -159,6 +162,12 @@ def local_path(source: str) -> Path:
     return Path(source.removeprefix("file://")).expanduser()
 
 
+def is_playlist(source: str) -> bool:
+    """Whether ``source`` names an HLS playlist (``.m3u8``, ``.m3u``), local or not."""
+    path = source.split("?", 1)[0].split("#", 1)[0]
+    return path.lower().endswith((".m3u8", ".m3u"))
+
+
 class Capture:
     """Copies a source's packets into window files (module docstring).
 
@@ -193,6 +202,7 @@ class Capture:
         self.stopping = threading.Event()
         self.on_outage: Callable[[Outage], None] = lambda outage: None
         self._down: float | None = None  # when the current outage began (clock seconds)
+        self._complete = False  # the source is of known length, and ends where it ends
         self._streams: list[Any] = []
         folder.mkdir(parents=True, exist_ok=True)
 
@@ -245,6 +255,8 @@ class Capture:
                     self.position.seen[kind] = dts  # written: a resumed capture goes on after
                 else:
                     reason = _graver(reason, "ended")
+                    if self._complete:  # read to its end: the capture ends with it
+                        break
             except SourceChangedError:
                 if writer is not None:
                     yield self._close(writer, None)
@@ -331,8 +343,10 @@ class Capture:
         options = {"rw_timeout": str(int(self.stall_seconds * 1e6))}
         target = self.source
         opening = self.stall_seconds
+        playlist = is_playlist(self.source)
         if is_local(self.source):
-            options["follow"] = "1"
+            if not playlist:  # FFmpeg's HLS reader cannot open a playlist with follow=1
+                options["follow"] = "1"
             target = str(local_path(self.source))
             if not Path(target).exists():
                 raise MediaError(self.source, NOT_YET)
@@ -353,6 +367,10 @@ class Capture:
             timeout=(opening, self.stall_seconds),
             metadata_errors="ignore",
         )
+        # A source of known length that is not a growing local file (a finished HLS playlist,
+        # one with #EXT-X-ENDLIST; a file over HTTP) ends where it ends: opened again it would
+        # play from its start, which would read as a restart of a live source.
+        self._complete = container.duration is not None and (playlist or not is_local(target))
         try:
             video = next((s for s in container.streams.video), None)
             if video is None:
