@@ -15,6 +15,12 @@ def test_defaults_are_the_offline_models(_isolated_home: Path) -> None:
     assert s.library_uri == str(_isolated_home / "library")
 
 
+def test_a_relative_home_is_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # what is stored under it must mean the same from elsewhere
+    assert load_settings({"home": "home"}).home == tmp_path / "home"
+    assert load_settings({"home": "~/h"}).home == Path.home() / "h"
+
+
 def test_layers_file_then_env_then_flags(
     _isolated_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -183,6 +183,13 @@ class Settings(BaseModel):
         description="LanceDB's cache of table metadata (manifests, fragments) per open Library",
     )
 
+    @field_validator("home")
+    @classmethod
+    def _absolute_home(cls, value: Path) -> Path:
+        # Paths made under it are stored (a stream's playlist is its video's source): a
+        # relative home would store paths that mean nothing from another folder.
+        return value.expanduser().absolute()
+
     @field_validator(*ROLES)
     @classmethod
     def _known_spec(cls, value: str, info: ValidationInfo) -> str:
