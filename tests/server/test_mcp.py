@@ -130,6 +130,10 @@ async def test_the_tools_are_listed_with_typed_arguments(client: Client) -> None
         "get_frames",
         "export_evidence",
     }
+    from vidagent.cli.mcp import mcp as command
+
+    said = " ".join(str(command.help).split())  # `vidagent mcp --help` names them all
+    assert [name for name in tools if f" {name}" not in said] == []
     ask = tools["ask"].input_schema
     assert ask["required"] == ["question", "videos"]
     steps = {"minimum": 1, "maximum": 1000, "type": "integer"}

@@ -53,8 +53,9 @@ def mcp(
     allowed_hosts: tuple[str, ...],
     media_roots: tuple[str, ...],
 ) -> None:
-    """Serve the Library to MCP clients: tools list_videos, index_video, search, ask and
-    get_frames; resources vidagent://videos and vidagent://traces."""
+    """Serve the Library to MCP clients: tools list_videos, list_streams, index_video,
+    search, ask, get_frames and export_evidence; resources vidagent://videos and
+    vidagent://traces."""
     from vidagent.app.core import long_running
     from vidagent.server.mcp import MediaRoots, build_server, run
 
