@@ -677,6 +677,10 @@ def test_kill_9_resumes_from_the_last_window_with_no_clip_twice_and_none_lost(
     vid = stream_id(str(growing))
     before = library.get_video(vid)
     assert before.stages["watch"]["state"] == "watching" and before.duration < 15.0
+    # what a person is shown: no process watches it any more (the record cannot say so)
+    show = [sys.executable, "-m", "vidagent", "show", vid, "--json"]
+    shown = json.loads(subprocess.run(show, capture_output=True, text=True, env=env).stdout)
+    assert shown["video"]["stages"]["watch"]["state"] == "interrupted"
 
     second = subprocess.run(args, check=False, capture_output=True, text=True, env=env, timeout=120)
     writer.join()

@@ -39,3 +39,18 @@ def hold(path: Path, busy: Callable[[str], str]) -> IO[str]:
     handle.write(str(os.getpid()))
     handle.flush()
     return handle
+
+
+def held(path: Path) -> bool:
+    """Whether a process holds the lock file ``path`` now (a missing file: no)."""
+    import fcntl
+
+    if not path.is_file():
+        return False
+    with path.open(encoding="utf-8") as handle:
+        try:  # shared and at once: a holder's exclusive lock refuses it
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return False

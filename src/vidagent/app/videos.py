@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Sequence
@@ -51,9 +52,15 @@ def show(core: SessionCore, ref: str) -> VideoDetail:
         VideoNotFoundError: no such video.
     """
     from vidagent.app.speakers import names
+    from vidagent.app.watching import STAGE, watch_state
 
     lib = core.existing_library()
     video = lib.get_video(ref)
+    watch = video.stages.get(STAGE)
+    if watch:  # "watching" by a watcher that was killed: say so
+        state = watch_state(core.settings.home, video.video_id, str(watch.get("state", "")))
+        stages = {**video.stages, STAGE: {**watch, "state": state}}
+        video = dataclasses.replace(video, stages=stages)
     summary = lib.artifact(video.video_id, "summary", "global")
     registry = lib.artifact(video.video_id, "registry")
     return VideoDetail(

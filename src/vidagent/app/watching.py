@@ -53,13 +53,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vidagent.app.core import SessionCore
-from vidagent.app.holds import hold
+from vidagent.app.holds import held, hold
 from vidagent.exceptions import ConfigError, MediaError
 
 if TYPE_CHECKING:
     from vidagent.library import Library, VideoRecord
     from vidagent.media.live import Capture, Outage, Position, Window
 
+#: The lock file a watcher holds in its stream's folder (:mod:`vidagent.app.holds`).
+LOCK = "watch.lock"
 STAGE = "watch"
 #: Alerts kept in a stream's ``watch`` entry (the newest; ``alert_count`` counts them all).
 KEEP_ALERTS = 100
@@ -213,7 +215,7 @@ class Watch:
         stages = list(self.stages or default_stages(self.core.settings))
         self.folder.mkdir(parents=True, exist_ok=True)
         held = hold(
-            self.folder / "watch.lock",
+            self.folder / LOCK,
             lambda pid: (
                 f"{self.source} is already being watched (process {pid}); stop that watch first"
             ),
@@ -611,6 +613,15 @@ def cited_spans(folder: Path, video_id: str) -> list[tuple[float, float]]:
                 except json.JSONDecodeError:
                     continue
     return spans
+
+
+def watch_state(home: Path, video_id: str, state: str) -> str:
+    """A stream's state as its record says, unless that is ``watching`` and no process holds
+    its lock (the watcher was killed, ``kill -9`` or a power cut): then ``interrupted``, which
+    the same ``vidagent watch`` resumes."""
+    if state == "watching" and not held(home / "streams" / video_id / LOCK):
+        return "interrupted"
+    return state
 
 
 def _num(value: Any) -> bool:

@@ -233,7 +233,8 @@ class Tools:
 
     def list_streams(self) -> dict[str, Any]:
         """The live or growing sources watched into the Library (``streams``): video id, source,
-        state (``watching``, ``stopped``, ``ended``, ``failed``), live edge (seconds indexed so
+        state (``watching``, ``stopped``, ``ended``, ``failed``; ``interrupted``: its watcher
+        was killed, and the same watch resumes it), live edge (seconds indexed so
         far), recording start, windows and outages. ``search`` and ``ask`` take a stream's
         video id, with ``last`` to read only the minutes before its live edge."""
         from vidagent.server.streams import library_streams

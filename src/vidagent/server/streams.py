@@ -20,11 +20,12 @@ read files outside the roots and are refused. Alert hooks (``alert_url``) are ht
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from vidagent.app.results import video_json
-from vidagent.app.watching import KEEP_ALERTS, STAGE, Watch, stream_id
+from vidagent.app.watching import KEEP_ALERTS, STAGE, Watch, stream_id, watch_state
 from vidagent.exceptions import ConfigError, VideoNotFoundError
 from vidagent.server.jobs import Job
 from vidagent.server.state import Server
@@ -164,7 +165,7 @@ def _jobs_by_video(server: Server) -> dict[str, Job]:
 
 
 def _summary(
-    video_id: str, record: dict[str, Any] | None, job: Job | None, running: bool
+    video_id: str, record: dict[str, Any] | None, job: Job | None, running: bool, home: Path
 ) -> dict[str, Any]:
     watch = (record or {}).get("stages", {}).get(STAGE, {})
     shown = job.progress if job is not None else {}
@@ -175,6 +176,8 @@ def _summary(
         state = "watching"
     elif state == "watching" and job is not None:  # this server's watcher died with it
         state = "interrupted"
+    else:  # a watcher elsewhere (`vidagent watch`, another server), if it still holds the lock
+        state = watch_state(home, video_id, state)
     duration = float(record["duration"]) if record else float(shown.get("duration", 0.0))
     outages = watch.get("outages") if record else shown.get("outages")
     return {
@@ -202,7 +205,8 @@ def library_streams(session: Session) -> list[dict[str, Any]]:
     """The streams of a Library as its records say (the MCP server's ``list_streams``, which
     runs no watch: ``watching`` is a watcher elsewhere, ``vidagent watch`` or a server)."""
     records = [video_json(v) for v in session.videos() if STAGE in (v.stages or {})]
-    shown = [_summary(r["video_id"], r, None, False) for r in records]
+    home = session.settings.home
+    shown = [_summary(r["video_id"], r, None, False, home) for r in records]
     for s in shown:
         del s["running"], s["job_id"], s["error"], s["alert_count"]
     return sorted(shown, key=lambda s: (s["name"], s["video_id"]))
@@ -216,8 +220,13 @@ def listing(server: Server) -> list[dict[str, Any]]:
     records = {
         v.video_id: video_json(v) for v in server.session.videos() if STAGE in (v.stages or {})
     }
-    shown = [_summary(vid, rec, jobs.get(vid), vid in running) for vid, rec in records.items()]
-    shown += [_summary(vid, None, jobs.get(vid), True) for vid in running if vid not in records]
+    home = server.session.settings.home
+    shown = [
+        _summary(vid, rec, jobs.get(vid), vid in running, home) for vid, rec in records.items()
+    ]
+    shown += [
+        _summary(vid, None, jobs.get(vid), True, home) for vid in running if vid not in records
+    ]
     return sorted(shown, key=lambda s: (not s["running"], s["name"], s["video_id"]))
 
 
@@ -239,7 +248,7 @@ def details(server: Server, video_id: str) -> dict[str, Any]:
     shown = (job.result or job.progress) if job is not None else {}
     windows = [e for kind, e in (list(job.events) if job else []) if kind == "window"]
     watch = (record or {}).get("stages", {}).get(STAGE, {})
-    return _summary(video_id, record, job, running) | {
+    return _summary(video_id, record, job, running, server.session.settings.home) | {
         "alerts": list(watch.get("alerts", shown.get("alerts", []))),
         "recent_windows": windows[-SHOW_WINDOWS:],
         "video": record,
