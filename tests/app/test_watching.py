@@ -568,7 +568,9 @@ def test_a_source_that_never_gives_a_video_fails_in_one_line(tmp_path: Path) -> 
         assert session.videos() == []
 
 
-def test_one_source_is_watched_by_one_process_at_a_time(tmp_path: Path) -> None:
+def test_one_source_is_watched_by_one_process_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import fcntl
 
     from vidagent.exceptions import ConfigError
@@ -585,8 +587,27 @@ def test_one_source_is_watched_by_one_process_at_a_time(tmp_path: Path) -> None:
         refused = pytest.raises(ConfigError, match=r"already being watched \(process 4242\)")
         with Session(settings) as session, refused:
             session.watch(str(growing), **QUICK).run()
+        monkeypatch.chdir(tmp_path)  # the same file spelled from its folder: one stream
+        with Session(settings) as session:
+            for spelling in ("recording.ts", "./recording.ts", f"file://{growing}"):
+                with pytest.raises(ConfigError, match="already being watched"):
+                    session.watch(spelling, **QUICK).run()
     with Session(settings) as session:  # once it has gone, the watch runs
         assert session.watch(str(growing), stages=["embed"], **QUICK).run().state == "ended"
+
+
+def test_a_stream_begun_under_a_relative_spelling_keeps_its_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hashlib
+
+    monkeypatch.chdir(tmp_path)
+    home = tmp_path / "home"
+    assert stream_id("rec.ts") == stream_id(str(tmp_path / "rec.ts"))  # one spelling now
+    typed = "live" + hashlib.sha256(b"rec.ts").hexdigest()[:12]  # its id before
+    (home / "streams" / typed).mkdir(parents=True)
+    assert stream_id("rec.ts", home) == typed  # its windows and position are there
+    assert stream_id("other.ts", home) == stream_id(str(tmp_path / "other.ts"))
 
 
 def test_retention_rolls_old_windows_out_but_what_a_trace_cites(tmp_path: Path) -> None:
@@ -679,7 +700,8 @@ def test_kill_9_resumes_from_the_last_window_with_no_clip_twice_and_none_lost(
     assert before.stages["watch"]["state"] == "watching" and before.duration < 15.0
     # what a person is shown: no process watches it any more (the record cannot say so)
     show = [sys.executable, "-m", "vidagent", "show", vid, "--json"]
-    shown = json.loads(subprocess.run(show, capture_output=True, text=True, env=env).stdout)
+    done = subprocess.run(show, check=True, capture_output=True, text=True, env=env)
+    shown = json.loads(done.stdout)
     assert shown["video"]["stages"]["watch"]["state"] == "interrupted"
 
     second = subprocess.run(args, check=False, capture_output=True, text=True, env=env, timeout=120)

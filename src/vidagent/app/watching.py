@@ -40,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import queue
 import shutil
 import threading
@@ -69,9 +70,25 @@ KEEP_ALERTS = 100
 SCRATCH_WINDOWS = 20
 
 
-def stream_id(source: str) -> str:
-    """The video id of the stream read from ``source``: the same source resumes one video."""
-    return "live" + hashlib.sha256(source.strip().encode("utf-8")).hexdigest()[:12]
+def canonical_source(source: str) -> str:
+    """``source`` in one spelling: a local file as its absolute path (``a.ts``, ``./a.ts`` and
+    ``file:///…/a.ts`` from that folder are one stream), a URL as given."""
+    from vidagent.media.live import is_local, local_path
+
+    source = source.strip()
+    return os.path.abspath(local_path(source)) if is_local(source) else source
+
+
+def stream_id(source: str, home: Path | None = None) -> str:
+    """The video id of the stream read from ``source`` (:func:`canonical_source`): the same
+    source resumes one video. Given ``home``, a stream begun before sources were spelled so
+    (its id from the source as typed, a relative path) keeps its id and resumes."""
+    found = "live" + hashlib.sha256(canonical_source(source).encode("utf-8")).hexdigest()[:12]
+    if home is not None and not (home / "streams" / found).is_dir():
+        typed = "live" + hashlib.sha256(source.strip().encode("utf-8")).hexdigest()[:12]
+        if (home / "streams" / typed).is_dir():
+            return typed
+    return found
 
 
 @dataclass(frozen=True)
@@ -165,7 +182,7 @@ class Watch:
         on_event: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.core = core
-        self.source = source
+        self.source = canonical_source(source)  # a local file as its absolute path
         self.window_seconds = window_seconds or core.settings.watch_window
         if self.window_seconds <= 0:
             raise ConfigError(f"window_seconds must be positive, not {self.window_seconds}")
@@ -180,9 +197,9 @@ class Watch:
         self.started_at = started_at
         self.stages = stages
         self.on_event = on_event or (lambda event: None)
-        self.video_id = stream_id(source)
+        self.video_id = stream_id(source, core.settings.home)
         self.folder = core.settings.home / "streams" / self.video_id
-        self.report = WatchReport(self.video_id, source)
+        self.report = WatchReport(self.video_id, self.source)
         self._stopping = threading.Event()
         self._capture: Capture | None = None
         self._open: dict[str, Alert] = {}  # alert text -> its event, while it continues

@@ -93,7 +93,7 @@ def start(server: Server, source: str, options: dict[str, Any]) -> Job:
     Raises:
         StreamConflict: it is being watched already.
     """
-    video_id = stream_id(source)
+    video_id = stream_id(source, server.session.settings.home)
     streams = server.streams
     params = {"source": source, "video_id": video_id} | {
         k: v for k, v in options.items() if k != "on_event"
