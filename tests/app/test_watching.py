@@ -212,6 +212,44 @@ def test_a_finished_hls_playlist_longer_than_a_restart_is_read_once(tmp_path: Pa
     assert not [e for e in events if e["event"] == "outage"]
 
 
+def test_a_live_source_watched_again_later_records_what_went_unwatched(
+    tmp_path: Path, published: _Publisher
+) -> None:
+    published.publish(3)
+    events: list[dict[str, Any]] = []
+    options: dict[str, Any] = {
+        "window_seconds": 2,
+        "stages": ["transcribe"],
+        "on_event": events.append,
+        "stall_seconds": 1.0,
+        "give_up_seconds": 4.0,
+    }
+    with Session(_settings(tmp_path)) as session:
+        first = session.watch(published.url, **options)
+        runner = threading.Thread(target=first.run, daemon=True)
+        runner.start()
+        deadline = time.monotonic() + 60
+        while not any(e["event"] == "window" for e in events) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        first.stop()  # as Ctrl-C, or a kill: no watcher runs while the stream moves on
+        runner.join(60)
+        stopped_at = session.library.get_video(first.video_id).duration
+        published.publish(9)  # segments 3 to 5 are never listed while it is away
+        again = session.watch(published.url, **options)
+        runner = threading.Thread(target=again.run, daemon=True)
+        runner.start()
+        time.sleep(1.0)
+        published.publish(len(published.segments), end=True)
+        runner.join(120)
+        assert not runner.is_alive()
+        video = session.library.get_video(again.video_id)
+    unwatched = [
+        o for o in video.stages["watch"]["outages"] if o["reason"].startswith("not watched")
+    ]
+    assert len(unwatched) == 1 and unwatched[0]["at"] == pytest.approx(stopped_at, abs=0.5)
+    assert unwatched[0]["lost"] >= 4.0  # three segments of about 2 s were never read
+
+
 def test_an_hls_stream_over_http_survives_a_drop_and_records_the_gap(
     tmp_path: Path, published: _Publisher
 ) -> None:

@@ -224,13 +224,21 @@ class Capture:
         self._down = None
         reason = ""
         delay = BACKOFF[0]
+        resumed = "video" in self.position.seen  # an earlier capture read up to p.last
         while not self.stopping.is_set():
             try:
                 for packet, t, keyframe, kind, dts, skipped in self._packets():
-                    lost = 0.0
+                    lost, first = 0.0, resumed and kind == "video"
+                    if kind == "video":
+                        resumed = False
                     if self._down is not None and kind == "video":
                         lost = self._outage(self._down, reason, t).lost
                         self._down, delay, reason = None, BACKOFF[0], ""
+                    elif first and t - self.position.last > LOST_SECONDS:
+                        # a live source went on while no capture read it (a watcher killed,
+                        # or stopped and run again later)
+                        gone = t - self.position.last
+                        lost = self._skipped(t, gone, "not watched (no watcher ran)").lost
                     elif skipped:  # the source itself moved on (a live playlist it missed)
                         lost = self._skipped(t, skipped).lost
                     if kind == "video":
@@ -307,13 +315,15 @@ class Capture:
         self.on_outage(outage)
         return outage
 
-    def _skipped(self, t: float, seconds: float) -> Outage:
+    def _skipped(self, t: float, seconds: float, reason: str = "skipped by the source") -> Outage:
+        """The ``seconds`` of stream before ``t`` that were never read, recorded (their wall
+        time unknown: 0)."""
         outage = Outage(
             at=round(t - seconds, 3),
             began=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             seconds=0.0,
             lost=round(seconds, 3),
-            reason="skipped by the source",
+            reason=reason,
         )
         self.position.outages.append(outage)
         self.on_outage(outage)
