@@ -606,6 +606,44 @@ def test_a_source_that_never_gives_a_video_fails_in_one_line(tmp_path: Path) -> 
         assert session.videos() == []
 
 
+def test_a_recording_replaced_under_its_name_is_read_from_its_start(tmp_path: Path) -> None:
+    # A new, shorter recording written over the old file: its clock starts again a few
+    # seconds in, under the 30 s a live source's restart is told by. It was sought to where
+    # the old file stood and every packet up to there skipped: its start was never read.
+    first = ts_stream(tmp_path / "a.ts", 8.0)
+    second = ts_stream(tmp_path / "b.ts", 6.0)
+    growing = tmp_path / "recording.ts"
+    growing.write_bytes(first)
+    events: list[dict[str, Any]] = []
+    with Session(_settings(tmp_path)) as session:
+        watch = session.watch(
+            str(growing),
+            window_seconds=2,
+            stages=["transcribe"],
+            on_event=events.append,
+            stall_seconds=0.5,
+            give_up_seconds=5.0,
+        )
+        runner = threading.Thread(target=watch.run, daemon=True)
+        runner.start()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(
+            e["event"] == "window" and e["t1"] >= 5.5 for e in events
+        ):
+            time.sleep(0.05)
+        time.sleep(1.5)  # the first file read to its end: a stall
+        growing.write_bytes(second)  # cut short and written anew, as `: > f; cat new >> f`
+        runner.join(120)
+        assert not runner.is_alive()
+        video = session.library.get_video(watch.video_id)
+    outages = [e for e in events if e["event"] == "outage"]
+    assert outages, "the new recording was never read"
+    restart = outages[-1]
+    assert restart["at"] <= 8.5  # where the old file was read to
+    # all six seconds of the new recording after the restart, the time away on the clock
+    assert video.duration - (restart["at"] + restart["lost"]) == pytest.approx(6.0, abs=0.6)
+
+
 def test_one_source_is_watched_by_one_process_at_a_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

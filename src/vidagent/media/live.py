@@ -151,6 +151,10 @@ class Position:
     #: the codec and picture size of the stream, ``"h264 640x360"``
     format: str = ""
     outages: list[Outage] = field(default_factory=list)
+    #: a local file's identity (device, inode) and size when it was last opened: a file
+    #: replaced or cut short since (a new recording under the old name) is read from its start
+    #: (kept in memory: a watch run again later does not compare)
+    file: tuple[int, int, int] | None = None
 
 
 def is_local(source: str) -> bool:
@@ -354,12 +358,16 @@ class Capture:
         target = self.source
         opening = self.stall_seconds
         playlist = is_playlist(self.source)
+        renewed = False  # a local file replaced or cut short since it was last opened
         if is_local(self.source):
             if not playlist:  # FFmpeg's HLS reader cannot open a playlist with follow=1
                 options["follow"] = "1"
             target = str(local_path(self.source))
             if not Path(target).exists():
                 raise MediaError(self.source, NOT_YET)
+            st = os.stat(target)
+            was, p.file = p.file, (st.st_dev, st.st_ino, st.st_size)
+            renewed = was is not None and (was[:2] != p.file[:2] or st.st_size < was[2])
         else:
             # PyAV's open timeout bounds opening as a whole, the probe of the streams
             # included, and a probe cut short mid-read breaks the connection without an error
@@ -388,7 +396,7 @@ class Capture:
             self._check_format(video)
             keep = [video, *container.streams.audio[:1]]
             self._streams = keep
-            resume = dict(p.seen)  # what an earlier connection read
+            resume = {} if renewed else dict(p.seen)  # what an earlier connection read
             if "video" in resume and is_local(self.source):
                 with suppress(av.error.FFmpegError):  # unseekable: read from the start
                     container.seek(int(resume["video"] / float(time_base(video))), stream=video)
@@ -402,7 +410,7 @@ class Capture:
                 own, dts = float(packet.pts * tb), float(packet.dts * tb)
                 if first and kind == "video":
                     first = False
-                    if self._rebase(dts):
+                    if self._rebase(dts, renewed):
                         resume = {}
                 if kind in resume and dts <= resume[kind] + 1e-6:
                     continue  # read before this reconnection
@@ -427,11 +435,12 @@ class Capture:
         finally:
             container.close()
 
-    def _rebase(self, dts: float) -> bool:
-        """Whether the source's clock went back (a restart); then the stream's clock goes on
+    def _rebase(self, dts: float, renewed: bool = False) -> bool:
+        """Whether the source's clock went back (a restart; a local file ``renewed``, replaced
+        or cut short, restarts wherever its clock stands); then the stream's clock goes on
         from where it stood rather than overwrite what was read."""
         p = self.position
-        if "video" not in p.seen or dts >= p.seen["video"] - RESTART_SECONDS:
+        if "video" not in p.seen or (not renewed and dts >= p.seen["video"] - RESTART_SECONDS):
             return False
         away = self.clock() - self._down if self._down is not None else 0.0
         p.shift = p.last + away + ORIGIN - dts
