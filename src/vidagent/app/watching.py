@@ -231,7 +231,7 @@ class Watch:
         library = self.core.library
         stages = list(self.stages or default_stages(self.core.settings))
         self.folder.mkdir(parents=True, exist_ok=True)
-        held = hold(
+        lock = hold(
             self.folder / LOCK,
             lambda pid: (
                 f"{self.source} is already being watched (process {pid}); stop that watch first"
@@ -272,7 +272,7 @@ class Watch:
                 self._capture.stop()
             self._finish(library, stages)
             shutil.rmtree(scratch_dir, ignore_errors=True)
-            held.close()  # the lock goes with it (and with the process, however it ends)
+            lock.close()  # the lock goes with it (and with the process, however it ends)
 
     def _scratch(self, folder: Path) -> Library:
         """The Library a window is indexed in, made anew every :data:`SCRATCH_WINDOWS`
