@@ -160,6 +160,19 @@ def test_an_answered_question_whose_video_went_is_not_counted_missing(tmp_path: 
     assert load_run(out).counts["missing_videos"] == 1
 
 
+def test_a_finished_run_whose_videos_all_went_is_reported_again(tmp_path: Path) -> None:
+    data, out = make_nextqa(tmp_path / "data"), tmp_path / "run"
+    run_benchmark(RunConfig("nextqa", data), settings=settings_with(), out=out)
+    for video in (data / "videos").iterdir():
+        video.unlink()  # the run is done: its videos may go
+    again = run_benchmark(RunConfig("nextqa", data), settings=settings_with(), out=out)
+    assert (again.done_before, again.ran, again.missing) == (5, 0, 1)
+    assert again.scores is not None and again.scores.overall.answered == 5
+    with pytest.raises(BenchmarkDataError, match="none of the 6 questions has its video"):
+        run_benchmark(RunConfig("nextqa", data), settings=settings_with(), out=tmp_path / "new")
+    assert not (tmp_path / "new").exists()
+
+
 def test_videos_named_as_the_folder_the_loader_would_use_resume_a_run_without(
     nextqa: Path, _isolated_home: Path
 ) -> None:

@@ -349,9 +349,10 @@ def run_benchmark(
 
 
 def check_askable(bench: Benchmark, loaded: LoadResult, samples: Sequence[Sample]) -> None:
-    """Refuse a run that could answer nothing: no question, questions without their text
-    (EgoSchema's answers without its ``questions.json``: enough to score, not to ask), or no
-    question's video there.
+    """Refuse a run that could ask nothing: no question, or questions without their text
+    (EgoSchema's answers without its ``questions.json``: enough to score, not to ask). A run
+    none of whose questions has its video is refused once its folder is known
+    (:meth:`_Run.check_videos`): a finished one whose videos went since is reported again.
 
     Raises:
         BenchmarkDataError: saying which.
@@ -365,13 +366,6 @@ def check_askable(bench: Benchmark, loaded: LoadResult, samples: Sequence[Sample
         raise BenchmarkDataError(
             f"{len(unaskable)} of the {len(samples)} {what} questions have no question text to "
             f"ask ({why})"
-        )
-    asked = {s.id for s in samples}
-    lacking = [m for m in loaded.missing if m.sample_id in asked]
-    if {m.sample_id for m in lacking} == asked:
-        raise BenchmarkDataError(
-            f"none of the {len(samples)} questions has its video (e.g. {lacking[0].path}); "
-            "give the folder that holds them with --videos"
         )
 
 
@@ -481,6 +475,7 @@ class _Run:
         self.out = out or self.settings.home / "runs" / (
             f"{self.bench.NAME}-{split}-{self.config.strategy}-{digest(manifest.identity())}"
         )
+        self.check_videos()
         self.asker = QuestionRun(self.bench, self.session, self.agent, self.index, self.out)
         held = hold(
             self.out / LOCK,
@@ -531,6 +526,22 @@ class _Run:
                 answer_seconds=answer_seconds,
                 scores=scores,
                 notes=notes + more,
+            )
+
+    def check_videos(self) -> None:
+        """Refuse, before any folder is made, a run none of whose questions has its video and
+        none of which the run folder answered already (a run that could answer nothing).
+
+        Raises:
+            BenchmarkDataError: naming a video it looked for.
+        """
+        if self.lacking != {s.id for s in self.samples}:
+            return
+        answered = read_rows(self.out / ROWS)
+        if not any(s.id in answered for s in self.samples):
+            raise BenchmarkDataError(
+                f"none of the {len(self.samples)} questions has its video (e.g. "
+                f"{self.missing[0].path}); give the folder that holds them with --videos"
             )
 
     # -- manifest and resume ------------------------------------------------------------------
