@@ -599,8 +599,15 @@ def test_a_source_that_never_gives_a_video_fails_in_one_line(tmp_path: Path) -> 
     text = tmp_path / "notes.ts"
     text.write_text("not a video\n")
     with Session(_settings(tmp_path)) as session:
-        with pytest.raises(MediaError, match="nothing readable as video came in 1.5 s"):
+        # a file that stays as it is: waited for as a recorder starting, then said what it is
+        unreadable = (
+            r"nothing readable as video came in 1.5 s \(stalled\); as it stands it is no "
+            r"video FFmpeg reads \(Invalid data found when processing input\)"
+        )
+        with pytest.raises(MediaError, match=unreadable):
             session.watch(str(text), **QUICK).run()
+        with pytest.raises(MediaError, match=r"came in 1.5 s \(no such file yet\)$"):
+            session.watch(str(tmp_path / "late.ts"), **QUICK).run()
         with pytest.raises(MediaError, match=r"cannot be opened \(Connection refused\)"):
             session.watch("http://127.0.0.1:1/live.m3u8", **QUICK).run()
         assert session.videos() == []

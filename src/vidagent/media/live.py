@@ -289,10 +289,25 @@ class Capture:
         if writer is not None:
             yield self._close(writer, None)
         if self.position.t is None and not self.stopping.is_set():
-            raise MediaError(
-                self.source,
-                f"nothing readable as video came in {self.give_up_seconds:g} s ({reason})",
-            )
+            why = f"nothing readable as video came in {self.give_up_seconds:g} s ({reason})"
+            raise MediaError(self.source, why + self._as_it_stands())
+
+    def _as_it_stands(self) -> str:
+        """What FFmpeg makes of a local file read once as it stands (not followed, as a growing
+        one is), for the message of a watch that gave up on it: ``""`` where it is missing or
+        empty, or reads as a video after all."""
+        if not is_local(self.source):
+            return ""
+        path = local_path(self.source)
+        if not path.is_file() or path.stat().st_size == 0:
+            return ""
+        try:
+            with av.open(str(path), metadata_errors="ignore") as container:
+                if container.streams.video:
+                    return ""
+            return "; as it stands it holds no video stream"
+        except av.error.FFmpegError as e:
+            return f"; as it stands it is no video FFmpeg reads ({e.strerror or type(e).__name__})"
 
     def _patient(self, reason: str) -> bool:
         """Whether a source never read yet is waited for: a local file not there yet, empty,
