@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import http.server
+import itertools
 import json
 import os
 import shutil
@@ -294,6 +295,14 @@ def test_an_hls_stream_over_http_survives_a_drop_and_records_the_gap(
         assert not runner.is_alive()
         video = session.library.get_video(watch.video_id)
         clips = session.library.clips(watch.video_id)
+        # a contact sheet over the hole: a blank tile saying so, not the neighbouring window's
+        # picture under the asked time
+        a, b = max(((x.t1, y.t0) for x, y in itertools.pairwise(clips)), key=lambda h: h[1] - h[0])
+        hole = session.sheet(watch.video_id, t_from=a + 0.1, t_to=b - 0.1, count=1,
+                             out=tmp_path / "hole.png")  # fmt: skip
+        seen = session.sheet(watch.video_id, t_from=0, t_to=a, count=2, out=tmp_path / "s.png")
+    assert (hole.thumbnails, hole.to_json()["decoded"], hole.not_recorded) == (0, 0, 1)
+    assert seen.not_recorded == 0 and len(seen.times) == 2
 
     lost = [o for o in outages if o["lost"] > 0]
     # Recorded as a drop where an attempt met the closed port; on a loaded machine FFmpeg's HLS

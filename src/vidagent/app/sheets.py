@@ -3,7 +3,10 @@
 Frames come from the index's stored thumbnails (the ``frames`` table) where they cover the
 span: every point the sheet shows has a thumbnail within half a spacing of it. Points without
 one are decoded from the source file; when the source is gone, the thumbnails there are
-used as they are, and a span with none is an error that says so.
+used as they are, and a span with none is an error that says so. A point of a stream
+(``vidagent watch``) where it holds no picture (an outage's lost seconds, a span retention
+rolled out) is a blank tile saying so: decoded, it would show the neighbouring window's picture
+under the asked time.
 """
 
 from __future__ import annotations
@@ -40,8 +43,10 @@ class SheetResult:
         path: the image file (PNG or JPEG, by its suffix).
         t0, t1: the span shown (seconds).
         times: each frame's time, in reading order.
-        thumbnails: how many of them are the index's stored thumbnails (the rest were decoded).
+        thumbnails: how many of them are the index's stored thumbnails.
         recorded_at: when the video was recorded (ISO-8601), ``""`` unknown.
+        not_recorded: how many are blank: a stream's moments it holds no picture of (the rest
+            were decoded).
     """
 
     video_id: str
@@ -51,6 +56,7 @@ class SheetResult:
     times: list[float] = field(default_factory=list)
     thumbnails: int = 0
     recorded_at: str = ""
+    not_recorded: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,7 +70,8 @@ class SheetResult:
             "wall_t1": wall_clock(self.recorded_at, self.t1) or None,
             "times": self.times,
             "thumbnails": self.thumbnails,
-            "decoded": len(self.times) - self.thumbnails,
+            "decoded": len(self.times) - self.thumbnails - self.not_recorded,
+            "not_recorded": self.not_recorded,
         }
 
 
@@ -91,12 +98,23 @@ def points(t0: float, t1: float, count: int) -> list[float]:
     return [t0 + (i + 0.5) * step for i in range(count)]
 
 
+def unrecorded(lib: Library, video: VideoRecord, times: list[float]) -> set[float]:
+    """Of ``times`` (sorted), those a stream (``vidagent watch``) holds no picture of: where no
+    clip lies (an outage's lost seconds, a span retention rolled out). A video indexed whole
+    has clips end to end: none."""
+    if "watch" not in video.stages or not times:
+        return set()
+    spans = [(c.t0, c.t1) for c in lib.clips(video.video_id, times[0], times[-1])]
+    return {t for t in times if not any(t0 <= t <= t1 for t0, t1 in spans)}
+
+
 def span_frames(
     lib: Library, video: VideoRecord, times: list[float], *, size: int = 480
-) -> tuple[list[tuple[float, np.ndarray]], int]:
+) -> tuple[list[tuple[float, np.ndarray | None]], int]:
     """A frame for each of ``times`` (sorted): the stored thumbnail nearest it when one lies
-    within half a spacing, else one decoded from the source. Returns ``(t, rgb)`` pairs (the
-    frame's own time) and how many came from thumbnails.
+    within half a spacing, else one decoded from the source, or ``None`` where a stream holds
+    no picture (:func:`unrecorded`). Returns ``(t, rgb)`` pairs (the frame's own time) and how
+    many came from thumbnails.
 
     Raises:
         MediaNotFoundError: some point has no thumbnail and the source file is gone, and no
@@ -110,8 +128,12 @@ def span_frames(
     reach = (times[-1] - times[0]) / (len(times) - 1) / 2 if len(times) > 1 else 0.5
     reach = max(reach, 1e-3)
     stored = lib.frames(video.video_id, times[0] - reach, times[-1] + reach)
+    blank = unrecorded(lib, video, times)
     chosen: list[tuple[float, Any]] = []
     for t in times:
+        if t in blank:
+            chosen.append((t, "blank"))
+            continue
         near = min(stored, key=lambda f: abs(f.t - t), default=None)
         chosen.append((t, near if near is not None and abs(near.t - t) <= reach else None))
     missing = [t for t, f in chosen if f is None]
@@ -127,28 +149,31 @@ def span_frames(
         else:
             rgb = frames_at(video.source, missing, size=size)  # (N, H, W, 3) uint8
             decoded = dict(zip(missing, rgb, strict=True))
-    out: list[tuple[float, np.ndarray]] = []
+    out: list[tuple[float, np.ndarray | None]] = []
     for t, f in chosen:
-        if f is None:
+        if f == "blank":
+            out.append((t, None))
+        elif f is None:
             out.append((t, decoded[t]))
         else:
             bgr = cv2.imdecode(np.frombuffer(f.jpeg, np.uint8), cv2.IMREAD_COLOR)  # (H, W, 3)
             if bgr is None:  # a damaged thumbnail: decode the moment instead
                 bgr = cv2.cvtColor(frames_at(video.source, [f.t], size=size)[0], cv2.COLOR_RGB2BGR)
             out.append((float(f.t), cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)))
-    return out, len(out) - len(decoded)
+    return out, len(out) - len(decoded) - len(blank)
 
 
 def draw_sheet(
     video: VideoRecord,
-    frames: list[tuple[float, np.ndarray]],
+    frames: list[tuple[float, np.ndarray | None]],
     t0: float,
     t1: float,
     *,
     columns: int | None = None,
 ) -> np.ndarray:
     """The sheet image: each frame labelled with its time (and wall-clock time where the video
-    knows when it was recorded), titled with the video and the span."""
+    knows when it was recorded), titled with the video and the span; a moment with no picture
+    (``None``) is a grey tile saying "not recorded"."""
     from vidagent.media.sheet import contact_sheet
 
     recorded = getattr(video, "recorded_at", "")
@@ -159,7 +184,7 @@ def draw_sheet(
     title = f"{video.name}  {clock(t0)}-{clock(t1)}  ({video.video_id[:8]})"
     if recorded:
         title += f"  recorded {wall_clock(recorded, 0.0)}"
-    return contact_sheet(tiles, columns=columns, title=title)
+    return contact_sheet(tiles, columns=columns, title=title, blank="not recorded")
 
 
 def write_image(rgb: np.ndarray, path: Path) -> None:
@@ -228,4 +253,5 @@ def sheet(
         [round(t, 3) for t, _ in frames],
         thumbs,
         getattr(video, "recorded_at", ""),
+        sum(rgb is None for _, rgb in frames),
     )

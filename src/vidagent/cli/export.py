@@ -79,5 +79,7 @@ def sheet(
     body = result.to_json()
     click.echo(
         f"wrote {result.path}: {len(result.times)} frames {body['start']}-{body['end']}"
-        f" ({result.thumbnails} from the index's thumbnails, {body['decoded']} decoded)"
+        f" ({result.thumbnails} from the index's thumbnails, {body['decoded']} decoded"
+        + (f", {result.not_recorded} not recorded: blank" if result.not_recorded else "")
+        + ")"
     )

@@ -14,26 +14,29 @@ import cv2
 import numpy as np
 
 _BACKGROUND = 24  # near-black
+_BLANK = 72  # a cell without a frame: grey, apart from the background
 _GAP = 6
 _LABEL_SCALE = 0.45
 _TITLE_SCALE = 0.55
 
 
 def contact_sheet(
-    tiles: Sequence[tuple[str, np.ndarray]],
+    tiles: Sequence[tuple[str, np.ndarray | None]],
     *,
     columns: int | None = None,
     tile_width: int = 320,
     title: str = "",
+    blank: str = "no picture",
 ) -> np.ndarray:
     """A grid of ``tiles`` (``(label, rgb)`` pairs, in reading order) with each label drawn
-    under its frame, and ``title`` above the grid.
+    under its frame, and ``title`` above the grid. A tile without a frame (``None``) is a grey
+    cell saying ``blank``.
 
     Frames of any size are scaled to ``tile_width`` pixels wide and letterboxed into one cell
     height (the tallest aspect ratio among them), so portrait and landscape frames mix.
 
     Args:
-        tiles: labels and frames.  # each (H, W, 3) uint8 RGB
+        tiles: labels and frames.  # each (H, W, 3) uint8 RGB, or None
         columns: frames per row (default: about a square grid, at most 6; never more than
             there are frames).
         tile_width: the width of each cell's picture.
@@ -49,7 +52,8 @@ def contact_sheet(
         raise ValueError("a contact sheet needs at least one frame")
     cols = min(columns, len(tiles)) if columns else min(6, math.ceil(math.sqrt(len(tiles))))
     rows = math.ceil(len(tiles) / cols)
-    aspect = max(rgb.shape[0] / max(1, rgb.shape[1]) for _, rgb in tiles)
+    framed = [rgb for _, rgb in tiles if rgb is not None]
+    aspect = max((rgb.shape[0] / max(1, rgb.shape[1]) for rgb in framed), default=9 / 16)
     pic_h = max(16, round(tile_width * min(aspect, 2.0)))
     label_h = 22
     cell_w, cell_h = tile_width + _GAP, pic_h + label_h + _GAP
@@ -62,7 +66,11 @@ def contact_sheet(
     for i, (label, rgb) in enumerate(tiles):
         r, c = divmod(i, cols)
         x, y = _GAP + c * cell_w, title_h + _GAP + r * cell_h
-        pic = _fit(rgb, tile_width, pic_h)  # (h, w, 3) uint8
+        if rgb is None:
+            pic = np.full((pic_h, tile_width, 3), _BLANK, np.uint8)  # (h, w, 3) uint8
+            _text(pic, blank, (8, pic_h // 2 + 5), _LABEL_SCALE)
+        else:
+            pic = _fit(rgb, tile_width, pic_h)  # (h, w, 3) uint8
         ox, oy = x + (tile_width - pic.shape[1]) // 2, y + (pic_h - pic.shape[0]) // 2
         sheet[oy : oy + pic.shape[0], ox : ox + pic.shape[1]] = pic
         _text(sheet, label, (x + 2, y + pic_h + 16), _LABEL_SCALE)
