@@ -56,7 +56,9 @@ def test_a_growing_file_is_one_video_that_grows_window_by_window(
     data = ts_stream(tmp_path / "source.ts", 12.0)
     growing = tmp_path / "recording.ts"
     indexed = threading.Event()
-    writer = grow(growing, data, pieces=12, pause=0.2, hold=2.0, gate=indexed)
+    # a stall of 1.2 s two thirds in: an outage (past the 0.5 s stall) it survives (the 1.5 s
+    # give-up counts from when the stall is told, 0.5 s in)
+    writer = grow(growing, data, pieces=12, pause=0.2, hold=1.2, gate=indexed)
     seen: list[tuple[float, int, float]] = []  # (window end, clips, stored duration) at its event
     events: list[dict[str, Any]] = []
     with Session(_settings(tmp_path)) as session:
@@ -620,6 +622,44 @@ def test_a_source_that_never_gives_a_video_fails_in_one_line(tmp_path: Path) -> 
         with pytest.raises(MediaError, match=r"cannot be opened \(Connection refused\)"):
             session.watch("http://127.0.0.1:1/live.m3u8", **QUICK).run()
         assert session.videos() == []
+
+
+def test_a_finished_recording_is_not_opened_again_and_a_stop_is_heard_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Opened again while it stood still, FFmpeg blocked in its probe and reads (follow=1) for
+    # several stalls each time, deaf to a stop: a finished recording's Ctrl-C took 45 s.
+    from vidagent.media import live
+
+    source = tmp_path / "done.ts"
+    ts_stream(source, 3.0)
+    opened: list[str] = []
+    real_open = live.av.open
+
+    def counting(target: Any, *args: Any, **kwargs: Any) -> Any:
+        opened.extend([str(target)] if str(target) == str(source) else [])
+        return real_open(target, *args, **kwargs)
+
+    monkeypatch.setattr(live.av, "open", counting)
+    capture = live.Capture(
+        str(source), tmp_path / "w", window_seconds=1, stall_seconds=0.5, give_up_seconds=60
+    )
+    windows: list[live.Window] = []
+    ended = threading.Event()
+
+    def run() -> None:
+        windows.extend(capture.windows())
+        ended.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    deadline = time.monotonic() + 60
+    while not windows and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(4.0)  # the backoffs after its end (0.5, 1, 2 s): each opened it again
+    assert opened == [str(source)]
+    capture.stop()
+    assert ended.wait(30)
+    assert windows[0].t0 == 0.0 and windows[-1].t1 == pytest.approx(3.0, abs=0.1)
 
 
 def test_a_recording_replaced_under_its_name_is_read_from_its_start(tmp_path: Path) -> None:

@@ -71,6 +71,10 @@ PROBE_SECONDS = 5.0
 
 
 NOT_YET = "no such file yet"
+#: how often a growing local file that gave nothing more is looked at (seconds)
+POLL_SECONDS = 0.25
+#: a source's state before any read of it: read it
+_UNREAD = object()
 
 
 class SourceChangedError(MediaError):
@@ -208,6 +212,8 @@ class Capture:
         self._down: float | None = None  # when the current outage began (clock seconds)
         self._complete = False  # the source is of known length, and ends where it ends
         self._streams: list[Any] = []
+        #: a growing local file as it stood when a read of it last ended (``_UNREAD``: read it)
+        self._read_up_to: tuple[int, int, int] | None | object = _UNREAD
         folder.mkdir(parents=True, exist_ok=True)
 
     def stop(self) -> None:
@@ -226,11 +232,14 @@ class Capture:
         """
         writer: _WindowWriter | None = None
         self._down = None
+        quiet = -math.inf  # when a growing local file last changed (clock seconds)
         reason = ""
         delay = BACKOFF[0]
         resumed = "video" in self.position.seen  # an earlier capture read up to p.last
         while not self.stopping.is_set():
             try:
+                if self._unchanged():  # nothing new to read: wait below, where a stop is heard
+                    raise MediaError(self.source, reason or "stalled")
                 for packet, t, keyframe, kind, dts, skipped in self._packets():
                     lost, first = 0.0, resumed and kind == "video"
                     if kind == "video":
@@ -275,16 +284,22 @@ class Capture:
                 raise
             except (av.error.FFmpegError, OSError, MediaError) as e:
                 reason = _graver(reason, _reason(e))
+            before, self._read_up_to = self._read_up_to, self._file_state()
             if self.stopping.is_set():
                 break
             now = self.clock()
             if self._down is None:
                 self._down = now
-            if now - self._down >= self.give_up_seconds:
+            # A local file that grew meanwhile is not silent, though no packet of it was read
+            # yet (opened again, FFmpeg may take several stalls to reach it): the give-up
+            # counts from its last change.
+            if before is not _UNREAD and self._read_up_to != before:
+                quiet = now
+            if now - max(self._down, quiet) >= self.give_up_seconds:
                 break
             if not self.position.seen and reason != "ended" and not self._patient(reason):
                 raise MediaError(self.source, f"cannot be opened ({reason})")
-            self.stopping.wait(min(delay, max(0.0, self.give_up_seconds - (now - self._down))))
+            self._wait(min(delay, max(0.0, self.give_up_seconds - (now - max(self._down, quiet)))))
             delay = min(delay * 2, BACKOFF[1])
         if writer is not None:
             yield self._close(writer, None)
@@ -308,6 +323,34 @@ class Capture:
             return "; as it stands it holds no video stream"
         except av.error.FFmpegError as e:
             return f"; as it stands it is no video FFmpeg reads ({e.strerror or type(e).__name__})"
+
+    def _file_state(self) -> tuple[int, int, int] | None | object:
+        """A growing local file's device, inode and size (``None``: not there); ``_UNREAD`` for
+        any other source, which is opened again each time."""
+        if not is_local(self.source) or is_playlist(self.source):
+            return _UNREAD
+        try:
+            st = local_path(self.source).stat()
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino, st.st_size)
+
+    def _unchanged(self) -> bool:
+        """Whether a growing local file is as it stood when a read of it last ended. Opened
+        again, FFmpeg would block in its probe and reads (``follow=1``) for several stalls
+        before saying what it said before, deaf to a stop meanwhile (a finished recording's
+        Ctrl-C took 45 s with the default 10 s stall)."""
+        return self._read_up_to is not _UNREAD and self._file_state() == self._read_up_to
+
+    def _wait(self, seconds: float) -> None:
+        """The backoff between connections: a growing local file is looked at every quarter
+        second and read again as soon as it changes; any wait ends at a stop."""
+        end = time.monotonic() + seconds
+        while not self.stopping.wait(min(POLL_SECONDS, max(0.0, end - time.monotonic()))):
+            if time.monotonic() >= end or (
+                self._read_up_to is not _UNREAD and not self._unchanged()
+            ):
+                return
 
     def _patient(self, reason: str) -> bool:
         """Whether a source never read yet is waited for: a local file not there yet, empty,
