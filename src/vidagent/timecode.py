@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 
 def hhmmss(t: float) -> str:
     """``HH:MM:SS`` with the seconds truncated, as Deep Video Discovery writes clip times."""
@@ -30,7 +32,7 @@ def parse_time(text: str) -> float:
         parts = [float(p) for p in str(text).strip().split(":")]
     except ValueError:
         parts = []
-    if not 1 <= len(parts) <= 3 or any(p < 0 for p in parts):
+    if not 1 <= len(parts) <= 3 or any(not math.isfinite(p) or p < 0 for p in parts):
         raise ValueError(f"{text!r} is not a time; use seconds or HH:MM:SS")
     seconds = 0.0
     for p in parts:

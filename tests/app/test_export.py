@@ -166,6 +166,11 @@ def test_a_contact_sheet_uses_the_stored_thumbnails_where_they_cover_the_span(
             assert next(img.decode(video=0)).width > 300
         with pytest.raises(UserError, match="--to must be after --from"):
             session.sheet(vid, t_from=5.0, t_to=4.0)
+        for bad in (float("nan"), float("inf"), 1e308):  # as the HTTP API's query parses them
+            with pytest.raises(UserError, match="--from .* is not a time in the video"):
+                session.sheet(vid, t_from=bad)
+            with pytest.raises(UserError, match="--to .* is not a time in the video"):
+                session.sheet(vid, t_to=bad)
         # more columns than frames: one row of the frames there are (not 10**9 columns wide)
         row = session.sheet(vid, count=2, columns=10**9, out=tmp_path / "r.png")
         with av.open(str(row.path)) as img:
@@ -217,6 +222,8 @@ def test_the_commands_export_draw_and_write_subtitles_or_say_why_not_in_one_line
             f"cannot write the evidence to {tmp_path / 'a-file' / 'b'}: Not a directory",
         ),
         (("sheet", vid, "--from", "20"), "is past the end"),
+        (("sheet", vid, "--from", "nan"), "'nan' is not a time; use seconds or HH:MM:SS"),
+        (("sheet", vid, "--to", "1:inf"), "'1:inf' is not a time"),
         (("sheet", vid, "--count", "100000"), "shows at most 400 frames, not 100000"),
         (("sheet", vid, "-o", str(tmp_path / "s.gif")), "written as .png or .jpg"),
         (("show", vid, "-o", str(tmp_path / "x")), "give --srt or --vtt"),

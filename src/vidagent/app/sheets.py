@@ -11,6 +11,7 @@ under the asked time.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,6 +82,9 @@ def span_of(video: VideoRecord, t_from: float | None, t_to: float | None) -> tup
     Raises:
         ConfigError: the span is empty or outside the video.
     """
+    for name, t in (("--from", t_from), ("--to", t_to)):
+        if t is not None and not (math.isfinite(t) and abs(t) < 1e9):
+            raise ConfigError(f"{name} {t:.6g} is not a time in the video")
     t0 = 0.0 if t_from is None else float(t_from)
     t1 = video.duration if t_to is None else min(float(t_to), video.duration)
     if t0 >= video.duration:
