@@ -265,6 +265,15 @@ def test_library_lists_the_clip_and_an_ingest_job_runs_to_the_end(
     screenshot(browser, tmp_path, "library")
 
 
+def test_times_round_up_into_the_next_second_and_minute(served: Served, browser: Any) -> None:
+    open_page(browser, served, "index.html")
+    shown = browser.execute_async_script(
+        "import('/js/api.js').then(m => arguments[0]("
+        "[9.96, 59.97, 3599.96, 12, 7.25, 0.04].map(m.clock)))"
+    )
+    assert shown == ["0:10", "1:00", "1:00:00", "0:12", "0:07.3", "0:00"]
+
+
 def test_a_search_result_click_seeks_the_player(
     served: Served, browser: Any, tmp_path: Path
 ) -> None:

@@ -181,10 +181,11 @@ export function clear(node, ...children) {
 // 75.5 -> "1:15.5"; 3725 -> "1:02:05".
 export function clock(seconds) {
   if (seconds === null || seconds === undefined || Number.isNaN(Number(seconds))) return "–";
-  const s = Number(seconds);
-  const h = Math.floor(s / 3600);
-  const m = Math.floor((s % 3600) / 60);
-  const rest = s % 60;
+  // in tenths first, so that 9.96 s reads 0:10 (not 0:010.0) and 59.97 s 1:00 (not 0:60.0)
+  const tenths = Math.round(Number(seconds) * 10);
+  const h = Math.floor(tenths / 36000);
+  const m = Math.floor((tenths % 36000) / 600);
+  const rest = (tenths % 600) / 10;
   const sec = Number.isInteger(rest) ? String(rest) : rest.toFixed(1);
   const padded = rest < 10 ? `0${sec}` : sec;
   return h ? `${h}:${String(m).padStart(2, "0")}:${padded}` : `${m}:${padded}`;
