@@ -22,6 +22,7 @@ in its result and the others are indexed; nothing of another video is touched.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
 import time
@@ -216,11 +217,36 @@ def index_path(
             place in stage order, and ``on_stage`` hears of it and of the stages after it, in
             that order, once it has ended.
     """
+    from vidagent.library.rows import content_id
+
+    path = Path(path).expanduser()
+    try:
+        video_id = content_id(path)
+    except OSError:  # the structure pass says what is wrong with it
+        video_id = ""
+    with library.indexing(video_id) if video_id else contextlib.nullcontext():
+        return _index_path(
+            path, library, settings, models, stages, progress, on_stage, options, overlap,
+            before_stage,
+        )  # fmt: skip
+
+
+def _index_path(
+    path: Path,
+    library: Library,
+    settings: Settings,
+    models: Models,
+    stages: Sequence[str],
+    progress: bool,
+    on_stage: Callable[[StageRun], None] | None,
+    options: Mapping[str, Mapping[str, Any]] | None,
+    overlap: bool,
+    before_stage: Callable[[str], None] | None,
+) -> IndexResult:
     from vidagent.models.cpu import limit_malloc_arenas
 
     limit_malloc_arenas()  # ingest's many threads otherwise keep 0.4 GB an hour of frees
     started = time.perf_counter()
-    path = Path(path).expanduser()
     result = IndexResult(path)
     options = options or {}
     staged = [make_stage(name, **options.get(name, {})) for name in stages]

@@ -83,6 +83,7 @@ file keeps its id, and two different files never share one.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
@@ -113,6 +114,11 @@ from vidagent.library.schema import (
 )
 from vidagent.library.tables import Tables, local_library_path
 from vidagent.library.vectors import Vectors
+
+#: one indexing of a video at a time in this process (:meth:`Library.indexing`), by
+#: (Library URI, video id); the lock file does it between processes
+_INDEXING: dict[tuple[str, str], threading.Lock] = {}
+_INDEXING_GUARD = threading.Lock()
 
 __all__ = ["Library", "content_id", "local_library_path"]
 
@@ -186,6 +192,32 @@ class Library:
         """
         with self.tables.write_lock():
             yield
+
+    @contextmanager
+    def indexing(self, video_id: str) -> Iterator[None]:
+        """Index ``video_id`` alone: held around a whole pipeline run, waiting while another
+        thread or process indexes the same video (two at once each wrote their stages' rows, and
+        the later transcript dropped the speaker labels the other had set). The one that waited
+        then finds the stages done. A local Library locks ``indexing/<id>.lock`` in its folder
+        (the system lets it go when a process dies); another only this process's threads.
+        """
+        import fcntl
+
+        with _INDEXING_GUARD:
+            lock = _INDEXING.setdefault((self.uri, video_id), threading.Lock())
+        with lock:
+            if not self.tables.local:
+                yield
+                return
+            path = Path(self.tables.root) / "indexing" / f"{video_id}.lock"
+            with self.write_lock():  # the folder's creation refused: a StorageError
+                path.parent.mkdir(exist_ok=True)
+            with path.open("a") as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(handle, fcntl.LOCK_UN)
 
     # -- manifest -------------------------------------------------------------------------------
 
