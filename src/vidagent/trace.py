@@ -331,6 +331,27 @@ def event_from_dict(data: dict[str, Any]) -> Event:
         raise ValueError(f"bad {cls.kind} event: {e}") from None
 
 
+def check_target(path: Path) -> None:
+    """Refuse to write a trace over a file that is not one: a trace named again is replaced,
+    anything else (the video asked about, say: ``--trace talk.mp4``) is kept.
+
+    Raises:
+        UserError: ``path`` holds something that is not a trace.
+    """
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    try:
+        with path.open("rb") as f:
+            kind = json.loads(f.readline(1 << 16)).get("kind")
+    except (ValueError, AttributeError, OSError):
+        kind = None
+    if not isinstance(kind, str):
+        raise UserError(
+            f"{path} exists and is not a trace; name another file (a trace is replaced, "
+            "anything else kept)"
+        )
+
+
 class Trace:
     """The events of one run, kept in memory and appended to a JSONL file as they happen.
 

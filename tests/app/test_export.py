@@ -201,6 +201,8 @@ def test_the_commands_export_draw_and_write_subtitles_or_say_why_not_in_one_line
     home, lib, vid = indexed
     trace = _answer_trace(tmp_path / "t.jsonl", vid)
     run = {"home": home, "env": {"VIDAGENT_LIBRARY": str(lib)}}
+    video = home.parent / "talk.mp4"
+    kept = video.read_bytes()
     done = vidagent("export", str(trace), "-o", str(tmp_path / "b"), "--zip", **run)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"wrote {tmp_path / 'b.zip'}: 2 citations, 2 clips")
@@ -227,7 +229,14 @@ def test_the_commands_export_draw_and_write_subtitles_or_say_why_not_in_one_line
         (("sheet", vid, "--count", "100000"), "shows at most 400 frames, not 100000"),
         (("sheet", vid, "-o", str(tmp_path / "s.gif")), "written as .png or .jpg"),
         (("show", vid, "-o", str(tmp_path / "x")), "give --srt or --vtt"),
+        # the video itself named as the output: kept, not replaced
+        (("show", vid, "--srt", "-o", str(video)), f"{video} exists and is not a subtitle file"),
+        (("ask", vid, "What opens?", "--trace", str(video)), f"{video} exists and is not a trace"),
     ]:
         failed = vidagent(*args, **run)
         assert failed.returncode != 0 and message in failed.stderr.strip().splitlines()[-1]
         assert "Traceback" not in failed.stderr
+    assert video.read_bytes() == kept
+    from vidagent.trace import check_target
+
+    check_target(trace)  # a trace named again is replaced

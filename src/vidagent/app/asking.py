@@ -316,6 +316,10 @@ def plan_ask(
     strategy, notice = pick_strategy(core.settings, strategy, task)
     chosen = agent(core, strategy, budget=budget, tool_mode=tool_mode, options=strategy_options)
     path = core.trace_path(strategy) if trace is True else Path(trace) if trace else None
+    if trace is not True and path is not None:
+        from vidagent.trace import check_target
+
+        check_target(path)  # before any work: --trace talk.mp4 would replace the video
     return AskPlan(
         core,
         strategy,

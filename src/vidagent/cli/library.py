@@ -18,6 +18,7 @@ from vidagent.cli.base import (
     window_of,
     window_options,
 )
+from vidagent.exceptions import UserError
 from vidagent.timecode import wall_clock
 
 
@@ -73,7 +74,13 @@ def show(
     if subtitles:
         text = session_of(ctx).subtitles(video, "vtt" if subtitles == "vtt" else "srt")
         if out:
-            Path(out).write_text(text, encoding="utf-8")
+            target = Path(out)
+            kept = target.suffix.lower() not in (".srt", ".vtt", ".txt")
+            if kept and target.is_file() and target.stat().st_size:  # the video itself, say
+                raise UserError(
+                    f"{target} exists and is not a subtitle file (.srt, .vtt); name another -o"
+                )
+            target.write_text(text, encoding="utf-8")
             click.echo(f"wrote {out}")
         else:
             click.echo(text, nl=False)
