@@ -181,6 +181,12 @@ def test_rename_and_search_by_speaker(meeting: tuple[Settings, str, list[Any]]) 
         assert [(s.label, s.name) for s in named.speakers if s.name] == [("S1", "Dr Lee")]
         with pytest.raises(ConfigError, match="no speaker 'S9'.*S1, S2"):
             session.rename_speaker(vid, "S9", "Nobody")
+        # another speaker's name or label: search by it would find one of the two only
+        for taken, whose in (("dr lee", "S1"), ("S1", "S1")):
+            with pytest.raises(ConfigError, match=f"'{taken}' already names {whose} in "):
+                session.rename_speaker(vid, "S2", taken)
+        session.rename_speaker(vid, "S1", "dr LEE")  # its own name, in other case: fine
+        session.rename_speaker(vid, "S1", "Dr Lee")
         segments = session.library.transcript(vid)
         clips = session.library.clips(vid)
         sizes = []

@@ -108,8 +108,9 @@ def rename(core: SessionCore, ref: str, label: str, name: str) -> SpeakerList:
 
     Raises:
         VideoNotFoundError: no such video.
-        ConfigError: the video has no speaker ``label`` (the message lists them), or the name
-            holds a character that is not printable (a control character).
+        ConfigError: the video has no speaker ``label`` (the message lists them), the name
+            holds a character that is not printable (a control character), or it is another
+            speaker's name or label (``--speaker`` would find one of them only).
     """
     from vidagent.library.schema import Artifact
 
@@ -125,6 +126,13 @@ def rename(core: SessionCore, ref: str, label: str, name: str) -> SpeakerList:
     lib = core.existing_library()
     with lib.write_lock():  # two renames at once (two HTTP requests) each keep their name
         given = names(lib, listed.video_id)
+        taken = {n.casefold(): k for k, n in given.items() if k != wanted}
+        taken |= {k.casefold(): k for k in labels if k != wanted}
+        if name and name.casefold() in taken:
+            raise ConfigError(
+                f"{name!r} already names {taken[name.casefold()]} in {ref}; give each speaker "
+                "a name of its own"
+            )
         if name:
             given[wanted] = name
         else:
