@@ -31,7 +31,7 @@ from livemedia import check_clips, clip, grow, to_ts, ts_stream
 from liveserver import free_port
 
 from vidagent.app import Session, watching
-from vidagent.app.watching import stream_id
+from vidagent.app.watching import canonical_source, stream_id
 from vidagent.config import Settings, load_settings
 from vidagent.library import Library
 from vidagent.media import probe
@@ -749,6 +749,10 @@ def test_a_stream_begun_under_a_relative_spelling_keeps_its_id(
     (home / "streams" / typed).mkdir(parents=True)
     assert stream_id("rec.ts", home) == typed  # its windows and position are there
     assert stream_id("other.ts", home) == stream_id(str(tmp_path / "other.ts"))
+    # a scheme in capitals is the same source (and FFmpeg knows only the lower-case one)
+    assert canonical_source(" HTTP://Cam.example/Live.m3u8") == "http://Cam.example/Live.m3u8"
+    assert canonical_source(f"FILE://{tmp_path}/rec.ts") == str(tmp_path / "rec.ts")
+    assert stream_id("RTSP://10.0.0.5/cam") == stream_id("rtsp://10.0.0.5/cam")
 
 
 def test_retention_rolls_old_windows_out_but_what_a_trace_cites(tmp_path: Path) -> None:

@@ -72,10 +72,14 @@ SCRATCH_WINDOWS = 20
 
 def canonical_source(source: str) -> str:
     """``source`` in one spelling: a local file as its absolute path (``a.ts``, ``./a.ts`` and
-    ``file:///…/a.ts`` from that folder are one stream), a URL as given."""
+    ``file:///…/a.ts`` from that folder are one stream), a URL as given but for its scheme, in
+    lower case (FFmpeg knows no protocol ``HTTP``)."""
     from vidagent.media.live import is_local, local_path
 
     source = source.strip()
+    scheme, sep, rest = source.partition("://")
+    if sep:
+        source = scheme.lower() + sep + rest
     return os.path.abspath(local_path(source)) if is_local(source) else source
 
 
