@@ -166,11 +166,15 @@ def test_a_contact_sheet_uses_the_stored_thumbnails_where_they_cover_the_span(
             assert next(img.decode(video=0)).width > 300
         with pytest.raises(UserError, match="--to must be after --from"):
             session.sheet(vid, t_from=5.0, t_to=4.0)
-        for bad in (float("nan"), float("inf"), 1e308):  # as the HTTP API's query parses them
+        for bad in (float("nan"), float("inf"), 1e308, -5.0):  # as the HTTP API's query reads them
             with pytest.raises(UserError, match="--from .* is not a time in the video"):
                 session.sheet(vid, t_from=bad)
             with pytest.raises(UserError, match="--to .* is not a time in the video"):
                 session.sheet(vid, t_to=bad)
+        with pytest.raises(UserError, match="at least one column, not -2"):
+            session.sheet(vid, columns=-2)
+        with pytest.raises(UserError, match="srt, vtt or txt, not 'ass'"):
+            session.subtitles(vid, "ass")  # type: ignore[arg-type]
         # more columns than frames: one row of the frames there are (not 10**9 columns wide)
         row = session.sheet(vid, count=2, columns=10**9, out=tmp_path / "r.png")
         with av.open(str(row.path)) as img:

@@ -83,7 +83,7 @@ def span_of(video: VideoRecord, t_from: float | None, t_to: float | None) -> tup
         ConfigError: the span is empty or outside the video.
     """
     for name, t in (("--from", t_from), ("--to", t_to)):
-        if t is not None and not (math.isfinite(t) and abs(t) < 1e9):
+        if t is not None and not (math.isfinite(t) and 0 <= t < 1e9):
             raise ConfigError(f"{name} {t:.6g} is not a time in the video")
     t0 = 0.0 if t_from is None else float(t_from)
     t1 = video.duration if t_to is None else min(float(t_to), video.duration)
@@ -232,10 +232,12 @@ def sheet(
 
     Raises:
         VideoNotFoundError: no such video.
-        ConfigError: an empty span, a count below 1 or above :data:`MAX_COUNT`, or an image
-            suffix other than PNG/JPEG.
+        ConfigError: an empty span, a count below 1 or above :data:`MAX_COUNT`, columns below
+            1, or an image suffix other than PNG/JPEG.
         MediaNotFoundError: see :func:`span_frames`.
     """
+    if columns is not None and columns < 1:
+        raise ConfigError(f"a contact sheet has at least one column, not {columns} (--columns)")
     if count < 1:
         raise ConfigError("a contact sheet needs at least one frame (--count)")
     if count > MAX_COUNT:

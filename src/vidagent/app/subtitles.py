@@ -119,6 +119,8 @@ def video_subtitles(core: Any, ref: str, fmt: Format) -> str:
     from vidagent.app.speakers import with_names
     from vidagent.exceptions import UserError
 
+    if fmt not in ("srt", "vtt", "txt"):  # the Python API's: the CLI and HTTP API check it
+        raise UserError(f"subtitles are written as srt, vtt or txt, not {fmt!r}")
     lib = core.existing_library()
     video = lib.get_video(ref)
     segments = with_names(lib, video.video_id, lib.transcript(video.video_id))
