@@ -171,6 +171,9 @@ def test_a_contact_sheet_uses_the_stored_thumbnails_where_they_cover_the_span(
                 session.sheet(vid, t_from=bad)
             with pytest.raises(UserError, match="--to .* is not a time in the video"):
                 session.sheet(vid, t_to=bad)
+        # 8 points over 6 s: a thumbnail midway between two of them is shown once
+        spread = session.sheet(vid, t_from=0, t_to=6, count=8, out=tmp_path / "m.png")
+        assert len(set(spread.times)) == 8
         with pytest.raises(UserError, match="at least one column, not -2"):
             session.sheet(vid, columns=-2)
         with pytest.raises(UserError, match="srt, vtt or txt, not 'ass'"):

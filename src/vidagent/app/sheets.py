@@ -134,12 +134,16 @@ def span_frames(
     stored = lib.frames(video.video_id, times[0] - reach, times[-1] + reach)
     blank = unrecorded(lib, video, times)
     chosen: list[tuple[float, Any]] = []
+    shown: set[float] = set()
     for t in times:
         if t in blank:
             chosen.append((t, "blank"))
             continue
         near = min(stored, key=lambda f: abs(f.t - t), default=None)
-        chosen.append((t, near if near is not None and abs(near.t - t) <= reach else None))
+        if near is not None and (abs(near.t - t) > reach or near.t in shown):
+            near = None  # a thumbnail midway between two points is shown once, the other decoded
+        chosen.append((t, near))
+        shown.update([near.t] if near is not None else [])
     missing = [t for t, f in chosen if f is None]
     decoded: dict[float, np.ndarray] = {}
     if missing:
