@@ -150,6 +150,28 @@ def test_an_export_zip_holds_the_bundle_and_a_missing_answer_is_one_line(
             session.export(empty.path)
         with pytest.raises(UserError, match="is not empty"):
             session.export(trace, out=tmp_path)
+        # a trace edited, or of another file: its spans outside the video are said so, not cut
+        # as one frame labelled with the asked times
+        outside = [
+            Citation(vid, 500.0, 510.0, [500.0, 510.0], "found", 1.0, "speech", "x", 0),
+            Citation(vid, -20.0, -10.0, [-20.0, -10.0], "found", 1.0, "speech", "x", 1),
+            Citation(vid, 2.5, 3.5, [2.0, 4.0], "found", 1.0, "speech", "the door opens", 2),
+        ]
+        edited = session.export(
+            _answer_trace(tmp_path / "o.jsonl", vid, outside), out=tmp_path / "o"
+        )
+        errors = [c["error"] for c in edited.index["citations"]]
+        assert errors[:2] == [
+            "500.0-510.0 s lies outside talk.mp4 (0-12.0 s)",
+            "-20.0--10.0 s lies outside talk.mp4 (0-12.0 s)",
+        ]
+        assert (
+            errors[2] is None and [c["clip"] for c in edited.index["citations"]][:2] == [None] * 2
+        )
+        assert len(list((tmp_path / "o" / "clips").glob("*.mp4"))) == 1
+        damaged = [Citation(vid, float("nan"), 3.0, [2.0, 4.0], "found", 1.0, "speech", "x", 0)]
+        with pytest.raises(UserError, match="citation 1's times are not numbers"):
+            session.export(_answer_trace(tmp_path / "n.jsonl", vid, damaged), out=tmp_path / "n")
 
 
 def test_a_contact_sheet_uses_the_stored_thumbnails_where_they_cover_the_span(

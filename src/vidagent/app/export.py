@@ -22,6 +22,7 @@ frames are left out and ``index.json`` says why (``error``), never silently.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import tempfile
 import zipfile
@@ -107,6 +108,9 @@ def export(
     loaded = Trace.load(path)
     if loaded.answer is None:
         raise UserError(f"{path}: the run gave no answer, so there is nothing to export")
+    for n, c in enumerate(loaded.answer.citations, 1):
+        if not all(math.isfinite(float(x)) for x in (c.t0, c.t1, *c.cited[:2])):
+            raise UserError(f"{path}: citation {n}'s times are not numbers; the trace is damaged")
     zipped = as_zip or (out is not None and str(out).lower().endswith(".zip"))
     target = Path(out) if out is not None else Path(f"export-{path.stem}")
     if zipped and target.suffix.lower() != ".zip":
@@ -152,6 +156,8 @@ class _Span:
     frames: list[dict[str, Any]] = field(default_factory=list)
     transcript: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    #: it lies outside its video (a trace edited, or of another file): no clip, frame or tile
+    outside: bool = False
     #: the transcript segments overlapping the span, as read (for the bundle's subtitles)
     segments: list[Any] = field(default_factory=list, repr=False)
 
@@ -189,11 +195,19 @@ def _write(core: SessionCore, trace: Trace, trace_path: Path, folder: Path) -> E
     for c in answered.citations:
         t0, t1 = span_of_citation(c)
         video = videos[c.video_id]
-        if video is not None:
-            t1 = min(t1, video.duration) if video.duration > t0 else t1
+        outside = video is not None and (t0 >= video.duration or t1 <= 0)
+        if video is not None and not outside:
+            t0, t1 = max(t0, 0.0), min(t1, video.duration)
         key = (c.video_id, round(t0, 3), round(t1, 3))
         if key not in spans:
-            spans[key] = _Span(len(spans) + 1, c.video_id, t0, t1)
+            spans[key] = _Span(len(spans) + 1, c.video_id, t0, t1, outside=outside)
+            if outside and video is not None:
+                spans[
+                    key
+                ].error = (
+                    f"{t0:.1f}-{t1:.1f} s lies outside {video.name} (0-{video.duration:.1f} s)"
+                )
+                warnings.append(f"clip {spans[key].n}: {spans[key].error}; it is left out")
         cites.append((c, spans[key]))
     for span in spans.values():
         _fill_span(lib, videos[span.video_id], span, folder, warnings)
@@ -221,6 +235,8 @@ def _fill_span(
 
     if video is None:
         span.error = "the video is no longer in the Library"
+        return
+    if span.outside:
         return
     span.segments = with_names(
         lib, video.video_id, lib.transcript(video.video_id, span.t0, span.t1)
@@ -274,7 +290,7 @@ def _sheets(
     out: dict[str, str | None] = {}
     for vid, video in videos.items():
         out[vid] = None
-        own = [s for s in spans if s.video_id == vid]
+        own = [s for s in spans if s.video_id == vid and not s.outside]
         if video is None or not own:
             continue
         times = sorted({round(s.t0 + (s.t1 - s.t0) * k / 3, 3) for s in own for k in (0, 1, 2)})
