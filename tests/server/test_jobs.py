@@ -3,6 +3,14 @@ past a cap the oldest are forgotten, files included; what a client reads of them
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -61,3 +69,56 @@ def test_a_shed_index_job_keeps_its_last_progress(tmp_path: Path) -> None:
     again = JobRegistry(tmp_path / "jobs", workers=1)
     assert again.get(job.job_id) is not None
     again.close()
+
+
+def test_a_second_server_on_one_home_is_refused_and_leaves_the_running_jobs_be(
+    tmp_path: Path,
+) -> None:
+    # It marked the first's running jobs interrupted on disk as it started (and would resume
+    # them beside it), even when its port was taken.
+    from clirun import vidagent
+
+    home = tmp_path / "home"
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    first = subprocess.Popen(
+        [sys.executable, "-m", "vidagent", "serve", "--port", str(port)],
+        env={**os.environ, "VIDAGENT_HOME": str(home), "HF_HUB_OFFLINE": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert first.poll() is None and time.monotonic() < deadline, "the server did not start"
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=5):
+                    break
+            except OSError:
+                time.sleep(0.2)
+        running = {"job_id": "abc", "kind": "ask", "params": {}, "state": "running"}
+        (home / "jobs" / "abc.json").write_text(json.dumps(running))  # the first's, say
+        second = vidagent("serve", "--port", "0", home=home)
+        assert second.returncode == 1
+        refused = f"error: another vidagent server (process {first.pid}) serves {home}; stop it"
+        assert second.stderr.strip().splitlines() == [f"{refused}, or serve another --home"]
+        assert json.loads((home / "jobs" / "abc.json").read_text())["state"] == "running"
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.wait(60)
+
+
+def test_serve_refuses_a_port_in_use_before_it_starts(tmp_path: Path) -> None:
+    from clirun import vidagent
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = vidagent("serve", "--port", str(port), home=tmp_path / "home")
+    assert out.returncode == 1 and "serving on" not in out.stderr
+    assert (
+        out.stderr.strip().splitlines()[-1].startswith(f"error: cannot serve on 127.0.0.1:{port}")
+    )
+    assert not (tmp_path / "home" / "jobs").exists()

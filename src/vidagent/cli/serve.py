@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from vidagent.cli.base import cli, settings_of
-from vidagent.exceptions import BackendMissingError
+from vidagent.exceptions import BackendMissingError, UserError
 
 
 @cli.command()
@@ -70,6 +70,7 @@ def serve(
     from vidagent.server.security import require_token_for_host
 
     require_token_for_host(host, token)
+    check_port(host, port)  # before the app takes this home's jobs
     long_running()
     try:
         import uvicorn
@@ -77,15 +78,48 @@ def serve(
         from vidagent.server.app import create_app
     except ImportError:
         raise BackendMissingError("the HTTP server (fastapi, uvicorn)", "serve") from None
-    app = create_app(
-        settings_of(ctx),
-        token=token or None,
-        host=host,
-        allowed_hosts=allowed_hosts,
-        media_roots=media_roots,
-        max_upload_bytes=max_upload_mb * 1024 * 1024,
-        cors_origins=cors_origins,
+    from vidagent.app.holds import hold
+
+    settings = settings_of(ctx)
+    # One server runs a home's jobs: a second would mark the first's running jobs interrupted
+    # on disk as it started (and resume them beside it).
+    held = hold(
+        settings.home / "jobs" / ".lock",
+        lambda pid: (
+            f"another vidagent server (process {pid}) serves {settings.home}; stop it, or "
+            "serve another --home"
+        ),
     )
-    shown = f"[{host}]" if ":" in host else host
-    click.echo(f"vidagent serving on http://{shown}:{port}", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="info")
+    with held:
+        app = create_app(
+            settings,
+            token=token or None,
+            host=host,
+            allowed_hosts=allowed_hosts,
+            media_roots=media_roots,
+            max_upload_bytes=max_upload_mb * 1024 * 1024,
+            cors_origins=cors_origins,
+        )
+        shown = f"[{host}]" if ":" in host else host
+        click.echo(f"vidagent serving on http://{shown}:{port}", err=True)
+        uvicorn.run(app, host=host, port=port, log_level="info")
+
+
+def check_port(host: str, port: int) -> None:
+    """Refuse a port another process listens on, before anything starts (uvicorn would say so
+    only after the app had started, and after "serving on").
+
+    Raises:
+        UserError: the address is taken, or cannot be bound here.
+    """
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as e:
+            raise UserError(
+                f"cannot serve on {host}:{port}: {e.strerror or e}; give another --port"
+            ) from None
