@@ -391,6 +391,18 @@ def test_a_summary_time_plays_the_moment_and_times_read_as_wall_clock(
         library.put_video(record)
 
 
+def test_a_refused_question_says_so_where_the_answer_would_be(served: Served, browser: Any) -> None:
+    open_page(browser, served, "ask.html")
+    wait_for(browser, lambda d: css(d, "input[name=videos]"), "the video choice")
+    for box in css(browser, "input[name=videos]:checked"):
+        box.click()  # no video: the API refuses the question (422)
+    browser.find_element("css selector", "textarea[name=question]").send_keys("What opens?")
+    browser.find_element("css selector", "#submit").click()
+    wait_for(browser, lambda d: d.find_element("css selector", "#ask-error").text, "the refusal")
+    answer = browser.find_element("css selector", "#answer").text
+    assert answer == "No answer: the question was refused (above)."  # not "Waiting for…"
+
+
 def test_an_ask_streams_steps_and_draws_its_evidence(
     served: Served, browser: Any, tmp_path: Path
 ) -> None:

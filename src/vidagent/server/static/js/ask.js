@@ -107,6 +107,8 @@ form.addEventListener("submit", async (event) => {
   } catch (e) {
     submit.disabled = false;
     showError(errorBox, e);
+    // the question was refused: nothing will come, so say so where the answer would be
+    clear(document.getElementById("answer"), el("p", { class: "empty" }, "No answer: the question was refused (above)."));
   }
 });
 
