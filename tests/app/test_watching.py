@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import av
+import numpy as np
 import pytest
 from factories import INDEX_SPECS
 from livemedia import check_clips, clip, grow, to_ts, ts_stream
@@ -619,6 +620,19 @@ def test_a_source_that_never_gives_a_video_fails_in_one_line(tmp_path: Path) -> 
             session.watch(str(text), **QUICK).run()
         with pytest.raises(MediaError, match=r"came in 1.5 s \(no such file yet\)$"):
             session.watch(str(tmp_path / "late.ts"), **QUICK).run()
+        # an AVI's msmpeg4 went into each window as private data: windows with no video, all
+        # skipped, and the watch "ended" with nothing indexed
+        avi = tmp_path / "old.avi"
+        with av.open(str(avi), "w") as out:
+            stream = out.add_stream("msmpeg4", rate=25)
+            stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+            for i in range(25):
+                frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), i * 9, np.uint8))
+                out.mux(stream.encode(frame))
+            out.mux(stream.encode())
+        carried = r"its video \(msmpeg4\) cannot be carried in the watch's MPEG-TS windows"
+        with pytest.raises(MediaError, match=carried):
+            session.watch(str(avi), **QUICK).run()
         with pytest.raises(MediaError, match=r"cannot be opened \(Connection refused\)"):
             session.watch("http://127.0.0.1:1/live.m3u8", **QUICK).run()
         assert session.videos() == []

@@ -71,6 +71,11 @@ PROBE_SECONDS = 5.0
 
 
 NOT_YET = "no such file yet"
+#: the video codecs FFmpeg's MPEG-TS muxer gives a stream type its demuxer reads back as video
+#: (any other, an AVI's msmpeg4 say, is written as private data: windows with no video)
+TS_VIDEO = frozenset(
+    {"mpeg1video", "mpeg2video", "mpeg4", "h264", "hevc", "vvc", "cavs", "dirac", "vc1", "av1"}
+)
 #: how often a growing local file that gave nothing more is looked at (seconds)
 POLL_SECONDS = 0.25
 #: a source's state before any read of it: read it
@@ -508,6 +513,12 @@ class Capture:
     def _check_format(self, video: av.video.stream.VideoStream) -> None:
         p = self.position
         ctx = video.codec_context
+        if ctx.name not in TS_VIDEO:  # written as a data stream: each window holds no video
+            raise MediaError(
+                self.source,
+                f"its video ({ctx.name}) cannot be carried in the watch's MPEG-TS windows; "
+                "index the file instead (vidagent index), or re-encode it (H.264)",
+            )
         found = f"{ctx.name} {ctx.width}x{ctx.height}"
         if not p.format:
             p.format = found
