@@ -213,6 +213,21 @@ def test_bad_input_is_a_one_line_error(
     assert httpx.get(f"{base}/api/streams", timeout=10).json() == {"streams": []}
 
 
+def test_a_watch_that_fails_before_its_first_window_is_listed_with_its_error(
+    live_server: Any,
+) -> None:
+    base = live_server().url
+    started = httpx.post(f"{base}/api/streams", json={"source": "http://127.0.0.1:1/x.m3u8"})
+    assert started.status_code == 202, started.text
+    vid, deadline = started.json()["video_id"], time.monotonic() + 60
+    while httpx.get(f"{base}/api/streams/{vid}", timeout=10).json()["state"] != "failed":
+        assert time.monotonic() < deadline, "the watch never failed"
+        time.sleep(0.1)
+    (listed,) = httpx.get(f"{base}/api/streams", timeout=10).json()["streams"]
+    assert (listed["video_id"], listed["state"]) == (vid, "failed")
+    assert "cannot be opened (Connection refused)" in listed["error"]
+
+
 def test_unknown_streams_are_404_and_the_endpoints_need_the_token(live_server: Any) -> None:
     token = "a-token-for-the-streams-test"
     base = live_server(token=token).url

@@ -172,6 +172,8 @@ def _summary(
     if job is not None and job.result:
         shown = job.result
     state = str(shown.get("state") or watch.get("state") or "starting")
+    if record is None and job is not None and job.state == "failed":
+        state = job.state  # it ended before its first window: never in the Library
     if running:
         state = "watching"
     elif state == "watching" and job is not None:  # this server's watcher died with it
@@ -213,7 +215,8 @@ def library_streams(session: Session) -> list[dict[str, Any]]:
 
 
 def listing(server: Server) -> list[dict[str, Any]]:
-    """Every stream: those in the Library (a ``watch`` stage entry) and those starting."""
+    """Every stream: those in the Library (a ``watch`` stage entry), those starting, and those
+    whose watch ended before its first window (a source that could not be opened, say)."""
     with server.streams.lock:
         running = set(server.streams.running)
     jobs = _jobs_by_video(server)
@@ -226,6 +229,11 @@ def listing(server: Server) -> list[dict[str, Any]]:
     ]
     shown += [
         _summary(vid, None, jobs.get(vid), True, home) for vid in running if vid not in records
+    ]
+    shown += [
+        _summary(vid, None, job, False, home)
+        for vid, job in jobs.items()
+        if vid not in records and vid not in running and job.state == "failed"
     ]
     return sorted(shown, key=lambda s: (not s["running"], s["name"], s["video_id"]))
 
