@@ -795,6 +795,27 @@ def test_retention_rolls_old_windows_out_but_what_a_trace_cites(tmp_path: Path) 
     assert (folder / "w000000.ts").exists()  # the playlist's head stays
 
 
+def test_a_stop_is_not_held_up_by_a_whole_file_read_ahead(tmp_path: Path) -> None:
+    # A file was read to its end while its first window was indexed, and a stop then indexed
+    # every window read by then: all twelve (a three-hour recording's, all of them).
+    recording = tmp_path / "finished.ts"
+    recording.write_bytes(ts_stream(tmp_path / "source.ts", 12.0))
+    with Session(_settings(tmp_path)) as session:
+        watch = session.watch(str(recording), window_seconds=1, stages=["embed"], **QUICK)
+
+        def stop_after_one(event: dict[str, Any]) -> None:
+            if event["event"] == "window" and event["index"] == 0:
+                watch.stop()
+
+        watch.on_event = stop_after_one
+        first = watch.run()
+        assert first.state == "stopped" and 1 < first.windows <= 4  # one read ahead, the tail
+        again = session.watch(str(recording), window_seconds=1, stages=["embed"], **QUICK).run()
+        video = session.library.get_video(watch.video_id)
+        check_clips(session.library, watch.video_id, video.duration)
+    assert first.windows + again.windows >= 12 and video.duration == pytest.approx(12.0, abs=0.2)
+
+
 def test_stop_keeps_what_was_indexed_and_the_same_watch_resumes(tmp_path: Path) -> None:
     data = ts_stream(tmp_path / "source.ts", 12.0)
     growing = tmp_path / "recording.ts"

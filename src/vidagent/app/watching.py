@@ -230,7 +230,7 @@ class Watch:
     def windows(self) -> Iterator[dict[str, Any]]:
         """Index window after window, yielding each ``window`` event as it is searchable."""
         from vidagent.ingest.pipeline import default_stages
-        from vidagent.media.live import Capture, Window
+        from vidagent.media.live import Capture, Window, is_local
 
         library = self.core.library
         stages = list(self.stages or default_stages(self.core.settings))
@@ -265,7 +265,10 @@ class Watch:
             self._capture = capture
             if self._stopping.is_set():
                 capture.stop()
-            for w in _in_thread(capture.windows()):
+            # a file waits for its reader: read a window ahead, not the whole file (a stop would
+            # index every window read by then: a finished recording's, all of them)
+            ahead = 1 if is_local(self.source) else None
+            for w in _in_thread(capture.windows(), ahead):
                 yield self._index(w, library, self._scratch(scratch_dir), stages, position)
             self.report.state = "stopped" if self._stopping.is_set() else "ended"
         except BaseException:
@@ -649,27 +652,40 @@ def _num(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _in_thread(windows: Iterator[Window]) -> Iterator[Window]:
+def _in_thread(windows: Iterator[Window], ahead: int | None = None) -> Iterator[Window]:
     """``windows`` read in a thread, so the source is read while a window is indexed (a live
-    source waits for no one); what is read waits on disk, only its record in memory."""
+    source waits for no one); what is read waits on disk, only its record in memory. ``ahead``
+    bounds the windows read and not yet taken (None: a live source, read as it comes)."""
     done = object()
-    box: queue.Queue[Any] = queue.Queue()
+    box: queue.Queue[Any] = queue.Queue(maxsize=ahead or 0)
+    left = threading.Event()  # the indexing side is gone (an error, a stop): put nothing more
+
+    def put(item: Any) -> None:
+        while not left.is_set():
+            try:
+                box.put(item, timeout=0.2)
+                return
+            except queue.Full:
+                continue
 
     def read() -> None:
         try:
             for w in windows:
-                box.put(w)
+                put(w)
         except BaseException as e:  # noqa: BLE001 - handed to the indexing thread, raised there
-            box.put(e)
-        box.put(done)
+            put(e)
+        put(done)
 
     thread = threading.Thread(target=read, name="watch-capture", daemon=True)
     thread.start()
-    while (item := box.get()) is not done:
-        if isinstance(item, BaseException):
-            raise item
-        yield item
-    thread.join()
+    try:
+        while (item := box.get()) is not done:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+        thread.join()
+    finally:
+        left.set()
 
 
 def _position_json(position: Position, w: Window) -> dict[str, Any]:
