@@ -813,6 +813,13 @@ def test_a_stop_is_not_held_up_by_a_whole_file_read_ahead(tmp_path: Path) -> Non
         again = session.watch(str(recording), window_seconds=1, stages=["embed"], **QUICK).run()
         video = session.library.get_video(watch.video_id)
         check_clips(session.library, watch.video_id, video.duration)
+        from vidagent.exceptions import ConfigError
+
+        # a stream's voices are labelled window by window: S1 is not one speaker throughout
+        listed = session.speakers(watch.video_id)
+        assert not listed.labelled and "each window labels its voices on its own" in listed.note
+        with pytest.raises(ConfigError, match="so its speakers are not listed or named"):
+            session.rename_speaker(watch.video_id, "S1", "Dr Lee")
     assert first.windows + again.windows >= 12 and video.duration == pytest.approx(12.0, abs=0.2)
 
 

@@ -24,6 +24,11 @@ if TYPE_CHECKING:
     from vidagent.library.schema import TranscriptSegment
 
 NAMES_KEY = "names"
+#: why a stream's speakers are neither listed nor named (:mod:`vidagent.ingest.live`)
+STREAM_NOTE = (
+    "it is a stream: each window labels its voices on its own (S1 of one window need not be S1 "
+    "of the next), so its speakers are not listed or named"
+)
 
 
 @dataclass(frozen=True)
@@ -44,16 +49,18 @@ class Speaker:
 @dataclass(frozen=True)
 class SpeakerList:
     """``speakers``: a video's speakers, most talk first; ``labelled`` is False when the
-    speakers stage has not run on it (or was off)."""
+    speakers stage has not run on it (or was off), or it is a stream (``note`` says why)."""
 
     video_id: str
     speakers: list[Speaker]
     labelled: bool
+    note: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "video_id": self.video_id,
             "labelled": self.labelled,
+            "note": self.note,
             "speakers": [
                 {"label": s.label, "name": s.name, "seconds": s.seconds, "segments": s.segments}
                 for s in self.speakers
@@ -92,6 +99,8 @@ def speakers(core: SessionCore, ref: str) -> SpeakerList:
     """
     lib = core.existing_library()
     video = lib.get_video(ref)
+    if "watch" in video.stages:
+        return SpeakerList(video.video_id, [], False, STREAM_NOTE)
     stored = lib.artifact(video.video_id, "speakers")
     given = names(lib, video.video_id)
     talk: dict[str, Any] = stored.data.get("speakers", {}) if stored else {}
@@ -115,6 +124,8 @@ def rename(core: SessionCore, ref: str, label: str, name: str) -> SpeakerList:
     from vidagent.library.schema import Artifact
 
     listed = speakers(core, ref)
+    if listed.note:
+        raise ConfigError(f"{ref}: {listed.note}")
     labels = [s.label for s in listed.speakers]
     wanted = label.strip().upper()
     if wanted not in labels:

@@ -254,7 +254,9 @@ def speakers(
         echo_json(listed.to_json())
         return
     if not listed.labelled:
-        if session.settings.speakers == "off":
+        if listed.note:
+            why = listed.note
+        elif session.settings.speakers == "off":
             why = 'the speakers setting is off (speakers = "resemblyzer" turns it on)'
         else:
             why = f"its index lacks the speakers stage; `vidagent index {quote(video)}` adds it"
