@@ -269,3 +269,35 @@ def test_the_commands_export_draw_and_write_subtitles_or_say_why_not_in_one_line
     from vidagent.trace import check_target
 
     check_target(trace)  # a trace named again is replaced
+
+
+def test_an_export_cut_short_leaves_nothing_half_written_and_runs_again(
+    indexed: tuple[Path, Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C (or a full disk) mid-bundle left a clip cut short, without audio, and the same
+    # command then refused the folder as "not empty"
+    from vidagent.media import cut
+
+    home, lib, vid = indexed
+    trace = _answer_trace(tmp_path / "t.jsonl", vid)
+    real = cut.cut_span
+    calls: list[int] = []
+
+    def interrupted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the second clip: the first already written
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cut, "cut_span", interrupted)
+    with _session(home, lib) as session:
+        for out in (tmp_path / "ev", tmp_path / "ev.zip"):
+            calls.clear()
+            with pytest.raises(KeyboardInterrupt):
+                session.export(trace, out=out)
+            assert sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl"]  # nothing left
+        monkeypatch.setattr(cut, "cut_span", real)
+        done = session.export(trace, out=tmp_path / "ev")
+    assert (
+        done.path == tmp_path / "ev" and len(list((tmp_path / "ev" / "clips").glob("*.mp4"))) == 2
+    )

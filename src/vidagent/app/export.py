@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import tempfile
 import zipfile
@@ -116,17 +117,32 @@ def export(
     if zipped and target.suffix.lower() != ".zip":
         target = target.with_name(target.name + ".zip")
     _check_target(target)
+    # Written beside the target and moved into place whole: a bundle cut short (Ctrl-C, a full
+    # disk) leaves no truncated clip or zip, and the same command runs again.
+    part = target.with_name(f".{target.name}.part")
     try:
         if not zipped:
-            return _write(core, loaded, path, target)
+            shutil.rmtree(part, ignore_errors=True)
+            try:
+                result = _write(core, loaded, path, part)
+                if target.is_dir():
+                    target.rmdir()  # empty (_check_target)
+                os.replace(part, target)
+            finally:
+                shutil.rmtree(part, ignore_errors=True)
+            return ExportResult(target, result.index, result.warnings)
         with tempfile.TemporaryDirectory(prefix="vidagent-export-") as tmp:
             folder = Path(tmp) / target.stem
             result = _write(core, loaded, path, folder)
             target.parent.mkdir(parents=True, exist_ok=True)
-            with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as z:
-                for file in sorted(folder.rglob("*")):
-                    if file.is_file():
-                        z.write(file, Path(target.stem) / file.relative_to(folder))
+            try:
+                with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as z:
+                    for file in sorted(folder.rglob("*")):
+                        if file.is_file():
+                            z.write(file, Path(target.stem) / file.relative_to(folder))
+                os.replace(part, target)
+            finally:
+                part.unlink(missing_ok=True)
     except OSError as e:
         refused = storage_error(e, target)  # a full disk or a denied permission: StorageError
         if refused is not None:

@@ -12,6 +12,7 @@ under the asked time.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -218,7 +219,12 @@ def write_image(rgb: np.ndarray, path: Path) -> None:
     ok, buf = cv2.imencode(suffix, cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
     if not ok:
         raise too_large
-    path.write_bytes(buf.tobytes())
+    part = path.with_name(f".{path.name}.part")  # a full disk leaves the old image, not half one
+    try:
+        part.write_bytes(buf.tobytes())
+        os.replace(part, path)
+    finally:
+        part.unlink(missing_ok=True)
 
 
 def sheet(
