@@ -301,3 +301,22 @@ def test_an_export_cut_short_leaves_nothing_half_written_and_runs_again(
     assert (
         done.path == tmp_path / "ev" and len(list((tmp_path / "ev" / "clips").glob("*.mp4"))) == 2
     )
+
+
+def test_a_file_replaced_under_its_name_is_not_cut_as_the_video_indexed(tmp_path: Path) -> None:
+    # Another file copied over the indexed one: export cut its clips from the other file
+    # and labelled them with the indexed video's citations and subtitles.
+    video = tmp_path / "swap.mp4"
+    make_video(video, duration=12, fps=25, size=(160, 96), counter=True, gop=25)
+    settings = load_settings({**INDEX_SPECS, "home": str(tmp_path / "home")}, env={})
+    with Session(settings, library=tmp_path / "lib") as session:
+        vid = session.index_file(video, stages=["transcribe"]).structure.video.video_id
+        trace = _answer_trace(tmp_path / "t.jsonl", vid)
+        make_video(video, duration=12, fps=25, size=(160, 96), counter=False, gop=25)
+        result = session.export(trace, out=tmp_path / "ev")
+        errors = {c["error"] for c in result.index["citations"]}
+        changed = "has changed since it was indexed (another file stands under its name)"
+        assert errors == {f"swap.mp4: {video}: {changed}"}
+        assert not (tmp_path / "ev" / "clips").exists()
+        sheet = session.sheet(vid, count=20, out=tmp_path / "s.png")  # denser than thumbnails
+        assert sheet.to_json()["decoded"] == 0  # the index's own pictures, none of the other

@@ -41,6 +41,7 @@ from vidagent.app.speakers import with_names
 from vidagent.app.subtitles import cut, speaker_of, subtitles
 from vidagent.app.traces import list_traces
 from vidagent.exceptions import UserError, VideoNotFoundError, storage_error
+from vidagent.library.rows import source_problem
 from vidagent.timecode import clock, wall_clock
 
 if TYPE_CHECKING:
@@ -269,8 +270,9 @@ def _fill_span(
     step = (span.t1 - span.t0) / count
     times = [span.t0 + (i + 0.5) * step for i in range(count)]
     try:
-        if not Path(video.source).is_file():
-            raise MediaError(video.source, "is gone")
+        problem = source_problem(video)
+        if problem is not None:
+            raise MediaError(video.source, problem)
         (folder / "clips").mkdir(exist_ok=True)
         cut_span(video.source, span.t0, span.t1, folder / "clips" / f"{name}.mp4")
         span.clip = f"clips/{name}.mp4"

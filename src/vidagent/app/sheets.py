@@ -21,6 +21,7 @@ import numpy as np
 
 from vidagent.app.core import SessionCore
 from vidagent.exceptions import ConfigError, MediaNotFoundError
+from vidagent.library.rows import source_problem
 from vidagent.timecode import clock, hms, wall_clock
 
 if TYPE_CHECKING:
@@ -148,10 +149,11 @@ def span_frames(
     missing = [t for t, f in chosen if f is None]
     decoded: dict[float, np.ndarray] = {}
     if missing:
-        if not Path(video.source).is_file():
+        problem = source_problem(video)
+        if problem is not None:
             if not stored:
                 raise MediaNotFoundError(
-                    video.source, "is gone and the index holds no thumbnails in this span"
+                    video.source, f"{problem} and the index holds no thumbnails in this span"
                 )
             chosen = [(f.t, f) for f in stored]  # what the index has, as it is
             missing = []

@@ -46,6 +46,24 @@ def content_id(path: str | Path) -> str:
     return h.hexdigest()[:16]
 
 
+def source_problem(video: VideoRecord) -> str | None:
+    """Why ``video``'s source file cannot be read as the video that was indexed: ``"is gone"``,
+    or that another file stands under its name (its content id is not the video's: a clip cut
+    from it, or a frame, would show the other file); None where it can. A stream's playlist
+    (``vidagent watch``) grows, and is not compared."""
+    path = Path(video.source)
+    if not path.is_file():
+        return "is gone"
+    if "watch" in video.stages:
+        return None
+    try:
+        same = content_id(path) == video.video_id
+    except OSError as e:
+        return f"cannot be read ({e.strerror or e})"
+    return None if same else "has changed since it was indexed (another file stands under its name)"
+
+
+
 class Rows:
     """A Library's videos and their rows, read and written through its :class:`Tables`."""
 
