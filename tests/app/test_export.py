@@ -320,3 +320,24 @@ def test_a_file_replaced_under_its_name_is_not_cut_as_the_video_indexed(tmp_path
         assert not (tmp_path / "ev" / "clips").exists()
         sheet = session.sheet(vid, count=20, out=tmp_path / "s.png")  # denser than thumbnails
         assert sheet.to_json()["decoded"] == 0  # the index's own pictures, none of the other
+
+
+def test_a_trace_from_another_home_says_so_and_names_its_video(
+    indexed: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    # It said "no longer in the Library" (it never was in this one), headed the timeline by
+    # an id the trace names, and "(no speech)" under speech it could not read
+    home, lib, _ = indexed
+    trace = Trace(tmp_path / "elsewhere.jsonl")
+    other = {"video_id": "f14d6782aaaabbbb", "name": "garden.mp4", "duration": 60.0}
+    trace.emit(RunStarted(0.0, "retrieval", "Who?", [], [other], {}, {}))
+    cited = Citation(other["video_id"], 30.0, 32.0, [30.0, 32.0], "found", 1.0, "speech", "x", 0)
+    trace.emit(Answered(1.0, "Maria.", None, True, False, "", None, [], citations=[cited]))
+    trace.close()
+    with _session(home, lib) as session:
+        result = session.export(trace.path, out=tmp_path / "ev")
+    here = "not in this Library (removed, or the trace was written with another --home)"
+    assert result.warnings == [f"video f14d6782aaaabbbb (garden.mp4) is {here}"]
+    assert result.index["videos"][0]["name"] == "garden.mp4"
+    assert "## 1. garden.mp4 " in (tmp_path / "ev" / "timeline.md").read_text()
+    assert f"(unknown: the video is {here})" in (tmp_path / "ev" / "transcript.txt").read_text()

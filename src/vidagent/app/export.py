@@ -206,7 +206,8 @@ def _write(core: SessionCore, trace: Trace, trace_path: Path, folder: Path) -> E
                 videos[c.video_id] = lib.get_video(c.video_id)
             except VideoNotFoundError:
                 videos[c.video_id] = None
-                warnings.append(f"video {c.video_id} is no longer in the Library")
+                name = _traced_name(started, c.video_id)
+                warnings.append(f"video {c.video_id}{f' ({name})' if name else ''} is {NOT_HERE}")
     spans: dict[tuple[str, float, float], _Span] = {}
     cites = []
     for c in answered.citations:
@@ -238,6 +239,18 @@ def _write(core: SessionCore, trace: Trace, trace_path: Path, folder: Path) -> E
     return ExportResult(folder, index, warnings)
 
 
+#: why a cited video has no record here (a trace of another home's, or a video removed since)
+NOT_HERE = "not in this Library (removed, or the trace was written with another --home)"
+
+
+def _traced_name(started: Any, video_id: str) -> str:
+    """The file name the trace's run gave ``video_id`` (``""`` where it gave none)."""
+    for v in getattr(started, "videos", None) or []:
+        if isinstance(v, dict) and v.get("video_id") == video_id:
+            return str(v.get("name") or "")
+    return ""
+
+
 def _stamp(t: float) -> str:
     return clock(t).replace(":", "").replace(".", "_")
 
@@ -251,7 +264,7 @@ def _fill_span(
     from vidagent.media.decode import encode_jpeg
 
     if video is None:
-        span.error = "the video is no longer in the Library"
+        span.error = f"the video is {NOT_HERE}"
         return
     if span.outside:
         return
@@ -353,12 +366,12 @@ def _index(
         "videos": [
             {
                 "video_id": vid,
-                "name": v.name if v else "",
+                "name": v.name if v else _traced_name(started, vid),
                 "source": v.source if v else "",
                 "duration": v.duration if v else None,
                 "recorded_at": recorded(vid) or None,
                 "sheet": sheets.get(vid),
-                "error": None if v else "the video is no longer in the Library",
+                "error": None if v else f"the video is {NOT_HERE}",
             }
             for vid, v in videos.items()
         ],
@@ -412,7 +425,8 @@ def _write_transcripts(
         video = videos.get(s.video_id)
         name = video.name if video else s.video_id
         lines.append(f"## {name}  {clock(s.t0)}-{clock(s.t1)}")
-        lines.append(subtitles([_Seg(**d) for d in s.transcript], "txt").rstrip() or "(no speech)")
+        said = subtitles([_Seg(**d) for d in s.transcript], "txt").rstrip()
+        lines.append(said or ("(no speech)" if video else f"(unknown: the video is {NOT_HERE})"))
         lines.append("")
     cues: list[_Seg] = []
     for video_id in sorted({s.video_id for s in spans}):
