@@ -143,16 +143,21 @@ class StorageError(VidagentError):
         path: the folder (or file) the write went to.
         errno: the system's error number (``errno.ENOSPC``, ``EACCES``, ``EPERM``, ``EROFS``,
             ``EDQUOT``).
+        option: the option that names another place for a file the user asked for (``-o``);
+            ``""``: the Library's or the home's (the advice names ``--library``, ``--home``).
     """
 
-    def __init__(self, path: str | Path, errno: int) -> None:
+    def __init__(self, path: str | Path, errno: int, option: str = "") -> None:
         self.path = str(path)
         self.errno = errno
-        super().__init__(f"{self.path}: {_STORAGE_ADVICE[_storage_kind(errno)]}")
+        self.option = option
+        kind = _storage_kind(errno)
+        advice = _OUTPUT_ADVICE[kind].format(option=option) if option else _STORAGE_ADVICE[kind]
+        super().__init__(f"{self.path}: {advice}")
 
-    def __reduce__(self) -> tuple[type[StorageError], tuple[str, int]]:
+    def __reduce__(self) -> tuple[type[StorageError], tuple[str, int, str]]:
         # Raised in a pool or Ray worker, it crosses to the driver by pickle.
-        return (type(self), (self.path, self.errno))
+        return (type(self), (self.path, self.errno, self.option))
 
     @property
     def disk_full(self) -> bool:
@@ -167,6 +172,12 @@ _STORAGE_ADVICE = {
     "folder (--library, --home)",
     "readonly": "the filesystem is read-only; remount it read-write, or copy the Library to a "
     "writable folder and give that (--library)",
+}
+#: the same, for a file the user asked for (an image, a bundle, subtitles): named by ``option``
+_OUTPUT_ADVICE = {
+    "full": "no space left on the device (disk full); free space there, or give another {option}",
+    "denied": "permission denied; give another {option}, or make the folder writable by this user",
+    "readonly": "the filesystem is read-only; give another {option}",
 }
 _STORAGE_ERRNOS = {
     _errno.ENOSPC: "full",
@@ -184,14 +195,17 @@ def _storage_kind(number: int) -> str:
     return _STORAGE_ERRNOS.get(number, "full")
 
 
-def storage_error(error: BaseException, path: str | Path | None = None) -> StorageError | None:
+def storage_error(
+    error: BaseException, path: str | Path | None = None, option: str = ""
+) -> StorageError | None:
     """The :class:`StorageError` that ``error`` is, or None when it is something else.
 
     Found by error number, never by words: an ``OSError`` (pyarrow's included) whose ``errno``
     is a full disk, a denied permission or a read-only filesystem, or a Lance error whose
     message carries Rust's ``(os error N)`` with such a number, anywhere in the chain of
     causes. ``path`` names the folder (default: the file the ``OSError`` names, else its
-    folder; else "the disk").
+    folder; else "the disk"); ``option``, where the write was of a file the user named, is the
+    option that names another place (``-o``).
     """
     seen: set[int] = set()
     current: BaseException | None = error
@@ -202,7 +216,7 @@ def storage_error(error: BaseException, path: str | Path | None = None) -> Stora
         number = _errno_of(current)
         if number in _STORAGE_ERRNOS:
             where = path if path is not None else _filename(current)
-            return StorageError(where or "the disk", number)
+            return StorageError(where or "the disk", number, option)
         current = current.__cause__ or current.__context__
     return None
 

@@ -255,3 +255,19 @@ def test_an_upload_to_a_full_disk_is_a_507_naming_its_folder(
     assert sent.status_code == 507, sent.text
     assert sent.json()["detail"].startswith(f"{media / 'uploads'}: no space left on the device")
     assert not [p for p in (media / "uploads").rglob("*") if p.is_file()]  # no partial file left
+
+
+def test_a_full_disk_under_a_named_output_says_to_give_another_o(
+    small_disk: Path, videos: tuple[Path, Path], _isolated_home: Path, tmp_path: Path
+) -> None:
+    # It named "the disk" and told the user to give another --library or --home, and a sheet
+    # left a truncated PNG behind
+    library = tmp_path / "library"  # on a disk with room: only the outputs go to the full one
+    assert _index(library, videos[0], _isolated_home).returncode == 0
+    _fill(small_disk)
+    out = vidagent("--library", str(library), "sheet", "first", "-o", str(small_disk / "s.png"),
+                   home=_isolated_home, env=ENV)  # fmt: skip
+    full = "no space left on the device (disk full); free space there, or give another -o"
+    assert out.returncode == 1
+    assert out.stderr.strip().splitlines() == [f"error: {small_disk / 's.png'}: {full}"]
+    assert sorted(p.name for p in small_disk.iterdir()) == ["filler"]  # no half image

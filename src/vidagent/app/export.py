@@ -40,7 +40,7 @@ from vidagent.app.sheets import draw_sheet, span_frames, write_image
 from vidagent.app.speakers import with_names
 from vidagent.app.subtitles import cut, speaker_of, subtitles
 from vidagent.app.traces import list_traces
-from vidagent.exceptions import UserError, VideoNotFoundError, storage_error
+from vidagent.exceptions import StorageError, UserError, VideoNotFoundError, storage_error
 from vidagent.library.rows import source_problem
 from vidagent.timecode import clock, wall_clock
 
@@ -144,12 +144,13 @@ def export(
                 os.replace(part, target)
             finally:
                 part.unlink(missing_ok=True)
-    except OSError as e:
-        refused = storage_error(e, target)  # a full disk or a denied permission: StorageError
+    except (OSError, StorageError) as e:
+        refused = storage_error(e)  # a full disk, a denied permission: named by the target
         if refused is not None:
-            raise refused from e
+            raise StorageError(target, refused.errno, "-o") from e
         # a folder that cannot be made (a file in the way, a path too long)
-        raise UserError(f"cannot write the evidence to {target}: {e.strerror or e}") from None
+        why = e.strerror if isinstance(e, OSError) and e.strerror else e
+        raise UserError(f"cannot write the evidence to {target}: {why}") from None
     return ExportResult(target, result.index, result.warnings)
 
 

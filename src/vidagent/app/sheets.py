@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vidagent.app.core import SessionCore
-from vidagent.exceptions import ConfigError, MediaNotFoundError
+from vidagent.exceptions import ConfigError, MediaNotFoundError, storage_error
 from vidagent.library.rows import source_problem
 from vidagent.timecode import clock, hms, wall_clock
 
@@ -225,6 +225,11 @@ def write_image(rgb: np.ndarray, path: Path) -> None:
     try:
         part.write_bytes(buf.tobytes())
         os.replace(part, path)
+    except OSError as e:
+        refused = storage_error(e, path, "-o")
+        if refused is None:
+            raise
+        raise refused from e
     finally:
         part.unlink(missing_ok=True)
 

@@ -63,7 +63,6 @@ def source_problem(video: VideoRecord) -> str | None:
     return None if same else "has changed since it was indexed (another file stands under its name)"
 
 
-
 class Rows:
     """A Library's videos and their rows, read and written through its :class:`Tables`."""
 
