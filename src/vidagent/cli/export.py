@@ -16,12 +16,15 @@ from vidagent.cli.base import cli, echo_json, parse_time, session_of
     help="folder (or .zip) to write [export-<trace name> here]",
 )
 @click.option("--zip", "as_zip", is_flag=True, help="write a zip instead of a folder")
-@click.option("--json", "as_json", is_flag=True, help="print index.json's content as JSON")
+@click.option(
+    "--json", "as_json", is_flag=True, help="print {path, warnings, index: index.json's content}"
+)
 @click.pass_context
 def export(
     ctx: click.Context, trace: str | None, out: str | None, as_zip: bool, as_json: bool
 ) -> None:
-    """Write the evidence of an answer (TRACE, default: the last answer) to a folder or zip:
+    """Write the evidence of an answer (TRACE, default: the newest trace under the home's
+    traces/ holding an answer; a --trace FILE of ask is named here) to a folder or zip:
     each cited span as an MP4 clip, frames, a contact sheet per video, the cited speech as
     text, SRT and WebVTT, timeline.md and index.json."""
     result = session_of(ctx).export(trace, out=out, as_zip=as_zip)
