@@ -272,6 +272,16 @@ def test_more_than_26_options_are_refused_in_one_line_everywhere(
     out = vidagent("ask", str(small_video), "which?", *options, home=_isolated_home)
     assert out.returncode != 0 and out.stdout == ""
     assert out.stderr.strip().splitlines() == [f"error: {message}"]
+    # a blank option was answered "(A) ": it names nothing
+    with pytest.raises(ConfigError, match="option B is blank; every option needs its text"):
+        check_options(["yes", "  "])
+    with TestClient(api, base_url="http://127.0.0.1") as web:
+        r = web.post("/api/ask", json={"videos": ["small"], "question": "?", "options": ["", "x"]})
+        assert r.status_code == 422 and "option A is blank" in r.json()["detail"][0]["msg"]
+    out = vidagent("ask", str(small_video), "which?", "-o", "", "-o", "x", home=_isolated_home)
+    assert out.stderr.strip().splitlines() == [
+        "error: option A is blank; every option needs its text"
+    ]
 
 
 # -- 3. tokens ------------------------------------------------------------------------------

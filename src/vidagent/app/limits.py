@@ -124,16 +124,26 @@ def check_options(options: Sequence[str]) -> None:
     """Refuse more options than there are letters (the application layer's own check).
 
     Raises:
-        ConfigError: more than :data:`MAX_OPTIONS` options.
+        ConfigError: more than :data:`MAX_OPTIONS` options, or a blank one (answered "(A) ",
+            it names nothing).
     """
     if len(options) > MAX_OPTIONS:
         raise ConfigError(_too_many_options(len(options)))
+    if any(not str(o).strip() for o in options):
+        raise ConfigError(_blank_option(options))
 
 
 def _options_ok(options: list[str]) -> list[str]:
     if len(options) > MAX_OPTIONS:
         raise ValueError(_too_many_options(len(options)))
+    if any(not o.strip() for o in options):
+        raise ValueError(_blank_option(options))
     return options
+
+
+def _blank_option(options: Sequence[str]) -> str:
+    n = next(i for i, o in enumerate(options) if not str(o).strip())
+    return f"option {chr(ord('A') + n)} is blank; every option needs its text"
 
 
 #: the options of a multiple-choice question: refused past 26 in the CLI's words
