@@ -167,6 +167,7 @@ def browser() -> Iterator[Any]:
         "--autoplay-policy=no-user-gesture-required",
     ):
         options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the pages' consoles
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SE_OFFLINE", "true")  # never let Selenium Manager download a driver
         driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
@@ -175,6 +176,18 @@ def browser() -> Iterator[Any]:
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture(autouse=True)
+def _no_script_errors(request: pytest.FixtureRequest) -> Iterator[None]:
+    """No page a test opened threw in its script (a refused request's own console line, a
+    network entry, is the page's to show, and is not counted)."""
+    yield
+    if "browser" in request.fixturenames:
+        driver = request.getfixturevalue("browser")
+        logged = driver.get_log("browser")
+        thrown = [e for e in logged if e["level"] == "SEVERE" and e.get("source") != "network"]
+        assert thrown == [], thrown
 
 
 def wait_for(driver: Any, condition: Callable[[Any], Any], what: str, timeout: float = 20) -> Any:
