@@ -247,6 +247,23 @@ def test_an_upload_that_is_not_a_video_is_refused_and_deleted(
     assert httpx.get(f"{live.url}/api/jobs").json() == {"jobs": []}
 
 
+def test_a_folder_is_not_a_missing_file_and_an_ambiguous_id_is_a_conflict(
+    live_server: Any, media: Path
+) -> None:
+    from vidagent.exceptions import AmbiguousVideoError
+    from vidagent.server.app import _status
+
+    live = live_server()
+    (media / "clips").mkdir()
+    r = httpx.post(f"{live.url}/api/videos", json={"path": "clips"})
+    assert (r.status_code, r.json()["detail"]) == (
+        400,
+        "clips is a folder; name each video file in it",
+    )
+    # "matches several videos (…); give more of the id": there, unlike a 404's
+    assert _status(AmbiguousVideoError("'a' matches several videos")) == 409
+
+
 def test_more_than_26_options_are_refused_in_one_line_everywhere(
     api_settings: Settings, _isolated_home: Path, small_video: Path
 ) -> None:

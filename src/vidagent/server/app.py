@@ -32,6 +32,7 @@ from vidagent._version import __version__
 from vidagent.app import Session
 from vidagent.app.limits import MAX_BODY_BYTES
 from vidagent.exceptions import (
+    AmbiguousVideoError,
     MediaNotFoundError,
     StorageError,
     VidagentError,
@@ -70,6 +71,8 @@ def _status(error: Exception) -> int:
         return 413
     if isinstance(error, NotAVideo):
         return 415
+    if isinstance(error, AmbiguousVideoError):  # there, but more than one: say which to name
+        return 409
     if isinstance(error, (VideoNotFoundError, MediaNotFoundError)):
         return 404
     if isinstance(error, StorageError):  # the server's disk, not the request, is at fault

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from vidagent.app import AskPlan, Session
 from vidagent.app.results import IndexReport, video_json
-from vidagent.exceptions import MediaNotFoundError
+from vidagent.exceptions import MediaNotFoundError, UserError
 from vidagent.server.jobs import Job, JobRegistry
 from vidagent.server.security import inside_roots
 
@@ -61,6 +61,8 @@ class Server:
             MediaNotFoundError: no such file.
         """
         found = inside_roots(path, self.roots)
+        if found.is_dir():  # a 404 "no such file" said it was not there
+            raise UserError(f"{path} is a folder; name each video file in it")
         if not found.is_file():
             raise MediaNotFoundError(path, "no such file")
         return found
