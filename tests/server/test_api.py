@@ -189,14 +189,29 @@ def test_register_a_path_streams_index_progress_then_end(live_server: Any) -> No
     assert [j["job_id"] for j in listed] == [body["job_id"]]
 
 
-def test_upload_streams_to_disk_and_indexes(live_server: Any, media: Path) -> None:
+def test_upload_streams_to_disk_and_indexes(live_server: Any, media: Path, tmp_path: Path) -> None:
+    from vidagent.media.synth import make_video
+
     live = live_server()
-    data = (media / "clip.mp4").read_bytes()
+    make_video(tmp_path / "new.mp4", duration=3, size=(160, 96), audio="tone")
+    data = (tmp_path / "new.mp4").read_bytes()
     files = {"file": ("my clip.mp4", data, "video/mp4")}
     r = httpx.post(f"{live.url}/api/videos/upload", files=files, timeout=60)
     assert r.status_code == 202, r.text
     assert wait_job(live.url, r.json()["job_id"])["state"] == "done"
     assert (media / "uploads" / "my_clip.mp4").read_bytes() == data
+    # the same content again: indexed from the first copy, not kept twice
+    again = httpx.post(f"{live.url}/api/videos/upload", files={"file": ("again.mp4", data)})
+    assert again.status_code == 202 and again.json()["path"] == str(
+        media / "uploads" / "my_clip.mp4"
+    )
+    assert wait_job(live.url, again.json()["job_id"])["state"] == "done"
+    assert sorted(p.name for p in (media / "uploads").iterdir()) == ["my_clip.mp4"]
+    # a file that is no video, named by its path: refused as an upload is, and kept
+    (media / "notes.mp4").write_text("these are not frames")
+    r = httpx.post(f"{live.url}/api/videos", json={"path": "notes.mp4"})
+    assert r.status_code == 415 and r.json()["detail"].startswith("notes.mp4: not a video")
+    assert (media / "notes.mp4").is_file()
 
 
 def test_an_upload_over_the_limit_is_413_and_leaves_nothing(

@@ -157,6 +157,11 @@ def register_video(body: RegisterBody, request: Request) -> dict[str, Any]:
     server = server_of(request)
     path = server.media_path(body.path)
     _check_stages(server, body.stages)
+    try:  # refused here, as an upload is, not by a job that fails
+        server.session.probe(path)
+    except MediaError as e:
+        why = str(e).replace(str(path), path.name).splitlines()[0]
+        raise NotAVideo(f"{body.path}: not a video this server can read ({why})") from None
     video = _known_video(server, path)
     job = server.start_index(path, body.stages)
     return {"job_id": job.job_id, "video": video}
@@ -173,6 +178,10 @@ async def upload_video(request: Request) -> dict[str, Any]:
         path.unlink(missing_ok=True)
         why = str(e).replace(str(path), path.name).splitlines()[0]
         raise NotAVideo(f"{path.name}: not a video this server can read ({why})") from None
+    known = server.session.known_video(path)
+    if known is not None and Path(known.source).is_file() and Path(known.source) != path:
+        path.unlink()  # its content is in the Library already, from that file: no second copy
+        path = Path(known.source)
     job = server.start_index(path, None)
     return {"job_id": job.job_id, "path": str(path)}
 
