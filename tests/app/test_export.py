@@ -243,6 +243,8 @@ def test_the_commands_export_draw_and_write_subtitles_or_say_why_not_in_one_line
     )
     written = vidagent("show", vid, "--vtt", "-o", str(tmp_path / "t.vtt"), **run)
     assert written.returncode == 0 and (tmp_path / "t.vtt").read_text().startswith("WEBVTT")
+    both = vidagent("show", vid, "--srt", "--vtt", **run)  # the last flag won, silently
+    assert both.returncode == 2 and "give --srt or --vtt, not both" in both.stderr
     printed = vidagent("show", vid, "--srt", **run)
     assert "Dr Lee: the door opens now" in printed.stdout
     (tmp_path / "a-file").write_text("")

@@ -165,6 +165,9 @@ def test_media_serves_ranges_for_seeking(api: TestClient, small_video: Path) -> 
     part = api.get(f"/api/videos/{vid}/media", headers={"Range": "bytes=100-199"})
     assert part.status_code == 206 and part.content == small_video.read_bytes()[100:200]
     assert part.headers["content-range"].startswith("bytes 100-199/")
+    head = api.head(f"/api/videos/{vid}/media")  # a player's probe: its size, no body
+    assert head.status_code == 200 and head.content == b""
+    assert int(head.headers["content-length"]) == small_video.stat().st_size
 
 
 # -- indexing -----------------------------------------------------------------------------------

@@ -48,12 +48,9 @@ def list_videos(ctx: click.Context, as_json: bool) -> None:
     help="show the entity graph (AVI) instead: entities, relations",
 )
 @click.option(
-    "--srt",
-    "subtitles",
-    flag_value="srt",
-    help="print (or write, -o) the whole transcript as SubRip subtitles instead",
+    "--srt", is_flag=True, help="print (or write, -o) the whole transcript as SubRip subtitles"
 )
-@click.option("--vtt", "subtitles", flag_value="vtt", help="the same as WebVTT")
+@click.option("--vtt", is_flag=True, help="the same as WebVTT")
 @click.option(
     "-o", "--out", type=click.Path(dir_okay=False), help="with --srt/--vtt: write to this file"
 )
@@ -63,12 +60,16 @@ def show(
     ctx: click.Context,
     video: str,
     graph: bool,
-    subtitles: str | None,
+    srt: bool,
+    vtt: bool,
     out: str | None,
     as_json: bool,
 ) -> None:
     """Show a video's summary, subject registry and clip table (or, with --graph, its entity
     graph; with --srt or --vtt, its whole transcript as subtitles)."""
+    if srt and vtt:  # one file of one format (the last flag won, silently)
+        raise click.UsageError("give --srt or --vtt, not both")
+    subtitles = "srt" if srt else "vtt" if vtt else None
     if out and not subtitles:
         raise click.UsageError("-o/--out writes subtitles: give --srt or --vtt with it")
     if subtitles:

@@ -196,7 +196,7 @@ def video_graph(ref: RefParam, request: Request) -> dict[str, Any]:
     return server_of(request).session.graph(ref).to_json()
 
 
-@router.get("/videos/{ref}/media")
+@router.api_route("/videos/{ref}/media", methods=["GET", "HEAD"])  # HEAD: a player's probe
 def video_media(ref: RefParam, request: Request) -> FileResponse:
     """The video's own file, with Range requests (206) so a player can seek. The file is the
     one the Library recorded for the video, whichever root it lies in."""
