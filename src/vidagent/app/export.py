@@ -219,14 +219,12 @@ def _write(core: SessionCore, trace: Trace, trace_path: Path, folder: Path) -> E
             t0, t1 = max(t0, 0.0), min(t1, video.duration)
         key = (c.video_id, round(t0, 3), round(t1, 3))
         if key not in spans:
-            spans[key] = _Span(len(spans) + 1, c.video_id, t0, t1, outside=outside)
+            span = spans[key] = _Span(len(spans) + 1, c.video_id, t0, t1, outside=outside)
             if outside and video is not None:
-                spans[
-                    key
-                ].error = (
+                span.error = (
                     f"{t0:.1f}-{t1:.1f} s lies outside {video.name} (0-{video.duration:.1f} s)"
                 )
-                warnings.append(f"clip {spans[key].n}: {spans[key].error}; it is left out")
+                warnings.append(f"clip {span.n}: {span.error}; it is left out")
         cites.append((c, spans[key]))
     for span in spans.values():
         _fill_span(lib, videos[span.video_id], span, folder, warnings)
