@@ -33,6 +33,8 @@ DEFAULT_COUNT = 12
 #: person scans; a closer look is a sheet of a shorter span (``--from``/``--to``). Each frame
 #: is decoded at 480 px, so a count with no bound ran out of memory (100,000: 48 GiB).
 MAX_COUNT = 400
+#: a point a stream holds no picture of (:func:`unrecorded`), among the chosen frames
+_NO_PICTURE = object()
 #: the longest side a JPEG holds (libjpeg's limit)
 JPEG_MAX_SIDE = 65_500
 
@@ -139,7 +141,7 @@ def span_frames(
     shown: set[float] = set()
     for t in times:
         if t in blank:
-            chosen.append((t, "blank"))
+            chosen.append((t, _NO_PICTURE))
             continue
         near = min(stored, key=lambda f: abs(f.t - t), default=None)
         if near is not None and (abs(near.t - t) > reach or near.t in shown):
@@ -162,7 +164,7 @@ def span_frames(
             decoded = dict(zip(missing, rgb, strict=True))
     out: list[tuple[float, np.ndarray | None]] = []
     for t, f in chosen:
-        if f == "blank":
+        if f is _NO_PICTURE:
             out.append((t, None))
         elif f is None:
             out.append((t, decoded[t]))
