@@ -131,16 +131,21 @@ def test_a_grounding_question_returns_the_best_clip_as_an_interval(indexed: Any)
     assert shown.endswith(" · small.mp4 00:00:05–00:00:10 → [5.0, 10.0]")
 
 
-def spoken_countdown(small_video: Path, tmp_path: Path) -> tuple[Library, str, Any]:
-    """``small_video`` indexed with a fake ASR that hears a countdown, word by word: "lift
-    off" at 7.0-7.9 s, inside the clip of 5-10 s."""
+COUNTDOWN = [(4.0, 4.5, "three"), (5.0, 5.5, "two"), (6.0, 6.5, "one")]
+COUNTDOWN += [(7.0, 7.4, "lift"), (7.4, 7.9, "off"), (11.0, 11.5, "lift")]
+
+
+def spoken_countdown(
+    small_video: Path, tmp_path: Path, said: list[tuple[float, float, str]] = COUNTDOWN
+) -> tuple[Library, str, Any]:
+    """``small_video`` indexed with a fake ASR that hears a countdown, word by word (by
+    default "lift off" at 7.0-7.9 s, inside the clip of 5-10 s), as one segment."""
     from vidagent.models.base import Segment, Transcript, Word
     from vidagent.models.registry import create_adapter
 
-    said = [(4.0, 4.5, "three"), (5.0, 5.5, "two"), (6.0, 6.5, "one")]
-    said += [(7.0, 7.4, "lift"), (7.4, 7.9, "off"), (11.0, 11.5, "lift")]
+    text = " ".join(w for *_, w in said)
     heard = Transcript(
-        "en", (Segment(4.0, 11.5, "three two one lift off lift", tuple(Word(*w) for w in said)),)
+        "en", (Segment(said[0][0], said[-1][1], text, tuple(Word(*w) for w in said)),)
     )
     settings = load_settings(INDEX_SPECS)
     adapters = {
@@ -172,6 +177,16 @@ def test_grounding_is_tightened_to_the_spoken_words_times(
     assert [e.to_list() for e in answer.evidence] == [[vid, 7.0, 7.9]]
     (phase,) = answer.trace.of(PhaseChanged)
     assert phase.data["tightened"] == "spoken words" and phase.data["matches"] == ["lift"]
+
+
+def test_grounding_keeps_a_phrase_said_across_the_clips_edge(
+    small_video: Path, tmp_path: Path
+) -> None:
+    # "lift" ends at 5.3 s, its middle in the clip of 0-5 s; "off" is in the next clip
+    said = [(3.0, 3.5, "two"), (4.0, 4.5, "one"), (4.6, 5.3, "lift"), (5.3, 5.8, "off")]
+    indexed = spoken_countdown(small_video, tmp_path, said)
+    answer = run_agent(indexed, Question("someone says lift off", (indexed[1],), task="ground"))
+    assert answer.text == "[4.6, 5.8]"
 
 
 def test_an_open_question_returns_the_best_clips_text(indexed: Any) -> None:

@@ -43,9 +43,10 @@ like an option (their cosine plus ``lexical_weight`` times the share of the desc
 content words in their text) and the best one is the answer's span, tightened to word times:
 where the description's words are spoken in that clip (the transcript keeps each word's
 times), the interval is the run of matched words with the most distinct ones (words less than
-:data:`WORD_GAP` seconds apart belong to one run), from its first word's start to its last
-word's end, widened by the description's stop words spoken right before or after it ("lift"
-then "off": "off" is a stop word). On-screen text is read from frames sampled every few
+:data:`WORD_GAP` seconds apart belong to one run; a run with a word overlapping the clip counts
+and may reach past its edges), from its first word's start to its last word's end, widened by
+the description's stop words spoken right before or after it ("lift" then "off": "off" is a
+stop word). On-screen text is read from frames sampled every few
 seconds and stored per clip without times, so a clip matched only by what it shows keeps the
 clip's ``[t0, t1]``.
 
@@ -218,16 +219,20 @@ class RetrievalAgent(Agent):
     def _spoken_run(
         self, video_id: str, t0: float, t1: float, event: str
     ) -> tuple[tuple[float, float], set[str]] | None:
-        """The run of the event's content words spoken in ``[t0, t1]`` with the most distinct
+        """The run of the event's content words spoken at ``[t0, t1]`` with the most distinct
         ones (the earliest on a tie), widened by the event's stop words spoken right next to it
-        ("lift" + "off"): its ``(start, end)`` and content words; None when none is spoken."""
+        ("lift" + "off"): its ``(start, end)`` and content words; None when none is spoken.
+
+        A run counts when one of its words overlaps ``[t0, t1]``, and it may reach past the
+        clip's edges: a clip holds the words whose middle lies in it, so a phrase said across
+        an edge is split between two clips ("lift" at 6.9-7.5 s, its middle before a clip
+        starting at 7.2 s, "off" inside it), and the clip alone would lose it."""
         wanted = words(event)
         small = set(WORD.findall(event.casefold())) & STOP_WORDS
-        said: list[tuple[float, float, str]] = []  # every word spoken in the clip, in order
-        for segment in self.index.transcript(video_id, t0, t1):
+        said: list[tuple[float, float, str]] = []  # every word spoken around the clip, in order
+        for segment in self.index.transcript(video_id, t0 - WORD_GAP, t1 + WORD_GAP):
             for w0, w1, text, *_ in json.loads(segment.words or "[]"):
-                if t0 <= (w0 + w1) / 2 <= t1:
-                    said.append((float(w0), float(w1), str(text)))
+                said.append((float(w0), float(w1), str(text)))
         said.sort()
         runs: list[list[int]] = []  # indices into said of content words of the event
         for n, (w0, _, text) in enumerate(said):
@@ -237,6 +242,7 @@ class RetrievalAgent(Agent):
                 runs[-1].append(n)
             else:
                 runs.append([n])
+        runs = [r for r in runs if any(said[n][1] > t0 and said[n][0] < t1 for n in r)]
         if not runs:
             return None
 
