@@ -141,6 +141,23 @@ def test_a_stage_that_stops_early_does_not_hold_back_the_other() -> None:
     assert source.passes == 1
 
 
+def test_a_stage_that_fails_mid_pass_does_not_hold_back_the_other() -> None:
+    # A stage that raises leaves its iteration open (its traceback keeps the generator alive,
+    # unclosed); the pipeline then closes its ticket, and the other stage reads on.
+    share, source = FrameShare(hold=2), Source(30)
+    failed_ticket, stayer = share.ticket(), share.ticket()
+    failed = failed_ticket.iterate("k", source)
+    assert next(failed) == 0
+    got: list[int] = []
+    thread = threading.Thread(target=lambda: got.extend(stayer.iterate("k", source)), daemon=True)
+    thread.start()
+    settles_at(source, 1 + 2)  # held within two items of the failed stage
+    failed_ticket.close()
+    thread.join(30)
+    assert got == list(range(30)) and not thread.is_alive()
+    assert failed is not None  # still referenced, as the failed stage's traceback keeps it
+
+
 def test_every_stage_stopping_early_stops_the_source() -> None:
     share, source = FrameShare(), Source(30)
     a, b = share.ticket().iterate("k", source), share.ticket().iterate("k", source)

@@ -14,7 +14,7 @@ import tempfile
 import threading
 import weakref
 from collections import deque
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Generator, Hashable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -233,7 +233,7 @@ class FrameShare:
 
     def _iterate(
         self, ticket: FrameTicket, key: Hashable, source: Callable[[], Iterator[Any]]
-    ) -> Iterator[Any]:
+    ) -> Generator[Any, None, None]:
         with self._cond:
             self._settle(ticket)
             run = self._passes.get(key)
@@ -302,6 +302,7 @@ class FrameTicket:
     def __init__(self, share: FrameShare) -> None:
         self.share = share
         self.settled = False  # sampled or closed
+        self._open: list[Generator[Any, None, None]] = []  # the passes it iterates
 
     @property
     def kept(self) -> KeptFrames | None:
@@ -310,10 +311,17 @@ class FrameTicket:
 
     def iterate(self, key: Hashable, source: Callable[[], Iterator[Any]]) -> Iterator[Any]:
         """The items of ``source()``, from the pass of ``key`` where one is open."""
-        return self.share._iterate(self, key, source)
+        items = self.share._iterate(self, key, source)
+        self._open.append(items)
+        return items
 
     def close(self) -> None:
-        """The stage ended: nobody need keep items for it."""
+        """The stage ended: nobody need keep items for it, and it leaves every pass it was
+        reading (a stage that raised keeps its iteration alive in its traceback, unclosed, and
+        the other stages would wait for it at :data:`HOLD_ITEMS` ahead for good)."""
+        for items in self._open:
+            items.close()
+        self._open.clear()
         with self.share._cond:
             self.share._settle(self)
 
