@@ -82,6 +82,16 @@ class ToolInputError(UserError):
     query); the agent runtime shows the message to the model so that it can fix the call."""
 
 
+class IndexStopped(VidagentError):
+    """Indexing was asked to stop (a cancelled job, Ctrl-C) and stopped between clips: every
+    clip a stage finished is written, so indexing the file again resumes with what is left."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "indexing stopped; what it finished is kept (index the file again to resume)"
+        )
+
+
 class MediaError(VidagentError):
     """A file cannot be used as a video."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _thread
 import dataclasses
 import json
 import os
@@ -11,11 +12,12 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from vidagent.config import load_settings
-from vidagent.exceptions import LibraryError, NotAVideoError
+from vidagent.exceptions import IndexStopped, LibraryError, NotAVideoError
 from vidagent.ingest import STAGES, index_video
 from vidagent.ingest.pipeline import index_path
 from vidagent.library import Library
@@ -206,6 +208,60 @@ def test_without_overlap_the_stages_run_one_after_another(
     result = index_path(small_video, library=lib, settings=settings, models=models, overlap=False)
     assert result.error is None
     assert order == sorted(order, key=["asr", "ocr", "detector"].index)  # never interleaved
+
+
+def test_a_stop_asked_for_between_clips_keeps_what_finished_and_the_rerun_does_the_rest(
+    small_video: Path, tmp_path: Path
+) -> None:
+    settings = load_settings({**FAKES, "cache": "off"})
+    lib = Library(tmp_path / "lib")
+    models = fake_models(settings)
+    vlm = models._adapters["vlm"]  # type: ignore[index]
+    called = [0]
+    caption = vlm.chat
+    vlm.chat = lambda request: (called.__setitem__(0, called[0] + 1), caption(request))[1]  # type: ignore[method-assign]
+    with pytest.raises(IndexStopped):
+        index_path(
+            small_video,
+            library=lib,
+            settings=settings,
+            models=models,
+            should_stop=lambda: called[0] > 0,
+        )
+    (video,) = lib.list_videos()
+    captioned = sum(1 for c in lib.clips(video.video_id) if c.caption_model)
+    assert 1 <= captioned < 3 and "caption" not in video.stages  # stopped inside the stage
+    assert {"transcribe", "read_text", "detect"} <= set(video.stages)
+    result = index_path(small_video, library=lib, settings=settings, models=models)
+    assert runs(result)["caption"] == 3 - captioned and runs(result)["embed"] == 3
+    assert len(lib.clips(video.video_id)) == 3
+    assert all(
+        c.caption == "A coloured scene with a moving disc." for c in lib.clips(video.video_id)
+    )
+
+
+def test_ctrl_c_in_the_caller_stops_the_stages_running_in_threads(
+    small_video: Path, tmp_path: Path
+) -> None:
+    # Ctrl-C reaches the calling thread while detection, in a thread of its own, is on its
+    # first frames: it stops after the clip it is on instead of finishing the video.
+    settings = load_settings({**FAKES, "cache": "off"})
+    lib = Library(tmp_path / "lib")
+    models = fake_models(settings)
+    detector = models._adapters["detector"]  # type: ignore[index]
+    detect = detector.detect
+
+    def slow(*args: Any) -> Any:
+        _thread.interrupt_main()  # as SIGINT does
+        time.sleep(0.5)
+        return detect(*args)
+
+    detector.detect = slow  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        index_path(small_video, library=lib, settings=settings, models=models)
+    (video,) = lib.list_videos()
+    detected = sum(1 for c in lib.clips(video.video_id) if c.detect_model)
+    assert 1 <= detected < 3 and "detect" not in video.stages
 
 
 def test_ocr_and_detection_take_their_frames_from_the_structure_pass_or_one_decode(

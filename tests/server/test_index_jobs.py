@@ -55,3 +55,26 @@ def test_a_cancelled_index_job_stops_between_stages_and_resumes_without_duplicat
     assert done == {"stage": "summarize", "done": 8, "total": 8}  # structure + 7 stages
     work.jobs.close()
     work.session.close()
+
+
+def test_a_cancel_inside_a_stage_stops_it_after_the_clip_it_is_on(
+    small_video: Path, tmp_path: Path
+) -> None:
+    # The user cancels while the first clip is captioned: the job ends cancelled after that
+    # clip, not after the stage (on an hour of video, minutes); that clip's caption is kept.
+    settings = load_settings({**INDEX_SPECS, "home": str(tmp_path / "home")})
+    models = fake_models(settings)
+    server = create_app(settings, models=models, media_roots=[tmp_path])
+    work = server.state.server
+    job = Job("j1", "index", {"path": str(small_video), "stages": None}, "running")
+    vlm = models._adapters["vlm"]  # type: ignore[index]
+    caption = vlm.chat
+    vlm.chat = lambda request: (job._cancel.set(), caption(request))[1]  # type: ignore[method-assign]
+    with pytest.raises(JobCancelled):
+        work.index_work(job)
+    (video,) = work.session.videos()
+    clips = work.session.library.clips(video.video_id)
+    assert 1 <= sum(1 for c in clips if c.caption_model) < len(clips)
+    assert "caption" not in video.stages
+    work.jobs.close()
+    work.session.close()

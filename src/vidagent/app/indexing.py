@@ -65,6 +65,7 @@ def index_file(
     plan: IndexPlan | None = None,
     on_stage: Callable[[StageRun], None] | None = None,
     before_stage: Callable[[str], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> IndexResult:
     """Index one file through ``stages`` (default :func:`default_stages`) or a strategy's
     ``plan`` (its stages under its index settings) in one pipeline call; a media error is in
@@ -75,6 +76,8 @@ def index_file(
         before_stage: called with each stage's name before it starts (``structure`` first);
             what it raises stops the run there and propagates, and indexing the file again
             resumes with the stages left (see :func:`vidagent.ingest.pipeline.index_path`).
+        should_stop: asked before each stage and after each clip a stage finishes; once it is
+            true the stages write what they finished and stop, and ``IndexStopped`` is raised.
     """
     from vidagent.ingest import index_path
     from vidagent.ingest.pipeline import default_stages
@@ -91,6 +94,7 @@ def index_file(
         progress=progress,
         on_stage=on_stage,
         before_stage=before_stage,
+        should_stop=should_stop,
     )
 
 

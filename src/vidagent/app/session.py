@@ -133,6 +133,7 @@ class Session(SessionCore):
         plan: IndexPlan | None = None,
         on_stage: Callable[[StageRun], None] | None = None,
         before_stage: Callable[[str], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> IndexResult:
         """Index one file through ``stages`` (default
         :func:`~vidagent.ingest.pipeline.default_stages`: all but the optional ``embed_frames``,
@@ -140,7 +141,8 @@ class Session(SessionCore):
         strategy's ``plan`` (its stages under its index settings), in one pipeline call; a
         media error is in the result. ``on_stage`` is called with each stage's ``StageRun`` as
         it ends; ``before_stage`` with each stage's name before it starts, and what it raises
-        stops the run there (a later call resumes; see :func:`vidagent.app.indexing.index_file`).
+        stops the run there (a later call resumes; see :func:`vidagent.app.indexing.index_file`);
+        ``should_stop`` is asked between clips too, and stops the run with ``IndexStopped``.
         """
         return indexing.index_file(
             self,
@@ -150,6 +152,7 @@ class Session(SessionCore):
             plan=plan,
             on_stage=on_stage,
             before_stage=before_stage,
+            should_stop=should_stop,
         )
 
     def index(

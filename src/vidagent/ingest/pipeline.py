@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from vidagent.exceptions import ConfigError, MediaError
+from vidagent.exceptions import ConfigError, IndexStopped, MediaError
 from vidagent.ingest.base import IngestContext, Stage, StageEstimate, cpu_wall
 from vidagent.ingest.sampling import FrameShare, KeptFrames
 from vidagent.ingest.structure import StructureReport, index_structure
@@ -160,14 +161,41 @@ def _bar(desc: str, total: int, enabled: bool) -> tqdm:
     )
 
 
-def run_stage(stage: Stage, ctx: IngestContext, *, progress: bool = False) -> StageRun:
-    """Run one stage on the clips it still owes; record it in the video's stage map."""
+class _Stoppable:
+    """A stage's progress bar that stops the stage between clips: each stage counts its
+    finished clips on it, so after a count, when ``should_stop`` says so, the stage writes what
+    it finished (:meth:`~vidagent.ingest.base.Stage.flush`) and :class:`IndexStopped` ends it."""
+
+    def __init__(self, bar: tqdm, stage: Stage, ctx: IngestContext, should_stop: Stop) -> None:
+        self.bar, self.stage, self.ctx, self.should_stop = bar, stage, ctx, should_stop
+
+    def update(self, n: float = 1) -> None:
+        self.bar.update(n)
+        if self.should_stop():
+            self.stage.flush(self.ctx)
+            raise IndexStopped()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.bar, name)
+
+
+#: Asked between clips whether indexing should stop (:func:`index_path`).
+Stop = Callable[[], bool]
+
+
+def run_stage(
+    stage: Stage, ctx: IngestContext, *, progress: bool = False, should_stop: Stop | None = None
+) -> StageRun:
+    """Run one stage on the clips it still owes; record it in the video's stage map. With
+    ``should_stop``, the stage stops after the clip at which it says so, having written what it
+    finished, with :class:`~vidagent.exceptions.IndexStopped`."""
     started = time.perf_counter()
     pending = stage.pending(ctx)
     if pending:
         with _bar(f"{ctx.video.name[:24]} {stage.name}", len(pending), progress) as bar:
+            counted: Any = bar if should_stop is None else _Stoppable(bar, stage, ctx, should_stop)
             stage.start()
-            stage.run(ctx, pending, bar)
+            stage.run(ctx, pending, counted)
             stage.flush(ctx)
     note = getattr(stage, "note", "")
     info: dict[str, Any] = {"model": stage.fingerprint(ctx.settings)}
@@ -196,6 +224,7 @@ def index_path(
     options: Mapping[str, Mapping[str, Any]] | None = None,
     overlap: bool = True,
     before_stage: Callable[[str], None] | None = None,
+    should_stop: Stop | None = None,
 ) -> IndexResult:
     """Index one file through ``stages``; media errors are returned, not raised.
 
@@ -206,6 +235,11 @@ def index_path(
             start). What it raises stops the run there and propagates: the stages that ended
             have recorded their work, so the same call later resumes with what is left and
             writes nothing twice. A server cancels a job this way.
+        should_stop: asked before each stage and after each clip a stage finishes; once it says
+            so, every running stage writes the clips it finished and stops, and the run raises
+            :class:`~vidagent.exceptions.IndexStopped` (resumed as above). An exception in the
+            calling thread (Ctrl-C's ``KeyboardInterrupt``) stops the stages running in threads
+            the same way, rather than wait for them to end.
         options: constructor arguments by stage name (``{"read_text": {"gate": False}}``).
         overlap: run consecutive :data:`INDEPENDENT` stages at once, each in a thread; the
             stage after them waits for all. Their :class:`StageRun` come in stage order, and
@@ -227,7 +261,7 @@ def index_path(
     with library.indexing(video_id) if video_id else contextlib.nullcontext():
         return _index_path(
             path, library, settings, models, stages, progress, on_stage, options, overlap,
-            before_stage,
+            before_stage, should_stop,
         )  # fmt: skip
 
 
@@ -242,6 +276,7 @@ def _index_path(
     options: Mapping[str, Mapping[str, Any]] | None,
     overlap: bool,
     before_stage: Callable[[str], None] | None,
+    should_stop: Stop | None,
 ) -> IndexResult:
     from vidagent.models.cpu import limit_malloc_arenas
 
@@ -253,7 +288,17 @@ def _index_path(
     grids = [grid for stage in staged if (grid := stage.frame_grid())]
     # The structure pass keeps the frames OCR and detection will sample, where they overlap.
     keep = KeptFrames(*grids[0]) if overlap and grids else None
-    starting = before_stage or (lambda name: None)
+    halt = threading.Event()  # set when the calling thread raises: the stages' threads stop
+
+    def stop() -> bool:
+        return halt.is_set() or (should_stop is not None and should_stop())
+
+    def starting(name: str) -> None:
+        if before_stage is not None:
+            before_stage(name)
+        if stop():
+            raise IndexStopped()
+
     starting("structure")
     try:
         result.structure = index_structure(library, path, settings, keep)
@@ -273,7 +318,7 @@ def _index_path(
 
     def run(stage: Stage, own: IngestContext) -> StageRun:
         try:
-            return run_stage(stage, own, progress=progress)
+            return run_stage(stage, own, progress=progress, should_stop=stop)
         finally:
             if own.frames is not None:
                 own.frames.close()
@@ -316,18 +361,25 @@ def _index_path(
                 warm = pool.submit(models.warm, later)
                 # Weights that are no role's (the voice encoder) load in the same spare time.
                 warm_stages = [pool.submit(stage.warm, ctx) for stage in staged[j:]]
-                for future in runs:
-                    record(future.result())
+                try:
+                    for future in runs:
+                        record(_heard(future))
+                except (KeyboardInterrupt, SystemExit):
+                    halt.set()  # before leaving the pool waits for its stages
+                    raise
                 warm.result()
                 for loading in warm_stages:
                     loading.result()
             ctx.video = library.get_video(ctx.video.video_id)  # with their stage entries
             i = j
         for k, (at, future) in enumerate(aside):  # in stage order, at their places
-            result.stages.insert(at + k, future.result())
+            result.stages.insert(at + k, _heard(future))
         if aside and on_stage is not None:
             for told in result.stages[aside[0][0] :]:
                 on_stage(told)
+    except (KeyboardInterrupt, SystemExit):
+        halt.set()  # the stage running beside stops too
+        raise
     finally:
         if beside is not None:
             beside.shutdown(wait=True)
@@ -336,6 +388,17 @@ def _index_path(
     result.video = library.get_video(ctx.video.video_id)
     result.wall = time.perf_counter() - started
     return result
+
+
+def _heard(future: Future[StageRun]) -> StageRun:
+    """``future``'s run, waited for a quarter second at a time: a thread blocked in one long
+    wait does not run Python's signal handlers (the signal may reach another thread), so Ctrl-C
+    would be heard only when the stage ended."""
+    while True:
+        try:
+            return future.result(timeout=0.25)
+        except TimeoutError:
+            continue
 
 
 #: Wall seconds every indexed video costs beside its per-unit work (:func:`estimate_path`).

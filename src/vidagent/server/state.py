@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from vidagent.app import AskPlan, Session
 from vidagent.app.results import IndexReport, video_json
-from vidagent.exceptions import MediaNotFoundError, UserError
+from vidagent.exceptions import IndexStopped, MediaNotFoundError, UserError
 from vidagent.server.jobs import Job, JobRegistry
 from vidagent.server.security import inside_roots
 
@@ -75,8 +75,9 @@ class Server:
         """Index ``job.params["path"]`` in one pipeline call, as ``vidagent index`` does: a
         ``progress`` event ``{stage, done, total}`` when the structure pass starts and ends and
         after each stage (``done`` counts the structure pass and the stages finished), a cancel
-        honoured before each stage starts (the pipeline's ``before_stage``). What the stages
-        finished stays done, so a resumed job only does what is left."""
+        honoured before each stage starts (the pipeline's ``before_stage``) and after each clip a
+        stage finishes (``should_stop``). What the stages finished stays done, so a resumed job
+        only does what is left."""
         path, session = Path(job.params["path"]), self.session
         chosen = job.params.get("stages")
         names = list(session.default_stages() if chosen is None else chosen)
@@ -104,9 +105,17 @@ class Server:
             done += 1
             progress(run.stage)
 
-        result = session.index_file(
-            path, stages=names, before_stage=before_stage, on_stage=on_stage
-        )
+        try:
+            result = session.index_file(
+                path,
+                stages=names,
+                before_stage=before_stage,
+                on_stage=on_stage,
+                should_stop=lambda: job.cancelled,
+            )
+        except IndexStopped:
+            job.check()  # cancelled: the job ends so
+            raise
         if result.error is not None:
             raise result.error
         structure_done()  # no stage was asked for
