@@ -64,6 +64,8 @@ def test_openai_key_falls_back_to_the_conventional_variable(
         ("colour = 'blue'", "unknown setting"),
         ("clip_seconds = -1", "clip_seconds"),
         ("cache = 'sometimes'", "cache"),
+        ("clip_seconds = inf", "clip_seconds: Input should be a finite number"),
+        ("[prices.'openai:x']\ninput = nan", "finite number"),
     ],
 )
 def test_bad_config_file_says_what_is_wrong(

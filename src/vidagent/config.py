@@ -80,7 +80,7 @@ DEFAULT_SPECS: dict[str, str] = {
 class Price(BaseModel):
     """US dollars per million tokens."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     input: float = 0.0
     output: float = 0.0
 
@@ -88,7 +88,7 @@ class Price(BaseModel):
 class Settings(BaseModel):
     """Every setting vidagent reads. Build one with :func:`load_settings`."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
     home: Path = Field(default_factory=lambda: Path("~/.vidagent").expanduser())
     library: str = Field(

@@ -4,6 +4,7 @@ line naming the allowed options and exit code 1, on ``ask`` and on ``bench run``
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,12 @@ def test_options_parse_the_same_way_in_python(strategy: str) -> None:
         cls.parse_options({"nope": 1})
     defaults = cls.parse_options(None)
     assert cls.parse_options(dataclasses.asdict(defaults)) == defaults
+    # nan passes every comparison a check makes (nan < 0 is false): no float option takes it
+    for field in dataclasses.fields(defaults):
+        if isinstance(getattr(defaults, field.name), float):
+            for bad in (math.nan, math.inf):
+                with pytest.raises(ConfigError, match=field.name):
+                    cls.parse_options({field.name: bad})
 
 
 def test_an_unknown_strategy_lists_the_strategies(_isolated_home: Path) -> None:

@@ -43,6 +43,7 @@ import contextlib
 import copy
 import dataclasses
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -221,7 +222,7 @@ class Agent:
                 f"its options: {', '.join(sorted(allowed)) or 'none'}"
             )
         try:
-            return pydantic.TypeAdapter(cls.Options).validate_python(given)
+            options = pydantic.TypeAdapter(cls.Options).validate_python(given)
         except pydantic.ValidationError as e:
             first = e.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
@@ -229,6 +230,11 @@ class Agent:
             raise ConfigError(
                 f"{cls.name} option {where}: {problem} (got {first.get('input')!r})"
             ) from None
+        for field in dataclasses.fields(options):  # nan passes every comparison a check makes
+            value = getattr(options, field.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"{cls.name} option {field.name}: must be a finite number")
+        return options
 
     @classmethod
     def _evidence_setting(cls, options: Any) -> tuple[Any, EvidenceFirst | None]:
