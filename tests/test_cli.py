@@ -269,6 +269,31 @@ def test_show_and_search_read_the_index(
     assert "search text is empty" in empty.stderr
     none = vidagent("search", small_video.name, "x", "--top", "0", home=_isolated_home)
     assert none.returncode == 2 and "0 is not in the range x>=1" in none.stderr
+    past = vidagent(
+        "search", small_video.name, "x", "--from", "100", home=_isolated_home, env=fake_env
+    )
+    assert past.returncode == 1 and past.stdout == ""  # not "no matching clips"
+    assert past.stderr == (
+        f"error: the span from 00:01:40 on lies outside {small_video.name} (0-12.0 s)\n"
+    )
+
+
+def test_searching_a_video_whose_indexing_stopped_before_embed_says_so(
+    small_video: Path, tmp_path: Path, _isolated_home: Path, fake_env: dict[str, str]
+) -> None:
+    from vidagent.media.synth import make_video
+
+    other = tmp_path / "other.mp4"
+    make_video(other, duration=4, audio="tone")
+    assert vidagent("index", str(other), home=_isolated_home, env=fake_env).returncode == 0
+    stages = ["--stages", "transcribe"]
+    vidagent("index", str(small_video), *stages, home=_isolated_home, env=fake_env)
+    found = vidagent("search", small_video.name, "hello", home=_isolated_home, env=fake_env)
+    assert found.returncode == 1 and found.stdout == ""  # not "no matching clips"
+    assert found.stderr == (
+        f"error: {small_video.name} has no clip embedded yet (its indexing stopped before the "
+        "embed stage): index it again to search it\n"
+    )
 
 
 def test_show_lists_subjects_as_first_seen_and_the_describers_label_once(

@@ -16,6 +16,7 @@ from vidagent.timecode import clock, parse_time
 
 if TYPE_CHECKING:
     from vidagent.app.window import TimeWindow
+    from vidagent.library import Library
 
 
 def videos(core: SessionCore) -> list[Any]:
@@ -156,6 +157,8 @@ def search(
         ][:top]
         if not hits:  # nothing, or nobody by that name: say which
             check_known(lib, ids if ids is not None else lib.listed_ids(), speaker)
+    if not hits and ids:
+        _why_nothing(core.existing_library(), ids, t_from, t_to)
     listed = {v.video_id: v for v in lib.list_videos()} if hits else {}
     out = []
     for h in hits:
@@ -166,6 +169,31 @@ def search(
         recorded, name = (video.recorded_at, video.name) if video else ("", "")
         out.append(SearchHit(h, recorded, who, name))
     return out
+
+
+def _why_nothing(
+    lib: Library, ids: Sequence[str], t_from: float | None, t_to: float | None
+) -> None:
+    """Say why a search of named videos found nothing, where the reason is not the text: a
+    video none of whose clips is embedded (its indexing stopped before the embed stage), or a
+    span that lies outside every named video.
+
+    Raises:
+        LibraryError: a video with no clip embedded.
+        ConfigError: the span lies outside each video.
+    """
+    records = [lib.get_video(v) for v in ids]
+    for video in records:
+        if not lib.clip_vector_hashes(video.video_id):
+            raise LibraryError(
+                f"{video.name} has no clip embedded yet (its indexing stopped before the embed "
+                "stage): index it again to search it"
+            )
+    start, end = t_from or 0.0, math.inf if t_to is None else t_to
+    if all(start >= v.duration or end <= 0 for v in records):
+        span = f"{clock(start)}-{clock(end)}" if t_to is not None else f"from {clock(start)} on"
+        lengths = ", ".join(f"{v.name} (0-{v.duration:.1f} s)" for v in records)
+        raise ConfigError(f"the span {span} lies outside {lengths}")
 
 
 def set_recorded_at(core: SessionCore, ref: str, when: str) -> Any:
