@@ -9,6 +9,7 @@ looks at 250 frames and one frame inspection at up to 50).
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,8 +40,8 @@ class Budget:
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if value is not None and value <= 0:
-                raise ConfigError(f"budget {f.name} must be positive, not {value}")
+            if value is not None and not 0 < value < math.inf:  # nan too
+                raise ConfigError(f"budget {f.name} must be a positive number, not {value}")
 
     def with_steps(self, default: int) -> Budget:
         """This budget with the strategy's step limit where none was given."""

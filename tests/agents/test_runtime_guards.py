@@ -228,3 +228,13 @@ def test_a_span_a_call_names_twice_is_the_answers_evidence_once(indexed: Indexed
     assert answer.letter == "B" and answer.trace is not None
     assert len(answer.trace.of(Observed)[0].evidence) == 3  # the tool reports each range
     assert [e.to_list() for e in answer.evidence] == [[vid, 5.0, 8.0]]
+
+
+@pytest.mark.parametrize(
+    "limit", [{"seconds": float("nan")}, {"cost_usd": float("inf")}, {"steps": 0}]
+)
+def test_a_budget_that_is_not_a_positive_number_is_refused(limit: dict[str, float]) -> None:
+    # nan fails every comparison: "nan <= 0" is false, and a nan limit was never reached
+    (name,) = limit
+    with pytest.raises(ConfigError, match=f"^budget {name} must be a positive number"):
+        Budget(**limit)  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ from typing import Any, NoReturn, TextIO
 import click
 
 from vidagent.cli.base import (
+    POSITIVE,
     cli,
     echo_json,
     parse_sets,
@@ -84,13 +85,15 @@ def _noticed(show: Callable[[Any], None], line: str) -> Callable[[Any], None]:
 )
 @click.option(
     "--max-steps",
-    type=int,
+    type=click.IntRange(min=1),
     help="reasoning steps or search rounds [strategy's own: dvd 15, videoagent2 5, eea 10, avi 10, cvr 20 turns, retrieval 1]",
 )
-@click.option("--max-frames", type=int, help="frames looked at [2000]")
-@click.option("--max-tokens", type=int, help="tokens over all model calls [1000000]")
-@click.option("--max-seconds", type=float, help="wall-clock seconds [3600]")
-@click.option("--max-cost", type=float, help="US dollars, from configured prices [5]")
+@click.option("--max-frames", type=click.IntRange(min=1), help="frames looked at [2000]")
+@click.option(
+    "--max-tokens", type=click.IntRange(min=1), help="tokens over all model calls [1000000]"
+)
+@click.option("--max-seconds", type=POSITIVE, help="wall-clock seconds [3600]")
+@click.option("--max-cost", type=POSITIVE, help="US dollars, from configured prices [5]")
 @tool_mode_option
 @strategy_sets_option
 @click.option(
@@ -229,7 +232,7 @@ def _videos(refs: list[str]) -> list[str]:
     help="agent strategy [avi with a model endpoint; without one, retrieval (no LLM)]",
 )
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False), help="trace JSONL file")
-@click.option("--max-steps", type=int, help="tool iterations [avi: 10]")
+@click.option("--max-steps", type=click.IntRange(min=1), help="tool iterations [avi: 10]")
 @tool_mode_option
 @strategy_sets_option
 @window_options

@@ -5,6 +5,7 @@ per family, registered by :mod:`vidagent.cli`) import it, and it imports none of
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from vidagent.app import Session, TimeWindow
 
 __all__ = [
+    "POSITIVE",
     "cli",
     "echo_json",
     "hms",
@@ -34,6 +36,24 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _Positive(click.FloatRange):
+    """A number above 0 (a budget: seconds, dollars): click's range lets nan through, since
+    nan fails every comparison."""
+
+    def __init__(self) -> None:
+        super().__init__(min=0.0, min_open=True)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+#: A click type for a finite number above 0.
+POSITIVE = _Positive()
 
 
 def parse_time(text: str) -> float:

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from vidagent.cli.base import (
+    POSITIVE,
     echo_json,
     parse_sets,
     session_of,
@@ -52,19 +53,21 @@ from vidagent.exceptions import UserError
 )
 @click.option(
     "--max-steps",
-    type=int,
+    type=click.IntRange(min=1),
     help="reasoning steps or search rounds [strategy's own: dvd 15, videoagent2 5, eea 10, avi 10, cvr 20 turns, retrieval 1]",
 )
-@click.option("--max-frames", type=int, help="frames looked at per question [2000]")
+@click.option(
+    "--max-frames", type=click.IntRange(min=1), help="frames looked at per question [2000]"
+)
 @click.option(
     "--frames",
     "ladder",
     metavar="N1,N2,…",
     help="a frame-budget ladder: the run once per --max-frames value, in OUT/frames-N each",
 )
-@click.option("--max-tokens", type=int, help="tokens per question [1000000]")
-@click.option("--max-seconds", type=float, help="wall-clock seconds per question [3600]")
-@click.option("--max-cost", type=float, help="US dollars per question [5]")
+@click.option("--max-tokens", type=click.IntRange(min=1), help="tokens per question [1000000]")
+@click.option("--max-seconds", type=POSITIVE, help="wall-clock seconds per question [3600]")
+@click.option("--max-cost", type=POSITIVE, help="US dollars per question [5]")
 @tool_mode_option
 @strategy_sets_option
 @click.option("--quiet", "-q", is_flag=True, help="no progress bars")

@@ -305,7 +305,7 @@ class Tools:
         strategy: Annotated[
             Ref | None,
             Field(
-                description="the agent strategy: dvd, videoagent2, eea, avi, retrieval or a "
+                description="the agent strategy: dvd, videoagent2, eea, avi, cvr, retrieval or a "
                 "plugin's (default: dvd with a model endpoint, else retrieval, which needs no LLM)"
             ),
         ] = None,
