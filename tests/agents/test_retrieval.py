@@ -268,7 +268,9 @@ def test_registered_with_its_index_plan_and_checked_options(indexed: Any) -> Non
     assert strategy_class("retrieval") is RetrievalAgent
     _, vid, _ = indexed
     started = run_agent(indexed, Question(QUESTION, (vid,), OPTIONS)).trace.events[0]
-    assert started.index["stages"] == ["transcribe", "read_text", "speakers", "caption", "embed"]
+    # the plan's stages, and detection, which the describer's captions read (it is the captioner)
+    stages = ["transcribe", "read_text", "detect", "speakers", "caption", "embed"]
+    assert started.index["stages"] == stages
     assert started.index["embed_text"] == "caption+speech+text"
     assert started.settings == {
         "tool_mode": "auto",

@@ -98,3 +98,35 @@ def test_one_video_indexed_twice_at_once_is_indexed_once(small_video: Path, tmp_
     whose = [who for who, _ in events]
     assert whose == sorted(whose, key=["first", "second"].index)  # one after the other
     assert result.error is None and all(r.clips == 0 for r in result.stages)  # nothing redone
+
+
+def test_a_strategys_plan_captions_as_a_full_index_does(small_video: Path, tmp_path: Path) -> None:
+    # The offline describer writes a clip's caption from the perception stages' rows, so a plan
+    # naming caption runs detection too (retrieval's names none): otherwise its captions said
+    # "People were not checked." or counted people by whether `vidagent index` ran before.
+    captions = []
+    for name in ("plan", "full"):
+        settings = load_settings({**INDEX_SPECS, "library": str(tmp_path / name)})
+        with Session(settings) as session:
+            if name == "plan":
+                plan = session.plan_ask("v", "What?", strategy="retrieval").agent.index_plan()
+                assert "detect" not in plan.stages
+                result = session.index_file(small_video, plan=plan)
+            else:
+                result = session.index_file(small_video)
+            assert result.video is not None and "detect" in result.video.stages
+            captions.append([c.caption for c in session.library.clips(result.video.video_id)])
+    assert captions[0] == captions[1] and "People were not checked" not in str(captions)
+
+
+def test_a_plan_captioned_by_a_vision_model_runs_only_its_stages(tmp_path: Path) -> None:
+    from vidagent.agents.types import DESCRIBER_READS, IndexPlan
+    from vidagent.ingest.pipeline import STAGES
+
+    assert STAGES[: len(DESCRIBER_READS)] == DESCRIBER_READS  # the pipeline's first, in order
+    plan = IndexPlan(("speakers", "caption", "embed"))
+    vlm = load_settings({**INDEX_SPECS, "vlm": "openai:gpt-4o"})
+    assert plan.stages_run(vlm) == plan.stages
+    describer = load_settings(INDEX_SPECS)
+    assert plan.stages_run(describer) == (*DESCRIBER_READS, "speakers", "caption", "embed")
+    assert IndexPlan(("transcribe", "embed")).stages_run(describer) == ("transcribe", "embed")

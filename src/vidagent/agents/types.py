@@ -237,6 +237,11 @@ def answered(answer: Answer) -> dict[str, Any]:
     }
 
 
+#: The perception stages whose rows the offline describer reads to caption a clip (the first
+#: stages of the pipeline, in its order).
+DESCRIBER_READS = ("transcribe", "read_text", "detect")
+
+
 @dataclass(frozen=True)
 class IndexPlan:
     """What a strategy needs indexed before a question: the ingest stages it reads, and the
@@ -250,11 +255,28 @@ class IndexPlan:
     settings: Mapping[str, Any] = field(default_factory=dict)
     note: str = ""
 
+    def stages_run(self, settings: Settings) -> tuple[str, ...]:
+        """The stages the plan runs under ``settings``: its own, and where it captions with
+        the offline describer (which writes a clip's caption from the rows of the perception
+        stages), those stages too, in pipeline order. So a strategy's captions are the same
+        whatever ran on the video before: without detection the describer says "People were
+        not checked", and a video indexed with ``vidagent index`` first had its people counted,
+        so one benchmark command scored differently by what had been indexed before it."""
+        from vidagent.models.registry import provider_capabilities
+
+        indexed = settings.model_copy(update=dict(self.settings))
+        if "caption" not in self.stages:
+            return self.stages
+        if not provider_capabilities(indexed.spec("captioner")).describer:
+            return self.stages
+        # the describer's inputs are the pipeline's first stages, in this order
+        return (*DESCRIBER_READS, *(s for s in self.stages if s not in DESCRIBER_READS))
+
     def describe(self, settings: Settings) -> dict[str, Any]:
         """What the trace records of the index: the stages and the index settings in force."""
         indexed = settings.model_copy(update=dict(self.settings))
         return {
-            "stages": list(self.stages),
+            "stages": list(self.stages_run(settings)),
             "caption_transcripts": indexed.caption_transcripts,
             "caption_style": indexed.caption_style,
             "embed_text": indexed.embed_text,

@@ -84,7 +84,8 @@ def index_file(
 
     settings = core.settings
     if plan is not None:
-        stages, settings = plan.stages, settings.model_copy(update=dict(plan.settings))
+        stages = plan.stages_run(settings)
+        settings = settings.model_copy(update=dict(plan.settings))
     return index_path(
         path,
         library=core.library,
