@@ -291,3 +291,21 @@ def test_a_run_whose_llm_has_no_price_reports_no_price_not_zero(
     )
     (row,) = [line for line in text.stdout.splitlines() if line.startswith("remote ")]
     assert "no price" in row
+
+
+def test_a_damaged_line_of_a_run_is_said_in_the_report(
+    runs: tuple[Path, Path], tmp_path: Path, _isolated_home: Path
+) -> None:
+    # bench score refuses such a file outright; a run's own file is read around the damage,
+    # and the report says so rather than count the question as never asked in silence
+    import shutil
+
+    run = tmp_path / "damaged"
+    shutil.copytree(runs[0], run)
+    rows = (run / "predictions.jsonl").read_bytes().splitlines(keepends=True)
+    rows[1] = b"not json\n"
+    rows[2] = b"\xff\xfe\n"
+    (run / "predictions.jsonl").write_bytes(b"".join(rows))
+    out = vidagent("bench", "report", str(run), home=_isolated_home)
+    assert out.returncode == 0, out.stderr
+    assert "2 line(s) of predictions.jsonl could not be read (damaged)" in out.stdout

@@ -24,7 +24,7 @@ from vidagent.app.benchmarks import RunConfig, run_benchmark
 from vidagent.bench.answers import parse_prediction
 from vidagent.bench.base import BenchmarkDataError, Sample
 from vidagent.bench.report import load_run
-from vidagent.bench.rundir import RowLog, check_resume, read_manifest, read_rows
+from vidagent.bench.rundir import RowLog, check_resume, read_manifest, read_rows, rewrite_rows
 from vidagent.exceptions import ConfigError, EndpointUnreachable, ServerError, UserError
 from vidagent.models.base import Capabilities, ChatRequest
 from vidagent.models.client import Models
@@ -195,6 +195,26 @@ def test_the_default_run_folder_is_named_by_the_settings_so_the_same_command_res
         RunConfig("nextqa", nextqa, limit=1), settings=settings_with("fake:echo?reply=C")
     )
     assert other.out != first.out
+
+
+def test_a_smaller_limit_into_a_run_keeps_the_questions_it_holds(
+    nextqa: Path, _isolated_home: Path
+) -> None:
+    first = run_benchmark(RunConfig("nextqa", nextqa, limit=3), settings=settings_with())
+    again = run_benchmark(RunConfig("nextqa", nextqa, limit=1), settings=settings_with())
+    assert again.out == first.out and (again.done_before, again.ran) == (1, 0)
+    manifest = json.loads((first.out / "manifest.json").read_text())
+    assert len(manifest["samples"]) == 3 and manifest["limit"] == 3
+    # the stages the answers read are part of what a resume must match
+    assert manifest["index_settings"]["stages"] == [
+        "transcribe",
+        "read_text",
+        "detect",
+        "caption",
+        "embed",
+    ]
+    reported = load_run(first.out)
+    assert reported.scores.overall.questions == 3  # not the last session's one question
 
 
 def test_resuming_with_another_model_is_refused_naming_it(nextqa: Path, tmp_path: Path) -> None:
@@ -469,3 +489,10 @@ def test_a_torn_last_row_is_cut_before_appending(tmp_path: Path) -> None:
     with RowLog(path) as log:
         log.append({"id": "c", "parsed": 2})
     assert path.read_text() == '{"id": "a", "parsed": 1}\n{"id":"c","parsed":2}\n'
+
+
+def test_a_line_of_bytes_that_are_not_utf8_is_dropped_on_resume(tmp_path: Path) -> None:
+    rows = tmp_path / "predictions.jsonl"
+    rows.write_bytes(b'{"id": "a", "error": null}\n\xff\xfe\n{"id": "b", "error": "x"}\n')
+    assert rewrite_rows(rows, lambda row: row.get("error") is None) == 2  # was a traceback
+    assert list(read_rows(rows)) == ["a"]

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vidagent.bench.base import BenchmarkDataError, GroupScore, Outcome, Sample, Scores, load
-from vidagent.bench.rundir import ROWS, RunFolderError, read_manifest, read_rows
+from vidagent.bench.rundir import ROWS, RunFolderError, read_manifest, read_rows, unreadable_lines
 from vidagent.bench.selective import RiskCoverage, risk_coverage
 
 if TYPE_CHECKING:
@@ -241,9 +241,16 @@ def load_run(
     )
     means = _means(rows)
     lost = len(wanted) - len(samples)
+    notes = list(scores.notes)
     if lost:
-        notes = (*scores.notes, f"{lost} questions of the run are not in the data any more")
-        scores = dataclasses.replace(scores, notes=notes)
+        notes.append(f"{lost} questions of the run are not in the data any more")
+    damaged = unreadable_lines(path / ROWS)
+    if damaged:  # bench score refuses such a file; a run's own is read around them
+        notes.append(
+            f"{damaged} line(s) of {ROWS} could not be read (damaged) and were left out: their "
+            "questions count as not run (the same bench run command asks them again)"
+        )
+    scores = dataclasses.replace(scores, notes=tuple(notes))
     return RunReport(
         name=path.resolve().name,
         path=path,

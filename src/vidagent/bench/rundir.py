@@ -173,6 +173,16 @@ def iter_rows(path: Path) -> Iterator[dict[str, Any]]:
                 yield row
 
 
+def unreadable_lines(path: Path) -> int:
+    """How many lines of a predictions file :func:`iter_rows` skips (torn, not JSON, not
+    UTF-8, or not a row with an ``id``)."""
+    if not path.is_file():
+        return 0
+    with path.open("rb") as f:
+        lines = sum(1 for line in f if line.strip())
+    return lines - sum(1 for _ in iter_rows(path))
+
+
 def read_rows(path: Path) -> dict[str, dict[str, Any]]:
     """``{id: row}`` of a predictions file, the last row of an id winning."""
     return {str(row["id"]): row for row in iter_rows(path)}
@@ -183,16 +193,16 @@ def rewrite_rows(path: Path, keep: Callable[[Mapping[str, Any]], bool]) -> int:
     rows were dropped (duplicates and torn lines included)."""
     if not path.is_file():
         return 0
-    lines = path.read_text(encoding="utf-8").splitlines()
-    rows = read_rows(path)
-    kept = [row for row in rows.values() if keep(row)]
+    with path.open("rb") as f:  # a line of bytes that are not UTF-8 counts, as one dropped
+        lines = sum(1 for _ in f)
+    kept = [row for row in read_rows(path).values() if keep(row)]
     tmp = path.with_name(f".{path.name}.tmp")
     with tmp.open("w", encoding="utf-8") as f:
         f.writelines(_line(row) for row in kept)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    return len(lines) - len(kept)
+    return lines - len(kept)
 
 
 def _line(row: Mapping[str, Any]) -> str:

@@ -575,7 +575,11 @@ class _Run:
             budget=self.agent.budget.to_dict(),
             models={role: self.models.serving(role) for role in ROLES},
             calls=list(self.agent.calls),
-            index_settings={k: dumped[k] for k in INDEX_SETTINGS},
+            # the stages the questions' videos are indexed through: what the answers read
+            index_settings={
+                **{k: dumped[k] for k in INDEX_SETTINGS},
+                "stages": list(self.index.plan.stages_run(s)),
+            },
             prompts=prompt_hashes(),
             settings=dumped,
             library=self.library.uri,
@@ -596,10 +600,17 @@ class _Run:
         if path.is_file():
             old = read_manifest(self.out)
             check_resume(old, manifest.to_json(), self.out)
+            # The folder's questions are those of every session: a smaller --limit asks fewer,
+            # and drops none the run holds (its report would then leave their rows out).
+            before = [str(x) for x in old.get("samples", [])]
+            added = [x for x in manifest.samples if x not in set(before)]
+            limits = (old.get("limit"), manifest.limit)
             manifest = replace(
                 manifest,
                 created_at=old.get("created_at", manifest.created_at),
                 sessions=list(old.get("sessions", [])),
+                samples=before + added,
+                limit=None if None in limits else max(int(n) for n in limits),  # type: ignore[arg-type]
             )
             # A failed question is asked again: its row goes, the rest stay as they are.
             rewrite_rows(self.out / ROWS, lambda row: row.get("error") is None)
@@ -644,8 +655,9 @@ class _Run:
         single = {p for s in todo if len(s.videos) == 1 for p in s.videos}
         if self.executor is not None and paths:  # in parallel; what follows finds them done
             plan = self.index.plan
+            stages = plan.stages_run(self.session.settings)
             for _ in self.executor.index(
-                self.session, paths, stages=plan.stages, progress=progress, overrides=plan.settings
+                self.session, paths, stages=stages, progress=progress, overrides=plan.settings
             ):
                 pass  # a failure is found again below
         for path in tqdm(paths, desc="indexing", unit="video", disable=not progress):
