@@ -185,7 +185,8 @@ def test_damaged_run_files_are_one_line_errors_or_skipped_rows(
     run = Path(shutil.copytree(runs[0], tmp_path / "run"))
     with (run / "predictions.jsonl").open("ab") as f:  # a line of bytes that are not UTF-8
         f.write(b'{"id": "9", "parsed": "\xff\xfe"}\n')
-    read = vidagent("bench", "report", str(run), "--no-plots", home=_isolated_home)
+    written = ["--no-plots", "--out", str(tmp_path / "report")]
+    read = vidagent("bench", "report", str(run), *written, home=_isolated_home)
     assert read.returncode == 0, read.stderr
     manifest = json.loads((run / "manifest.json").read_text())
     del manifest["benchmark"]
@@ -197,7 +198,7 @@ def test_damaged_run_files_are_one_line_errors_or_skipped_rows(
         (run, f"{run / 'manifest.json'}: a damaged run manifest (its 'benchmark' is missing"),
         (ladder, f"{ladder / 'ladder.json'}: a damaged ladder file (invalid literal"),
     ]:
-        out = vidagent("bench", "report", str(path), "--no-plots", home=_isolated_home)
+        out = vidagent("bench", "report", str(path), *written, home=_isolated_home)
         assert out.returncode == 1 and out.stderr.startswith(f"error: {message}")
         assert out.stderr.count("\n") == 1
 
@@ -306,6 +307,7 @@ def test_a_damaged_line_of_a_run_is_said_in_the_report(
     rows[1] = b"not json\n"
     rows[2] = b"\xff\xfe\n"
     (run / "predictions.jsonl").write_bytes(b"".join(rows))
-    out = vidagent("bench", "report", str(run), home=_isolated_home)
+    written = ["--no-plots", "--out", str(tmp_path / "report")]
+    out = vidagent("bench", "report", str(run), *written, home=_isolated_home)
     assert out.returncode == 0, out.stderr
     assert "2 line(s) of predictions.jsonl could not be read (damaged)" in out.stdout
