@@ -24,6 +24,7 @@ from vidagent.train.evaluate import majority_baseline
 from vidagent.train.grpo import (
     Trainer,
     batch_for,
+    check_resume,
     grpo_token_loss,
     split_scripts,
     train,
@@ -295,6 +296,23 @@ def test_bad_configs_are_one_line_errors(tiny: Path, tmp_path: Path) -> None:
     ]:
         with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
             load_config(path, {key: value})
+
+
+def test_a_run_is_resumed_only_under_the_settings_it_trained_with(
+    tiny: Path, tmp_path: Path
+) -> None:
+    cfg = load_config(config_file(tmp_path, tiny))
+    out = Path(cfg.run.output_dir)
+    out.mkdir(parents=True)
+    (out / "config.json").write_text(cfg.model_dump_json(), encoding="utf-8")
+    # how long it trains, saves and runs may change; what a step does may not (the run's
+    # config.json was overwritten with the new group size and learning rate, describing
+    # steps it did not train that way)
+    longer = {"grpo.max_steps": 99, "run.keep_checkpoints": 5, "run.threads": 1}
+    check_resume(out, load_config(config_file(tmp_path, tiny), longer))
+    changed = load_config(config_file(tmp_path, tiny), {"rollout.group_size": 3})
+    with pytest.raises(ConfigError, match=r"with rollout\.group_size = 2, not 3; resume it"):
+        check_resume(out, changed)
 
 
 def test_a_killed_run_resumes_from_its_last_checkpoint_without_duplicate_rows(

@@ -122,6 +122,46 @@ def grpo_token_loss(
     return loss, kl, (ratio - clipped).abs() > 1e-8
 
 
+#: Settings a resumed run may change: how long it trains and how it saves and runs, not what
+#: a step does (``section.field``).
+RESUMABLE = frozenset(
+    {"grpo.max_steps", "grpo.epochs", "run.output_dir", "run.save_every", "run.keep_checkpoints",
+     "run.threads"}
+)  # fmt: skip
+
+
+def check_resume(out: Path, cfg: TrainConfig) -> None:
+    """Refuse to resume the run in ``out`` under settings that change what a step does (the
+    group size, the learning rate, the model, ...): its ``config.json`` would then describe
+    steps it did not train that way.
+
+    Raises:
+        ConfigError: naming the first such setting, with both values.
+    """
+    import json
+
+    from vidagent.exceptions import ConfigError
+
+    saved = out / "config.json"
+    if not saved.is_file():
+        return
+    try:
+        was = TrainConfig.model_validate(json.loads(saved.read_text(encoding="utf-8")))
+    except (ValueError, OSError):
+        raise ConfigError(
+            f"{saved}: the run's settings do not parse; give another output_dir"
+        ) from None
+    old, new = was.model_dump(mode="json"), cfg.model_dump(mode="json")
+    for section, fields in old.items():
+        for name, value in fields.items():
+            key, now = f"{section}.{name}", new[section].get(name)
+            if key not in RESUMABLE and now != value:
+                raise ConfigError(
+                    f"{out} holds a training run with {key} = {value!r}, not {now!r}; resume "
+                    "it with the same settings, or give another run.output_dir"
+                )
+
+
 class Trainer:
     """One training run: policy, reference, optimiser, data and the step loop."""
 
@@ -137,6 +177,8 @@ class Trainer:
         self.train_set, self.heldout = split_scripts(cfg)
         checkpoint.clean_partial(self.out)
         self.resume = checkpoint.latest(self.out)
+        if self.resume is not None:
+            check_resume(self.out, cfg)
         #: GRPO's initial policy and KL reference: the config's model, or its format warm-up
         self.base = cfg.model.name
         if cfg.warmup.enabled:  # it trains between its loads: no read to share across it
