@@ -321,7 +321,8 @@ def test_dvd_as_published_captions_without_transcripts_and_embeds_the_caption_al
     assert 'Speech: "hello there"' not in searched.text  # rich results append each clip's speech
     (started,) = trace.of(RunStarted)
     assert started.index == {
-        "stages": ["caption", "embed"],
+        # the describer's inputs but the transcript, which its captions do not see here
+        "stages": ["read_text", "detect", "caption", "embed"],
         "caption_transcripts": False,
         "caption_style": "registry",
         "embed_text": "caption",

@@ -130,3 +130,5 @@ def test_a_plan_captioned_by_a_vision_model_runs_only_its_stages(tmp_path: Path)
     describer = load_settings(INDEX_SPECS)
     assert plan.stages_run(describer) == (*DESCRIBER_READS, "speakers", "caption", "embed")
     assert IndexPlan(("transcribe", "embed")).stages_run(describer) == ("transcribe", "embed")
+    unheard = IndexPlan(("caption",), {"caption_transcripts": False})  # captions see no speech
+    assert unheard.stages_run(describer) == ("read_text", "detect", "caption")

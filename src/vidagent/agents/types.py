@@ -187,6 +187,9 @@ class Answer:
             made).
         review: what the critic said, where it ran.
         trace: the run's events.
+        unanswered: the model never answered: every call for an answer failed, the forced final
+            answer's too (its error is in ``note``); not an answer that names nothing, which
+            the model did give.
     """
 
     text: str
@@ -197,6 +200,7 @@ class Answer:
     confidence: float | None = None
     evidence: tuple[Evidence, ...] = ()
     note: str = ""
+    unanswered: bool = False
     verification: Verification | None = field(default=None, compare=False, repr=False)
     review: Review | None = field(default=None, compare=False, repr=False)
     trace: Trace | None = field(default=None, compare=False, repr=False)
@@ -269,8 +273,11 @@ class IndexPlan:
             return self.stages
         if not provider_capabilities(indexed.spec("captioner")).describer:
             return self.stages
-        # the describer's inputs are the pipeline's first stages, in this order
-        return (*DESCRIBER_READS, *(s for s in self.stages if s not in DESCRIBER_READS))
+        # the describer's inputs are the pipeline's first stages, in this order; the transcript
+        # only where captions see it
+        reads = [s for s in DESCRIBER_READS if s != "transcribe" or indexed.caption_transcripts]
+        wanted = [s for s in DESCRIBER_READS if s in reads or s in self.stages]
+        return (*wanted, *(s for s in self.stages if s not in DESCRIBER_READS))
 
     def describe(self, settings: Settings) -> dict[str, Any]:
         """What the trace records of the index: the stages and the index settings in force."""
