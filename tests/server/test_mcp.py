@@ -203,6 +203,43 @@ async def test_index_video_indexes_a_file_inside_the_media_root(
     assert [v["video_id"] for v in videos] == [report["video_id"]]
 
 
+async def test_a_cancelled_ask_stops_at_its_next_step(
+    settings: Settings, library_dir: Path, media: Path
+) -> None:
+    # The client gives up on a question while its first model call runs: the run stops before
+    # its next step (it went on to the end before: the SDK's worker thread heard no cancel).
+    import anyio
+
+    from vidagent.trace import Answered, Trace
+
+    calls: list[Any] = []
+
+    def slow(request: Any) -> str:
+        calls.append(request)
+        time.sleep(1.0)
+        return SCRIPT[min(len(calls), 2) - 1]
+
+    llm = FakeAdapter.function(slow, capabilities=JSON_ONLY)
+    models = Models.from_adapters(
+        {"llm": llm, "embed": FakeAdapter("hash", {"dim": "32"})}, settings
+    )
+    with Session(settings, library=library_dir, models=models) as session:
+        async with Client(build_server(session, MediaRoots([media]))) as client:
+            (video,) = body(await client.call_tool("list_videos", {}))["videos"]
+            asked = {"question": "What text appears?", "videos": [video["video_id"]]}
+            with anyio.move_on_after(0.5):
+                await client.call_tool("ask", asked | {"strategy": "dvd"})
+            traces = session.traces_folder
+            for _ in range(300):  # the run ends at its next check, on its own thread
+                done = [p for p in traces.glob("*.jsonl") if "run_finished" in p.read_text()]
+                if done:
+                    break
+                await anyio.sleep(0.1)
+    (path,) = done
+    (answered,) = Trace.load(path).of(Answered)
+    assert answered.reason == "stopped" and len(calls) == 1
+
+
 @pytest.mark.parametrize(
     "path", ["../outside.mp4", "{outside}", "link.mp4", "sub/../../outside.mp4"]
 )

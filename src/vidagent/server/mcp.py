@@ -27,14 +27,17 @@ from __future__ import annotations
 
 import inspect
 import json
+import threading
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
-from functools import wraps
+from contextvars import ContextVar
+from functools import partial, wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import Field, ValidationError
 
 from vidagent._version import __version__
+from vidagent.app.indexing import index_report
 from vidagent.app.limits import (
     MAX_OPTIONS,
     MAX_STAGES,
@@ -184,15 +187,41 @@ class MediaRoots:
         return session.existing_library().resolve(ref)
 
 
+#: The running tool call's stop flag, set when its client cancels the call.
+_STOP: ContextVar[threading.Event | None] = ContextVar("vidagent_mcp_stop", default=None)
+
+
+def _stopping() -> Callable[[], bool]:
+    """``should_stop`` for the work of the running tool call: true once it is cancelled."""
+    flag = _STOP.get()
+    return flag.is_set if flag is not None else (lambda: False)
+
+
 def _tool_errors(fn: F) -> F:
-    """``fn`` with vidagent's errors turned into tool errors that carry their message."""
+    """``fn`` run on a worker thread, vidagent's errors turned into tool errors that carry
+    their message, and a client's ``notifications/cancelled`` passed on to the work: the SDK
+    cancels the call's scope, which a plain worker thread does not hear (an index or a question
+    ran on to its end), so the wait is abandoned and the work's ``should_stop``
+    (:func:`_stopping`) says stop; it ends at its next check (between clips, before a step or a
+    model call)."""
 
     @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        import anyio
+
+        flag = threading.Event()
+        token = _STOP.set(flag)  # the worker thread runs in a copy of this context
         try:
-            return fn(*args, **kwargs)
+            return await anyio.to_thread.run_sync(
+                partial(fn, *args, **kwargs), abandon_on_cancel=True
+            )
         except VidagentError as e:
             raise ToolError(str(e)) from None
+        except anyio.get_cancelled_exc_class():
+            flag.set()
+            raise
+        finally:
+            _STOP.reset(token)
 
     return wrapper  # type: ignore[return-value]
 
@@ -261,10 +290,10 @@ class Tools:
         """Index a video file so that it can be searched and asked about; returns what was
         built (clips, shots, each stage's time). Already indexed stages are reused."""
         real = self.roots.file(path)
-        report = next(self.session.index([real], stages=stages))
-        if report.error is not None:
-            raise ToolError(report.error)
-        return report.to_json()
+        result = self.session.index_file(real, stages=stages, should_stop=_stopping())
+        if result.error is not None:
+            raise ToolError(str(result.error))
+        return index_report(self.session, real, result).to_json()
 
     def search(
         self,
@@ -354,7 +383,7 @@ class Tools:
             strategy_options={"abstain": abstain, "critic": critic},
             window=TimeWindow.parse(last, since, until),
         )
-        result = plan.run()
+        result = plan.run(should_stop=_stopping())
         trace = result.trace.path
         return result.to_json() | {"trace_id": trace.stem if trace else None}
 
