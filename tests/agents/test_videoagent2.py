@@ -821,3 +821,25 @@ def test_asking_about_the_same_file_again_reuses_its_built_context(
             records += session.library.list_videos()
     assert records[0].stages == records[1].stages  # the stages' "at" times too
     assert len(script.prompts("A long video")) == 1  # B_1's summary, built once
+
+
+def test_building_the_general_context_is_part_of_the_run(small_video: Path, tmp_path: Path) -> None:
+    # B_1's summary is a model call of the question that builds it: in its trace and totals,
+    # before the first step, under its budget (before, it ran before run_started, outside them;
+    # with SmolLM2 on 2 cores that was over a minute neither --max-seconds nor the totals saw)
+    from vidagent.trace import ModelCall, RunFinished
+
+    settings = load_settings({**INDEX_SPECS})
+    script = Script([says("B", 5)])
+    describer = create_adapter("perception:describer", settings, "vlm")
+    hub = models(settings, FakeAdapter.function(script), describer)
+    with Session(settings, library=tmp_path / "lib", models=hub) as session:
+        result = session.ask(small_video, QUESTION, options=OPTIONS, strategy="videoagent2")
+    events = result.trace.events
+    calls = [e for e in events if isinstance(e, ModelCall) and e.role == "llm"]
+    first_phase = next(k for k, e in enumerate(events) if isinstance(e, PhaseChanged))
+    assert len(script.prompts("A long video")) == 1 and len(calls) == 2
+    assert events.index(calls[0]) < first_phase  # the summary, before the first step
+    (finished,) = [e for e in events if isinstance(e, RunFinished)]
+    assert finished.model_calls == sum(isinstance(e, ModelCall) for e in events)
+    assert finished.input_tokens == sum(e.input_tokens for e in events if isinstance(e, ModelCall))

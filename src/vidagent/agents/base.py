@@ -410,12 +410,16 @@ class Agent:
         trace: Trace | None = None,
         *,
         should_stop: Callable[[], bool] | None = None,
+        prepare: Callable[[], None] | None = None,
     ) -> Answer:
         """Answer ``question``; every event goes to ``trace`` (default: kept in memory).
 
         ``should_stop`` is asked before every step and model call; once it says True the run
         ends there with the answer it has (reason ``stopped``, no further model call), still
-        checked and recorded.
+        checked and recorded. ``prepare`` builds what the strategy reads besides the index
+        (VideoAgent2's general context) before the first step, inside the run: its model calls
+        are in the trace and the totals, and its time and tokens count against the budget (a
+        provider's failure there ends the run as one in a step does).
         """
         trace = trace if trace is not None else Trace()
         meter = Meter(self.budget, should_stop)
@@ -456,7 +460,7 @@ class Agent:
         try:
             run.emit(RunStarted, **self._started(question))
             with UsageLedger.capture(on_call):
-                answer = self._checked(run, self._solve(run))
+                answer = self._checked(run, self._solve(run, prepare))
                 reader = self.reader() if answer.reason != "stopped" else None
                 if reader is not None:
                     answer = self._reviewed(run, answer, reader)
@@ -477,9 +481,11 @@ class Agent:
             trace.close()
         return dataclasses.replace(answer, trace=trace)
 
-    def _solve(self, run: Run) -> Answer:
+    def _solve(self, run: Run, prepare: Callable[[], None] | None = None) -> Answer:
         """The strategy's answer, or a forced one when the search cannot go on."""
         try:
+            if prepare is not None:
+                prepare()
             return self.solve(run)
         except Stopped as e:
             return run.answer("", forced=True, reason="stopped", note=str(e))
@@ -498,7 +504,10 @@ class Agent:
             if isinstance(e, EndpointUnreachable) and e.endpoint == llm:
                 # the final answer would be asked of the endpoint just found unreachable
                 unasked = "no final answer asked of an endpoint that cannot be reached"
-                return run.answer("", forced=True, reason="model_error", note=f"{note}; {unasked}")
+                failed = run.answer(
+                    "", forced=True, reason="model_error", note=f"{note}; {unasked}"
+                )
+                return dataclasses.replace(failed, unanswered=True)
             return self._forced(run, "model_error", note)
 
     def _looker(self, run: Run, client: Client) -> FrameLooker:
@@ -573,9 +582,10 @@ class Agent:
             return self.force_answer(run, reason, note)
         except ProviderError as e:
             failed = f"the final answer call failed too ({type(e).__name__}: {e})"
-            return run.answer(
+            answer = run.answer(
                 "", forced=True, reason=reason, note=f"{note}; {failed}" if note else failed
             )
+            return dataclasses.replace(answer, unanswered=True)
 
     def _started(self, question: Question) -> dict[str, Any]:
         from vidagent._version import __version__

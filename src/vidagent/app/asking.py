@@ -161,10 +161,16 @@ def agent(
 
 
 def resolve_videos(
-    core: SessionCore, refs: Sequence[str | Path], agent: Agent, *, progress: bool = False
+    core: SessionCore,
+    refs: Sequence[str | Path],
+    agent: Agent,
+    *,
+    progress: bool = False,
+    prepared: bool = True,
 ) -> list[str]:
     """Video ids for files (indexed through the agent's stages where owed) or references,
-    with whatever the agent needs built before a question.
+    with whatever the agent needs built before a question (unless not ``prepared``: a run then
+    builds it, :func:`prepare`).
 
     Raises:
         MediaError: a file cannot be used as a video.
@@ -185,7 +191,8 @@ def resolve_videos(
             unknown = f"{ref}: not a video file and not a video in {core.library.uri}"
             raise VideoNotFoundError(unknown) from None
     ids = list(dict.fromkeys(ids))
-    prepare(core, agent, ids)
+    if prepared:
+        prepare(core, agent, ids)
     return ids
 
 
@@ -262,12 +269,15 @@ class AskPlan:
             VideoNotFoundError: a reference is neither a file nor a video in the Library.
             ConfigError: the window holds nothing of a video, or needs a recording start
                 time it has not.
-            ProviderError: a model endpoint failed while the strategy prepared.
         """
         from vidagent.agents.base import Question
         from vidagent.trace import Trace
 
-        ids = resolve_videos(self.core, self.videos, self.agent, progress=self.progress)
+        # What the strategy reads besides the index is built inside the run (Agent.run's
+        # prepare): its model calls are the run's, in its trace, totals and budget.
+        ids = resolve_videos(
+            self.core, self.videos, self.agent, progress=self.progress, prepared=False
+        )
         self.core.check_embedding()
         # The live edges are read here, once: the run sees one window however the videos grow.
         answering = self.agent
@@ -275,7 +285,12 @@ class AskPlan:
             answering = answering.within(windowed(self.core.library, ids, self.window))
         run_trace: Trace = Trace(self.trace_path, listeners=[on_event] if on_event else [])
         asked = Question(self.question, tuple(ids), self.options, self.task)
-        answer = answering.run(asked, run_trace, should_stop=should_stop)
+        answer = answering.run(
+            asked,
+            run_trace,
+            should_stop=should_stop,
+            prepare=lambda: prepare(self.core, self.agent, ids),
+        )
         result = GroundResult if self.task == "ground" else AskResult
         return result(run_trace, answer, self.notice)
 
