@@ -393,8 +393,11 @@ def test_a_spent_budget_forces_the_answer_on_the_conversation_so_far(
     # 7 frames spent the budget of 5: one more turn, answer only, on the history so far
     assert (answer.letter, answer.forced, answer.reason) == ("B", True, "budget:frames")
     last = seen[-1].messages
-    assert "The budget is spent: this is your last turn." in last[-1].text
-    assert last[-1].text.startswith("[TOOL OBS] ") and len(seen) == 3  # a non-answer is refused
+    # a non-answer is refused, and the retry says why after the forced turn
+    forced, retried = last[-2].text, last[-1].text
+    assert "The budget is spent: this is your last turn." in forced
+    assert forced.startswith("[TOOL OBS] ") and len(seen) == 3
+    assert retried.startswith("Please ensure your reply is valid JSON")
 
 
 @pytest.mark.parametrize("index", ["auto", "off", None])
@@ -490,3 +493,33 @@ def test_observations_reach_the_master_whole_unless_cut_is_asked(
     else:
         assert result == report[:1000] + "...(truncated)..." + report[-1000:]
         assert "MIDDLE" not in result and result.endswith("END")
+
+
+def test_the_forced_turn_asks_again_saying_why_and_no_answer_is_not_a_model_failure(
+    clips: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from vidagent.budget import Budget
+    from vidagent.trace import FormatError
+
+    library, ids = _library(tmp_path / "lib", *clips)
+    seen: list[ChatRequest] = []
+    replies = iter([SIDE_BY_SIDE, "no JSON here", SIDE_BY_SIDE, "still none"])
+
+    def master(request: ChatRequest) -> str:
+        seen.append(request)
+        return next(replies)
+
+    models = hub(FakeAdapter.function(master), FakeAdapter.function(Visual()))
+    answer = CVRAgent(library, models, budget=Budget(frames=5)).run(
+        Question("q", tuple(ids), ("x", "y"))
+    )
+    assert answer.trace is not None
+    errors = answer.trace.of(FormatError)
+    assert [e.attempt for e in errors] == [1, 2, 3]  # each retry numbered (all 1 before)
+    # each retry says why the last reply was refused: three different requests, not the same
+    # one again (which the response cache answered with the same reply)
+    forced = [r.messages for r in seen[1:]]
+    assert "holds no JSON object" in forced[1][-1].text
+    assert "the turns are used up" in forced[2][-1].text
+    # the model answered, naming nothing: an answer (exit 0), not a failed endpoint (exit 3)
+    assert answer.forced and answer.text == "" and not answer.unanswered

@@ -195,7 +195,7 @@ def ask(
         if quiet and answered is not None:  # else the live display printed it already
             click.echo(renderer(answered))
         click.echo(f"trace: {result.trace.path}")
-    if result.answer is not None and result.answer.forced and not result.answer.text.strip():
+    if result.answer is not None and result.answer.unanswered:
         sys.exit(NO_ANSWER)  # the forced final answer's call failed too: shown, with why
 
 
@@ -304,7 +304,7 @@ def ground(
             shown += f" (abstained: {answered.abstain_reason})"
         click.echo(shown)
         click.echo(f"trace: {result.trace.path}")
-    if result.answer is not None and result.answer.forced and not result.answer.text.strip():
+    if result.answer is not None and result.answer.unanswered:
         sys.exit(NO_ANSWER)
     if found is None and not as_json:
         sys.exit(1)

@@ -50,6 +50,7 @@ from vidagent.agents.cvr.protocol import (
     EpisodeTurn,
     answer_format,
     parse_master_action,
+    reminder,
     run_master,
 )
 from vidagent.exceptions import ConfigError
@@ -309,8 +310,12 @@ class CVRAgent(Agent):
             messages[-1] = {"role": "user", "content": last["content"] + forced}
         else:
             messages.append({"role": "user", "content": forced.strip()})
-        for _ in range(CVR_FORMAT_RETRIES):
-            raw = self._chat(run, messages, check=False)
+        errors: list[str] = []
+        for attempt in range(1, CVR_FORMAT_RETRIES + 1):
+            # each retry says why the last reply was refused, as the master loop's do (the same
+            # request again was answered from the response cache with the same reply)
+            again = [{"role": "user", "content": reminder(errors[-1])}] if errors else []
+            raw = self._chat(run, messages + again, check=False)
             try:
                 action = parse_master_action(
                     raw,
@@ -319,10 +324,14 @@ class CVRAgent(Agent):
                     options=list(run.question.options) or None,
                 )
             except CvrFormatError as e:
-                run.emit(FormatError, attempt=1, problem=str(e), reply=raw)
-                continue
-            if action.kind == "answer":
-                return self._answer(run, action.final_answer, forced=True, reason=reason, note=note)
+                errors.append(str(e))
+            else:
+                if action.kind == "answer":
+                    return self._answer(
+                        run, action.final_answer, forced=True, reason=reason, note=note
+                    )
+                errors.append("the turns are used up: reply with the answer action now")
+            run.emit(FormatError, attempt=attempt, problem=errors[-1], reply=raw)
         return self._answer(
             run,
             None,

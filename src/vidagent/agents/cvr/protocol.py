@@ -433,7 +433,8 @@ def turn_note(next_turn: int, max_turns: int) -> str:
     return ""
 
 
-def _reminder(reason: str) -> str:
+def reminder(reason: str) -> str:
+    """The user turn that asks again after a rejected reply, saying why."""
     return f"{FORMAT_REMINDER}\n(Your last reply was rejected: {reason})"
 
 
@@ -444,7 +445,7 @@ def _attempt_turn(
     parse: Callable[[str], CvrAction],
 ) -> CvrAction | None:
     for _ in range(CVR_FORMAT_RETRIES):
-        extra = [{"role": "user", "content": _reminder(record.errors[-1])}] if record.errors else []
+        extra = [{"role": "user", "content": reminder(record.errors[-1])}] if record.errors else []
         raw = chat(messages + extra)
         record.attempts.append(raw)
         record.raw = raw
