@@ -198,6 +198,26 @@ def test_dry_run_spends_nothing_and_prices_the_vlm(small_video: Path, _isolated_
     assert "3 clips of 5 s" in table and "openai:gpt-4o-mini" in table and "total: about" in table
 
 
+def test_dry_run_counts_only_what_an_indexed_video_still_owes(
+    small_video: Path, _isolated_home: Path, fake_env: dict[str, str]
+) -> None:
+    # it estimated the whole job again for a video indexed before, and the run then did nothing
+    assert vidagent("index", str(small_video), home=_isolated_home, env=fake_env).returncode == 0
+    dry = ("index", str(small_video), "--dry-run", "--json")
+    plan = json.loads(vidagent(*dry, home=_isolated_home, env=fake_env).stdout)
+    owed = {
+        s["stage"]: (s["calls"], s["frames"]) for s in plan["stages"] if s["stage"] != "structure"
+    }
+    assert owed and set(owed.values()) == {(0, 0)}, owed
+    (cut,) = [s for s in plan["stages"] if s["stage"] == "structure"]
+    assert cut["frames"] == 0  # not decoded again
+    # a new embedder redoes the embeddings (and the summary after them), nothing before them
+    other = fake_env | {"VIDAGENT_EMBED": "fake:hash?dim=16"}
+    plan = json.loads(vidagent(*dry, home=_isolated_home, env=other).stdout)
+    calls = {s["stage"]: s["calls"] for s in plan["stages"]}
+    assert calls["caption"] == 0 and calls["embed"] > 0
+
+
 def test_dry_run_prices_a_known_model_out_of_the_box_and_says_no_price_for_an_unknown(
     small_video: Path, _isolated_home: Path
 ) -> None:

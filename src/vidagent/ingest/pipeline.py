@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import sys
 import threading
 import time
@@ -39,7 +40,7 @@ from tqdm import tqdm
 from vidagent.exceptions import ConfigError, IndexStopped, MediaError
 from vidagent.ingest.base import IngestContext, Stage, StageEstimate, cpu_wall
 from vidagent.ingest.sampling import FrameShare, KeptFrames
-from vidagent.ingest.structure import StructureReport, index_structure
+from vidagent.ingest.structure import StructureReport, index_structure, sampling_of
 from vidagent.plugins import Registry
 
 if TYPE_CHECKING:
@@ -423,7 +424,10 @@ def estimate_path(
 ) -> IndexEstimate:
     """What indexing ``path`` would spend, from a probe alone: nothing is decoded or called.
     With a ``library`` that holds the video already, each stage may refine its figures from
-    what is stored (:meth:`~vidagent.ingest.base.Stage.refine`)."""
+    what is stored (:meth:`~vidagent.ingest.base.Stage.refine`), and what is already done is
+    not counted: a video cut with the same sampling is not decoded again, and a stage with no
+    clip pending (as the run would find them) costs nothing, one with some pending its share,
+    up to the first stage with work (a stage after it may find its inputs changed)."""
     from vidagent.library.store import content_id
     from vidagent.media import probe, uniform_clips
 
@@ -437,10 +441,39 @@ def estimate_path(
     decode = cpu_wall(pixels * 0.0025) + PER_VIDEO_SECONDS
     rows = [StageEstimate("structure", None, "decoder", frames=frames, seconds=decode)]
     known = content_id(path) if library is not None else ""
+    done: IngestContext | None = None  # what the Library holds of the video, if anything
+    if library is not None and library.has_video(known):
+        video = library.get_video(known)
+        if video.stages.get("structure", {}).get("sampling") == sampling_of(settings):
+            rows[0] = StageEstimate("structure", None, "decoder", seconds=PER_VIDEO_SECONDS)
+            rows[0].notes.append("already cut: not decoded again")
+            # a stage's pending() reads the Library and the settings, never a model
+            done = IngestContext(library, None, settings, video, Path(path))  # type: ignore[arg-type]
     for name in stages:
         stage = make_stage(name)
         row = stage.estimate(info, clips, settings)
         if library is not None and library.has_video(known):
             row = stage.refine(row, library, known, settings)
+        if done is not None:
+            owed = len(stage.pending(done))
+            if owed < clips:
+                row = _share(row, owed / clips if clips else 0.0)
+            if owed:
+                done = None  # the stages after this one may find their inputs changed
         rows.append(row)
     return IndexEstimate(Path(path), info.duration, clips, rows)
+
+
+def _share(row: StageEstimate, part: float) -> StageEstimate:
+    """``row`` for ``part`` of its clips (0: nothing left to do)."""
+    if part == 0:
+        return StageEstimate(row.stage, row.role, row.spec, notes=["up to date"])
+    return dataclasses.replace(
+        row,
+        calls=math.ceil(row.calls * part),
+        frames=round(row.frames * part),
+        input_tokens=round(row.input_tokens * part),
+        output_tokens=round(row.output_tokens * part),
+        seconds=row.seconds * part,
+        notes=[*row.notes, f"{part:.0%} of the clips left to do"],
+    )

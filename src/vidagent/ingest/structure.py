@@ -45,6 +45,16 @@ class StructureReport:
     reused: bool
 
 
+def sampling_of(settings: Settings) -> dict[str, Any]:
+    """The settings a video's cut depends on, as its structure entry records them: a video
+    cut under others is cut again."""
+    return {
+        "clip_seconds": settings.clip_seconds,
+        "sample_fps": settings.sample_fps,
+        "thumb_size": settings.thumb_size,
+    }
+
+
 def index_structure(
     library: Library, path: str | Path, settings: Settings, keep: KeptFrames | None = None
 ) -> StructureReport:
@@ -61,11 +71,7 @@ def index_structure(
     path = Path(path).expanduser()
     info = probe(path)  # raises a typed MediaError before anything is written
     video_id = content_id(path)
-    sampling = {
-        "clip_seconds": settings.clip_seconds,
-        "sample_fps": settings.sample_fps,
-        "thumb_size": settings.thumb_size,
-    }
+    sampling = sampling_of(settings)
     if library.has_video(video_id):
         video = library.get_video(video_id)
         if video.stages.get(STAGE, {}).get("sampling") == sampling:
