@@ -162,6 +162,10 @@ def _bar(desc: str, total: int, enabled: bool) -> tqdm:
     )
 
 
+#: Asked between clips whether indexing should stop (:func:`index_path`).
+Stop = Callable[[], bool]
+
+
 class _Stoppable:
     """A stage's progress bar that stops the stage between clips: each stage counts its
     finished clips on it, so after a count, when ``should_stop`` says so, the stage writes what
@@ -178,10 +182,6 @@ class _Stoppable:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.bar, name)
-
-
-#: Asked between clips whether indexing should stop (:func:`index_path`).
-Stop = Callable[[], bool]
 
 
 def run_stage(
