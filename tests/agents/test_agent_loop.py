@@ -286,3 +286,12 @@ def test_clip_text_is_cut_to_the_word_limit() -> None:
     clip = ClipRow("v", 0, 0.0, 5.0, caption="one two three four five six", transcript="hi there")
     assert clip_text(ClipHit(clip, 0.9)) == 'one two three four five six Speech: "hi there"'
     assert clip_text(ClipHit(clip, 0.9), words=4) == "one two three four …"
+
+
+def test_a_reply_that_is_not_json_says_where_in_words_that_read() -> None:
+    from vidagent.agents.actions import parse_action
+
+    # json's own message ends "starting at", so "... at character 13" read "at at"
+    assert parse_action('{"answer": "B') == (
+        "the reply is not valid JSON (Unterminated string starting at, character 11)"
+    )

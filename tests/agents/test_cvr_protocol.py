@@ -222,7 +222,10 @@ def test_answers_out_of_format_are_refused(
     [
         ("I think the answer is B", "no JSON object"),
         ('{"action": "answer", "final_answer": "B"', "no JSON object"),
-        ('{"action": "answer" "final_answer": "B"}', "not valid JSON"),
+        (
+            '{"action": "answer" "final_answer": "B"}',
+            "not valid JSON (Expecting ',' delimiter, character 20)",
+        ),
         (_act("answer", final_answer="B") + _act("answer", final_answer="C"), "2 JSON objects"),
         ('{"thought": "x"}', 'no "action" key'),
         (_act("zoom"), "unknown action 'zoom'"),

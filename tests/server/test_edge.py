@@ -5,6 +5,7 @@ as a browser or an attacker's page would; fake models, a real indexed clip."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -299,6 +300,15 @@ def test_more_than_26_options_are_refused_in_one_line_everywhere(
     assert out.stderr.strip().splitlines() == [
         "error: option A is blank; every option needs its text"
     ]
+    # one option is no choice: it was answered "(A)" whatever the video showed
+    one = "one option given; a multiple-choice question takes two or more (none: an open question)"
+    with pytest.raises(ConfigError, match=re.escape(one)):
+        check_options(["yes"])
+    with TestClient(api, base_url="http://127.0.0.1") as web:
+        r = web.post("/api/ask", json={"videos": ["small"], "question": "?", "options": ["x"]})
+        assert r.status_code == 422 and r.json()["detail"][0]["msg"] == one
+    out = vidagent("ask", str(small_video), "which?", "-o", "x", home=_isolated_home)
+    assert out.stderr.strip().splitlines() == [f"error: {one}"]
 
 
 # -- 3. tokens ------------------------------------------------------------------------------

@@ -327,7 +327,7 @@ async def test_get_frames_returns_jpeg_images_and_a_line_with_the_times(client: 
         decoded = PILImage.open(io.BytesIO(base64.b64decode(image.data)))
         assert decoded.format == "JPEG" and max(decoded.size) == 256
     assert "3 frames of small.mp4" in text(got) and text(got).endswith(
-        "at 1 s (00:00:01), 5.5 s (00:00:06), 9 s (00:00:09)"
+        "at 1 s (00:00:01), 5.5 s (00:00:05.5), 9 s (00:00:09)"
     )
 
 

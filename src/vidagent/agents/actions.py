@@ -56,7 +56,7 @@ def parse_action(text: str) -> Decision | str:
     try:
         data = json.loads(_json_part(text))
     except json.JSONDecodeError as e:
-        return f"the reply is not valid JSON ({e.msg} at character {e.pos})"
+        return f"the reply is not valid JSON ({e.msg}, character {e.pos})"
     if not isinstance(data, dict):
         return "the reply must be a JSON object"
     action = data.get("action")

@@ -113,6 +113,12 @@ FilePath = Annotated[
 VideoOrPath = FilePath
 
 
+#: one option is no choice: its answer would be "(A)" whatever the video shows
+ONE_OPTION = (
+    "one option given; a multiple-choice question takes two or more (none: an open question)"
+)
+
+
 def _too_many_options(count: int) -> str:
     return (
         f"{count} options given; a multiple-choice question takes at most {MAX_OPTIONS} "
@@ -124,11 +130,13 @@ def check_options(options: Sequence[str]) -> None:
     """Refuse more options than there are letters (the application layer's own check).
 
     Raises:
-        ConfigError: more than :data:`MAX_OPTIONS` options, or a blank one (answered "(A) ",
-            it names nothing).
+        ConfigError: more than :data:`MAX_OPTIONS` options, a single one (no choice), or a
+            blank one (answered "(A) ", it names nothing).
     """
     if len(options) > MAX_OPTIONS:
         raise ConfigError(_too_many_options(len(options)))
+    if len(options) == 1:
+        raise ConfigError(ONE_OPTION)
     if any(not str(o).strip() for o in options):
         raise ConfigError(_blank_option(options))
 
@@ -136,6 +144,8 @@ def check_options(options: Sequence[str]) -> None:
 def _options_ok(options: list[str]) -> list[str]:
     if len(options) > MAX_OPTIONS:
         raise ValueError(_too_many_options(len(options)))
+    if len(options) == 1:
+        raise ValueError(ONE_OPTION)
     if any(not o.strip() for o in options):
         raise ValueError(_blank_option(options))
     return options

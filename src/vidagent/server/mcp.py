@@ -71,7 +71,7 @@ from vidagent.server.security import (
     resolve_roots,
     token_ok,
 )
-from vidagent.timecode import hms
+from vidagent.timecode import clock
 
 try:
     from mcp.server.mcpserver import Context, Image, MCPServer
@@ -403,7 +403,8 @@ class Tools:
             )
         parts = self.session.frames(record.video_id, times, size=size)
         line = f"{len(parts)} frames of {record.name} ({record.video_id}) at " + ", ".join(
-            f"{t:g} s ({hms(t)})" for t in times
+            f"{t:g} s ({clock(t)})"
+            for t in times  # 5.5 s read 00:00:06
         )
         return [line, *(Image(data=p, format="jpeg") for p in parts)]
 

@@ -76,7 +76,9 @@ def extract_json(text: str) -> dict[str, Any]:
         try:
             doc = json.loads(spans[0])
         except json.JSONDecodeError as e:
-            raise CvrFormatError(f"the reply is not valid JSON ({e.msg} at char {e.pos})") from None
+            raise CvrFormatError(
+                f"the reply is not valid JSON ({e.msg}, character {e.pos})"
+            ) from None
     if not isinstance(doc, dict):
         raise CvrFormatError("the reply must be one JSON object with action, thought and params")
     return doc
