@@ -183,6 +183,23 @@ def test_compare_refuses_runs_of_different_benchmarks(
         compare_runs(runs[0], other, resamples=10)
 
 
+def test_compare_says_when_the_runs_were_asked_different_questions(
+    runs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    import shutil
+
+    halves = []
+    for k, run in enumerate(runs):
+        copy = Path(shutil.copytree(run, tmp_path / f"half{k}"))
+        manifest = json.loads((copy / "manifest.json").read_text())
+        manifest["samples"] = manifest["samples"][k::2]  # disjoint, as two --ids files would be
+        (copy / "manifest.json").write_text(json.dumps(manifest))
+        halves.append(copy)
+    # it said they "share no question that both ran without an error": no error was the cause
+    with pytest.raises(UserError, match=r"were asked different questions \(4 and 4, none in"):
+        compare_runs(*halves, resamples=10)
+
+
 def test_cli_compare_prints_json_and_writes_the_plot(
     runs: tuple[Path, Path], tmp_path: Path, _isolated_home: Path
 ) -> None:

@@ -314,6 +314,12 @@ def compare_runs(
     b = load_run(path_b, judge=judge, resamples=0)
     ids, reasons = left_out(a, b)
     if not ids:
+        asked_a, asked_b = (set(r.manifest.get("samples", [])) for r in (a, b))
+        if not asked_a & asked_b:  # not a matter of errors: other questions altogether
+            raise UserError(
+                f"{a.name} and {b.name} were asked different questions ({len(asked_a)} and "
+                f"{len(asked_b)}, none in common): compare runs over the same questions"
+            )
         raise UserError(f"{a.name} and {b.name} share no question that both ran without an error")
     bench = get_benchmark(a.scores.benchmark)
     by_id = {s.id: s for s in a.samples}
