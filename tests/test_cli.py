@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from clirun import vidagent, vidagent_process
@@ -531,3 +532,23 @@ def test_a_bug_is_one_line_naming_a_file_with_its_traceback(
         env={**env, "VIDAGENT_DEBUG": "1"},
     )
     assert shown.returncode == 1 and "Traceback" in shown.stderr and "1 / 0" in shown.stderr
+
+
+def test_an_interrupted_index_says_what_it_kept(
+    small_video: Path, _isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vidagent.app.session import Session
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt  # Ctrl-C
+
+    monkeypatch.setattr(Session, "index", interrupted)
+    out = vidagent("index", str(small_video), home=_isolated_home)
+    assert out.returncode == 130
+    assert out.stderr.strip() == (  # after the line click ends the interrupted output with
+        "aborted: what each video's stages finished is kept; the same command indexes the rest"
+    )
+    # a command that keeps nothing says only that
+    monkeypatch.setattr(Session, "search", interrupted)
+    out = vidagent("search", "all", "x", home=_isolated_home)
+    assert (out.returncode, out.stderr.strip()) == (130, "aborted")

@@ -35,7 +35,16 @@ import traceback
 import click
 
 from vidagent._version import __version__
-from vidagent.cli.base import cli, echo_json, hms, parse_sets, parse_time, session_of, settings_of
+from vidagent.cli.base import (
+    abort_note,
+    cli,
+    echo_json,
+    hms,
+    parse_sets,
+    parse_time,
+    session_of,
+    settings_of,
+)
 from vidagent.exceptions import VidagentError, describe, storage_error
 
 
@@ -46,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     Returning the code instead of exiting lets tests run the command in-process; the console
     script (``sys.exit(main())``) and ``python -m vidagent`` exit with it.
     """
+    abort_note()  # a note left by a command run before in this process
     try:
         # Without standalone mode click returns ctx.exit()'s code instead of exiting.
         code = cli.main(args=argv, prog_name="vidagent", standalone_mode=False)
@@ -53,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         e.show()
         return e.exit_code
     except click.Abort:
-        click.echo("aborted", err=True)
+        note = abort_note()
+        click.echo(f"aborted: {note}" if note else "aborted", err=True)
         return 130
     except VidagentError as e:
         click.echo(f"error: {e}", err=True)

@@ -22,9 +22,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "POSITIVE",
+    "abort_note",
     "cli",
     "echo_json",
     "hms",
+    "on_abort",
     "parse_sets",
     "parse_time",
     "session_of",
@@ -54,6 +56,22 @@ class _Positive(click.FloatRange):
 
 #: A click type for a finite number above 0.
 POSITIVE = _Positive()
+
+#: What the running command keeps when it is interrupted (:func:`on_abort`; main() says it).
+_ABORT_NOTE: list[str] = []
+
+
+def on_abort(note: str) -> None:
+    """Say ``note`` after "aborted" should this command be interrupted (Ctrl-C): what it kept,
+    and how to go on."""
+    _ABORT_NOTE[:] = [note]
+
+
+def abort_note() -> str:
+    """The running command's :func:`on_abort` note ("" when none), cleared."""
+    note = "".join(_ABORT_NOTE)
+    _ABORT_NOTE.clear()
+    return note
 
 
 def parse_time(text: str) -> float:

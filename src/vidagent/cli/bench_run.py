@@ -10,6 +10,7 @@ import click
 from vidagent.cli.base import (
     POSITIVE,
     echo_json,
+    on_abort,
     parse_sets,
     session_of,
     strategy_sets_option,
@@ -157,6 +158,9 @@ def run(
     workers = concurrency if kind in ("pool", "ray") else None
     runner = executor_of(kind, workers, address, rate_limits)
     session = session_of(ctx)
+    on_abort(
+        "every question answered so far is kept in the run folder; the same command asks the rest"
+    )
     try:
         if rungs:
             summaries = session.bench_ladder(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
 
-from vidagent.cli.base import cli, hms, session_of, settings_of
+from vidagent.cli.base import cli, hms, on_abort, session_of, settings_of
 from vidagent.cli.render import shorten
 from vidagent.config import Settings
 
@@ -264,6 +264,7 @@ def index(
         failed = _dry_run(session.estimate(files, stages=chosen), settings, as_json)
     else:
         show = progress if progress is not None else sys.stderr.isatty()
+        on_abort("what each video's stages finished is kept; the same command indexes the rest")
         runner = executor_of(executor, jobs, address, rate_limits)
         try:
             reports = session.index(files, stages=chosen, progress=show, executor=runner)

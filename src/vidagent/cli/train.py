@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from vidagent.cli.base import cli, echo_json, parse_sets, settings_of
+from vidagent.cli.base import cli, echo_json, on_abort, parse_sets, settings_of
 
 
 @cli.group()
@@ -87,6 +87,7 @@ def cvr_cmd(config_file: Path, sets: tuple[str, ...]) -> None:
     """Train the master with GRPO per the config; rerun to resume from the last checkpoint."""
     from vidagent.app.training import train_cvr
 
+    on_abort("the same command resumes the run from its last checkpoint")
     report = train_cvr(_config(config_file, sets), log=click.echo)
     plot = f"; plot {report.plot}" if report.plot else ""
     click.echo(
