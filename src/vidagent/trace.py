@@ -327,8 +327,17 @@ def event_from_dict(data: dict[str, Any]) -> Event:
         raise ValueError(f"unknown trace event kind {data.get('kind')!r}")
     try:
         return cls(**fields)
-    except TypeError as e:
-        raise ValueError(f"bad {cls.kind} event: {e}") from None
+    except TypeError as e:  # in the event's own terms, not Python's call signature
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        needed = [
+            n
+            for n, f in known.items()
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        ]
+        missing = [n for n in needed if n not in fields]
+        unknown = sorted(set(fields) - set(known))
+        said = [f"{k} {', '.join(v)}" for k, v in (("lacks", missing), ("has no", unknown)) if v]
+        raise ValueError(f"bad {cls.kind} event: {'; '.join(said) or e}") from None
 
 
 def check_target(path: Path) -> None:

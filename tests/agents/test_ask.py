@@ -86,6 +86,9 @@ def test_replay_reads_a_trace_cut_off_as_it_was_written(
     cut.write_text("".join(lines[:2]) + lines[2][:40])  # and before its answer
     early = vidagent("replay", str(cut), home=_isolated_home)
     assert early.returncode == 0 and "the run did not finish" in early.stderr
+    # ... which --json says too: the notes went to stderr only
+    read = json.loads(vidagent("replay", str(cut), "--json", home=_isolated_home).stdout)
+    assert (read["finished"], read["cut"], read["answer"]) == (False, True, None)
     cut.write_text("".join(lines[:2]) + lines[2][:40] + "\n" + "".join(lines[3:]))
     torn = vidagent("replay", str(cut), home=_isolated_home)  # a bad line inside: not a cut
     assert torn.returncode == 1 and f"{cut}:3: not a vidagent trace event" in torn.stderr
@@ -93,6 +96,12 @@ def test_replay_reads_a_trace_cut_off_as_it_was_written(
     listed = vidagent("replay", str(cut), home=_isolated_home)
     assert listed.returncode == 1 and listed.stderr.strip().splitlines() == [
         f"error: {cut}:3: not a vidagent trace event (a JSON list, not an event object)"
+    ]
+    cut.write_text("".join(lines[:2]) + '{"kind": "answer", "text": 5}\n')  # an event, half
+    half = vidagent("replay", str(cut), home=_isolated_home)
+    said = "bad answer event: lacks t, choice, parsed, forced, reason, confidence, evidence"
+    assert half.returncode == 1 and half.stderr.strip().splitlines() == [
+        f"error: {cut}:3: not a vidagent trace event ({said})"  # not Python's __init__()
     ]
 
 

@@ -322,7 +322,8 @@ def replay(ctx: click.Context, trace_file: str, calls: bool, width: int, as_json
 
     result = session_of(ctx).replay(trace_file)
     if as_json:
-        echo_json(result.to_json() | {"trace": trace_file})
+        done = {"finished": result.trace.answer is not None, "cut": result.trace.cut}
+        echo_json(result.to_json() | {"trace": trace_file} | done)  # what the notes say
         return
     for line in render(result.trace.events, width=width, calls=calls):
         click.echo(line)
