@@ -513,6 +513,8 @@ def test_paths_outside_the_media_roots_are_refused(
 def test_bad_bodies_are_422_naming_the_field(api: TestClient) -> None:
     r = api.post("/api/search", json={"query": "x", "top": "many"})
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "top"]
+    r = api.post("/api/search", json={"query": "x", "videos": []})  # was read as "all"
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "videos"]
     r = api.post("/api/ask", json={"videos": ["v"], "question": "q", "task": "dance"})
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "task"]
     r = api.post("/api/videos", json={"path": "clip.mp4", "stagez": []})

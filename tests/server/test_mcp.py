@@ -363,6 +363,7 @@ async def test_get_frames_refuses_bad_requests(
         ("search", {"top": 3}, "search: query: Field required"),
         ("search", {"query": "x", "limit": 3}, "search: unknown argument(s) limit; it takes"),
         ("search", {"query": "x" * 2001}, "search: query: String should have at most 2000"),
+        ("search", {"query": "x", "videos": []}, "search: videos: List should have at least 1"),
         (
             "search",
             {"query": "\ud800"},

@@ -300,7 +300,11 @@ class Tools:
         query: Annotated[Query, Field(description="what to look for, in words")],
         videos: Annotated[
             list[Ref] | None,
-            Field(description="only these videos (ids or names)", max_length=MAX_VIDEOS),
+            Field(
+                description="only these videos (ids or names); leave it out to search all",
+                min_length=1,  # [] read as "all" where ask refuses it
+                max_length=MAX_VIDEOS,
+            ),
         ] = None,
         top: Annotated[int, Field(description="how many clips", ge=1, le=MAX_TOP)] = 10,
         speaker: Annotated[

@@ -98,7 +98,7 @@ class RegisterBody(Body):
 
 class SearchBody(Body, WindowFields):
     query: Query
-    videos: list[Ref] | None = Field(None, max_length=MAX_VIDEOS)
+    videos: list[Ref] | None = Field(None, min_length=1, max_length=MAX_VIDEOS)  # None: all
     top: int = Field(10, ge=1, le=MAX_TOP)
     speaker: Ref | None = Field(
         None, description="only clips where this speaker talks: a label (S1) or a given name"
