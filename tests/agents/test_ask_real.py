@@ -71,8 +71,8 @@ def test_smollm2_drives_avi_through_its_phases_on_a_real_clip(
     trace = answer.trace
     assert trace is not None
     started = trace.of(RunStarted)[0]
-    assert started.strategy == "avi"  # the describer's inputs, its captions, and no graph
-    assert started.index["stages"] == ["transcribe", "read_text", "detect", "caption", "embed"]
+    assert started.strategy == "avi"  # the describer's inputs (no speech), captions, no graph
+    assert started.index["stages"] == ["read_text", "detect", "caption", "embed"]
     phases = [e.phase for e in trace.of(PhaseChanged)]
     assert phases[0] == "retrieve" and set(phases) <= {"retrieve", "perceive", "review"}
     assert all(t.mode == "json" for t in trace.of(AgentTurn))

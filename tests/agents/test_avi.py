@@ -302,8 +302,9 @@ def test_registered_and_recorded_in_the_trace(indexed: Any) -> None:
     )
     started = answer.trace.of(RunStarted)[0]
     assert started.strategy == "avi"
-    # the offline describer captions here: the perception stages it reads run first
-    perceived = ["transcribe", "read_text", "detect"]
+    # the offline describer captions here: the perception stages it reads run first (not
+    # transcription: AVI's captions see no speech)
+    perceived = ["read_text", "detect"]
     assert started.index["stages"] == [*perceived, "caption", "embed", "graph"]
 
 
