@@ -603,14 +603,16 @@ class _Run:
             # The folder's questions are those of every session: a smaller --limit asks fewer,
             # and drops none the run holds (its report would then leave their rows out).
             before = [str(x) for x in old.get("samples", [])]
-            added = [x for x in manifest.samples if x not in set(before)]
-            limits = (old.get("limit"), manifest.limit)
+            held = set(before)
+            was = old.get("limit")
             manifest = replace(
                 manifest,
                 created_at=old.get("created_at", manifest.created_at),
                 sessions=list(old.get("sessions", [])),
-                samples=before + added,
-                limit=None if None in limits else max(int(n) for n in limits),  # type: ignore[arg-type]
+                samples=before + [x for x in manifest.samples if x not in held],
+                limit=None
+                if was is None or manifest.limit is None
+                else max(int(was), manifest.limit),
             )
             # A failed question is asked again: its row goes, the rest stay as they are.
             rewrite_rows(self.out / ROWS, lambda row: row.get("error") is None)
