@@ -216,6 +216,47 @@ def test_a_finished_hls_playlist_longer_than_a_restart_is_read_once(tmp_path: Pa
     assert not [e for e in events if e["event"] == "outage"]
 
 
+def test_a_live_playlist_that_ends_while_the_watch_is_away_is_not_read_again(
+    tmp_path: Path,
+) -> None:
+    # A live playlist that keeps every segment ends (#EXT-X-ENDLIST) while the watch waits
+    # between connections (FFmpeg's HLS reader ends a read when the playlist stops growing).
+    # Opened again, the finished playlist plays from its start, over 30 s back: read as a live
+    # source's restart, the stream's first 36 s were indexed a second time.
+    published = _Publisher(tmp_path, 40.0)
+    try:
+        with Session(_settings(tmp_path)) as session:
+            watch = session.watch(
+                published.url,
+                window_seconds=10,
+                stages=["transcribe"],
+                stall_seconds=4.0,  # longer than a segment: no stall while it is live
+                give_up_seconds=30.0,
+            )
+            every = len(published.segments)
+            published.publish(every - 2, listed=every - 2)
+            runner = threading.Thread(target=watch.run, daemon=True)
+            runner.start()
+            deadline = time.monotonic() + 60
+            # read to the live edge, and waiting to connect again
+            while watch._capture is None or watch._capture._down is None:
+                assert time.monotonic() < deadline and runner.is_alive()
+                time.sleep(0.05)
+            published.publish(every, end=True, listed=every)
+            runner.join(120)
+            assert not runner.is_alive()
+            video = session.library.get_video(watch.video_id)
+            clips = session.library.clips(watch.video_id)
+    finally:
+        published.drop()
+    # it joined the live playlist at FFmpeg's live edge, three segments (6 s) before the end of
+    # the 36 s then listed, and read to the end once (46.6 s before)
+    assert video.duration == pytest.approx(10.0, abs=0.5)
+    assert [c.t0 for c in clips] == sorted({c.t0 for c in clips})
+    assert video.stages["watch"]["state"] == "ended"
+    assert all(o["lost"] == 0 for o in video.stages["watch"]["outages"])
+
+
 def test_a_live_source_watched_again_later_records_what_went_unwatched(
     tmp_path: Path, published: _Publisher
 ) -> None:
