@@ -14,6 +14,7 @@ import http.server
 import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -36,6 +37,8 @@ from vidagent.app.watching import canonical_source, stream_id
 from vidagent.config import Settings, load_settings
 from vidagent.library import Library
 from vidagent.media import probe
+from vidagent.models.base import Detection
+from vidagent.models.fake import FakeAdapter
 
 #: A watch that hangs fails its test instead of the run.
 pytestmark = pytest.mark.timeout(240)
@@ -54,6 +57,11 @@ def test_a_growing_file_is_one_video_that_grows_window_by_window(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(watching, "SCRATCH_WINDOWS", 2)  # the scratch Library made anew too
+    # one person in every frame: each clip's caption says when it saw them
+    one = [Detection("person", (40.0, 20.0, 100.0, 90.0), 0.9)]
+    monkeypatch.setattr(
+        FakeAdapter, "detect", lambda self, images, labels=None: [one] * len(images)
+    )
     data = ts_stream(tmp_path / "source.ts", 12.0)
     growing = tmp_path / "recording.ts"
     indexed = threading.Event()
@@ -92,6 +100,10 @@ def test_a_growing_file_is_one_video_that_grows_window_by_window(
     assert [n for _, n, _ in seen] == sorted(n for _, n, _ in seen)
     check_clips(library, video.video_id, video.duration)
     assert all(c.caption_model and c.transcript_model for c in library.clips(video.video_id))
+    # a caption states stream times, not its window's own (each window is indexed alone)
+    stated = [(c, _clocks(c.caption)) for c in library.clips(video.video_id)]
+    assert all(times for _, times in stated) and max(c.t0 for c, _ in stated) >= 9.0
+    assert all(c.t0 - 0.5 <= t <= c.t1 + 0.5 for c, times in stated for t in times)
     assert len(library.clip_vector_hashes(video.video_id)) == len(library.clips(video.video_id))
     frames = [f.t for f in library.frames(video.video_id)]
     assert frames == sorted(frames) and len(frames) == len(set(frames)) >= 11
@@ -102,6 +114,14 @@ def test_a_growing_file_is_one_video_that_grows_window_by_window(
     assert video.stages["watch"]["state"] == "ended"
     # the stored source plays the stream back: the playlist of the window files
     assert probe(video.source).duration == pytest.approx(video.duration, abs=0.3)
+
+
+def _clocks(caption: str) -> list[float]:
+    """The times (seconds) a describer's caption states, ``00:00:07`` or ``00:00:07.5``."""
+    return [
+        int(h) * 3600 + int(m) * 60 + float(sec)
+        for h, m, sec in re.findall(r"\b(\d\d):(\d\d):(\d\d(?:\.\d+)?)\b", caption)
+    ]
 
 
 class _Publisher:

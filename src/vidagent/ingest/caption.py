@@ -246,8 +246,12 @@ class Caption(Stage):
     reid_threshold: ClassVar[float] = 0.6
     output_tokens: ClassVar[int] = 250
 
-    def __init__(self, benchmark_hint: str = "") -> None:
+    def __init__(self, benchmark_hint: str = "", clock_offset: float = 0.0) -> None:
         self.benchmark_hint = benchmark_hint
+        #: seconds added to every time a caption states or a prompt shows: a live stream's
+        #: window (:mod:`vidagent.ingest.live`) is indexed alone, its times its own, and its
+        #: captions speak in the stream's times
+        self.clock_offset = clock_offset
         self.note = ""
 
     def fingerprint(self, settings: Settings) -> str:
@@ -555,7 +559,8 @@ class Caption(Stage):
         frames = frames_at(info, times, size=self.frame_size)  # (N, H, W, 3) uint8
         parts: list[str | ImagePart] = [self.user_prompt(clip, registry)]
         for t, rgb in zip(times, frames, strict=False):
-            parts += [f"t={clock(t)}", ImagePart(encode_jpeg(rgb, self.jpeg_quality))]
+            shown = clock(t + self.clock_offset)
+            parts += [f"t={shown}", ImagePart(encode_jpeg(rgb, self.jpeg_quality))]
         system = Message("system", load_prompt("dvd_caption_system"))
         return ChatRequest(
             messages=(system, Message("user", tuple(parts))), json_mode=True, temperature=0.0
@@ -566,8 +571,8 @@ class Caption(Stage):
             "BENCHMARK_CUSTOM_PLACEHOLDER": self.benchmark_hint,
             "[TRANSCRIPTS]": clip.transcript.strip() or NO_TRANSCRIPT,
             "[SUBJECTS]": registry_view(registry),
-            "CLIP_START_TIME": json.dumps(hhmmss(clip.t0)),
-            "CLIP_END_TIME": json.dumps(hhmmss(clip.t1)),
+            "CLIP_START_TIME": json.dumps(hhmmss(clip.t0 + self.clock_offset)),
+            "CLIP_END_TIME": json.dumps(hhmmss(clip.t1 + self.clock_offset)),
         }
         return _PLACEHOLDERS.sub(lambda m: values[m.group(0)], load_prompt("dvd_caption"))
 
@@ -671,7 +676,7 @@ class Caption(Stage):
             thumbs = [(f.t, decode_jpeg(f.jpeg)) for f in frames[first:end]]
             seen = detections_in(clip, video.width, video.height)
             present = reidentify(registry, clip, seen, thumbs, self.reid_threshold)
-            caption, facts = describe(clip, thumbs, cuts, seen)
+            caption, facts = describe(clip, thumbs, cuts, seen, offset=self.clock_offset)
             update = {"clip_index": clip.clip_index, "caption": caption, "facts": facts.to_json()}
             update |= {"subjects": json.dumps(present), "caption_model": mark(clip)}
             self._registry = registry

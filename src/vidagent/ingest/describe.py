@@ -152,8 +152,9 @@ def _plural(label: str, n: int) -> str:
     return "people" if label == "person" else label + "s"
 
 
-def _people_sentences(seen: list[_Seen]) -> tuple[list[str], dict[str, int]]:
-    """The sentences reporting the detections, and the most of each label in one frame."""
+def _people_sentences(seen: list[_Seen], offset: float) -> tuple[list[str], dict[str, int]]:
+    """The sentences reporting the detections, and the most of each label in one frame (times
+    shown ``offset`` seconds later)."""
     order = {"person": 0, "face": 1}
     out, named, counts = [], set(), {}
     for label in sorted({s.label for s in seen}, key=lambda x: (order.get(x, 2), x)):
@@ -162,14 +163,16 @@ def _people_sentences(seen: list[_Seen]) -> tuple[list[str], dict[str, int]]:
         peak = max(times, key=lambda t: sum(s.t == t for s in group))  # earliest on ties
         at = [s for s in group if s.t == peak]
         places = "; ".join(_place(s) for s in at)
-        out.append(f"{len(at)} {_plural(label, len(at))} in view at {clock(peak)} ({places}).")
+        out.append(
+            f"{len(at)} {_plural(label, len(at))} in view at {clock(peak + offset)} ({places})."
+        )
         named |= {s.subject for s in at}
         counts[label] = len(at)
     later: dict[str, _Seen] = {}  # subjects not named above, at their first sighting
     for s in seen:
         if s.subject and s.subject not in named:
             later.setdefault(s.subject, s)
-    also = [f"{s.subject} at {clock(s.t)} ({s.where}, {s.size})" for s in later.values()]
+    also = [f"{s.subject} at {clock(s.t + offset)} ({s.where}, {s.size})" for s in later.values()]
     return out + (["Also seen: " + "; ".join(also) + "."] if also else []), counts
 
 
@@ -220,17 +223,24 @@ def _picture(thumbs: list[tuple[float, np.ndarray]], cuts: list[float]) -> dict[
 
 
 def describe(
-    clip: ClipRow, thumbs: list[tuple[float, np.ndarray]], cuts: list[float], seen: list[_Seen]
+    clip: ClipRow,
+    thumbs: list[tuple[float, np.ndarray]],
+    cuts: list[float],
+    seen: list[_Seen],
+    *,
+    offset: float = 0.0,
 ) -> tuple[str, DescriberFacts]:
     """The describer's caption, a factual paragraph opened by the perception label, and the
-    facts it states (only those measured: see :class:`~vidagent.library.schema.DescriberFacts`)."""
+    facts it states (only those measured: see :class:`~vidagent.library.schema.DescriberFacts`).
+    The times it states are ``offset`` seconds after the clip's own (a live stream's window,
+    indexed alone, speaks in the stream's times); its facts keep the clip's."""
     from vidagent.models.perception import LABEL
 
     sentences = [LABEL]
     report: list[str] = []  # the sentences that report something found
     facts: dict[str, Any] = {}
     if seen:
-        people, counts = _people_sentences(seen)
+        people, counts = _people_sentences(seen, offset)
         sentences += people
         report += people
         facts["people"], facts["faces"] = counts.pop("person", 0), counts.pop("face", 0)
@@ -253,7 +263,7 @@ def describe(
         report.append(facts["picture"])
     facts["cuts"] = tuple(c for c in cuts if clip.t0 < c < clip.t1)
     if facts["cuts"]:
-        n, at = len(facts["cuts"]), ", ".join(map(clock, facts["cuts"]))
+        n, at = len(facts["cuts"]), ", ".join(clock(c + offset) for c in facts["cuts"])
         sentences.append(f"Shot cut{'s' if n > 1 else ''} at {at}.")
         report.append(sentences[-1])
     else:

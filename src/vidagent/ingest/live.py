@@ -6,7 +6,8 @@ and its overlap) into a *scratch* Library, a folder of its own that holds one wi
 :func:`graft` then copies what it made into the stream's video in the real Library, its times
 moved by the window's start and its clip, shot and segment numbers after the stream's: clips
 with every stage's output and fingerprint, thumbnails, shots, transcript segments (with their
-word times), clip vectors and frame vectors. So a window costs what its own length costs,
+word times), clip vectors and frame vectors. The times a caption states are the stream's
+already: the caption stage is told the window's start (``clock_offset``). So a window costs what its own length costs,
 however long the stream has run, and the stages need no notion of a stream.
 
 What a window cannot know of the windows before it: the speakers stage numbers voices within a
@@ -70,7 +71,14 @@ def index_window(
         MediaError: the window's file cannot be read.
     """
     per_window = [s for s in stages if s not in SCHEDULED]
-    result = index_path(path, library=scratch, settings=settings, models=models, stages=per_window)
+    result = index_path(
+        path,
+        library=scratch,
+        settings=settings,
+        models=models,
+        stages=per_window,
+        options={"caption": {"clock_offset": offset}},  # its captions state stream times
+    )
     if result.error is not None:
         raise result.error
     assert result.video is not None
