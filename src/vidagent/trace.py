@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -194,6 +195,21 @@ CITATION_LABELS = ("found", "partial", "not-found", "unchecked")
 READER_VERDICTS = ("answers", "does-not-answer")
 
 
+#: The most seconds a time in a trace may hold: about 115 days.
+MAX_SECONDS = 1e7
+
+
+def _seconds(value: Any) -> bool:
+    """Whether ``value`` is a time of a video a trace may hold: a finite number of seconds
+    within :data:`MAX_SECONDS` either way (a span outside the video is told where it is used)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and abs(value) <= MAX_SECONDS
+    )
+
+
 @dataclass(frozen=True)
 class Citation:
     """One cited span of an answer, checked for one of its claims.
@@ -236,8 +252,22 @@ class Citation:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Citation:
+        """A citation read back from a trace.
+
+        Raises:
+            ValueError: its times are not seconds of a video (text, nan, 1e300: a damaged
+                trace, which every reader would otherwise trip over in its own way).
+        """
         known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        kept = {k: v for k, v in data.items() if k in known}
+        cited = kept.get("cited", [])
+        times = {"t0": kept.get("t0"), "t1": kept.get("t1")}
+        if isinstance(cited, list):
+            times |= {f"cited[{k}]": v for k, v in enumerate(cited)}
+        for name, value in times.items():
+            if not _seconds(value):
+                raise ValueError(f"a citation's {name} ({value!r}) is not seconds of a video")
+        return cls(**kept)
 
     def to_json(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)

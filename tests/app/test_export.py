@@ -143,6 +143,14 @@ def test_an_export_zip_holds_the_bundle_and_a_missing_answer_is_one_line(
         assert result.path == tmp_path / "ev.zip"
         names = zipfile.ZipFile(result.path).namelist()
         assert "ev/index.json" in names and any(n.endswith(".mp4") for n in names)
+        # a file of that name, a zip among them (the bundle of an earlier answer, or a video
+        # named .zip by mistake), is kept: refused in one line, as a folder not empty is
+        (tmp_path / "kept.zip").write_bytes(b"not ours")
+        for out in (result.path, tmp_path / "kept.zip"):
+            before = out.read_bytes()
+            with pytest.raises(UserError, match="exists; name another with -o, or remove it"):
+                session.export(trace, out=out)
+            assert out.read_bytes() == before
         empty = Trace(tmp_path / "none.jsonl")
         empty.emit(RunStarted(0.0, "retrieval", "Q?", [], [], {}, {}))
         empty.close()
@@ -169,9 +177,17 @@ def test_an_export_zip_holds_the_bundle_and_a_missing_answer_is_one_line(
             errors[2] is None and [c["clip"] for c in edited.index["citations"]][:2] == [None] * 2
         )
         assert len(list((tmp_path / "o" / "clips").glob("*.mp4"))) == 1
-        damaged = [Citation(vid, float("nan"), 3.0, [2.0, 4.0], "found", 1.0, "speech", "x", 0)]
-        with pytest.raises(UserError, match="citation 1's times are not numbers"):
-            session.export(_answer_trace(tmp_path / "n.jsonl", vid, damaged), out=tmp_path / "n")
+        # a damaged trace (a time edited by hand) is refused in one line, not an OverflowError
+        # (1e300 seconds as a wall-clock time) or a TypeError ("abc"), by export and replay
+        for n, bad in enumerate((float("nan"), 1e300, "abc")):
+            damaged = [Citation(vid, bad, 3.0, [2.0, 4.0], "found", 1.0, "speech", "x", 0)]  # type: ignore[arg-type]
+            trace = _answer_trace(tmp_path / f"n{n}.jsonl", vid, damaged)
+            with pytest.raises(
+                UserError, match=r"a citation's t0 \(.+\) is not seconds of a video"
+            ):
+                session.export(trace, out=tmp_path / f"n{n}")
+            with pytest.raises(UserError, match="is not seconds of a video"):
+                session.replay(trace)
 
 
 def test_a_contact_sheet_uses_the_stored_thumbnails_where_they_cover_the_span(

@@ -22,7 +22,6 @@ frames are left out and ``index.json`` says why (``error``), never silently.
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import tempfile
@@ -100,7 +99,8 @@ def export(
 
     Raises:
         UserError: no such trace, a trace without an answer, ``out`` exists and is not an
-            empty folder, or it cannot be made (the reason given).
+            empty folder (a file, a zip among them, is never replaced), or it cannot be made
+            (the reason given).
         StorageError: the disk is full, or writing there is not permitted.
         LibraryError: there is no Library to read the cited videos from.
     """
@@ -110,9 +110,6 @@ def export(
     loaded = Trace.load(path)
     if loaded.answer is None:
         raise UserError(f"{path}: the run gave no answer, so there is nothing to export")
-    for n, c in enumerate(loaded.answer.citations, 1):
-        if not all(math.isfinite(float(x)) for x in (c.t0, c.t1, *c.cited[:2])):
-            raise UserError(f"{path}: citation {n}'s times are not numbers; the trace is damaged")
     zipped = as_zip or (out is not None and str(out).lower().endswith(".zip"))
     target = Path(out) if out is not None else Path(f"export-{path.stem}")
     if zipped and target.suffix.lower() != ".zip":
@@ -157,8 +154,8 @@ def export(
 def _check_target(target: Path) -> None:
     if target.is_dir() and any(target.iterdir()):
         raise UserError(f"{target} exists and is not empty; name another folder with -o")
-    if target.exists() and not target.is_dir() and target.suffix.lower() != ".zip":
-        raise UserError(f"{target} exists and is not a folder; name another with -o")
+    if target.exists() and not target.is_dir():  # a zip too: an export replaces no file
+        raise UserError(f"{target} exists; name another with -o, or remove it first")
 
 
 @dataclass
