@@ -472,3 +472,40 @@ def test_the_run_header_names_the_llm_only_for_a_strategy_that_calls_one(
     )
     (header,) = render([started])
     assert header.splitlines()[1] == f"  videos: talk.mp4{said}"
+
+
+def test_a_video_named_whose_index_stopped_part_way_is_indexed_on_before_its_question(
+    small_video: Path, slide_video: Path, _isolated_home: Path, tmp_path: Path
+) -> None:
+    # `vidagent index` stopped after transcription (Ctrl-C, or fewer --stages), then a question
+    # by the video's name: it was answered from an index with no vectors or text, in silence
+    env = fake_env()
+    files = {name: tmp_path / name / "x.mp4" for name in ("a", "b", "gone")}
+    for (name, path), video in zip(
+        files.items(), (small_video, slide_video, small_video), strict=True
+    ):
+        path.parent.mkdir()
+        path.write_bytes(video.read_bytes() + (b"\0" * 16 if name == "gone" else b""))
+        out = vidagent("index", str(path), "--stages", "transcribe", home=_isolated_home, env=env)
+        assert out.returncode == 0, out.stderr
+    library = va.Library(_isolated_home / "library")
+    a, b, gone = (library.get_video(str(path)) for path in files.values())
+    assert "embed" not in library.get_video(a.video_id).stages
+
+    asked = ["What text appears?", "-o", "BYE", "-o", "HELLO VIDAGENT", "-s", "retrieval"]
+    out = vidagent("ask", a.video_id[:8], *asked, home=_isolated_home, env=env)
+    assert out.returncode == 0, out.stderr
+    assert {"read_text", "embed"} <= library.get_video(a.video_id).stages.keys()
+    assert "answer: (B) HELLO VIDAGENT" in out.stdout.splitlines()
+
+    # its file gone: one line saying what the index lacks, not an answer from nothing
+    files["gone"].unlink()
+    out = vidagent("ask", gone.video_id, *asked, home=_isolated_home, env=env)
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr.startswith("error: x.mp4: its index has no read_text,") and (
+        f"{files['gone']} is gone: index the video again from its file" in out.stderr
+    )
+    # a name that is two videos' is said to be so (it was "not a video file")
+    out = vidagent("ask", "x", *asked, home=_isolated_home, env=env)
+    assert out.returncode == 1 and "'x' matches several videos" in out.stderr
+    assert b.video_id != a.video_id

@@ -32,7 +32,7 @@ from vidagent.app.indexing import index_file
 from vidagent.app.limits import check_options
 from vidagent.app.results import AskResult, GroundResult
 from vidagent.app.window import TimeWindow, resolve_window, windowed
-from vidagent.exceptions import ConfigError, VideoNotFoundError
+from vidagent.exceptions import AmbiguousVideoError, ConfigError, UserError, VideoNotFoundError
 
 if TYPE_CHECKING:
     from vidagent.agents.base import Agent, ToolMode
@@ -172,28 +172,62 @@ def resolve_videos(
     with whatever the agent needs built before a question (unless not ``prepared``: a run then
     builds it, :func:`prepare`).
 
+    A video of the Library named by reference whose index stopped before a stage the strategy
+    reads (``vidagent index`` stopped part way, or run with fewer ``--stages``) is indexed on
+    from its file, as the file named by its path would be: asked as it stood, its question was
+    answered from nothing, in silence.
+
     Raises:
         MediaError: a file cannot be used as a video.
         VideoNotFoundError: a reference is neither a file nor a video in the Library.
+        AmbiguousVideoError: a reference names several videos of the Library.
+        UserError: a video's index lacks a stage the strategy reads and its file is gone.
     """
     ids: list[str] = []
     for ref in refs:
         if Path(ref).expanduser().is_file():
-            result = index_file(core, ref, plan=agent.index_plan(), progress=progress)
-            if result.error is not None:
-                raise result.error
-            assert result.video is not None
-            ids.append(result.video.video_id)
+            ids.append(_indexed(core, ref, agent, progress))
             continue
         try:
-            ids.append(core.library.resolve(str(ref)))
+            video_id = core.library.resolve(str(ref))
+        except AmbiguousVideoError:
+            raise
         except VideoNotFoundError:
             unknown = f"{ref}: not a video file and not a video in {core.library.uri}"
             raise VideoNotFoundError(unknown) from None
+        ids.append(_index_owed(core, video_id, agent, progress))
     ids = list(dict.fromkeys(ids))
     if prepared:
         prepare(core, agent, ids)
     return ids
+
+
+def _indexed(core: SessionCore, path: str | Path, agent: Agent, progress: bool) -> str:
+    """The id of the video file at ``path``, indexed through the agent's stages where owed."""
+    result = index_file(core, path, plan=agent.index_plan(), progress=progress)
+    if result.error is not None:
+        raise result.error
+    assert result.video is not None
+    return result.video.video_id
+
+
+def _index_owed(core: SessionCore, video_id: str, agent: Agent, progress: bool) -> str:
+    """``video_id``, indexed on from its file where a stage the agent reads never ended on it
+    (:func:`resolve_videos`); a stream (``vidagent watch``) is its watcher's to index."""
+    from vidagent.library.rows import source_problem
+
+    video = core.library.get_video(video_id)
+    owed = [s for s in agent.index_plan().stages_run(core.settings) if s not in video.stages]
+    if not owed or "watch" in video.stages:
+        return video_id
+    problem = source_problem(video)
+    if problem is not None:
+        raise UserError(
+            f"{video.name}: its index has no {', '.join(owed)} (indexing stopped before, or "
+            f"ran without them), which {agent.name} reads, and its file {video.source} "
+            f"{problem}: index the video again from its file"
+        )
+    return _indexed(core, video.source, agent, progress)
 
 
 def prepare(core: SessionCore, agent: Agent, video_ids: Sequence[str]) -> None:
