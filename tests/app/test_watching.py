@@ -93,6 +93,10 @@ def test_a_growing_file_is_one_video_that_grows_window_by_window(
         (video,) = session.videos()
 
     assert report.state == "ended" and video.video_id == watch.video_id
+    # named as `vidagent list` shows it, or by the file it watched (its stem alone before)
+    assert video.name == "recording.ts (live)"
+    for ref in ("recording.ts", str(growing), "recording"):
+        assert library.resolve(ref) == video.video_id
     assert video.duration == pytest.approx(12.0, abs=0.2)
     # searchable as each window ends: the stored duration is that window's end
     assert len(seen) >= 4

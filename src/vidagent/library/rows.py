@@ -63,6 +63,17 @@ def source_problem(video: VideoRecord) -> str | None:
     return None if same else "has changed since it was indexed (another file stands under its name)"
 
 
+def _names(video: VideoRecord) -> set[str]:
+    """What names ``video`` exactly: its id, source path and file name; for a stream
+    (``vidagent watch``), also the source it watches and that source's name (as ``vidagent
+    list`` shows it, ``w.ts (live)``, without the `` (live)``)."""
+    watched = video.stages.get("watch", {}).get("source", "")
+    names = {video.video_id, video.source, video.name}
+    if watched:
+        names |= {str(watched), video.name.removesuffix(" (live)")}
+    return names
+
+
 class Rows:
     """A Library's videos and their rows, read and written through its :class:`Tables`."""
 
@@ -107,7 +118,8 @@ class Rows:
 
     def resolve(self, ref: str) -> str:
         """A full video id from an id, a unique id prefix, a file name or a source path (a
-        relative one too, from the working directory, as ingest stores it resolved), any file
+        relative one too, from the working directory, as ingest stores it resolved; for a
+        stream, the source it watches or that source's name), any file
         holding the same video (:func:`content_id`: a copy, or the file renamed), or a file
         name without its extension (``garden`` for ``garden.mp4``). An empty or blank ``ref``
         names no video (as a prefix it would match them all: ``vidagent remove "$UNSET"``)."""
@@ -118,7 +130,7 @@ class Rows:
             path = str(Path(ref).expanduser().resolve())
         except (OSError, ValueError, RuntimeError):  # a NUL byte, a loop of links, no home
             path = ref
-        exact = [v for v in videos if ref in (v.video_id, v.source, v.name) or v.source == path]
+        exact = [v for v in videos if ref in _names(v) or path in _names(v)]
         matches = exact or [v for v in videos if v.video_id.startswith(ref)]
         if not matches and Path(path).is_file():  # a copy, or the file moved or renamed
             try:
