@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import av
 import jsonschema
@@ -59,14 +60,18 @@ def _session(home: Path, lib: Path) -> Session:
     return Session(load_settings({**INDEX_SPECS, "home": str(home)}, env={}), library=lib)
 
 
-def _answer_trace(path: Path, vid: str, citations: list[Citation] | None = None) -> Path:
+def _answer_trace(
+    path: Path, vid: str, citations: list[Citation] | None = None, **answered: Any
+) -> Path:
     trace = Trace(path)
     trace.emit(RunStarted(0.0, "retrieval", "When does the door open?", [], [], {}, {}))
     citations = citations or [
         Citation(vid, 2.5, 3.5, [2.0, 4.0], "found", 1.0, "speech", "the door opens", 0),
         Citation(vid, 7.0, 7.0, [7.0, 7.0], "unchecked", 0.0, "", "", 1),
     ]
-    trace.emit(Answered(1.0, "At 2 s.", None, True, False, "", None, [], citations=citations))
+    said = {"text": "At 2 s.", "forced": False, "reason": "answered", **answered}
+    trace.emit(Answered(1.0, choice=None, parsed=True, confidence=None, evidence=[],
+                        citations=citations, **said))  # fmt: skip
     trace.close()
     return path
 
@@ -188,6 +193,45 @@ def test_an_export_zip_holds_the_bundle_and_a_missing_answer_is_one_line(
                 session.export(trace, out=tmp_path / f"n{n}")
             with pytest.raises(UserError, match="is not seconds of a video"):
                 session.replay(trace)
+
+
+def test_a_withheld_or_forced_answer_says_so_in_the_bundle(
+    indexed: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    # the timeline said "**Answer:** insufficient evidence" alone, and index.json "abstained"
+    # with no reason: a person reading the bundle took a withheld, forced answer for an answer
+    home, lib, vid = indexed
+    trace = _answer_trace(
+        tmp_path / "w.jsonl",
+        vid,
+        text="insufficient evidence",
+        forced=True,
+        reason="max_steps",
+        note="no valid action",
+        abstained=True,
+        abstain_policy="auto",
+        abstain_reason="none of the answer's key words is said or shown where it cites",
+        withheld="At 2 s.",
+    )
+    with _session(home, lib) as session:
+        out = session.export(trace, out=tmp_path / "w").path
+    index = json.loads((out / "index.json").read_text())
+    jsonschema.validate(index, export_schema())
+    assert (index["forced"], index["reason"], index["note"]) == (
+        True,
+        "max_steps",
+        "no valid action",
+    )
+    assert (index["abstain_policy"], index["withheld"]) == ("auto", "At 2 s.")
+    assert index["abstain_reason"].startswith("none of the answer's key words")
+    timeline = (out / "timeline.md").read_text()
+    assert (
+        "*Forced:* the run ended (max_steps; no valid action) and was made to answer." in timeline
+    )
+    assert (
+        "*Abstained (auto):* none of the answer's key words is said or shown where it cites."
+        ' It withheld: "At 2 s.".' in timeline
+    )
 
 
 def test_a_contact_sheet_uses_the_stored_thumbnails_where_they_cover_the_span(

@@ -359,6 +359,14 @@ def _index(
         "options": list(getattr(started, "options", []) or []),
         "answer": answered.text,
         "abstained": bool(answered.abstained),
+        # what the answer line alone does not say: withheld (and why), or forced at a limit
+        "abstain_policy": answered.abstain_policy,
+        "abstain_reason": answered.abstain_reason,
+        "withheld": answered.withheld,
+        "unverified": bool(answered.unverified),
+        "forced": bool(answered.forced),
+        "reason": answered.reason,
+        "note": answered.note,
         "videos": [
             {
                 "video_id": vid,
@@ -461,7 +469,16 @@ def _timeline(index: dict[str, Any]) -> str:
     out = ["# Evidence", "", f"**Question:** {index['question']}", ""]
     if index["options"]:
         out += [f"- {option_letter(i)}. {o}" for i, o in enumerate(index["options"])] + [""]
-    out += [f"**Answer:** {index['answer']}", ""]
+    out += [f"**Answer:** {index['answer'] or '(none)'}", ""]
+    if index["forced"]:
+        note = f"; {index['note']}" if index["note"] else ""
+        out += [f"*Forced:* the run ended ({index['reason']}{note}) and was made to answer.", ""]
+    if index["abstained"]:
+        withheld = f' It withheld: "{index["withheld"]}".' if index["withheld"] else ""
+        policy = f" ({index['abstain_policy']})" if index["abstain_policy"] else ""
+        out += [f"*Abstained{policy}:* {index['abstain_reason']}.{withheld}", ""]
+    if index["unverified"]:
+        out += ["*Unverified:* a claim about what is seen, with no vision model to check it.", ""]
     out += [
         f"Strategy `{index['strategy']}`, exported {index['created_at']} from `{index['trace']}`.",
         "",
