@@ -1015,3 +1015,10 @@ def test_the_cli_prints_alerts_as_json_lines_and_says_what_it_did(tmp_path: Path
     assert bad.returncode == 1 and bad.stderr.strip().splitlines() == [
         "error: alert URL 'notaurl': give an http:// or https:// URL"
     ]
+    # an empty source was the working folder ("… is a directory"), an empty alert dropped
+    for args, said in (
+        (("",), "error: the source to watch is empty: give a file, a playlist or a URL"),
+        ((str(growing), "--alert", " "), "error: an alert is empty: give the words to look for"),
+    ):
+        bad = vidagent("watch", *args, home=tmp_path / "home", env=env)
+        assert bad.returncode == 1 and bad.stderr.strip().splitlines() == [said]

@@ -186,11 +186,15 @@ class Watch:
         on_event: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.core = core
+        if not source.strip():  # not the working folder, as a path it would be
+            raise ConfigError("the source to watch is empty: give a file, a playlist or a URL")
         self.source = canonical_source(source)  # a local file as its absolute path
         self.window_seconds = window_seconds or core.settings.watch_window
         if self.window_seconds <= 0:
             raise ConfigError(f"window_seconds must be positive, not {self.window_seconds}")
-        self.alert_texts = [a for a in (x.strip() for x in alerts) if a]
+        self.alert_texts = [x.strip() for x in alerts]
+        if not all(self.alert_texts):  # an alert that looks for nothing, rather than dropped
+            raise ConfigError("an alert is empty: give the words to look for")
         if alert_url and urllib.parse.urlsplit(alert_url).scheme not in ("http", "https"):
             raise ConfigError(f"alert URL {alert_url!r}: give an http:// or https:// URL")
         self.alert_url = alert_url
