@@ -266,6 +266,25 @@ def test_a_contact_sheet_uses_the_stored_thumbnails_where_they_cover_the_span(
             assert next(img.decode(video=0)).width < 1000
 
 
+def test_a_sheet_of_a_video_whose_file_is_gone_says_it_shows_fewer_frames(
+    tmp_path: Path,
+) -> None:
+    # 120 frames asked, 60 drawn from the thumbnails, exit 0 and not a word of why
+    video = tmp_path / "moved.mp4"
+    make_video(video, duration=6, fps=25, size=(160, 96), counter=True)
+    settings = load_settings({**INDEX_SPECS, "home": str(tmp_path / "home")}, env={})
+    with Session(settings, library=tmp_path / "lib") as session:
+        vid = session.index_file(video, stages=[]).structure.video.video_id
+        video.rename(tmp_path / "elsewhere.mp4")
+        drawn = session.sheet(vid, count=20, out=tmp_path / "s.png")
+    assert 0 < len(drawn.times) < 20 and drawn.thumbnails == len(drawn.times)
+    assert drawn.note == (
+        f"moved.mp4's file is gone: {len(drawn.times)} of the 20 frames asked, the index's "
+        "thumbnails in the span"
+    )
+    assert drawn.to_json()["note"] == drawn.note
+
+
 def test_the_whole_transcript_as_subtitles_with_speakers(
     indexed: tuple[Path, Path, str],
 ) -> None:

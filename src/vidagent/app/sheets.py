@@ -52,6 +52,8 @@ class SheetResult:
         recorded_at: when the video was recorded (ISO-8601), ``""`` unknown.
         not_recorded: how many are blank: a stream's moments it holds no picture of (the rest
             were decoded).
+        note: why it shows fewer frames than asked (the video's file is gone: only the
+            index's thumbnails in the span), ``""`` where it shows them all.
     """
 
     video_id: str
@@ -62,6 +64,7 @@ class SheetResult:
     thumbnails: int = 0
     recorded_at: str = ""
     not_recorded: int = 0
+    note: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,6 +80,7 @@ class SheetResult:
             "thumbnails": self.thumbnails,
             "decoded": len(self.times) - self.thumbnails - self.not_recorded,
             "not_recorded": self.not_recorded,
+            "note": self.note,
         }
 
 
@@ -270,6 +274,12 @@ def sheet(
     path = Path(out) if out else Path(f"{Path(video.name).stem or video.video_id[:8]}-sheet.png")
     frames, thumbs = span_frames(lib, video, points(t0, t1, count))
     write_image(draw_sheet(video, frames, t0, t1, columns=columns), path)
+    note = ""
+    if len(frames) != count:  # the file is gone: what the index holds of the span, as it is
+        note = (
+            f"{video.name}'s file {source_problem(video) or 'cannot be read'}: "
+            f"{len(frames)} of the {count} frames asked, the index's thumbnails in the span"
+        )
     return SheetResult(
         video.video_id,
         path,
@@ -279,4 +289,5 @@ def sheet(
         thumbs,
         getattr(video, "recorded_at", ""),
         sum(rgb is None for _, rgb in frames),
+        note,
     )

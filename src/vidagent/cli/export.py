@@ -76,6 +76,8 @@ def sheet(
         columns=columns,
         out=out,
     )
+    if result.note:
+        click.echo(f"warning: {result.note}", err=True)
     if as_json:
         echo_json(result.to_json())
         return
