@@ -244,6 +244,9 @@ def test_a_contact_sheet_uses_the_stored_thumbnails_where_they_cover_the_span(
         # 20 frames in 2 s: denser than the thumbnails, so most are decoded
         close = session.sheet(vid, t_from=2.0, t_to=4.0, count=20, out=tmp_path / "c.jpg")
         assert close.thumbnails < 20 and len(close.times) == 20
+        # a span within a second says where it is (it said 00:00:02-00:00:02)
+        tight = session.sheet(vid, t_from=2.4, t_to=2.6, count=2, out=tmp_path / "t.png")
+        assert (tight.to_json()["start"], tight.to_json()["end"]) == ("00:00:02.4", "00:00:02.6")
         with av.open(str(close.path)) as img:
             assert next(img.decode(video=0)).width > 300
         with pytest.raises(UserError, match="--to must be after --from"):

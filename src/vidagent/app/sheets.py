@@ -72,8 +72,8 @@ class SheetResult:
             "path": str(self.path),
             "t0": self.t0,
             "t1": self.t1,
-            "start": hms(self.t0),
-            "end": hms(self.t1),
+            "start": clock(self.t0),  # 00:01:19.4: a span shorter than a second shows
+            "end": clock(self.t1),
             "wall_t0": wall_clock(self.recorded_at, self.t0) or None,
             "wall_t1": wall_clock(self.recorded_at, self.t1) or None,
             "times": self.times,
