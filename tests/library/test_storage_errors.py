@@ -271,3 +271,21 @@ def test_a_full_disk_under_a_named_output_says_to_give_another_o(
     assert out.returncode == 1
     assert out.stderr.strip().splitlines() == [f"error: {small_disk / 's.png'}: {full}"]
     assert sorted(p.name for p in small_disk.iterdir()) == ["filler"]  # no half image
+
+
+def test_a_refused_trace_or_subtitle_file_says_to_give_another_of_its_option(
+    immutable: Path, videos: tuple[Path, Path], _isolated_home: Path, tmp_path: Path
+) -> None:
+    # they told the user to give another --library or --home, which would not have helped
+    library = tmp_path / "library"
+    assert _index(library, videos[0], _isolated_home).returncode == 0
+    denied = "permission denied; give another {}, or make the folder writable by this user"
+    trace = immutable / "t.jsonl"
+    out = vidagent("--library", str(library), "ask", "first", "What is shown?", "-s", "retrieval",
+                   "--trace", str(trace), home=_isolated_home, env=ENV)  # fmt: skip
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.strip().splitlines() == [f"error: {immutable}: {denied.format('--trace')}"]
+    out = vidagent("--library", str(library), "show", "first", "--srt", "-o",
+                   str(immutable / "s.srt"), home=_isolated_home, env=ENV)  # fmt: skip
+    assert out.returncode == 1
+    assert out.stderr.strip().splitlines() == [f"error: {immutable}: {denied.format('-o')}"]

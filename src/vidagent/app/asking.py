@@ -32,7 +32,13 @@ from vidagent.app.indexing import index_file
 from vidagent.app.limits import check_options
 from vidagent.app.results import AskResult, GroundResult
 from vidagent.app.window import TimeWindow, resolve_window, windowed
-from vidagent.exceptions import AmbiguousVideoError, ConfigError, UserError, VideoNotFoundError
+from vidagent.exceptions import (
+    AmbiguousVideoError,
+    ConfigError,
+    UserError,
+    VideoNotFoundError,
+    storage_error,
+)
 
 if TYPE_CHECKING:
     from vidagent.agents.base import Agent, ToolMode
@@ -317,7 +323,14 @@ class AskPlan:
         answering = self.agent
         if self.window is not None:
             answering = answering.within(windowed(self.core.library, ids, self.window))
-        run_trace: Trace = Trace(self.trace_path, listeners=[on_event] if on_event else [])
+        try:
+            run_trace: Trace = Trace(self.trace_path, listeners=[on_event] if on_event else [])
+        except OSError as e:  # a refused write names --trace, not the Library's options
+            assert self.trace_path is not None  # a trace in memory writes nothing
+            refused = storage_error(e, self.trace_path.parent, "--trace")
+            if refused is None:
+                raise
+            raise refused from None
         asked = Question(self.question, tuple(ids), self.options, self.task)
         answer = answering.run(
             asked,

@@ -18,7 +18,7 @@ from vidagent.cli.base import (
     window_of,
     window_options,
 )
-from vidagent.exceptions import UserError
+from vidagent.exceptions import UserError, storage_error
 from vidagent.timecode import wall_clock
 
 
@@ -81,7 +81,13 @@ def show(
                 raise UserError(
                     f"{target} exists and is not a subtitle file (.srt, .vtt); name another -o"
                 )
-            target.write_text(text, encoding="utf-8")
+            try:
+                target.write_text(text, encoding="utf-8")
+            except OSError as e:  # a refused write names -o, not the Library's options
+                refused = storage_error(e, target.parent, "-o")
+                if refused is None:
+                    raise
+                raise refused from None
             click.echo(f"wrote {out}")
         else:
             click.echo(text, nl=False)
