@@ -249,3 +249,43 @@ def test_two_processes_indexing_into_one_library_at_once(
     counts = count_keys(lib, "frames", "video_id", "t")
     assert set(counts.values()) == {1}
     assert set(count_keys(lib, "shots", "video_id", "shot_index").values()) == {1}
+
+
+def test_a_video_being_indexed_is_not_removed_under_it(tmp_path: Path) -> None:
+    # `vidagent remove` while `vidagent index` ran on the video: removed, then the index
+    # reported success for a video that was gone
+    from vidagent.exceptions import UserError
+
+    lib = Library(tmp_path / "lib")
+    lib.put_video(video_record("v1"))
+    held, release = threading.Event(), threading.Event()
+
+    def index() -> None:
+        with lib.indexing("v1"):
+            held.set()
+            release.wait(30)
+
+    runner = threading.Thread(target=index)
+    runner.start()
+    assert held.wait(30)
+    with pytest.raises(UserError, match="v1 is being indexed now; stop that first"):
+        lib.remove_video("v1")
+    release.set()
+    runner.join()
+    # another process indexing it (its lock file held)
+    lock = tmp_path / "lib" / "indexing" / "v1.lock"
+    hold = (
+        "import fcntl, sys, time; f = open(sys.argv[1], 'a'); "
+        "fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", hold, str(lock)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with pytest.raises(UserError, match="being indexed now"):
+            Library(tmp_path / "lib").remove_video("v1")
+    finally:
+        holder.kill()
+        holder.communicate()  # waits, and closes its pipe
+    assert lib.remove_video("v1") == "v1" and not lib.has_video("v1")

@@ -94,7 +94,7 @@ import numpy as np
 import pyarrow as pa
 
 from vidagent.config import LIBRARY_INDEX_CACHE_MIB, LIBRARY_METADATA_CACHE_MIB
-from vidagent.exceptions import LibraryError
+from vidagent.exceptions import LibraryError, UserError
 from vidagent.library.artifacts import Artifacts
 from vidagent.library.graph import EntityGraph
 from vidagent.library.graph_tables import Graphs
@@ -299,8 +299,45 @@ class Library:
         return self.rows.has_video(video_id)
 
     def remove_video(self, ref: str) -> str:
-        """Delete a video and all its rows (artefacts included); returns its id."""
-        return self.rows.remove_video(ref)
+        """Delete a video and all its rows (artefacts included); returns its id.
+
+        Raises:
+            UserError: the video is being indexed (by this process or another, :meth:`indexing`):
+                removed under it, the indexing went on to report success for a video that was
+                gone (or stored some of its rows again).
+        """
+        video_id = self.resolve(ref)
+        with self._not_indexing(video_id):
+            return self.rows.remove_video(video_id)
+
+    @contextmanager
+    def _not_indexing(self, video_id: str) -> Iterator[None]:
+        """Hold :meth:`indexing`'s lock of ``video_id`` if no one holds it, else refuse."""
+        import fcntl
+
+        with _INDEXING_GUARD:
+            lock = _INDEXING.setdefault((self.uri, video_id), threading.Lock())
+        busy = UserError(
+            f"{video_id} is being indexed now; stop that first (or let it finish), then remove it"
+        )
+        if not lock.acquire(blocking=False):
+            raise busy
+        try:
+            path = Path(self.tables.root) / "indexing" / f"{video_id}.lock"
+            if not self.tables.local or not path.is_file():
+                yield
+                return
+            with path.open("a") as handle:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise busy from None
+                try:
+                    yield
+                finally:
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+        finally:
+            lock.release()
 
     def set_stage(self, video_id: str, stage: str, info: dict[str, Any]) -> VideoRecord:
         """Record that ``stage`` finished for a video, with what produced it."""
