@@ -138,11 +138,16 @@ def rename(core: SessionCore, ref: str, label: str, name: str) -> SpeakerList:
     with lib.write_lock():  # two renames at once (two HTTP requests) each keep their name
         given = names(lib, listed.video_id)
         taken = {n.casefold(): k for k, n in given.items() if k != wanted}
-        taken |= {k.casefold(): k for k in labels if k != wanted}
         if name and name.casefold() in taken:
             raise ConfigError(
                 f"{name!r} already names {taken[name.casefold()]} in {ref}; give each speaker "
                 "a name of its own"
+            )
+        other = next((k for k in labels if k != wanted and k.casefold() == name.casefold()), "")
+        if name and other:  # `--speaker S3` would find one of them only
+            raise ConfigError(
+                f"{name!r} is the label of another speaker ({other}) in {ref}; give a name that "
+                "is not a label"
             )
         if name:
             given[wanted] = name
