@@ -344,6 +344,8 @@ def test_the_commands_export_draw_and_write_subtitles_or_say_why_not_in_one_line
         (("show", vid, "-o", str(tmp_path / "x")), "give --srt or --vtt"),
         # the video itself named as the output: kept, not replaced
         (("show", vid, "--srt", "-o", str(video)), f"{video} exists and is not a subtitle file"),
+        # SubRip in a .vtt file (written in silence before)
+        (("show", vid, "--srt", "-o", str(tmp_path / "t.vtt")), "give --vtt, or name a .srt"),
         (("ask", vid, "What opens?", "--trace", str(video)), f"{video} exists and is not a trace"),
     ]:
         failed = vidagent(*args, **run)

@@ -76,6 +76,11 @@ def show(
         text = session_of(ctx).subtitles(video, "vtt" if subtitles == "vtt" else "srt")
         if out:
             target = Path(out)
+            other = {"srt": ".vtt", "vtt": ".srt"}[subtitles]
+            if target.suffix.lower() == other:  # SubRip in a .vtt file a player misreads
+                raise UserError(
+                    f"{target} ends in {other}: give --{other[1:]}, or name a .{subtitles} file"
+                )
             kept = target.suffix.lower() not in (".srt", ".vtt", ".txt")
             if kept and target.is_file() and target.stat().st_size:  # the video itself, say
                 raise UserError(
