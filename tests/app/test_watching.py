@@ -741,6 +741,41 @@ def test_a_finished_recording_is_not_opened_again_and_a_stop_is_heard_at_once(
     assert windows[0].t0 == 0.0 and windows[-1].t1 == pytest.approx(3.0, abs=0.1)
 
 
+def test_a_finished_recording_watched_again_is_not_opened_unless_it_grew(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A watch run again on a recording it had read to its end opened it again, and FFmpeg,
+    # following the file, blocked for several stalls before it found nothing new: 64 s to
+    # give up after 2 s. Where the recording has grown since, it is read on.
+    from vidagent.media import live
+
+    source = tmp_path / "done.ts"
+    data = ts_stream(tmp_path / "all.ts", 6.0)
+    half = len(data) // 2 // 188 * 188  # whole MPEG-TS packets
+    source.write_bytes(data[:half])
+    opened: list[str] = []
+    real_open = live.av.open
+
+    def counting(target: Any, *args: Any, **kwargs: Any) -> Any:
+        opened.extend([str(target)] if str(target) == str(source) else [])
+        return real_open(target, *args, **kwargs)
+
+    monkeypatch.setattr(live.av, "open", counting)
+    durations = []
+    with Session(_settings(tmp_path)) as session:
+        for grown in (False, False, True, False):
+            if grown:
+                with source.open("ab") as f:
+                    f.write(data[half:])
+            before = len(opened)
+            watch = session.watch(str(source), window_seconds=2, stages=["transcribe"], **QUICK)
+            assert watch.run().state == "ended"
+            durations.append(session.library.get_video(watch.video_id).duration)
+            assert (len(opened) > before) == (grown or not durations[:-1])
+    assert durations[0] == durations[1] < durations[2] == durations[3]
+    assert durations[2] == pytest.approx(6.0, abs=0.2)
+
+
 def test_a_recording_replaced_under_its_name_is_read_from_its_start(tmp_path: Path) -> None:
     # A new, shorter recording written over the old file: its clock starts again a few
     # seconds in, under the 30 s a live source's restart is told by. It was sought to where

@@ -442,6 +442,7 @@ class Watch:
             last=float(saved.get("last", 0.0)),
             format=str(saved.get("format", "")),
             outages=[Outage(**o) for o in watch.get("outages", [])],
+            read_to=saved.get("read_to"),
         )
         self._stored = (list(watch.get("alerts", [])), int(watch.get("alert_count", 0)))
         # rows a window cut short had written, past the last window the record counts
@@ -695,6 +696,7 @@ def _in_thread(windows: Iterator[Window], ahead: int | None = None) -> Iterator[
 def _position_json(position: Position, w: Window) -> dict[str, Any]:
     """Where a resumed capture starts: after window ``w`` (the capture may be further on,
     its windows on disk to be indexed first)."""
+    ended = position.read_to
     return {
         "next_index": w.index + 1,
         "t": w.t1,
@@ -702,6 +704,8 @@ def _position_json(position: Position, w: Window) -> dict[str, Any]:
         "shift": w.shift,
         "last": w.t1,
         "format": position.format,
+        # the file as it stood when the read that ended after ``w`` did: nothing was left
+        **({"read_to": ended} if ended and ended.get("seen") == w.seen else {}),
     }
 
 

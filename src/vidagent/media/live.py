@@ -166,6 +166,12 @@ class Position:
     #: replaced or cut short since (a new recording under the old name) is read from its start
     #: (kept in memory: a watch run again later does not compare)
     file: tuple[int, int, int] | None = None
+    #: a growing local file as it stood when a read of it last ended, with what had been read
+    #: then: ``{"file": [device, inode, size], "seen": {...}}``. Kept with the stream, so a
+    #: watch run again on a file that has not changed since does not open it (FFmpeg, following
+    #: a file, blocks for several stalls before it finds nothing new: a finished recording's
+    #: watch run again took 64 s to give up after 2 s)
+    read_to: dict[str, Any] | None = None
 
 
 def is_local(source: str) -> bool:
@@ -221,6 +227,9 @@ class Capture:
         self._streams: list[Any] = []
         #: a growing local file as it stood when a read of it last ended (``_UNREAD``: read it)
         self._read_up_to: tuple[int, int, int] | None | object = _UNREAD
+        ended = self.position.read_to
+        if ended and ended.get("seen") == self.position.seen and self._file_state() is not _UNREAD:
+            self._read_up_to = tuple(ended["file"])  # read to there by an earlier watch
         folder.mkdir(parents=True, exist_ok=True)
 
     def stop(self) -> None:
@@ -294,6 +303,11 @@ class Capture:
             before, self._read_up_to = self._read_up_to, self._file_state()
             if self.stopping.is_set():
                 break
+            if isinstance(self._read_up_to, tuple):
+                self.position.read_to = {
+                    "file": list(self._read_up_to),
+                    "seen": dict(self.position.seen),
+                }
             now = self.clock()
             if self._down is None:
                 self._down = now
