@@ -23,8 +23,8 @@ not the end: a growing file reads like a live stream, and a finished one ends af
 HLS playlist, on disk or over HTTP, one with ``#EXT-X-ENDLIST``; a file over HTTP) ends the
 capture when it is read to its end: opened again it would play from its start. A live
 playlist (no ``#EXT-X-ENDLIST``) is read again as FFmpeg's HLS reader polls it; one that has
-ended by the time it is opened again (while the watch was away) plays from its start, so it is
-sought to what was read, as a growing file is, and its clock is not taken for a restart.
+ended by the time it is opened again (while the watch was away) plays from its start: what was
+read is skipped, and its clock going back is not taken for a restart.
 
 A change of codec or picture size raises :class:`SourceChangedError` (one line): a window's
 stages, the stored thumbnails and detection boxes assume one format per stream.
@@ -476,13 +476,14 @@ class Capture:
             keep = [video, *container.streams.audio[:1]]
             self._streams = keep
             resume = {} if renewed else dict(p.seen)  # what an earlier connection read
-            # A growing file, or a source of known length (a live playlist that ended while the
-            # watch was away plays from its start), goes on after what was read: its clock did
-            # not restart.
-            replayed = "video" in resume and (is_local(self.source) or self._complete)
-            if replayed:
+            if "video" in resume and is_local(self.source):
                 with suppress(av.error.FFmpegError):  # unseekable: read from the start
                     container.seek(int(resume["video"] / float(time_base(video))), stream=video)
+            # A source of known length opened again (a live playlist that ended while the watch
+            # was away) plays from its start: its clock did not restart, and what was read
+            # before is skipped below. (Not sought: a playlist that no longer lists the segment
+            # read last would be sought past the first one it lists.)
+            replayed = "video" in resume and self._complete
             first, before = True, None  # the last video packet's decoding time
             rate = float(video.average_rate or video.guessed_rate or 25)
             jump = max(LOST_SECONDS, 3.0 / rate)
@@ -493,7 +494,7 @@ class Capture:
                 own, dts = float(packet.pts * tb), float(packet.dts * tb)
                 if first and kind == "video":
                     first = False
-                    if not (replayed and self._complete) and self._rebase(dts, renewed):
+                    if not replayed and self._rebase(dts, renewed):
                         resume = {}
                 if kind in resume and dts <= resume[kind] + 1e-6:
                     continue  # read before this reconnection
