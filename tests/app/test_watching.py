@@ -703,6 +703,21 @@ def test_a_source_that_never_gives_a_video_fails_in_one_line(tmp_path: Path) -> 
         assert session.videos() == []
 
 
+def _opens_of(source: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A list that every opening of ``source`` by the capture (FFmpeg's) adds its path to."""
+    from vidagent.media import live
+
+    opened: list[str] = []
+    real_open = live.av.open
+
+    def counting(target: Any, *args: Any, **kwargs: Any) -> Any:
+        opened.extend([str(target)] if str(target) == str(source) else [])
+        return real_open(target, *args, **kwargs)
+
+    monkeypatch.setattr(live.av, "open", counting)
+    return opened
+
+
 def test_a_finished_recording_is_not_opened_again_and_a_stop_is_heard_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -712,14 +727,7 @@ def test_a_finished_recording_is_not_opened_again_and_a_stop_is_heard_at_once(
 
     source = tmp_path / "done.ts"
     ts_stream(source, 3.0)
-    opened: list[str] = []
-    real_open = live.av.open
-
-    def counting(target: Any, *args: Any, **kwargs: Any) -> Any:
-        opened.extend([str(target)] if str(target) == str(source) else [])
-        return real_open(target, *args, **kwargs)
-
-    monkeypatch.setattr(live.av, "open", counting)
+    opened = _opens_of(source, monkeypatch)
     capture = live.Capture(
         str(source), tmp_path / "w", window_seconds=1, stall_seconds=0.5, give_up_seconds=60
     )
@@ -747,20 +755,12 @@ def test_a_finished_recording_watched_again_is_not_opened_unless_it_grew(
     # A watch run again on a recording it had read to its end opened it again, and FFmpeg,
     # following the file, blocked for several stalls before it found nothing new: 64 s to
     # give up after 2 s. Where the recording has grown since, it is read on.
-    from vidagent.media import live
 
     source = tmp_path / "done.ts"
     data = ts_stream(tmp_path / "all.ts", 6.0)
     half = len(data) // 2 // 188 * 188  # whole MPEG-TS packets
     source.write_bytes(data[:half])
-    opened: list[str] = []
-    real_open = live.av.open
-
-    def counting(target: Any, *args: Any, **kwargs: Any) -> Any:
-        opened.extend([str(target)] if str(target) == str(source) else [])
-        return real_open(target, *args, **kwargs)
-
-    monkeypatch.setattr(live.av, "open", counting)
+    opened = _opens_of(source, monkeypatch)
     durations = []
     with Session(_settings(tmp_path)) as session:
         for grown in (False, False, True, False):
