@@ -277,9 +277,8 @@ def speakers(
     if not listed.speakers:
         click.echo(f"{video}: nobody speaks")
     for s in listed.speakers:
-        click.echo(
-            f"{s.label:<4} {s.name or '-':<24} {hms(s.seconds)}  {s.segments} segment{'s' if s.segments != 1 else ''}"
-        )
+        unit = "segment" if s.segments == 1 else "segments"
+        click.echo(f"{s.label:<4} {s.name or '-':<24} {hms(s.seconds)}  {s.segments} {unit}")
 
 
 @cli.command()
