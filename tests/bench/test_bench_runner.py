@@ -276,9 +276,9 @@ def test_an_endpoint_that_cannot_be_reached_stops_the_run_and_a_resume_goes_on(
     ):
         run_benchmark(config, settings=settings, out=out, models=models)
     rows = read_rows(out / "predictions.jsonl")
-    # stopped at the third; the question already in flight then (the one thread takes the next
-    # as soon as one ends) finishes and is recorded; the fifth is never asked
-    assert len(rows) in (3, 4)
+    # stopped at the third, however late the thread that records rows is scheduled: the one
+    # thread that answers does not begin the fourth
+    assert len(rows) == 3
     assert all(r["error"].startswith(runner.UNREACHABLE) for r in rows.values())
     down["on"] = False
     with hub(settings, FakeAdapter.function(reply)) as models:

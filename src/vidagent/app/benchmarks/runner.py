@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -98,21 +99,32 @@ UNREACHABLE = f"model error: {EndpointUnreachable.__name__}"
 
 
 class Unreachable:
-    """Counts questions in a row whose rows say their endpoint could not be reached, and stops
-    the run at :data:`UNREACHABLE_STOP` of them (module docstring)."""
+    """Counts questions in a row, in the order they finish, whose rows say their endpoint could
+    not be reached; at :data:`UNREACHABLE_STOP` of them the run stops (module docstring):
+    :attr:`error` is set, a question not yet begun is not asked (a resume asks it), and
+    :meth:`check` raises it. :meth:`count` is safe from the threads that answer, so that the
+    decision does not wait for the thread that records rows to be scheduled."""
 
     def __init__(self) -> None:
         self.streak = 0
+        self.error: EndpointUnreachable | None = None
+        self._lock = threading.Lock()
+
+    def count(self, row: dict[str, Any]) -> None:
+        error = row["error"] or ""
+        with self._lock:
+            self.streak = self.streak + 1 if error.startswith(UNREACHABLE) else 0
+            if self.streak >= UNREACHABLE_STOP and self.error is None:
+                why = error.removeprefix(f"{UNREACHABLE}: ")
+                self.error = EndpointUnreachable(
+                    f"{why}; {self.streak} questions in a row could not reach it, so the run "
+                    "stopped (run again to resume once it answers)"
+                )
 
     def check(self, row: dict[str, Any]) -> None:
-        error = row["error"] or ""
-        self.streak = self.streak + 1 if error.startswith(UNREACHABLE) else 0
-        if self.streak >= UNREACHABLE_STOP:
-            why = error.removeprefix(f"{UNREACHABLE}: ")
-            raise EndpointUnreachable(
-                f"{why}; {self.streak} questions in a row could not reach it, so the run stopped "
-                "(run again to resume once it answers)"
-            )
+        self.count(row)
+        if self.error is not None:
+            raise self.error
 
 
 class Workers(Protocol):
@@ -680,29 +692,42 @@ class _Run:
         on an interrupt, questions in flight finish first and their rows are recorded too."""
         from tqdm import tqdm
 
+        reach = Unreachable()
+
+        def ask(sample: Sample) -> dict[str, Any] | None:
+            if reach.error is not None:
+                return None  # the run is stopping: not asked, and asked again on resume
+            row = self.asker.row(sample)
+            reach.count(row)
+            return row
+
         bar = tqdm(total=len(todo), desc="questions", unit="q", disable=not progress)
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vidagent-bench")
-        futures = [pool.submit(self.asker.row, s) for s in todo]
-        pending: set[Future[dict[str, Any]]] = set(futures)
-        recorded: set[Future[dict[str, Any]]] = set()
-        failed, reach = 0, Unreachable()
+        futures = [pool.submit(ask, s) for s in todo]
+        pending: set[Future[dict[str, Any] | None]] = set(futures)
+        recorded: set[Future[dict[str, Any] | None]] = set()
+        failed = 0
         try:
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished:
                     row = future.result()  # a UserError stops the run here
-                    record(row)
                     recorded.add(future)
+                    if row is None:
+                        continue
+                    record(row)
                     failed += row["error"] is not None
                     bar.update()
                     bar.set_postfix(errors=failed, refresh=False)
-                    reach.check(row)  # and an endpoint that cannot be reached, here
+                if reach.error is not None:  # an endpoint that cannot be reached stops it here
+                    raise reach.error
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
             for future in futures:  # rows of questions that finished while the run stopped
                 if future in recorded or future.cancelled() or future.exception() is not None:
                     continue
-                record(future.result())
+                if (row := future.result()) is not None:
+                    record(row)
             bar.close()
 
     def _scores(self, split: str) -> tuple[Scores | None, tuple[str, ...]]:
