@@ -111,6 +111,7 @@ def test_an_export_holds_exact_clips_frames_sheet_subtitles_and_a_valid_index(
     assert f"[{first['clip']}]({first['clip']})" in timeline and "> the door opens" in timeline
     assert "Quoted from 00:00:02.5-00:00:03.5." in timeline  # the quote's own time in the span
     assert first["transcript"][0]["speaker"] == "Dr Lee"
+    assert first["transcript"][0]["label"] == "S1"  # the label `vidagent speakers` lists
     # the widened span 6.5-7.5 holds "then it" of "and then it closes", at those words' times
     assert second["transcript"] == [{"t0": 6.5, "t1": 7.5, "text": "then it", "speaker": ""}]
 

@@ -264,16 +264,17 @@ def _fill_span(
         return
     if span.outside:
         return
-    span.segments = with_names(
-        lib, video.video_id, lib.transcript(video.video_id, span.t0, span.t1)
-    )
-    for seg in span.segments:
+    said = lib.transcript(video.video_id, span.t0, span.t1)
+    span.segments = with_names(lib, video.video_id, said)
+    for seg, labelled in zip(span.segments, said, strict=True):
         part = cut(seg, (span.t0, span.t1))  # the words said inside the span, at their times
         if part is not None:
             t0, t1, text = part
-            span.transcript.append(
-                {"t0": round(t0, 3), "t1": round(t1, 3), "text": text, "speaker": speaker_of(seg)}
-            )
+            line = {"t0": round(t0, 3), "t1": round(t1, 3), "text": text}
+            line["speaker"] = speaker_of(seg)
+            if speaker_of(labelled) != line["speaker"]:  # a named speaker keeps its label too
+                line["label"] = speaker_of(labelled)
+            span.transcript.append(line)
     name = f"{span.n:02d}-{video.video_id[:8]}-{_stamp(span.t0)}-{_stamp(span.t1)}"
     count = 2 if span.t1 - span.t0 < 2 else 3 if span.t1 - span.t0 < 10 else 4
     step = (span.t1 - span.t0) / count
@@ -429,7 +430,9 @@ def _write_transcripts(
         video = videos.get(s.video_id)
         name = video.name if video else s.video_id
         lines.append(f"## {name}  {clock(s.t0)}-{clock(s.t1)}")
-        said = subtitles([_Seg(**d) for d in s.transcript], "txt").rstrip()
+        said = subtitles(
+            [_Seg(d["t0"], d["t1"], d["text"], d["speaker"]) for d in s.transcript], "txt"
+        ).rstrip()
         lines.append(said or ("(no speech)" if video else f"(unknown: the video is {NOT_HERE})"))
         lines.append("")
     cues: list[_Seg] = []
