@@ -240,6 +240,35 @@ def test_a_finished_hls_playlist_longer_than_a_restart_is_read_once(tmp_path: Pa
     assert not [e for e in events if e["event"] == "outage"]
 
 
+def test_a_live_playlist_on_disk_rewritten_at_each_segment_is_read_once(tmp_path: Path) -> None:
+    # A recorder writing HLS to disk (FFmpeg's muxer) replaces the playlist with each segment it
+    # adds; taken for a new recording under the old name, it was read again from its start
+    # each time the watch opened it: 20 s of stream became 40.
+    published = _Publisher(tmp_path, 16.0)
+    published.drop()  # read from disk, not served
+    published.publish(2, listed=99)
+
+    def record() -> None:
+        for count in range(3, len(published.segments) + 1):
+            time.sleep(1.0)
+            published.publish(count, listed=99)
+        published.publish(len(published.segments), end=True, listed=99)
+
+    recorder = threading.Thread(target=record, daemon=True)
+    recorder.start()
+    with Session(_settings(tmp_path)) as session:
+        watch = session.watch(
+            str(published.site / "live.m3u8"),
+            window_seconds=10,
+            stages=["transcribe"],
+            stall_seconds=3.0,
+            give_up_seconds=8.0,
+        )
+        watch.run()
+        recorder.join()
+        check_clips(session.library, watch.video_id, 16.0)
+
+
 def test_a_live_playlist_that_ends_while_the_watch_is_away_is_not_read_again(
     tmp_path: Path,
 ) -> None:

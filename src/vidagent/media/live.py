@@ -164,7 +164,9 @@ class Position:
     outages: list[Outage] = field(default_factory=list)
     #: a local file's identity (device, inode) and size when it was last opened: a file
     #: replaced or cut short since (a new recording under the old name) is read from its start
-    #: (kept in memory: a watch run again later does not compare)
+    #: (kept in memory: a watch run again later does not compare). Not of a playlist, which a
+    #: recorder replaces with each segment it adds (FFmpeg's HLS muxer writes a temporary
+    #: file and renames it): a restarted encoder's playlist is told by its clock, as a URL's
     file: tuple[int, int, int] | None = None
     #: a growing local file as it stood when a read of it last ended, with what had been read
     #: then: ``{"file": [device, inode, size], "seen": {...}}``. Kept with the stream, so a
@@ -441,12 +443,15 @@ class Capture:
         if is_local(self.source):
             if not playlist:  # FFmpeg's HLS reader cannot open a playlist with follow=1
                 options["follow"] = "1"
+            elif "video" not in p.seen:  # a recording on disk, read from its start as a file is
+                options["live_start_index"] = "0"
             target = str(local_path(self.source))
             if not Path(target).exists():
                 raise MediaError(self.source, NOT_YET)
-            st = os.stat(target)
-            was, p.file = p.file, (st.st_dev, st.st_ino, st.st_size)
-            renewed = was is not None and (was[:2] != p.file[:2] or st.st_size < was[2])
+            if not playlist:  # a playlist is rewritten under its name at each segment
+                st = os.stat(target)
+                was, p.file = p.file, (st.st_dev, st.st_ino, st.st_size)
+                renewed = was is not None and (was[:2] != p.file[:2] or st.st_size < was[2])
         else:
             # PyAV's open timeout bounds opening as a whole, the probe of the streams
             # included, and a probe cut short mid-read breaks the connection without an error
