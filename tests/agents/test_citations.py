@@ -174,6 +174,14 @@ def test_a_spoken_answer_is_found_and_quoted_at_its_words_own_times(library: Lib
     ]
 
 
+def test_a_sentence_two_cited_spans_share_is_quoted_once(library: Library) -> None:
+    # "totally free" (5.8-6.5 s) crosses the edge of the two cited spans
+    e = answered(ask(library, COST, "B", [(4.0, 6.0), (6.0, 8.0)]))
+    (c,) = e.citations
+    assert (c.label, c.text, c.t0, c.t1, c.cited) == ("found", "totally free", 5.5, 6.8, [4.0, 6.0])
+    assert e.claims[0]["citations"] == [0] and not e.abstained
+
+
 def test_a_quotes_padded_times_are_kept_to_the_millisecond() -> None:
     from vidagent.agents.citations.check import Checker
     from vidagent.agents.citations.pieces import Piece

@@ -119,7 +119,8 @@ class Checker:
 
     def check(self, claims: Sequence[Claim], spans: Sequence[Evidence]) -> list[Citation]:
         """Each span checked for its best claim, and for every other claim it holds key words
-        of."""
+        of; a quote is cited once, at the first span that holds it (two cited clips that share
+        a sentence across their edge quote the same words at the same times)."""
         picture = any(c.about_picture for c in claims)
         per_span = [
             [p for p in pieces_in(self.index, s) if picture or p.source != "picture"] for s in spans
@@ -130,13 +131,21 @@ class Checker:
         videos = list(dict.fromkeys(s.video_id for s in spans))
         open_ = [self.checkable(c, videos) for c in claims]
         kept: list[Citation] = []
+        quoted: set[tuple[int, str, float, float, str, str]] = set()
         for span, pieces in zip(spans, per_span, strict=True):
             found = [
                 self._best(k, claim, span, pieces, cosines[k], column, open_[k])
                 for k, claim in enumerate(claims)
             ]
             best = max(range(len(found)), key=lambda k: (RANK[found[k].label], found[k].support))
-            kept += [c for k, c in enumerate(found) if k == best or RANK[c.label] > 0]
+            for k, c in enumerate(found):
+                if k != best and RANK[c.label] == 0:
+                    continue
+                quote = (c.claim, c.video_id, c.t0, c.t1, c.source, c.text)
+                if c.source and quote in quoted:
+                    continue  # the same words at the same times, quoted for an earlier span
+                quoted.add(quote)
+                kept.append(c)
         return kept
 
     def _cosines(self, claims: list[str], texts: list[str]) -> np.ndarray:
