@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -212,11 +213,17 @@ async def test_a_cancelled_ask_stops_at_its_next_step(
 
     from vidagent.trace import Answered, Trace
 
+    from vidagent.server import mcp
+
     calls: list[Any] = []
+    started = threading.Event()
 
     def slow(request: Any) -> str:
+        """The first call lasts until the cancel has reached the work (its stop flag)."""
         calls.append(request)
-        time.sleep(1.0)
+        started.set()
+        stop = mcp._STOP.get()
+        assert stop is not None and stop.wait(60)
         return SCRIPT[min(len(calls), 2) - 1]
 
     llm = FakeAdapter.function(slow, capabilities=JSON_ONLY)
@@ -227,8 +234,10 @@ async def test_a_cancelled_ask_stops_at_its_next_step(
         async with Client(build_server(session, MediaRoots([media]))) as client:
             (video,) = body(await client.call_tool("list_videos", {}))["videos"]
             asked = {"question": "What text appears?", "videos": [video["video_id"]]}
-            with anyio.move_on_after(0.5):
-                await client.call_tool("ask", asked | {"strategy": "dvd"})
+            async with anyio.create_task_group() as group:
+                group.start_soon(client.call_tool, "ask", asked | {"strategy": "dvd"})
+                assert await anyio.to_thread.run_sync(started.wait, 60)
+                group.cancel_scope.cancel()
             traces = session.traces_folder
             for _ in range(300):  # the run ends at its next check, on its own thread
                 done = [p for p in traces.glob("*.jsonl") if "run_finished" in p.read_text()]
