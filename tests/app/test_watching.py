@@ -64,10 +64,11 @@ def test_a_growing_file_is_one_video_that_grows_window_by_window(
     )
     data = ts_stream(tmp_path / "source.ts", 12.0)
     growing = tmp_path / "recording.ts"
-    indexed = threading.Event()
-    # a stall of 1.2 s two thirds in: an outage (past the 0.5 s stall) it survives (the 1.5 s
-    # give-up counts from when the stall is told, 0.5 s in)
-    writer = grow(growing, data, pieces=12, pause=0.2, hold=1.2, gate=indexed)
+    indexed, stalled = threading.Event(), threading.Event()
+    # two thirds in, the writer waits until the watch, past its first window, has told a stall
+    # (0.5 s without a packet), and 0.2 s more: an outage it survives (the 1.5 s give-up
+    # counts from when the stall is told)
+    writer = grow(growing, data, pieces=12, pause=0.2, hold=0.2, gate=stalled)
     seen: list[tuple[float, int, float]] = []  # (window end, clips, stored duration) at its event
     events: list[dict[str, Any]] = []
     with Session(_settings(tmp_path)) as session:
@@ -87,6 +88,16 @@ def test_a_growing_file_is_one_video_that_grows_window_by_window(
         watch = session.watch(
             str(growing), window_seconds=3, stages=STAGES, on_event=on_event, **QUICK
         )
+
+        def tell_stall() -> None:
+            deadline = time.monotonic() + 120
+            while not indexed.is_set() or watch._capture is None or watch._capture._down is None:
+                if time.monotonic() > deadline:
+                    return  # the writer is not let on: the watch gives up short of 12 s
+                time.sleep(0.02)
+            stalled.set()
+
+        threading.Thread(target=tell_stall, daemon=True).start()
         report = watch.run()
         writer.join()
         library = session.library

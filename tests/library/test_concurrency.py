@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -108,12 +107,12 @@ def test_sharing_an_embedding_binding_between_two_handles_keeps_the_vectors(tmp_
 
 
 HOLDER = """
-import sys, time
+import sys
 from vidagent.library import Library
 lib = Library(sys.argv[1])
 with lib.write_lock():
     print("locked", flush=True)
-    time.sleep(float(sys.argv[2]))
+    sys.stdin.readline()  # held until told
 """
 
 
@@ -121,18 +120,26 @@ def test_a_process_holding_the_write_lock_keeps_other_processes_writers_waiting(
     tmp_path: Path,
 ) -> None:
     lib = Library(tmp_path / "lib")
-    with subprocess.Popen(  # leaving the block closes the pipe
-        [sys.executable, "-c", HOLDER, str(tmp_path / "lib"), "1.5"],
+    lib.put_artifact(
+        Artifact("v", "summary", "global", "before")
+    )  # its table made: a write is quick
+    with subprocess.Popen(  # leaving the block closes the pipes
+        [sys.executable, "-c", HOLDER, str(tmp_path / "lib")],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     ) as holder:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-        started = time.monotonic()
-        lib.put_artifact(Artifact("v", "summary", "global", "after the holder"))
-        waited = time.monotonic() - started
-        holder.wait(timeout=30)
-    assert waited > 0.8, f"wrote after {waited:.2f}s while another process held the lock"
-    assert lib.global_summary("v") == "after the holder"
+        writer = threading.Thread(
+            target=lib.put_artifact, args=(Artifact("v", "summary", "global", "after"),)
+        )
+        writer.start()
+        writer.join(1.0)
+        assert writer.is_alive(), "wrote while another process held the lock"
+        holder.communicate("release\n", timeout=30)  # the holder lets go and ends
+        writer.join(30)
+        assert not writer.is_alive()
+    assert lib.global_summary("v") == "after"
 
 
 WRITER = """

@@ -238,8 +238,11 @@ def test_an_upload_over_the_limit_is_413_and_leaves_nothing(
 
 
 def test_cancel_stops_an_index_job_between_stages(live_server: Any, media: Path) -> None:
-    live = live_server(workers=1)
-    blocker = httpx.post(f"{live.url}/api/videos", json={"path": "clip.mp4"}).json()["job_id"]
+    live = live_server(workers=1, delay=2.0)
+    # the one worker is held by a question whose model calls take 2 s each: the index job waits
+    vid = httpx.get(f"{live.url}/api/videos").json()["videos"][0]["video_id"]
+    asked = {"videos": [vid], "question": "What text?"}
+    blocker = httpx.post(f"{live.url}/api/ask", json=asked).json()["job_id"]
     queued = httpx.post(f"{live.url}/api/videos", json={"path": "clip.mp4"}).json()["job_id"]
     cancelled = httpx.delete(f"{live.url}/api/jobs/{queued}").json()
     assert cancelled["state"] in ("cancelled", "running")

@@ -204,6 +204,23 @@ def wait_for(driver: Any, condition: Callable[[Any], Any], what: str, timeout: f
         ) from None
 
 
+def seeked(player: str, lo: float, hi: float) -> Callable[[Any], float | None]:
+    """A condition: the player ``player`` (an element id) stands in ``[lo, hi]`` seconds,
+    having been sought there: it played nothing before ``lo`` (a player that played from 0
+    instead reaches ``lo`` too, later, with a played range from 0)."""
+    script = (
+        f"const p = document.getElementById('{player}'); const r = p.played;"
+        " return [p.readyState, p.currentTime, r.length ? r.start(0) : null]"
+    )
+
+    def condition(d: Any) -> float | None:
+        ready, now, first = d.execute_script(script)
+        assert first is None or first >= lo - 0.05, f"{player} played from {first} s, not {lo}"
+        return now if ready >= 1 and lo <= now <= hi else None
+
+    return condition
+
+
 def css(driver: Any, selector: str) -> list[Any]:
     return driver.find_elements("css selector", selector)
 
@@ -310,12 +327,7 @@ def test_a_search_result_click_seeks_the_player(
     t0 = float(late.get_attribute("data-t0"))
     late.click()
 
-    def seeked(d: Any) -> float | None:
-        now = d.execute_script("return document.getElementById('player').currentTime")
-        return now if t0 - 0.05 <= now <= t0 + 1.5 else None
-
-    # 3 s: a player that played from 0 instead could not reach t0 (5 s or later) in time
-    wait_for(browser, seeked, f"the player to seek to {t0}", timeout=3)
+    wait_for(browser, seeked("player", t0 - 0.05, t0 + 1.5), f"the player to seek to {t0}")
     screenshot(browser, tmp_path, "video")
 
 
@@ -394,11 +406,7 @@ def test_a_summary_time_plays_the_moment_and_times_read_as_wall_clock(
         assert "[99:00] is past the end." in browser.find_element("css selector", "#summary").text
         links[1].click()
 
-        def seeked(d: Any) -> float | None:
-            now = d.execute_script("return document.getElementById('player').currentTime")
-            return now if 6.95 <= now <= 8.5 else None
-
-        wait_for(browser, seeked, "the player to seek to 7 s", timeout=3)
+        wait_for(browser, seeked("player", 6.95, 8.5), "the player to seek to 7 s")
     finally:
         library.put_artifact(summary)
         library.put_video(record)
@@ -479,15 +487,11 @@ def test_an_ask_streams_steps_and_draws_its_evidence(
     late = max(marks, key=lambda m: float(m.get_attribute("data-t0")))
     t0 = float(late.get_attribute("data-t0"))
     late.click()
-    script = (
-        "const p = document.getElementById('evidence-player'); return [p.readyState, p.currentTime]"
+    wait_for(
+        browser,
+        seeked("evidence-player", t0 - 0.05, t0 + 1.5),
+        f"the evidence player to seek to {t0}",
     )
-
-    def seeked(d: Any) -> bool:
-        ready, now = d.execute_script(script)
-        return ready >= 1 and t0 - 0.05 <= now <= t0 + 1.5
-
-    wait_for(browser, seeked, f"the evidence player to seek to {t0}", timeout=5)
     screenshot(browser, tmp_path, "ask")
 
     # the evidence downloads as a zip whose index.json the shipped schema accepts

@@ -211,9 +211,8 @@ async def test_a_cancelled_ask_stops_at_its_next_step(
     # its next step (it went on to the end before: the SDK's worker thread heard no cancel).
     import anyio
 
-    from vidagent.trace import Answered, Trace
-
     from vidagent.server import mcp
+    from vidagent.trace import Answered, Trace
 
     calls: list[Any] = []
     started = threading.Event()
