@@ -293,9 +293,29 @@ def test_bad_configs_are_one_line_errors(tiny: Path, tmp_path: Path) -> None:
         ("warmup.stop_at", 1.5),
         ("grpo.mini_batch_size", 0),
         ("rollout.max_turns", 0),
+        ("run.save_every", 0),  # a step's checkpoint divided by it: the step was lost
+        ("run.keep_checkpoints", 0),
+        ("run.threads", -1),
+        ("data.heldout", -1),
+        ("data.template_per_task", 0),
+        ("optim.lr", 0),
+        ("rollout.temperature", -1),
+        ("grpo.clip_eps", 0),
+        ("grpo.beta", -0.1),
     ]:
-        with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        # blamed on the --set that gave it, not on the file
+        with pytest.raises(ConfigError, match="^--set " + key.replace(".", r"\.")):
             load_config(path, {key: value})
+    zero = tmp_path / "zero.toml"
+    zero.write_text(path.read_text().replace("save_every = 1", "save_every = 0"))
+    with pytest.raises(ConfigError, match=f"^{zero}: run.save_every"):  # and in the file
+        load_config(zero)
+    odd = tmp_path / "odd.toml"
+    odd.write_bytes(b"\xff\xfe")
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        load_config(odd)
+    with pytest.raises(ConfigError, match="cannot read the training config"):
+        load_config(tmp_path)
 
 
 def test_a_run_is_resumed_only_under_the_settings_it_trained_with(
@@ -339,7 +359,9 @@ def test_a_killed_run_resumes_from_its_last_checkpoint_without_duplicate_rows(
     assert 2 <= killed_at < 4
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
-    assert f"(step {killed_at})" in done.stdout and "resumed from" in done.stdout
+    assert f"(step {killed_at})" in done.stdout
+    assert f"trained {4 - killed_at} step" in done.stdout
+    assert f"now (4 in all, resumed from step {killed_at})" in done.stdout
     assert [r["step"] for r in read_rows(out / "metrics.jsonl")] == [1, 2, 3, 4]
     assert [p.name for p in checkpoint.checkpoints(out)][-1] == "step-000004"
     assert not list((out / "checkpoints").glob(".tmp-*"))

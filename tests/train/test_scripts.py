@@ -215,6 +215,14 @@ def test_the_cli_writes_template_scripts_resumably_and_refuses_bad_tasks(tmp_pat
     assert bad.returncode == 1 and bad.stderr.strip().splitlines() == [
         "error: unknown script task 'XYZ'; tasks: MSR, MOC, PSS, PI, NC, FSA, CC, BU, PEA"
     ]
+    # a folder that cannot be made: one line, not "a bug"
+    under_a_file = out / "pss.jsonl" / "more"
+    bad = vidagent(
+        "train", "scripts", "--task", "pss", "--n", "1", "--out", str(under_a_file), home=tmp_path
+    )
+    said = f"error: cannot write scripts to {under_a_file}: Not a directory"
+    assert bad.returncode == 1
+    assert bad.stderr.strip().splitlines() == [f"{said} (--out names another folder)"]
 
 
 def test_only_the_embedded_llm_defaults_to_the_template_generator(tmp_path: Path) -> None:

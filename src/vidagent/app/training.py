@@ -12,12 +12,13 @@ Heavy dependencies (torch, transformers) load inside the training modules, on th
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from vidagent.exceptions import ConfigError
+from vidagent.exceptions import ConfigError, UserError
 
 if TYPE_CHECKING:
     from vidagent.config import Settings
@@ -81,10 +82,20 @@ def write_scripts(
 
     Raises:
         ConfigError: an unknown task, or an llm spec that cannot fill the role.
+        UserError: ``out`` is no folder that can be written to.
     """
     from vidagent.train.scripts import append_jsonl, read_jsonl, synthesize, task_code
 
     code = task_code(task)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        why = e.strerror or type(e).__name__
+        raise UserError(
+            f"cannot write scripts to {out}: {why} (--out names another folder)"
+        ) from None
     if generator == "template":
         from vidagent.train.templates import generate
 

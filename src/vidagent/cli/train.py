@@ -43,10 +43,11 @@ def scripts_cmd(
     seed: int,
     retries: int,
 ) -> None:
-    """Write TASK scripts to OUT/<task>.jsonl until it holds N (a rerun resumes).
+    """Write TASK scripts to OUT/<task>.jsonl (in lower case: moc.jsonl) until it holds N (a
+    rerun resumes).
 
-    Without ``--generator``, the embedded SmolLM2 llm gets the template generator: with it the
-    paper's prompts wrote no PSS script in 15 minutes (``--generator llm`` still forces it)."""
+    Without --generator, the embedded SmolLM2 llm gets the template generator: with it the
+    paper's prompts wrote no PSS script in 15 minutes (--generator llm still forces it)."""
     from vidagent.app.training import default_generator, write_scripts
 
     settings = settings_of(ctx)
@@ -90,8 +91,10 @@ def cvr_cmd(config_file: Path, sets: tuple[str, ...]) -> None:
     on_abort("the same command resumes the run from its last checkpoint")
     report = train_cvr(_config(config_file, sets), log=click.echo)
     plot = f"; plot {report.plot}" if report.plot else ""
+    now = report.steps - report.resumed_from
+    resumed = f", resumed from step {report.resumed_from}" if report.resumed_from else ""
     click.echo(
-        f"trained {report.steps} steps (resumed from {report.resumed_from}); "
+        f"trained {now} step{'' if now == 1 else 's'} now ({report.steps} in all{resumed}); "
         f"checkpoint {report.checkpoint}; metrics {report.output_dir / 'metrics.jsonl'}" + plot
     )
 

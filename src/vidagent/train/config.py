@@ -43,9 +43,9 @@ class ModelSection(_Section):
 
 class LoraSection(_Section):
     enabled: bool = False
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.05
+    r: PositiveInt = 16
+    alpha: PositiveInt = 32
+    dropout: float = Field(0.05, ge=0, lt=1)
     target_modules: list[str] = Field(
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"]
     )
@@ -57,9 +57,9 @@ class DataSection(_Section):
     tasks: list[str] = Field(
         default_factory=lambda: ["NC", "CC", "PEA", "BU", "PI", "MSR", "MOC", "PSS", "FSA"]
     )
-    template_per_task: int = 64
+    template_per_task: PositiveInt = 64
     #: scripts held out of training for ``vidagent train eval`` (the last ones after shuffling)
-    heldout: int = 16
+    heldout: NonNegativeInt = 16
     #: the master's system prompt: ``task`` (the paper's per-task H.3 prompt) or ``generic`` (the
     #: one ``--strategy cvr`` uses for questions of no CrossVid task; ~30% shorter)
     prompt: Literal["task", "generic"] = "task"
@@ -68,7 +68,7 @@ class DataSection(_Section):
 class SimulatorSection(_Section):
     #: ``reader`` (deterministic) or an ``llm`` spec playing the visual agent (H.2 prompt).
     visual: str = "reader"
-    temperature: float = 0.1
+    temperature: float = Field(0.1, ge=0)
     #: each observation cut to this many characters in the middle, as the released code's RL
     #: simulator does (verl ``max_tool_response_length: 2000``, ``truncate_side: middle``); not in
     #: the paper. ``0`` sends observations whole, as ``--strategy cvr`` does on real videos.
@@ -78,7 +78,7 @@ class SimulatorSection(_Section):
 class RolloutSection(_Section):
     group_size: PositiveInt = 8  # G
     #: the paper says 0.0, which makes a group identical (zero advantage); spec §9 #2
-    temperature: float = 1.0
+    temperature: float = Field(1.0, ge=0)
     top_p: float = Field(1.0, gt=0, le=1)
     max_new_tokens: PositiveInt = 1024  # per assistant turn
     max_prompt_tokens: PositiveInt = 8192  # model max length: a longer episode ends, unanswered
@@ -87,10 +87,10 @@ class RolloutSection(_Section):
 
 
 class OptimSection(_Section):
-    lr: float = 5e-7  # AgentCVR-8B; 1e-7 for 4B
-    weight_decay: float = 0.01
+    lr: float = Field(5e-7, gt=0)  # AgentCVR-8B; 1e-7 for 4B
+    weight_decay: float = Field(0.01, ge=0)
     betas: tuple[float, float] = (0.9, 0.95)
-    grad_clip: float = 1.0
+    grad_clip: float = Field(1.0, gt=0)
 
 
 class GrpoSection(_Section):
@@ -98,8 +98,8 @@ class GrpoSection(_Section):
     mini_batch_size: PositiveInt = 16  # prompts per optimiser update
     micro_batch_size: PositiveInt = 1  # sequences per forward pass
     ppo_epochs: PositiveInt = 1
-    clip_eps: float = 0.2
-    beta: float = 0.005  # KL to the frozen reference (k3 estimator)
+    clip_eps: float = Field(0.2, gt=0)
+    beta: float = Field(0.005, ge=0)  # KL to the frozen reference (k3 estimator)
     epochs: PositiveInt = 3
     max_steps: NonNegativeInt = 0  # 0: epochs × ceil(train scripts / batch_size)
 
@@ -111,7 +111,7 @@ class WarmupSection(_Section):
 
     enabled: bool = False
     max_steps: PositiveInt = 60  # supervised steps, one first-turn prompt each
-    lr: float = 1e-5
+    lr: float = Field(1e-5, gt=0)
     check_every: PositiveInt = 5  # steps between valid-rate probes
     probe: PositiveInt = 8  # first replies sampled at the rollout temperature per probe
     #: stop once this share of the probe is valid: well below 1, so GRPO's groups still differ
@@ -121,11 +121,11 @@ class WarmupSection(_Section):
 class RunSection(_Section):
     output_dir: str = "runs/cvr-grpo"
     seed: int = 0
-    save_every: int = 5
-    keep_checkpoints: int = 2
+    save_every: PositiveInt = 5  # steps between checkpoints
+    keep_checkpoints: PositiveInt = 2
     #: torch CPU threads (0: torch's default). On a small shared CPU, 1 is often several times
     #: faster: small matrices spend more time in OpenMP spin-waits than in arithmetic.
-    threads: int = 0
+    threads: NonNegativeInt = 0
 
 
 class TrainConfig(_Section):
@@ -150,6 +150,10 @@ def load_config(path: Path, overrides: dict[str, object] | None = None) -> Train
         body = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"no training config at {path}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text (a TOML file is)") from None
+    except OSError as e:
+        raise ConfigError(f"cannot read the training config {path}: {e.strerror or e}") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: {e}") from None
     for key, value in (overrides or {}).items():
@@ -162,7 +166,9 @@ def load_config(path: Path, overrides: dict[str, object] | None = None) -> Train
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(x) for x in first["loc"])
-        raise ConfigError(f"{path}: {where}: {first['msg']}") from None
+        given = ".".join(str(x) for x in first["loc"][:2])  # section.key
+        origin = f"--set {given}" if given in (overrides or {}) else f"{path}: {where}"
+        raise ConfigError(f"{origin}: {first['msg']}") from None
     if cfg.grpo.batch_size % cfg.grpo.mini_batch_size:
         raise ConfigError(f"{path}: grpo.batch_size must be a multiple of grpo.mini_batch_size")
     if cfg.rollout.group_size < 2:
