@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -80,3 +82,19 @@ def test_bad_config_file_says_what_is_wrong(
 def test_explicit_config_file_must_exist(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         load_settings(config_file=tmp_path / "nope.toml")
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        # a semaphore of -1 crashed the first model call ("a bug"); 0 was read as the default
+        ({"concurrency": {"http://127.0.0.1:9/v1": -1}}, "concurrency.http://127.0.0.1:9/v1"),
+        ({"concurrency": {"http://127.0.0.1:9/v1": 0}}, "concurrency.http://127.0.0.1:9/v1"),
+        ({"prices": {"openai:x": {"input": -1}}}, "prices.openai:x.input"),
+    ],
+)
+def test_an_endpoint_limit_or_a_price_below_its_floor_is_refused(
+    given: dict[str, Any], named: str
+) -> None:
+    with pytest.raises(ConfigError, match=f"^setting {re.escape(named)}: .*greater than or equal"):
+        load_settings(given)

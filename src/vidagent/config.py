@@ -18,7 +18,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -81,8 +81,8 @@ class Price(BaseModel):
     """US dollars per million tokens."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-    input: float = 0.0
-    output: float = 0.0
+    input: float = Field(0.0, ge=0)
+    output: float = Field(0.0, ge=0)
 
 
 class Settings(BaseModel):
@@ -114,7 +114,9 @@ class Settings(BaseModel):
     )
     backoff_max: float = Field(60.0, ge=0)
     default_concurrency: int = Field(4, ge=1, description="concurrent requests per remote endpoint")
-    concurrency: dict[str, int] = Field(default_factory=dict, description="per-endpoint overrides")
+    concurrency: dict[str, Annotated[int, Field(ge=1)]] = Field(
+        default_factory=dict, description="per-endpoint overrides"
+    )
     prices: dict[str, Price] = Field(default_factory=dict, description="per model spec")
     cache: Literal["off", "on", "replay"] = "on"
 
