@@ -186,6 +186,11 @@ def test_crossvid_open_answers_judged_by_the_configured_model(
         ("latin-1", "{data}: not UTF-8 text (byte "),
         ("bom", None),  # as a spreadsheet saves it: read as it is
         ("header only", "nextqa val: the annotation files hold no question"),
+        # each was read and scored wrong whatever was answered; two rows of one id disagreed
+        ("answer 7", "{data}: question '4010069381_6': answer 7 is not one of its 5 options"),
+        ("answer -1", "{data}: question '4010069381_6': answer -1 is not one of its 5 options"),
+        ("blank option", "{data}: question '4010069381_6': option 2 is empty"),
+        ("duplicate", "{data}: question id '4010069381_6' is given twice; ids must be unique"),
     ],
 )
 def test_an_annotation_file_out_of_its_format_is_one_line(
@@ -205,6 +210,16 @@ def test_an_annotation_file_out_of_its_format_is_one_line(
         lines[0] = lines[0].replace(",question,", ",query,")
     elif change == "header only":
         del lines[1:]
+    elif change.startswith("answer "):
+        row = lines[1].split(",")
+        row[header.index("answer")] = change.split()[1]
+        lines[1] = ",".join(row)
+    elif change == "blank option":
+        row = lines[1].split(",")
+        row[header.index("a2")] = " "
+        lines[1] = ",".join(row)
+    elif change == "duplicate":
+        lines.insert(2, lines[1])
     text = "\n".join(lines) + "\n"
     data = tmp_path / "nextqa"
     data.mkdir()

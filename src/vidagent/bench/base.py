@@ -507,9 +507,45 @@ def reading(what: str) -> Iterator[None]:
 
 
 def load(bench: Benchmark, data: Path, **kwargs: Any) -> LoadResult:
-    """``bench.load(data, **kwargs)``, a file not in the benchmark's format said in one line."""
-    with reading(f"the {bench.NAME} annotation files in {data}"):
-        return bench.load(data, **kwargs)
+    """``bench.load(data, **kwargs)``, a file not in the benchmark's format said in one line,
+    and its questions checked (:func:`check_samples`)."""
+    what = f"the {bench.NAME} annotation files in {data}"
+    with reading(what):
+        loaded = bench.load(data, **kwargs)
+    check_samples(loaded.samples, what)
+    return loaded
+
+
+def check_samples(samples: Sequence[Sample], what: str) -> None:
+    """Refuse annotations no run can be scored on as asked: an id given twice (rows and
+    traces are keyed by it: the second overwrote the first's trace, and the counts disagreed),
+    a choice question whose options are missing or blank, or whose answer is no option's
+    index (it was scored wrong whatever was answered).
+
+    Raises:
+        BenchmarkDataError: the first such question, named.
+    """
+    seen: set[str] = set()
+    for s in samples:
+        if s.id in seen:
+            raise BenchmarkDataError(
+                f"{what}: question id {s.id!r} is given twice; ids must be unique"
+            )
+        seen.add(s.id)
+        if s.task not in ("choice", "multi") or not s.question.strip():
+            continue  # (answers alone, without the questions: scorable, never asked)
+        if not s.options:
+            raise BenchmarkDataError(f"{what}: question {s.id!r} has no options to choose from")
+        blank = [k for k, o in enumerate(s.options) if not (o or "").strip()]
+        if blank:
+            raise BenchmarkDataError(f"{what}: question {s.id!r}: option {blank[0]} is empty")
+        picks = s.answer if isinstance(s.answer, tuple) else (s.answer,)
+        for pick in picks:
+            if isinstance(pick, int) and not 0 <= pick < len(s.options):
+                raise BenchmarkDataError(
+                    f"{what}: question {s.id!r}: answer {pick} is not one of its "
+                    f"{len(s.options)} options (0 to {len(s.options) - 1})"
+                )
 
 
 def read_predictions(bench: Benchmark, path: Path, samples: Sequence[Sample]) -> dict[str, Any]:
