@@ -160,6 +160,17 @@ def test_an_answered_question_whose_video_went_is_not_counted_missing(tmp_path: 
     assert load_run(out).counts["missing_videos"] == 1
 
 
+def test_a_smaller_limit_keeps_the_missing_videos_an_earlier_session_found(
+    tmp_path: Path,
+) -> None:
+    data, out = make_nextqa(tmp_path / "data"), tmp_path / "run"
+    run_benchmark(RunConfig("nextqa", data), settings=settings_with(), out=out)
+    again = run_benchmark(RunConfig("nextqa", data, limit=1), settings=settings_with(), out=out)
+    assert again.ran == 0
+    assert [m["id"] for m in read_manifest(out)["missing_videos"]] == ["v3_0"]
+    assert load_run(out).counts["missing_videos"] == 1  # not "not run"
+
+
 def test_a_finished_run_whose_videos_all_went_is_reported_again(tmp_path: Path) -> None:
     data, out = make_nextqa(tmp_path / "data"), tmp_path / "run"
     run_benchmark(RunConfig("nextqa", data), settings=settings_with(), out=out)
@@ -293,6 +304,44 @@ def test_an_endpoint_that_cannot_be_reached_stops_the_run_and_a_resume_goes_on(
     ]:
         reach.check({"error": error})
     assert reach.streak == 1
+
+
+def test_an_interrupt_says_it_finishes_the_questions_in_flight_and_keeps_their_rows(
+    nextqa: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from vidagent.app.benchmarks import runner
+
+    asked = threading.Event()
+
+    def reply(request: ChatRequest) -> str:
+        asked.set()
+        time.sleep(1.0)
+        return "B"
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        assert asked.wait(60)
+        raise KeyboardInterrupt  # Ctrl-C while the first questions run
+
+    monkeypatch.setattr(runner, "wait", interrupted)
+    out, settings = tmp_path / "run", settings_with()
+    config = RunConfig("nextqa", nextqa, concurrency=1)
+    with hub(settings, FakeAdapter.function(reply)) as models, pytest.raises(KeyboardInterrupt):
+        run_benchmark(config, settings=settings, out=out, models=models)
+    said = [r.getMessage() for r in caplog.records if "interrupted" in r.getMessage()]
+    assert said == [
+        (
+            "interrupted: finishing the 1 question in flight, whose rows are kept; the "
+            "questions not begun are asked when the same command runs again"
+        )
+    ]
+    assert len(read_rows(out / "predictions.jsonl")) == 1  # finished, recorded; none begun after
+    monkeypatch.undo()
+    with hub(settings, FakeAdapter.function(reply)) as models:
+        again = run_benchmark(config, settings=settings, out=out, models=models)
+    assert (again.done_before, again.ran) == (1, 4)
 
 
 def test_a_failed_question_is_recorded_and_asked_again_on_resume(

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -91,6 +92,8 @@ if TYPE_CHECKING:
 #: Roles an agent loop calls on every step (:attr:`~vidagent.agents.base.Agent.calls`, which
 #: the thread pool is capped by; the retrieval baseline calls only ``embed``).
 AGENT_ROLES = ("llm", "tool_vlm")
+log = logging.getLogger(__name__)
+
 #: Questions in a row that could not reach their reasoning endpoint at all stop a run.
 UNREACHABLE_STOP = 5
 #: How such a row's ``error`` begins (:class:`~vidagent.app.benchmarks.questions.QuestionRun`
@@ -615,13 +618,16 @@ class _Run:
             # The folder's questions are those of every session: a smaller --limit asks fewer,
             # and drops none the run holds (its report would then leave their rows out).
             before = [str(x) for x in old.get("samples", [])]
-            held = set(before)
+            held, now = set(before), set(manifest.samples)
             was = old.get("limit")
             manifest = replace(
                 manifest,
                 created_at=old.get("created_at", manifest.created_at),
                 sessions=list(old.get("sessions", [])),
                 samples=before + [x for x in manifest.samples if x not in held],
+                # what this session did not look for stays as an earlier one found it
+                missing_videos=manifest.missing_videos
+                + [m for m in old.get("missing_videos", []) if m.get("id") not in now],
                 limit=None
                 if was is None or manifest.limit is None
                 else max(int(was), manifest.limit),
@@ -721,6 +727,15 @@ class _Run:
                     bar.set_postfix(errors=failed, refresh=False)
                 if reach.error is not None:  # an endpoint that cannot be reached stops it here
                     raise reach.error
+        except KeyboardInterrupt:
+            flight = sum(f.running() for f in pending)
+            if flight:  # the wait below is otherwise silent, and a question can take minutes
+                log.warning(
+                    f"interrupted: finishing the {flight} question{'s' * (flight != 1)} in flight, "
+                    "whose rows are kept; the questions not begun are asked when the same "
+                    "command runs again"
+                )
+            raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
             for future in futures:  # rows of questions that finished while the run stopped
