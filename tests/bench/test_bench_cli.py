@@ -278,3 +278,17 @@ def test_predictions_out_of_their_form_are_one_line(
         return
     assert out.returncode == 1 and out.stderr.strip().count("\n") == 0
     assert message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_bench_list_names_every_benchmark_bench_takes(_isolated_home: Path) -> None:
+    from vidagent.bench import BENCHMARKS, get_benchmark
+
+    out = vidagent("bench", "list", "--json", home=_isolated_home)
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)["benchmarks"]
+    assert [r["name"] for r in rows] == list(BENCHMARKS)
+    for r in rows:  # each name is one `bench run` takes, with its default split first
+        module = get_benchmark(r["name"])
+        assert r["splits"][0] == module.DEFAULT_SPLIT and set(r["splits"]) == set(module.SPLITS)
+    shown = vidagent("bench", "list", home=_isolated_home).stdout
+    assert "nextqa          NExT-QA: val, test" in shown

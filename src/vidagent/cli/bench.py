@@ -18,6 +18,37 @@ def bench() -> None:
     """Benchmarks: load the official annotation files and score predictions."""
 
 
+@bench.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+def list_cmd(as_json: bool) -> None:
+    """The benchmarks BENCH may name: each with its splits (the default first) and where its
+    module's docstring says its files and videos are laid out."""
+    from vidagent.bench import BENCHMARKS
+
+    rows = []
+    for name in BENCHMARKS:
+        module = BENCHMARKS.load(name)
+        default = getattr(module, "DEFAULT_SPLIT", None)
+        splits = list(getattr(module, "SPLITS", ()))
+        if default in splits:
+            splits = [default] + [s for s in splits if s != default]
+        rows.append(
+            {
+                "name": name,
+                "title": getattr(module, "TITLE", name),
+                "splits": splits,
+                "module": module.__name__,
+            }
+        )
+    if as_json:
+        echo_json({"benchmarks": rows})
+        return
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        click.echo(f"{r['name']:<{width}}  {r['title']}: {', '.join(r['splits'])}")
+    click.echo("(layouts: python -m pydoc vidagent.bench.tasks.<name>)")
+
+
 @bench.command(name="score")
 @click.argument("benchmark", metavar="BENCH")
 @click.option(

@@ -31,7 +31,12 @@ from vidagent.exceptions import UserError
 )
 @click.option("--split", help="split or task list (default: the benchmark's usual one)")
 @click.option("--subset", help="a named subset (longvideobench: long)")
-@click.option("--videos", type=click.Path(path_type=Path), help="video folder [the benchmark's]")
+@click.option(
+    "--videos",
+    type=click.Path(path_type=Path),
+    help="folder of the videos, found by the names the annotation files give, or by file stem "
+    "anywhere below it [the benchmark's own folder in --data, e.g. DATA/videos]",
+)
 @click.option(
     "--ids",
     type=click.Path(path_type=Path),
