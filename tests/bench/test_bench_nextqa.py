@@ -139,7 +139,7 @@ def test_atp_hard_id_list_scores_only_those_questions(
 def test_ids_outside_the_split_are_reported(val: Path) -> None:
     loaded = nextqa.load(val).only(["4010069381_6", "no_such_1"])
     assert [s.id for s in loaded.samples] == ["4010069381_6"]
-    assert loaded.notes == ("1 listed ids are not nextqa val questions",)
+    assert loaded.notes == ("1 listed id is not a nextqa val question",)
     with pytest.raises(BenchmarkDataError, match="none of the 1 listed ids"):
         nextqa.load(val).only(["no_such_1"])
 

@@ -73,7 +73,7 @@ def test_a_run_writes_one_row_per_question_a_manifest_and_traces(
     assert (summary.questions, summary.ran, summary.missing, summary.errors) == (6, 5, 1, 0)
     assert summary.concurrency == 1 and summary.requested_concurrency == 4  # local fakes: 1
     assert any(n.startswith("concurrency capped at 1") for n in summary.notes)
-    assert any("1 questions lack a video (e.g. " in n for n in summary.notes)
+    assert any("1 question lacks a video (e.g. " in n for n in summary.notes)
     assert summary.scores is not None  # B is right for v1_0, v1_1, v2_0; v3_0 has no video
     assert summary.scores.overall.score == 50.0 and summary.scores.overall.answered == 5
     assert summary.scores.split == "val" and summary.scores.sections["group"]["C"].score == 100.0
@@ -124,7 +124,7 @@ def test_a_run_says_which_listed_ids_it_did_not_find(nextqa: Path, tmp_path: Pat
     summary = run_benchmark(
         RunConfig("nextqa", nextqa, ids=ids), settings=settings_with(), out=tmp_path / "run"
     )
-    assert summary.questions == 1 and "1 listed ids are not nextqa val questions" in summary.notes
+    assert summary.questions == 1 and "1 listed id is not a nextqa val question" in summary.notes
 
 
 def test_questions_without_their_text_are_not_asked(tmp_path: Path) -> None:
@@ -147,8 +147,8 @@ def test_an_answered_question_whose_video_went_is_not_counted_missing(tmp_path: 
     (data / "videos" / "v2.mp4").unlink()  # after v2's two questions were answered
     again = run_benchmark(RunConfig("nextqa", data), settings=settings_with(), out=out)
     assert (again.done_before, again.ran, again.missing) == (5, 0, 1)
-    assert [n for n in again.notes if "lack a video" in n] == [
-        f"1 questions lack a video (e.g. {data / 'videos' / 'v3.mp4'}); they count as unanswered"
+    assert [n for n in again.notes if "a video (e.g." in n] == [
+        f"1 question lacks a video (e.g. {data / 'videos' / 'v3.mp4'}); counted as unanswered"
     ]
     manifest = read_manifest(out)
     assert [m["id"] for m in manifest["missing_videos"]] == ["v3_0"]

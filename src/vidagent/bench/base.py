@@ -131,7 +131,10 @@ class LoadResult:
         notes = self.notes
         unknown = len(wanted) - len(samples)
         if unknown:
-            notes += (f"{unknown} listed ids are not {self.benchmark} {self.split} questions",)
+            are = "ids are not" if unknown != 1 else "id is not a"
+            notes += (
+                f"{unknown} listed {are} {self.benchmark} {self.split} question{'s' * (unknown != 1)}",
+            )
         kept = {s.id for s in samples}
         missing = tuple(m for m in self.missing if m.sample_id in kept)
         return LoadResult(self.benchmark, self.split, samples, missing, notes, listed=True)

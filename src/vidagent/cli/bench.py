@@ -122,7 +122,10 @@ def render(scores: Scores, title: str, predictions: int) -> str:
     rule = (
         "every question counts" if scores.rule == "all" else "questions without an answer left out"
     )
-    head = f"{title} {scores.split}: {o.questions} questions, {predictions} predictions"
+    head = (
+        f"{title} {scores.split}: {o.questions} question{'s' * (o.questions != 1)}, "
+        f"{predictions} prediction{'s' * (predictions != 1)}"
+    )
     lines = [
         f"{head}, {scores.missing} unanswered",
         f"{scores.metric}: {o.score:.2f}  (official rule: {rule}; strict {o.strict:.2f})",

@@ -212,7 +212,8 @@ def _frames(ladder: str | None, max_frames: int | None) -> list[int]:
 def _show(s: Any) -> None:
     """One run's summary as text."""
     click.echo(
-        f"{s.benchmark} {s.split}: {s.questions} questions; {s.done_before} done before, "
+        f"{s.benchmark} {s.split}: {s.questions} question{'s' * (s.questions != 1)}; "
+        f"{s.done_before} done before, "
         f"{s.ran} asked now ({s.errors} failed), {s.missing} without a video; "
         f"{s.concurrency} at once, {s.seconds:.1f} s"
     )

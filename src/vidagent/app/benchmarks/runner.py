@@ -658,8 +658,9 @@ class _Run:
             )
         if self.missing:
             notes.append(
-                f"{len(self.lacking)} questions lack a video (e.g. {self.missing[0].path}); "
-                "they count as unanswered"
+                f"{len(self.lacking)} question{'s lack' if len(self.lacking) != 1 else ' lacks'} "
+                f"a video (e.g. {self.missing[0].path}); "
+                "counted as unanswered"
             )
         return tuple(notes)
 
