@@ -37,7 +37,7 @@ def list_cmd(as_json: bool) -> None:
                 "name": name,
                 "title": getattr(module, "TITLE", name),
                 "splits": splits,
-                "module": module.__name__,
+                "module": getattr(module, "__name__", ""),
             }
         )
     if as_json:
