@@ -311,3 +311,26 @@ def test_a_local_model_that_cannot_be_had_is_a_one_line_config_error(tmp_path: P
     with pytest.raises(ConfigError, match=f"^faster-whisper:{tmp_path}: cannot load it"):
         empty._load()
     assert not whisper_status(str(tmp_path), {}, load_settings(env={})).usable
+
+
+def test_info_refuses_a_model_folder_that_is_not_there_and_a_thread_count_that_is_no_number(
+    tmp_path: Path,
+) -> None:
+    # both were reported "ok" by `vidagent info` ("hub download"; the option unread)
+    from vidagent.exceptions import ConfigError
+    from vidagent.models.llamacpp import status as llamacpp_status
+    from vidagent.models.sentence_transformers import _location
+    from vidagent.models.sentence_transformers import status as st_status
+
+    settings = load_settings(env={})
+    gone = str(tmp_path / "no-such-model")
+    said = st_status(gone, {}, settings)
+    assert (said.usable, said.detail) == (False, f"no model folder at {gone}")
+    with pytest.raises(ConfigError, match="no model folder there"):
+        _location(gone)
+    assert st_status("sentence-transformers/all-MiniLM-L6-v2", {}, settings).usable  # a hub name
+    said = llamacpp_status("smollm2-135m", {"n_threads": "abc"}, settings)
+    assert (
+        not said.usable and "option n_threads must be a whole number >= 0, not 'abc'" in said.detail
+    )
+    assert llamacpp_status("smollm2-135m", {"n_threads": "2"}, settings).usable

