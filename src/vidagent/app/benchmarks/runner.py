@@ -89,11 +89,11 @@ if TYPE_CHECKING:
     from vidagent.library import Library
     from vidagent.models.client import Models
 
+log = logging.getLogger(__name__)
+
 #: Roles an agent loop calls on every step (:attr:`~vidagent.agents.base.Agent.calls`, which
 #: the thread pool is capped by; the retrieval baseline calls only ``embed``).
 AGENT_ROLES = ("llm", "tool_vlm")
-log = logging.getLogger(__name__)
-
 #: Questions in a row that could not reach their reasoning endpoint at all stop a run.
 UNREACHABLE_STOP = 5
 #: How such a row's ``error`` begins (:class:`~vidagent.app.benchmarks.questions.QuestionRun`
