@@ -129,6 +129,10 @@ class LibraryError(VidagentError):
     """A problem with the on-disk index."""
 
 
+class NoLibraryError(LibraryError):
+    """There is no Library at the location (opened for reading, never created)."""
+
+
 class VideoNotFoundError(LibraryError):
     """No video with that id (or unique id prefix) in the Library."""
 

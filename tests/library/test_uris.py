@@ -94,3 +94,32 @@ def test_every_command_works_on_a_file_uri_library(
         env=fake_env,
     )
     assert missing.returncode == 1 and missing.stderr.startswith("error: no Library at file://")
+
+
+def test_a_library_that_cannot_be_read_says_why_not_that_there_is_none(
+    tmp_path: Path, _isolated_home: Path
+) -> None:
+    # a newer or damaged Library was "no Library …; index a video first" to every read command
+    root = tmp_path / "lib"
+    Library(root).put_video(video_record("v" * 16))
+    manifest = json.loads((root / "manifest.json").read_text())
+    (root / "manifest.json").write_text(json.dumps({**manifest, "schema_version": 99}))
+    newer = vidagent("--library", str(root), "list", home=_isolated_home)
+    assert newer.returncode == 1 and "has schema version 99, newer than" in newer.stderr
+    (root / "manifest.json").write_text("{not json")
+    damaged = vidagent("--library", str(root), "show", "v" * 16, home=_isolated_home)
+    assert damaged.returncode == 1 and "manifest.json is damaged" in damaged.stderr
+    # a location that cannot be one: one line, never "a bug"
+    for uri, said in [
+        ("foo://bar", "foo://bar: no Library location that can be opened (Unrecognized"),
+        ("gs://", "gs://: names no bucket or folder"),
+    ]:
+        out = vidagent("--library", uri, "search", "all", "x", home=_isolated_home)
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode == 1 and len(lines) == 1 and lines[0].startswith(f"error: {said}")
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x")
+    out = vidagent("--library", str(a_file), "index", str(a_file), home=_isolated_home)
+    assert out.returncode == 1 and "is a file, not a Library folder" in out.stderr
+    typo = vidagent("--library", str(tmp_path / "nope"), "list", home=_isolated_home)
+    assert typo.stderr.startswith(f"no videos yet: no Library at {tmp_path / 'nope'}")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from vidagent.config import Settings, load_settings
-from vidagent.exceptions import LibraryError
+from vidagent.exceptions import NoLibraryError
 
 if TYPE_CHECKING:
     from vidagent.library import Library
@@ -134,9 +134,9 @@ class SessionCore:
 
             try:
                 self._library = Library(self._uri, create=False, **self.cache_sizes)
-            except LibraryError:
+            except NoLibraryError:  # a damaged or newer one says so itself
                 missing = f"no Library at {self._uri}; index a video first (vidagent index PATH)"
-                raise LibraryError(missing) from None
+                raise NoLibraryError(missing) from None
         return self._library
 
     @property

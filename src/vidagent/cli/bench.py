@@ -23,23 +23,9 @@ def bench() -> None:
 def list_cmd(as_json: bool) -> None:
     """The benchmarks BENCH may name: each with its splits (the default first) and where its
     module's docstring says its files and videos are laid out."""
-    from vidagent.bench import BENCHMARKS
+    from vidagent.app.benchmarks import benchmarks
 
-    rows = []
-    for name in BENCHMARKS:
-        module = BENCHMARKS.load(name)
-        default = getattr(module, "DEFAULT_SPLIT", None)
-        splits = list(getattr(module, "SPLITS", ()))
-        if default in splits:
-            splits = [default] + [s for s in splits if s != default]
-        rows.append(
-            {
-                "name": name,
-                "title": getattr(module, "TITLE", name),
-                "splits": splits,
-                "module": getattr(module, "__name__", ""),
-            }
-        )
+    rows = benchmarks()
     if as_json:
         echo_json({"benchmarks": rows})
         return

@@ -34,7 +34,13 @@ def list_videos(ctx: click.Context, as_json: bool) -> None:
         echo_json([video_json(v) for v in videos])
         return
     if not videos:  # on stderr: a script reading the list reads nothing
-        click.echo("no videos in the Library; index one with `vidagent index PATH`", err=True)
+        session = session_of(ctx)
+        where = (
+            "in the Library"
+            if session.library_exists()
+            else f"yet: no Library at {session.library_uri}"
+        )
+        click.echo(f"no videos {where}; index one with `vidagent index PATH`", err=True)
     for v in videos:
         click.echo(f"{v.video_id}  {hms(v.duration)}  {len(v.stages):>2} stages  {v.name}")
 

@@ -94,7 +94,7 @@ import numpy as np
 import pyarrow as pa
 
 from vidagent.config import LIBRARY_INDEX_CACHE_MIB, LIBRARY_METADATA_CACHE_MIB
-from vidagent.exceptions import LibraryError, UserError
+from vidagent.exceptions import NoLibraryError, UserError
 from vidagent.library.artifacts import Artifacts
 from vidagent.library.graph import EntityGraph
 from vidagent.library.graph_tables import Graphs
@@ -167,7 +167,7 @@ class Library:
         """Read the manifest; create the Library, or run pending migrations, under the lock."""
         manifest = self.tables.read_manifest()
         if manifest is None and not create:
-            raise LibraryError(f"no Library at {self.uri}")
+            raise NoLibraryError(f"no Library at {self.uri}")
         if manifest is not None and not outdated(manifest):
             check_supported(manifest, self.uri)  # an up-to-date Library opens without the lock
             self.tables.manifest = manifest

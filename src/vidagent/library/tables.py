@@ -156,9 +156,17 @@ def local_library_path(uri: str) -> str | None:
 def split_uri(uri: str) -> tuple[pafs.FileSystem, str]:
     """The filesystem and path of a Library URI (a local path or an object-store URI)."""
     if "://" not in uri:
-        return pafs.LocalFileSystem(), str(Path(uri).expanduser().resolve())
-    fs, path = pafs.FileSystem.from_uri(uri)
-    return fs, str(path)
+        path = Path(uri).expanduser().resolve()
+        if path.exists() and not path.is_dir():
+            raise LibraryError(f"{uri} is a file, not a Library folder (--library, VIDAGENT_HOME)")
+        return pafs.LocalFileSystem(), str(path)
+    try:
+        fs, found = pafs.FileSystem.from_uri(uri)
+    except (pa.ArrowException, OSError, ValueError) as e:  # a scheme unknown, a bucket not found
+        raise LibraryError(f"{uri}: no Library location that can be opened ({e})") from None
+    if not str(found).strip("/"):
+        raise LibraryError(f"{uri}: names no bucket or folder (s3://bucket/library)")
+    return fs, str(found)
 
 
 class Tables:

@@ -21,7 +21,14 @@ from vidagent.app.benchmarks.runner import (
     run_ladder,
 )
 from vidagent.app.benchmarks.runs import RunInfo, list_runs, run_info, runs_folder
-from vidagent.app.benchmarks.scoring import JUDGED_BENCHMARKS, compare, judge, report, score
+from vidagent.app.benchmarks.scoring import (
+    JUDGED_BENCHMARKS,
+    benchmarks,
+    compare,
+    judge,
+    report,
+    score,
+)
 
 if TYPE_CHECKING:
     # re-exported (PEP 484) for the front ends, which import the app only
@@ -34,6 +41,7 @@ __all__ = [
     "RunInfo",
     "RunSummary",
     "Workers",
+    "benchmarks",
     "compare",
     "endpoint_limits",
     "judge",

@@ -18,6 +18,30 @@ from vidagent.exceptions import BackendMissingError, UserError
 JUDGED_BENCHMARKS = ("crossvid", "mmbench_video")
 
 
+def benchmarks() -> list[dict[str, Any]]:
+    """The benchmarks ``bench`` takes: ``{"name", "title", "splits" (the default first),
+    "module"}`` each, in the registry's order (plugins' too; each module's docstring says where
+    its files and videos are laid out)."""
+    from vidagent.bench import BENCHMARKS
+
+    rows = []
+    for name in BENCHMARKS:
+        module = BENCHMARKS.load(name)
+        default = getattr(module, "DEFAULT_SPLIT", None)
+        splits = list(getattr(module, "SPLITS", ()))
+        if default in splits:
+            splits = [default] + [s for s in splits if s != default]
+        rows.append(
+            {
+                "name": name,
+                "title": getattr(module, "TITLE", name),
+                "splits": splits,
+                "module": getattr(module, "__name__", ""),
+            }
+        )
+    return rows
+
+
 def judge(core: SessionCore, spec: str | None, template: str = "crossvid") -> Any:
     """A judge of open-ended answers over a hub of its own for ``spec`` (default: the llm
     role's spec), made from the settings even where the session borrows its hub."""
