@@ -304,14 +304,18 @@ def test_cancel_stops_a_question_at_its_next_event(live_server: Any) -> None:
     assert "answer" not in [k for k, _ in rest]
 
 
+@pytest.mark.parametrize("steps", [None, 1])
 def test_a_cancel_reaches_the_run_and_its_trace_records_where_it_stopped(
-    live_server: Any,
+    live_server: Any, steps: int | None
 ) -> None:
     """The cancel is the run's ``should_stop``: the llm call in flight ends, no other starts, and
-    the trace file keeps the stopped answer that the job's stream no longer shows."""
+    the trace file keeps the stopped answer that the job's stream no longer shows. With one
+    step, the call after it is the forced final answer's: it is not made either (it was, and
+    the trace answered "max_steps" for a job that said "cancelled")."""
     live = live_server(delay=1.0)
     vid = httpx.get(f"{live.url}/api/videos").json()["videos"][0]["video_id"]
-    asked = httpx.post(f"{live.url}/api/ask", json={"videos": [vid], "question": "Q?"}).json()
+    body = {"videos": [vid], "question": "Q?"} | ({"max_steps": steps} if steps else {})
+    asked = httpx.post(f"{live.url}/api/ask", json=body).json()
     with httpx.stream("GET", f"{live.url}/api/jobs/{asked['job_id']}/events", timeout=30) as s:
         got = events(s)
         assert next(got)[0] == "run_started"  # the first llm call is under way (1 s)

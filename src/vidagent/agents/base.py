@@ -578,6 +578,9 @@ class Agent:
         )
 
     def _forced(self, run: Run, reason: str, note: str = "") -> Answer:
+        stop = run.meter.should_stop
+        if stop is not None and stop():  # asked to stop while the last step ran: no final call
+            return run.answer("", forced=True, reason="stopped", note="stopped by the caller")
         try:
             return self.force_answer(run, reason, note)
         except ProviderError as e:
