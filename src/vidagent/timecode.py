@@ -81,7 +81,8 @@ _DURATION_PART = r"(\d+(?:\.\d+)?)([dhms])"
 
 def parse_duration(text: str) -> float:
     """Seconds from a length such as ``10m``, ``90s``, ``1h30m``, ``2h``, ``7d`` or a bare
-    number of seconds; it must be above zero.
+    number of seconds; it must be above zero and at most :data:`MAX_DURATION` (a window of
+    3.6e23 s was taken, and kept in a stream's record for good).
 
     Raises:
         ValueError: not such a length; the message shows the forms.
@@ -102,4 +103,10 @@ def parse_duration(text: str) -> float:
         raise ValueError(f"{text!r} is not a length; use e.g. 10m, 90s, 1h30m, 2h or 7d")
     if seconds <= 0:
         raise ValueError(f"{text!r} is no length of time; give more than 0 s")
+    if seconds > MAX_DURATION:
+        raise ValueError(f"{text!r} is longer than any recording; give at most 36500d")
     return seconds
+
+
+#: The longest length :func:`parse_duration` takes: a hundred years, in seconds.
+MAX_DURATION = 36500 * 86400.0

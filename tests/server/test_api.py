@@ -532,6 +532,8 @@ def test_bad_bodies_are_422_naming_the_field(api: TestClient) -> None:
 def test_errors_are_one_line_json_never_a_traceback(api: TestClient) -> None:
     r = api.post("/api/videos", json={"path": "clip.mp4", "stages": ["nope"]})
     assert r.status_code == 400 and r.json()["detail"].startswith("unknown stage(s) nope")
+    r = api.post("/api/videos", json={"path": "clip.mp4", "stages": []})  # it ran structure alone
+    assert r.status_code == 400 and r.json()["detail"].startswith("stages is empty: name at")
 
     def broken() -> None:
         raise RuntimeError("secret internals")

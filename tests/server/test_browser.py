@@ -293,6 +293,23 @@ def test_library_lists_the_clip_and_an_ingest_job_runs_to_the_end(
     )
     assert width == "100%"
     screenshot(browser, tmp_path, "library")
+    # stages typed as nothing but commas are no stages: the default ones run (it sent [], and the
+    # job ran the structure stage alone)
+    stages = browser.find_element("css selector", "#stages")
+    stages.clear()
+    stages.send_keys(" , ,")
+    browser.find_element("css selector", "#register input[name=path]").send_keys(str(served.video))
+    browser.find_element("css selector", "#register button").click()
+    jobs = wait_for(
+        browser,
+        lambda d: (found := css(d, ".job[data-state=done]")) and len(found) == 2 and found,
+        "the second index job to finish",
+        60,
+    )
+    assert all(not e.text for e in css(browser, ".error"))
+    assert all(
+        j.find_element("css selector", ".stage").text != "structure: 1 / 1 stages" for j in jobs
+    )
 
 
 def test_times_round_up_into_the_next_second_and_minute(served: Served, browser: Any) -> None:

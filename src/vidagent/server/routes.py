@@ -147,6 +147,8 @@ def _known_video(server: Server, path: Path) -> dict[str, Any] | None:
 
 def _check_stages(server: Server, stages: list[str] | None) -> None:
     known = server.session.stage_names()
+    if stages is not None and not stages:  # it ran the structure stage alone, "done"
+        raise ConfigError("stages is empty: name at least one, or leave it out for the default")
     unknown = [s for s in stages or () if s not in known]
     if unknown:
         raise ConfigError(f"unknown stage(s) {', '.join(unknown)}; stages: {', '.join(known)}")

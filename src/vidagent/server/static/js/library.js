@@ -152,8 +152,8 @@ function started(job) {
 }
 
 function chosenStages() {
-  const text = document.getElementById("stages").value.trim();
-  return text ? text.split(",").map((s) => s.trim()).filter(Boolean) : null;
+  const named = document.getElementById("stages").value.split(",").map((s) => s.trim()).filter(Boolean);
+  return named.length ? named : null; // " , ," is no stage: the default ones
 }
 
 document.getElementById("register").addEventListener("submit", async (event) => {
