@@ -118,7 +118,12 @@ def test_serve_refuses_a_port_in_use_before_it_starts(tmp_path: Path) -> None:
         port = taken.getsockname()[1]
         out = vidagent("serve", "--port", str(port), home=tmp_path / "home")
     assert out.returncode == 1 and "serving on" not in out.stderr
-    assert (
-        out.stderr.strip().splitlines()[-1].startswith(f"error: cannot serve on 127.0.0.1:{port}")
-    )
+    (line,) = out.stderr.strip().splitlines()[-1:]
+    assert line.startswith(f"error: cannot serve on 127.0.0.1:{port}: ")
+    assert line.endswith("; give another --port")
     assert not (tmp_path / "home" / "jobs").exists()
+    # a host that is no name here is the host's fault, not the port's
+    out = vidagent("serve", "--host", "not a host", "--token", "t" * 32, home=tmp_path / "home")
+    (line,) = out.stderr.strip().splitlines()[-1:]
+    assert out.returncode == 1 and line.startswith("error: cannot serve on not a host: ")
+    assert line.endswith("; give another --host")

@@ -119,7 +119,14 @@ def check_port(host: str, port: int) -> None:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
         try:
             probe.bind((host, port))
-        except OSError as e:
+        except socket.gaierror as e:  # the host is no name or address here
             raise UserError(
-                f"cannot serve on {host}:{port}: {e.strerror or e}; give another --port"
+                f"cannot serve on {host}: {e.strerror or e}; give another --host"
+            ) from None
+        except OSError as e:
+            import errno
+
+            other = "--port" if e.errno == errno.EADDRINUSE else "--host or --port"
+            raise UserError(
+                f"cannot serve on {host}:{port}: {e.strerror or e}; give another {other}"
             ) from None
