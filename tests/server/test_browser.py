@@ -395,6 +395,32 @@ def test_the_clip_table_and_the_players_subtitles_say_who_speaks(
         library.delete_artifacts(served.video_id, "speakers", ["names"])
 
 
+def test_a_video_the_browser_cannot_play_says_so_under_the_player(
+    served: Served, browser: Any, tmp_path: Path
+) -> None:
+    # (an AVI's msmpeg4, a stream's HLS playlist: the player sat at 0:00 without a word)
+    from dataclasses import replace
+
+    library = Library(load_settings({"home": str(served.home)}, env={}).library_uri)
+    record = library.get_video(served.video_id)
+    unplayable = tmp_path / "unplayable.mp4"
+    unplayable.write_bytes(b"\x00not a video at all" * 500)
+    library.put_video(replace(record, source=str(unplayable)))
+    try:
+        open_page(browser, served, f"video.html?id={served.video_id}")
+        said = wait_for(
+            browser,
+            lambda d: (box := d.find_element("css selector", "#player-error")).text and box,
+            "the player's error",
+        )
+        assert said.text.startswith(
+            "The player cannot show this video: a format this browser does not play."
+        )
+        assert css(browser, "#clips tr")  # the rest of the page stands
+    finally:
+        library.put_video(record)
+
+
 def test_a_summary_time_plays_the_moment_and_times_read_as_wall_clock(
     served: Served, browser: Any, tmp_path: Path
 ) -> None:

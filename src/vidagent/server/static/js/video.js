@@ -102,6 +102,17 @@ async function load() {
     // the summary's times play the moment, as the clip rows and evidence marks do
     clear(document.getElementById("summary"), linkTimes(detail.summary || "", seek, video.duration + 1));
     document.getElementById("ask-link").href = `ask.html?video=${encodeURIComponent(video.video_id)}`;
+    // A file the browser cannot play (an AVI's msmpeg4, a stream's HLS playlist, which
+    // Chromium does not play) left the player at 0:00 without a word.
+    player.addEventListener("error", () => {
+      const box = document.getElementById("player-error");
+      const what = video.stages && video.stages.watch
+        ? "a live stream, served as an HLS playlist of its windows, which this browser does not play"
+        : "a format this browser does not play";
+      box.textContent = `The player cannot show this video: ${what}. The clips, transcript, `
+        + "subtitles and contact sheet still work; `vidagent export` cuts the cited moments as MP4.";
+      box.hidden = false;
+    });
     player.src = mediaUrl(video.video_id);
     const clips = detail.clips || [];
     const transcript = detail.transcript || [];
