@@ -269,8 +269,9 @@ class Watch:
             self._capture = capture
             if self._stopping.is_set():
                 capture.stop()
-            # a file waits for its reader: read a window ahead, not the whole file (a stop would
-            # index every window read by then: a finished recording's, all of them)
+            # a file waits for its reader: read ahead by one queued window (and one the reader
+            # holds until the queue takes it), not the whole file (a stop would index every
+            # window read by then: a finished recording's, all of them)
             ahead = 1 if is_local(self.source) else None
             for w in _in_thread(capture.windows(), ahead):
                 yield self._index(w, library, self._scratch(scratch_dir), stages, position)
