@@ -197,7 +197,7 @@ def test_a_watch_run_elsewhere_shows_its_alerts_from_the_library(
         ({"source": "file:///etc/passwd"}, 400, "file: URLs are not watched"),
         ({"source": "concat:a.ts|b.ts"}, 400, "URLs are not watched"),
         ({"source": "/etc/hostname"}, 403, "outside the media roots"),
-        ({"source": "nothing.ts"}, 404, "no such file"),
+        ({"source": "no/such/folder.ts"}, 404, "no such file, nor a folder for it"),
         ({"source": "x" * 300}, 400, "source: not a usable path"),
         ({"window": "soon"}, 400, "window: 'soon' is not a length"),
         ({"window": "99999999999999999999h"}, 400, "is longer than any recording"),
@@ -217,6 +217,26 @@ def test_bad_input_is_a_one_line_error(
     detail = reply.json()["detail"]
     assert says in detail and "\n" not in detail
     assert httpx.get(f"{base}/api/streams", timeout=10).json() == {"streams": []}
+
+
+def test_a_file_not_there_yet_is_waited_for_as_the_cli_waits(
+    live_server: Any, media: Path, tmp_path: Path
+) -> None:
+    # (404 "no such file": a watch could not be started before its recorder, as the CLI's can)
+    base = live_server().url
+    body = {"source": "later.ts", "window": "2", "give_up": "30", "stages": STAGES}
+    started = httpx.post(f"{base}/api/streams", json=body, timeout=10)
+    assert started.status_code == 202, started.text
+    data = ts_stream(tmp_path / "source.ts", 4.0)
+    writer = grow(media / "later.ts", data, pieces=4, pause=0.2)  # the recorder starts after
+    writer.join()
+    vid, deadline = started.json()["video_id"], time.monotonic() + 60
+    while not (stream_of(base, vid) or {}).get("live_edge"):  # read as it came
+        assert time.monotonic() < deadline, stream_of(base, vid)
+        time.sleep(0.1)
+    assert httpx.post(f"{base}/api/streams/{vid}/stop", timeout=10).status_code == 202
+    shown = wait_stopped(base, vid)
+    assert shown["error"] is None and shown["state"] == "stopped" and shown["live_edge"] > 0
 
 
 def test_a_watch_that_fails_before_its_first_window_is_listed_with_its_error(

@@ -26,8 +26,9 @@ from urllib.parse import urlsplit
 
 from vidagent.app.results import video_json
 from vidagent.app.watching import KEEP_ALERTS, STAGE, Watch, stream_id, watch_state
-from vidagent.exceptions import ConfigError, VideoNotFoundError
+from vidagent.exceptions import ConfigError, MediaNotFoundError, VideoNotFoundError
 from vidagent.server.jobs import Job
+from vidagent.server.security import inside_roots
 from vidagent.server.state import Server
 
 if TYPE_CHECKING:
@@ -49,12 +50,13 @@ class StreamConflict(Exception):
 
 def check_source(server: Server, source: str) -> str:
     """The source as the watch reads it: a URL of a known scheme as given, a path resolved
-    inside the media roots.
+    inside the media roots: a file, or one not there yet in a folder that is (a recorder about
+    to start, which the watch waits for up to its give-up, as ``vidagent watch`` does).
 
     Raises:
         ConfigError: a URL of another scheme.
         Forbidden: a path outside the roots.
-        MediaNotFoundError: no such file.
+        MediaNotFoundError: no such file, nor a folder for it.
     """
     given = source.strip()
     if not given:
@@ -69,6 +71,11 @@ def check_source(server: Server, source: str) -> str:
         return given
     try:
         return str(server.media_path(given))
+    except MediaNotFoundError:
+        coming = inside_roots(given, server.roots)
+        if not coming.parent.is_dir():
+            raise MediaNotFoundError(given, "no such file, nor a folder for it") from None
+        return str(coming)
     except OSError as e:  # a name too long for this system
         raise ConfigError(f"source: not a usable path ({e.strerror or e})") from None
 
