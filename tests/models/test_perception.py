@@ -26,17 +26,26 @@ def test_colours_have_plain_names() -> None:
     assert dominant_colours(blue)[0][0] == "blue"
 
 
+def test_a_grey_is_grey_wherever_it_falls_among_the_quantised_levels() -> None:
+    # (93, 96, 92) lies in the level centred on (80, 112, 80): "mostly green" was every clip's
+    # caption of a grey-walled room, (128, 127, 128) "purple"
+    for grey in [(93, 96, 92), (128, 127, 128), (95, 96, 97), (160, 159, 161)]:
+        assert dominant_colours(np.full((360, 640, 3), grey, np.uint8)) == [("gray", 1.0)]
+
+
 def test_colour_shares_count_every_sampled_pixel_once() -> None:
-    """Shares are the fraction of sampled pixels per named colour, ties kept in (r, g, b) order:
-    checked against a count over the unique quantised pixels on noise and on a two-tone frame."""
+    """Shares are the fraction of sampled pixels per named colour (each quantised level named by
+    the mean of its pixels), ties kept in (r, g, b) order: checked against a count over the
+    unique quantised pixels on noise and on a two-tone frame."""
     from vidagent.models.perception import colour_name
 
     def reference(rgb: np.ndarray) -> list[tuple[str, float]]:
         small = rgb[:: max(1, rgb.shape[0] // 48), :: max(1, rgb.shape[1] // 64)].reshape(-1, 3)
-        values, counts = np.unique((small // 32) * 32 + 16, axis=0, return_counts=True)
+        _, inverse, counts = np.unique(small // 32, axis=0, return_inverse=True, return_counts=True)
         shares: dict[str, float] = {}
-        for value, count in zip(values, counts, strict=False):
-            shares[colour_name(value)] = shares.get(colour_name(value), 0.0) + count / len(small)
+        for k, count in enumerate(counts):
+            name = colour_name(np.round(small[inverse.ravel() == k].mean(axis=0)))
+            shares[name] = shares.get(name, 0.0) + count / len(small)
         return sorted(shares.items(), key=lambda kv: -kv[1])[:3]
 
     rng = np.random.default_rng(7)

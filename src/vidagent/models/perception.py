@@ -67,11 +67,14 @@ def dominant_colours(rgb: np.ndarray, k: int = 3) -> list[tuple[str, float]]:
     """The ``k`` most frequent named colours of an (H, W, 3) uint8 image with their shares."""
     small = rgb[:: max(1, rgb.shape[0] // 48), :: max(1, rgb.shape[1] // 64)].reshape(-1, 3)
     level = (small // 32).astype(np.intp)  # (P, 3): 8 levels per channel
-    codes = np.bincount(level[:, 0] * 64 + level[:, 1] * 8 + level[:, 2], minlength=512)  # (512,)
+    bins = level[:, 0] * 64 + level[:, 1] * 8 + level[:, 2]  # (P,)
+    codes = np.bincount(bins, minlength=512)  # (512,)
+    # each bin named by the mean of its pixels, not its centre: a grey (93, 96, 92) lies in the
+    # bin centred on (80, 112, 80), which is green
+    sums = np.stack([np.bincount(bins, small[:, c].astype(np.float64), 512) for c in range(3)])
     shares: dict[str, float] = {}
     for code in np.flatnonzero(codes):  # in (r, g, b) order, as np.unique(axis=0) sorts them
-        value = np.array([code // 64, code // 8 % 8, code % 8]) * 32 + 16
-        name = colour_name(value)
+        name = colour_name(np.round(sums[:, code] / codes[code]))
         shares[name] = shares.get(name, 0.0) + codes[code] / len(level)
     return sorted(shares.items(), key=lambda kv: -kv[1])[:k]
 
