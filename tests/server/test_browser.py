@@ -485,6 +485,12 @@ def test_an_ask_streams_steps_and_draws_its_evidence(
         wait_for(browser, lambda d: css(d, "#steps li.observed"), "the first observation")
         assert not css(browser, "#steps li.answer") and not css(browser, "#trace-link")
         assert "running" in browser.find_element("css selector", "#job-state").text
+        # a reload mid-job follows the same job again, its steps replayed (it lost the job)
+        running = browser.find_element("css selector", "#job-state").text.split()[1]
+        browser.refresh()
+        wait_for(browser, lambda d: css(d, "#steps li.observed"), "the steps replayed")
+        assert browser.find_element("css selector", "#job-state").text.split()[1] == running
+        assert not css(browser, "#steps li.answer")
     finally:
         served.llm.gate.set()
     wait_for(browser, lambda d: css(d, "#trace-link"), "the job to finish", 60)

@@ -57,15 +57,44 @@ function newView() {
   });
 }
 
+// The API names a trace by id; a path's file name without ".jsonl" is that id.
+function traceId(trace) {
+  return String(trace).split("/").pop().replace(/\.jsonl$/, "");
+}
+
 function traceLink(trace) {
   if (!trace) return null;
-  // The API names a trace by id; a path's file name without ".jsonl" is that id.
-  const id = String(trace).split("/").pop().replace(/\.jsonl$/, "");
+  const id = traceId(trace);
   return [
     el("a", { href: `trace.html?id=${encodeURIComponent(id)}`, id: "trace-link" }, "open the saved trace"),
     " ",
     exportLink(id),
   ];
+}
+
+// Show job ``jobId``'s run in ``view`` as its events come (all of them again, from its start).
+function follow(jobId, trace, view) {
+  const submit = document.getElementById("submit");
+  submit.disabled = true;
+  clear(jobState, `job ${jobId}: running`);
+  closeStream = streamJob(jobId, {
+    onEvent: (kind, data) => {
+      if (data && typeof data === "object" && data.kind === undefined) data.kind = kind;
+      if (kind !== "progress" && data && typeof data === "object") view.add(data);
+    },
+    onEnd: (job) => {
+      submit.disabled = false;
+      closeStream = null;
+      clear(jobState, `job ${jobId}: ${job.state} `, job.state === "done" ? traceLink(trace) : null);
+      if (job.error) showError(errorBox, job.error);
+      if (job.result && job.result.notice) {
+        document.getElementById("answer").append(el("p", { class: "muted", id: "answer-notice" }, job.result.notice));
+      }
+      if (!view.answered) {
+        clear(document.getElementById("answer"), el("p", { class: "empty" }, `No answer: the job is ${job.state}.`));
+      }
+    },
+  });
 }
 
 form.addEventListener("submit", async (event) => {
@@ -85,25 +114,12 @@ form.addEventListener("submit", async (event) => {
   submit.disabled = true;
   try {
     const { job_id: jobId, trace } = await api("/api/ask", { method: "POST", json: body });
-    clear(jobState, `job ${jobId}: running`);
-    closeStream = streamJob(jobId, {
-      onEvent: (kind, data) => {
-        if (data && typeof data === "object" && data.kind === undefined) data.kind = kind;
-        if (kind !== "progress" && data && typeof data === "object") view.add(data);
-      },
-      onEnd: (job) => {
-        submit.disabled = false;
-        closeStream = null;
-        clear(jobState, `job ${jobId}: ${job.state} `, job.state === "done" ? traceLink(trace) : null);
-        if (job.error) showError(errorBox, job.error);
-        if (job.result && job.result.notice) {
-          document.getElementById("answer").append(el("p", { class: "muted", id: "answer-notice" }, job.result.notice));
-        }
-        if (!view.answered) {
-          clear(document.getElementById("answer"), el("p", { class: "empty" }, `No answer: the job is ${job.state}.`));
-        }
-      },
-    });
+    // the job in the address: a reload (or the link) follows it again, its events replayed
+    const here = new URL(location.href);
+    here.searchParams.set("job", jobId);
+    if (trace) here.searchParams.set("trace", traceId(trace));
+    history.replaceState(null, "", here);
+    follow(jobId, trace, view);
   } catch (e) {
     submit.disabled = false;
     showError(errorBox, e);
@@ -115,3 +131,4 @@ form.addEventListener("submit", async (event) => {
 showVersion();
 loadVideos();
 loadStrategies();
+if (param("job")) follow(param("job"), param("trace"), newView()); // reloaded mid-job, or a link
