@@ -24,7 +24,13 @@ HLS playlist, on disk or over HTTP, one with ``#EXT-X-ENDLIST``; a file over HTT
 capture when it is read to its end: opened again it would play from its start. A live
 playlist (no ``#EXT-X-ENDLIST``) is read again as FFmpeg's HLS reader polls it; one that has
 ended by the time it is opened again (while the watch was away) plays from its start: what was
-read is skipped, and its clock going back is not taken for a restart.
+read is skipped, and its clock going back is not taken for a restart. A playlist on disk is
+read from its first listed segment, as a growing file is from its start, and is never taken for
+a replaced file: a recorder renames a new playlist over the old with each segment it adds.
+
+A known limit: a growing file opened again is sought by time to the last packet read, so a
+stream appended to it after a stall with its clock restarted, or in another picture size, is
+not seen (docs/live.md).
 
 A change of codec or picture size raises :class:`SourceChangedError` (one line): a window's
 stages, the stored thumbnails and detection boxes assume one format per stream.
