@@ -41,6 +41,30 @@ def test_subset_accuracy_from_a_json_and_a_kaggle_csv(
         assert scores.overall.answered == 450 and scores.missing == 50
 
 
+def test_predictions_that_name_no_option_are_counted_in_a_note(
+    shared_benchmarks: Path, answers: dict[str, int], tmp_path: Path
+) -> None:
+    """A sixth letter, an index past the five options and free text count wrong, as the official
+    comparison counts them, and a note says how many: without question text too."""
+    uids = sorted(answers)
+    preds: dict[str, object] = {u: answers[u] for u in uids}
+    preds |= {uids[0]: "Z", uids[1]: 7, uids[2]: "maybe", uids[3]: "E"}
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(preds))
+    loaded = egoschema.load(shared_benchmarks / "egoschema")
+    scores = evaluate(egoschema, loaded, egoschema.read_predictions(path, loaded.samples))
+    assert scores.overall.answered == 500
+    assert scores.overall.score == pytest.approx(100.0 * (497 - (answers[uids[3]] != 4)) / 500)
+    assert scores.notes[-1] == (
+        "3 predictions name none of the question's options (e.g. 25 (Z), 7 (H), 'maybe') "
+        "and count wrong"
+    )
+    right = {u: answers[u] for u in uids}
+    path.write_text(json.dumps(right))
+    scores = evaluate(egoschema, loaded, egoschema.read_predictions(path, loaded.samples))
+    assert not any("options" in note for note in scores.notes)
+
+
 def test_json_and_csv_read_a_value_the_same_way(
     shared_benchmarks: Path, answers: dict[str, int], tmp_path: Path
 ) -> None:

@@ -598,4 +598,35 @@ def evaluate(
     if unknown:
         which = "the listed ids of this split" if loaded.listed else "this split"
         notes += (f"{unknown} predictions match no question of {which} and were ignored",)
+    notes += _no_option_note(samples, outcomes, getattr(bench, "CHOICES", 0))
     return replace(scores, unknown=unknown, notes=notes)
+
+
+def _no_option_note(
+    samples: Sequence[Sample], outcomes: Sequence[Outcome], choices: int
+) -> tuple[str, ...]:
+    """A note counting the single-choice predictions that name none of their question's
+    options (``"Z"`` or ``7`` of five, free text): scored wrong, as the official scripts score
+    them, but most often a parsing or id mix-up that the score alone would hide.
+
+    The number of options is the sample's own, else the benchmark's fixed ``CHOICES`` (EgoSchema
+    scored without its question text); without either nothing is counted.
+    """
+    by_id = {s.id: s for s in samples}
+    off = []
+    for o in outcomes:
+        s = by_id.get(o.id)
+        n = len(s.options) if s is not None and s.task == "choice" else 0
+        n = n or (choices if s is not None and s.task == "choice" else 0)
+        if not o.answered or not n or "prediction" not in o.detail:
+            continue
+        p = o.detail["prediction"]
+        index = letter_index(p) if isinstance(p, str) else p
+        if not (isinstance(index, int) and not isinstance(index, bool) and 0 <= index < n):
+            off.append(p)
+    if not off:
+        return ()
+    shown = (f"{p} ({LETTERS[p]})" if isinstance(p, int) and 0 <= p < 26 else repr(p) for p in off)
+    examples = ", ".join(list(dict.fromkeys(shown))[:3])
+    counted = f"{len(off)} predictions name" if len(off) != 1 else "1 prediction names"
+    return (f"{counted} none of the question's options (e.g. {examples}) and count wrong",)

@@ -51,6 +51,7 @@ NAME = "egoschema"
 TITLE = "EgoSchema"
 SPLITS = ("subset", "full")
 DEFAULT_SPLIT = "subset"
+CHOICES = 5  # every question has options 0-4, known even when scored without their text
 FORMATS = '{"<q_uid>": int or "A"}, a CSV with columns q_uid,answer, or runner JSONL'
 
 
