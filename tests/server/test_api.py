@@ -217,6 +217,26 @@ def test_upload_streams_to_disk_and_indexes(live_server: Any, media: Path, tmp_p
     assert (media / "notes.mp4").is_file()
 
 
+def test_an_upload_is_indexed_through_the_stages_its_query_names(
+    live_server: Any, media: Path, tmp_path: Path
+) -> None:
+    from vidagent.media.synth import make_video
+
+    live = live_server()
+    make_video(tmp_path / "other.mp4", duration=2, size=(160, 96), audio="tone")
+    files = {"file": ("other.mp4", (tmp_path / "other.mp4").read_bytes(), "video/mp4")}
+    r = httpx.post(f"{live.url}/api/videos/upload?stages=nope", files=files)  # before the body
+    assert r.status_code == 400 and r.json()["detail"].startswith("unknown stage(s) nope")
+    assert not (media / "uploads").exists() or not list((media / "uploads").iterdir())
+    r = httpx.post(f"{live.url}/api/videos/upload?stages=transcribe", files=files, timeout=60)
+    assert r.status_code == 202, r.text
+    assert wait_job(live.url, r.json()["job_id"])["state"] == "done"
+    (video,) = [
+        v for v in httpx.get(f"{live.url}/api/videos").json()["videos"] if v["name"] == "other.mp4"
+    ]
+    assert "transcribe" in video["stages"] and "caption" not in video["stages"]
+
+
 def test_an_upload_over_the_limit_is_413_and_leaves_nothing(
     api_settings: Settings, media: Path
 ) -> None:

@@ -310,6 +310,25 @@ def test_library_lists_the_clip_and_an_ingest_job_runs_to_the_end(
     assert all(
         j.find_element("css selector", ".stage").text != "structure: 1 / 1 stages" for j in jobs
     )
+    # an upload goes through the stages typed too
+    from vidagent.media.synth import make_video
+
+    upload = tmp_path / "upload.mp4"
+    make_video(upload, duration=2, size=(160, 96), audio="tone")
+    stages.clear()
+    stages.send_keys("transcribe")
+    browser.find_element("css selector", "#upload input[name=file]").send_keys(str(upload))
+    browser.find_element("css selector", "#upload button").click()
+    read = (  # in one script: the list is drawn again as jobs progress
+        "return [...document.querySelectorAll('.job[data-state=done]')]"
+        ".filter(j => j.textContent.includes('upload.mp4'))"
+        ".map(j => j.querySelector('.stage').textContent)"
+    )
+    shown = wait_for(
+        browser, lambda d: d.execute_script(read), "the upload's index job to finish", 60
+    )
+    assert all(not e.text for e in css(browser, ".error"))
+    assert shown == ["transcribe: 2 / 2 stages"]
 
 
 def test_times_round_up_into_the_next_second_and_minute(served: Served, browser: Any) -> None:

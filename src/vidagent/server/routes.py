@@ -170,8 +170,14 @@ def register_video(body: RegisterBody, request: Request) -> dict[str, Any]:
 
 
 @router.post("/videos/upload", status_code=202)
-async def upload_video(request: Request) -> dict[str, Any]:
+async def upload_video(
+    request: Request, stages: Annotated[str | None, QueryParam()] = None
+) -> dict[str, Any]:
+    """``stages`` is comma-separated in the query (the body is the file alone), checked before
+    the upload is read."""
     server = server_of(request)
+    named = None if stages is None else [s.strip() for s in stages.split(",") if s.strip()]
+    _check_stages(server, named)
     folder = server.roots[0] / "uploads"
     path = await receive_upload(request, folder, server.max_upload_bytes)
     try:  # refused here, not by a failed job: nothing but videos stays in the media root
@@ -184,7 +190,7 @@ async def upload_video(request: Request) -> dict[str, Any]:
     if known is not None and Path(known.source).is_file() and Path(known.source) != path:
         path.unlink()  # its content is in the Library already, from that file: no second copy
         path = Path(known.source)
-    job = server.start_index(path, None)
+    job = server.start_index(path, named)
     return {"job_id": job.job_id, "path": str(path)}
 
 

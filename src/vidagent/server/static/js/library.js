@@ -177,9 +177,11 @@ document.getElementById("upload").addEventListener("submit", async (event) => {
   if (!file) return;
   const form = new FormData();
   form.append("file", file);
+  const stages = chosenStages(); // in the query: the body is the file alone
+  const query = stages ? `?stages=${encodeURIComponent(stages.join(","))}` : "";
   clear(addStatus, el("p", { class: "muted" }, `Uploading ${file.name}…`));
   try {
-    const job = await api("/api/videos/upload", { method: "POST", form });
+    const job = await api(`/api/videos/upload${query}`, { method: "POST", form });
     started({ ...job, path: file.name });
     event.target.reset();
   } catch (e) {
