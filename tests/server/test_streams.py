@@ -251,6 +251,7 @@ def test_a_watch_that_fails_before_its_first_window_is_listed_with_its_error(
         time.sleep(0.1)
     (listed,) = httpx.get(f"{base}/api/streams", timeout=10).json()["streams"]
     assert (listed["video_id"], listed["state"]) == (vid, "failed")
+    assert listed["name"] == "x.m3u8 (live)"  # the name a first window would have stored
     assert "cannot be opened (Connection refused)" in listed["error"]
 
 

@@ -401,7 +401,7 @@ class Watch:
                 base,
                 video_id=self.video_id,
                 source=str(self.folder / "stream.m3u8"),
-                name=_display_name(self.source),
+                name=display_name(self.source),
                 size_bytes=_folder_bytes(self.folder),
                 # to the millisecond: a sum of windows' lengths is 59.99999999999999, and
                 # `--last 30s` of it would start a hair before 30 s, taking in the clip before
@@ -710,7 +710,8 @@ def _position_json(position: Position, w: Window) -> dict[str, Any]:
     }
 
 
-def _display_name(source: str) -> str:
+def display_name(source: str) -> str:
+    """A stream's name in the Library: its source's last part, marked live."""
     tail = source.rstrip("/").rsplit("/", 1)[-1] or source
     return f"{tail} (live)"
 

@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from vidagent.app.results import video_json
-from vidagent.app.watching import KEEP_ALERTS, STAGE, Watch, stream_id, watch_state
+from vidagent.app.watching import (
+    KEEP_ALERTS,
+    STAGE,
+    Watch,
+    display_name,
+    stream_id,
+    watch_state,
+)
 from vidagent.exceptions import ConfigError, MediaNotFoundError, VideoNotFoundError
 from vidagent.server.jobs import Job
 from vidagent.server.security import inside_roots
@@ -189,10 +196,12 @@ def _summary(
         state = watch_state(home, video_id, state)
     duration = float(record["duration"]) if record else float(shown.get("duration", 0.0))
     outages = watch.get("outages") if record else shown.get("outages")
+    source = str(watch.get("source") or (job.params.get("source") if job else ""))
     return {
         "video_id": video_id,
-        "name": record["name"] if record else "",
-        "source": watch.get("source") or (job.params.get("source") if job else ""),
+        # not in the Library yet (or never: it failed first): the name it will be given there
+        "name": record["name"] if record else display_name(source),
+        "source": source,
         "state": state,
         "running": running,
         "live_edge": duration,
