@@ -440,6 +440,37 @@ def test_a_video_the_browser_cannot_play_says_so_under_the_player(
         library.put_video(record)
 
 
+def test_a_watched_stream_plays_in_the_player_from_its_windows(
+    served: Served, browser: Any, tmp_path: Path
+) -> None:
+    # (its HLS playlist was served, but the windows it names were 404: the player sat at 0:00)
+    from livemedia import ts_stream
+
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    (served.video.parent / "feed.ts").write_bytes(ts_stream(tmp_path / "feed.ts", 6.0))
+    body = {"source": "feed.ts", "window": "2", "give_up": "1", "stages": ["embed"]}
+    started = httpx.post(f"{served.base}/api/streams", json=body, headers=auth, timeout=10)
+    assert started.status_code == 202, started.text
+    vid = started.json()["video_id"]
+    deadline = time.monotonic() + 90
+    while (shown := served.api(f"/api/streams/{vid}"))["state"] != "ended":
+        assert time.monotonic() < deadline, shown
+        time.sleep(0.2)
+    open_page(browser, served, f"video.html?id={vid}")
+    state = "const v = document.querySelector('#player'); return [v.readyState, v.duration];"
+    _, duration = wait_for(
+        browser, lambda d: (got := d.execute_script(state))[0] >= 1 and got, "the stream's metadata"
+    )
+    assert duration == pytest.approx(6.0, abs=0.3)
+    browser.execute_script("const v = document.querySelector('#player'); v.muted = true; v.play();")
+    wait_for(
+        browser,
+        lambda d: d.execute_script("return document.querySelector('#player').currentTime") > 0.5,
+        "the stream to play",
+    )
+    assert not browser.find_element("css selector", "#player-error").text
+
+
 def test_a_summary_time_plays_the_moment_and_times_read_as_wall_clock(
     served: Served, browser: Any, tmp_path: Path
 ) -> None:

@@ -130,6 +130,23 @@ def test_a_watch_started_over_http_grows_raises_an_alert_over_sse_stops_and_resu
         f"{base}/api/search", json={"query": "hello there", "videos": [vid]}, timeout=10
     ).json()["hits"]
     assert hits and all(h["video_id"] == vid for h in hits)
+    # its media is the playlist of its windows, each served below the media route (with the
+    # token a player gave, which it does not carry over to the URLs the playlist names)
+    media_url = f"{base}/api/videos/{vid}/media"
+    playlist = httpx.get(media_url, params={"token": "t/1"}, timeout=10)
+    assert playlist.status_code == 200, playlist.text
+    assert playlist.headers["content-type"] == "application/vnd.apple.mpegurl"
+    named = [ln for ln in playlist.text.splitlines() if ln and not ln.startswith("#")]
+    assert named and named[0] == "media/w000000.ts?token=t%2F1"
+    assert len(named) == len(list((api_settings.home / "streams" / vid).glob("w*.ts")))
+    first = httpx.get(f"{media_url}/w000000.ts", timeout=10)
+    kept = (api_settings.home / "streams" / vid / "w000000.ts").read_bytes()
+    assert first.status_code == 200 and first.content == kept
+    assert first.headers["content-type"] == "video/mp2t"
+    gone = httpx.get(f"{media_url}/w999999.ts", timeout=10)
+    assert gone.status_code == 404 and "not kept" in gone.json()["detail"]
+    assert httpx.get(f"{media_url}/stream.m3u8", timeout=10).status_code == 422
+    assert httpx.get(f"{media_url}/..%2Fw000000.ts", timeout=10).status_code in (404, 422)
 
 
 def test_stopping_the_server_stops_its_watches_and_keeps_what_was_indexed(

@@ -205,19 +205,51 @@ def video_graph(ref: RefParam, request: Request) -> dict[str, Any]:
 
 
 @router.get("/videos/{ref}/media")
-def video_media(ref: RefParam, request: Request) -> FileResponse:
+def video_media(ref: RefParam, request: Request) -> Response:
     """The video's own file, with Range requests (206) so a player can seek. The file is the
-    one the Library recorded for the video, whichever root it lies in."""
+    one the Library recorded for the video, whichever root it lies in.
+
+    A watched stream's file is the HLS playlist of its windows: it is served with each window
+    named as ``media/<window>`` below this route (and the request's ``token``, which a player
+    does not carry over to the URLs a playlist names), so a player that plays HLS (Safari,
+    Chromium) plays the stream as it was kept."""
     video = server_of(request).session.show(ref).video
     path = Path(video.source)
     if not path.is_file():
         raise MediaNotFoundError(video.source, "the video's file is no longer there")
+    if path.suffix == ".m3u8":
+        token = request.query_params.get("token")
+        query = f"?token={quote(token, safe='')}" if token else ""
+        lines = path.read_text(encoding="utf-8").splitlines()
+        served = [f"media/{ln}{query}" if ln and not ln.startswith("#") else ln for ln in lines]
+        return Response(
+            "\n".join(served) + "\n",
+            media_type="application/vnd.apple.mpegurl",
+            headers={"Cache-Control": "no-store"},  # a watch adds windows as it goes
+        )
     kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
     return FileResponse(path, media_type=kind)
 
 
 # HEAD too (a player's probe of the size), outside the schema: one operation per path and id
 router.add_api_route("/videos/{ref}/media", video_media, methods=["HEAD"], include_in_schema=False)
+
+
+@router.get("/videos/{ref}/media/{window}")
+def stream_window(
+    ref: RefParam,
+    window: Annotated[str, PathParam(pattern=r"^w[0-9]{6}\.ts$")],
+    request: Request,
+) -> FileResponse:
+    """One window file of a watched stream, as its playlist names it (see ``video_media``)."""
+    video = server_of(request).session.show(ref).video
+    folder = Path(video.source).parent
+    if Path(video.source).suffix != ".m3u8":
+        raise MediaNotFoundError(window, "the video is not a watched stream: it has no windows")
+    path = folder / window
+    if not path.is_file():  # rolled out by retention, or not written yet
+        raise MediaNotFoundError(window, "this window of the stream is not kept")
+    return FileResponse(path, media_type="video/mp2t")
 
 
 #: each subtitle format's media type

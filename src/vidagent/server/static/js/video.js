@@ -102,12 +102,12 @@ async function load() {
     // the summary's times play the moment, as the clip rows and evidence marks do
     clear(document.getElementById("summary"), linkTimes(detail.summary || "", seek, video.duration + 1));
     document.getElementById("ask-link").href = `ask.html?video=${encodeURIComponent(video.video_id)}`;
-    // A file the browser cannot play (an AVI's msmpeg4, a stream's HLS playlist, which
-    // Chromium does not play) left the player at 0:00 without a word.
+    // A file the browser cannot play (an AVI's msmpeg4; a stream's HLS playlist where the
+    // browser has no HLS, as Firefox) left the player at 0:00 without a word.
     player.addEventListener("error", () => {
       const box = document.getElementById("player-error");
       const what = video.stages && video.stages.watch
-        ? "a live stream, served as an HLS playlist of its windows, which this browser does not play"
+        ? "a live stream, served as an HLS playlist of its windows, which this browser does not play (Safari and Chromium do)"
         : "a format this browser does not play";
       box.textContent = `The player cannot show this video: ${what}. The clips, transcript, `
         + "subtitles and contact sheet still work; `vidagent export` cuts the cited moments as MP4.";
