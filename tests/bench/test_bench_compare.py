@@ -14,7 +14,13 @@ from clirun import vidagent
 from scipy import stats
 
 from vidagent.app.benchmarks import RunConfig, run_benchmark
-from vidagent.bench.compare import compare_runs, mcnemar_exact, mean_difference, paired_interval
+from vidagent.bench.compare import (
+    compare_runs,
+    mcnemar_exact,
+    mean_difference,
+    newcombe_paired,
+    paired_interval,
+)
 from vidagent.exceptions import UserError
 from vidagent.models.base import ChatRequest
 from vidagent.models.fake import FakeAdapter
@@ -136,6 +142,42 @@ def test_the_accuracy_interval_resamples_pairs_as_scipys_paired_bootstrap() -> N
     assert (low[0], high[0]) == pytest.approx((expected.low, expected.high))
 
 
+def test_newcombes_paired_interval_gives_the_published_one() -> None:
+    # Fagerland, Lydersen and Laake, Statistical Analysis of Contingency Tables (2017), ch. 8:
+    # complete response before and after consolidation therapy (Cavo et al., 2012),
+    # [[59, 6], [16, 80]]: -0.0621 (95% CI -0.1186 to -0.0046)
+    low, high = newcombe_paired(59, 6, 16, 80)
+    assert (low, high) == pytest.approx((-0.1186, -0.0046), abs=5e-5)
+
+
+def test_with_few_discordant_pairs_the_interval_agrees_with_the_exact_test() -> None:
+    # A right on 100 questions, B wrong on 4 of them: McNemar p = 0.125, nothing shown. The
+    # percentile bootstrap said -8 to -1 (it rarely draws none of the 4); Newcombe's holds 0.
+    assert mcnemar_exact(4, 0) == pytest.approx(0.125)
+    a, b = np.ones(100), np.r_[np.zeros(4), np.ones(96)]
+    _, high = paired_interval(100, lambda pick: [b[pick].mean() - a[pick].mean()], seed=0)
+    assert high[0] < 0  # the bootstrap's claim the test does not back
+    low_n, high_n = newcombe_paired(96, 0, 4, 0)  # B's share first: B only 0, A only 4
+    assert low_n < -0.04 < 0 < high_n
+
+
+@pytest.mark.parametrize(("table", "diff"), [((2, 0, 0, 0), 0.0), ((0, 0, 1, 0), -1.0)])
+def test_a_tiny_or_unanimous_set_gets_an_interval_of_some_width(
+    table: tuple[int, int, int, int], diff: float
+) -> None:
+    low, high = newcombe_paired(*table)  # a bootstrap's was [diff, diff]
+    assert low <= diff <= high and high - low > 0.5
+
+
+def test_newcombes_interval_covers_the_true_difference_as_it_says() -> None:
+    rng = np.random.default_rng(11)
+    cells = [0.85, 0.05, 0.03, 0.07]  # both right, B only, A only, both wrong
+    true = cells[1] - cells[2]
+    draws = rng.multinomial(60, cells, size=600)
+    covered = [lo <= true <= hi for lo, hi in (newcombe_paired(*map(int, t)) for t in draws)]
+    assert np.mean(covered) >= 0.93
+
+
 # -- two runs -----------------------------------------------------------------------------------
 
 
@@ -159,7 +201,9 @@ def test_compare_pairs_the_questions_both_answered_and_says_what_it_left_out(
     assert (o.mcnemar.a_only, o.mcnemar.b_only) == (1, 2)
     assert o.mcnemar.pvalue == pytest.approx(stats.binomtest(1, 3).pvalue)
     assert (o.official.a, o.official.b) == pytest.approx((400 / 6, 500 / 6))
-    assert o.official.low <= o.official.diff <= o.official.high
+    assert o.official.method == "newcombe"  # every answer is right or wrong: a share
+    low, high = newcombe_paired(3, 2, 1, 0)
+    assert (o.official.low, o.official.high) == pytest.approx((100 * low, 100 * high))
     assert o.strict.diff == pytest.approx(100 / 6)
     assert c.means["steps"] is not None and (c.means["steps"].low, c.means["steps"].high) == (0, 0)
     # per category: reasoning holds 2 (A only), 3 (B only) and 6 (both right)
@@ -169,6 +213,13 @@ def test_compare_pairs_the_questions_both_answered_and_says_what_it_left_out(
         1,
     )
     assert c.categories["TG"].table["B only"]["questions"] == 1
+    # each category's p adjusted over all of them by Holm's method
+    from statsmodels.stats.multitest import multipletests
+
+    raw = [p.mcnemar.pvalue for p in c.categories.values()]
+    assert [p.mcnemar.holm for p in c.categories.values()] == pytest.approx(
+        list(multipletests(raw, method="holm")[1])
+    )
 
 
 def test_compare_refuses_runs_of_different_benchmarks(
@@ -217,7 +268,7 @@ def test_cli_compare_prints_json_and_writes_the_plot(
     text = vidagent(*args, "--no-plots", home=_isolated_home)
     assert text.returncode == 0, text.stderr
     assert (
-        "6 questions both ran without an error (an answer that names no option counts wrong)"
+        "6 questions both ran without an error (a row without a parsable answer counts wrong)"
         in text.stdout
         and "left out: 2" in text.stdout
     )

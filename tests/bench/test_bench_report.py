@@ -13,7 +13,7 @@ from clirun import vidagent
 
 from vidagent.app.benchmarks import RunConfig, run_benchmark
 from vidagent.bench.base import Outcome, Sample
-from vidagent.bench.report import bootstrap
+from vidagent.bench.report import bootstrap, intervals
 from vidagent.bench.tasks import nextqa
 from vidagent.exceptions import BackendMissingError
 from vidagent.models.base import ChatRequest
@@ -100,8 +100,9 @@ def test_report_puts_official_beside_strict_per_category_and_writes_files(
     assert [c.split()[-1] for c in cells] == ["50.0", "50.0", "60.0", "37.5"]
     er = next(line for line in lines if line.strip().startswith("ER (entity recognition)"))
     assert er.split()[3:4] == ["100.0"] and "66.7 [" in er  # unsure: 2 of 2 answered, 2 of 3
-    assert "per question (means over answered rows without an error, 95% bootstrap intervals)" in (
-        lines
+    assert any(
+        line.startswith("per question (means over the rows without an error, 95% percentile")
+        for line in lines
     )
 
     body = json.loads((out / "report.json").read_text())
@@ -142,6 +143,11 @@ def test_report_puts_official_beside_strict_per_category_and_writes_files(
         )
         assert interval["score"][0] <= cell["score"] <= interval["score"][1], key
         assert interval["strict"][0] <= cell["strict"] <= interval["strict"][1], key
+        assert interval["methods"] == {"score": "wilson", "strict": "wilson"}, key
+    # ER: 2 right of 2 answered (official, over the answered), of 3 questions (strict)
+    er_interval = unsure["intervals"]["category/ER"]
+    assert er_interval["score"] == pytest.approx(wilson(2, 2), abs=1e-4)
+    assert er_interval["strict"] == pytest.approx(wilson(2, 3), abs=1e-4)
 
     markdown = (out / "report.md").read_text()
     assert (
@@ -226,6 +232,28 @@ def test_runs_side_by_side_are_told_apart(
     cost = {line.split()[0]: line for line in text.splitlines() if line.startswith(("a/", "b/"))}
     assert "dvd (top_k=1)" in cost["b/run"] and "– (calls none)" in cost["b/run"]
     assert "fake:echo?reply=B" in cost["a/run"]  # dvd calls its llm
+
+
+def wilson(right: int, over: int) -> list[float]:
+    from scipy.stats import binomtest
+
+    ci = binomtest(right, over).proportion_ci(method="wilson")
+    return [100 * ci.low, 100 * ci.high]
+
+
+def test_a_share_of_right_answers_gets_wilsons_interval_of_some_width() -> None:
+    samples = [Sample(f"q{i}", (), "?", ("a", "b"), answer=0, categories=("CW",)) for i in range(3)]
+    perfect = [Outcome(s.id, 1.0) for s in samples]  # 3 of 3: a bootstrap said [100, 100]
+    scores = nextqa.aggregate(samples, perfect)
+    found = intervals(nextqa, samples, perfect, scores)
+    assert list(found["overall"].score) == pytest.approx(wilson(3, 3))
+    assert found["overall"].score[0] < 50 and found["overall"].methods == ("wilson", "wilson")
+    # points that are not right-or-wrong (an IoU): the bootstrap's percentile interval
+    partial = [Outcome(s.id, 0.5 + 0.1 * k) for k, s in enumerate(samples)]
+    scores = nextqa.aggregate(samples, partial)
+    found = intervals(nextqa, samples, partial, scores, seed=3)
+    assert found["overall"].methods == ("bootstrap", "bootstrap")
+    assert found["overall"] == bootstrap(nextqa, samples, partial, seed=3)["overall"]
 
 
 def test_intervals_are_percentiles_of_seeded_resamples() -> None:

@@ -586,7 +586,7 @@ class Session(SessionCore):
         judge: str | None = None,
     ) -> CompareResult:
         """Run folder B against run folder A on the questions both ran without an error: the joint
-        correctness table, an exact McNemar test and paired bootstrap intervals
+        correctness table, an exact McNemar test and paired intervals
         (:mod:`vidagent.bench.compare`); with ``out``, ``compare.json`` and a plot there."""
         from vidagent.app import benchmarks
 

@@ -10,11 +10,20 @@ questions both ran without an error and reports, for run B against run A (differ
 - **an exact McNemar test** on the discordant cells (``statsmodels``'
   :func:`~statsmodels.stats.contingency_tables.mcnemar`, ``exact=True``: a two-sided binomial
   test of A-only against B-only);
-- **paired bootstrap intervals** of the differences in the official and strict numbers (the
-  benchmark's own ``aggregate`` on each resample of the paired questions, so the official rule
-  holds) and in the per-question means of steps, frames, tokens, cost and latency
-  (:func:`scipy.stats.bootstrap`, ``paired=True``, percentile method, seeded);
-- the same per category (each category the loader tags a question with).
+- **intervals of the differences** in the official and strict numbers. Where the number is a
+  share of right answers (every question scores 0 or 1 and the number is the share of right
+  ones on the pairs), **Newcombe's square-and-add score interval for paired proportions**
+  (Newcombe 1998, Statistics in Medicine 17:2635, from Wilson score intervals; it agrees with
+  the exact test where few pairs differ, and is not zero-wide at 0% or 100% or on one pair,
+  where a bootstrap's is); otherwise (IoU, judge points, an official rule over answered
+  questions with some unanswered) a **paired percentile bootstrap** (the benchmark's own
+  ``aggregate`` on each resample of the paired questions, so the official rule holds). Each
+  difference names its method. The per-question means of steps, frames, tokens, cost and
+  latency get paired percentile bootstrap intervals (:func:`scipy.stats.bootstrap`,
+  ``paired=True``, seeded);
+- the same per category (each category the loader tags a question with), with each category's
+  McNemar p-value also adjusted by **Holm's method** over all the category tests (valid however
+  the categories overlap): a category "significant" only unadjusted is one of many looks.
 
 Which questions are paired. Both run folders must be of one benchmark and split. A question is
 left out, and counted under its reason, when it is in one run's question list only, has no row
@@ -28,8 +37,9 @@ usual R@1 at IoU 0.5; for a 0–3 judge score, 1.5 and up.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -54,14 +64,20 @@ CELLS = {
 CHANGES = ("steps", "frames", "tokens")
 
 
+#: How a difference's interval was computed (``Difference.method``).
+NEWCOMBE = "newcombe"  # Newcombe's square-and-add score interval for paired proportions
+BOOTSTRAP = "bootstrap"  # paired percentile bootstrap
+
+
 @dataclass(frozen=True)
 class Difference:
-    """A paired difference B − A with its bootstrap interval.
+    """A paired difference B − A with its interval.
 
     Attributes:
         a, b: each run's value on the paired questions.
-        low, high: the percentile interval of ``b - a``.
+        low, high: the interval of ``b - a``.
         questions: the pairs it is computed over.
+        method: :data:`NEWCOMBE` or :data:`BOOTSTRAP`.
     """
 
     a: float
@@ -69,6 +85,7 @@ class Difference:
     low: float
     high: float
     questions: int
+    method: str = BOOTSTRAP
 
     @property
     def diff(self) -> float:
@@ -80,20 +97,24 @@ class Difference:
             "b": round(self.b, 6),
             "diff": round(self.diff, 6),
             "interval": [round(self.low, 6), round(self.high, 6)],
+            "method": self.method,
             "questions": self.questions,
         }
 
 
 @dataclass(frozen=True)
 class McNemar:
-    """The exact McNemar test: ``a_only`` and ``b_only`` discordant pairs, the two-sided p."""
+    """The exact McNemar test: ``a_only`` and ``b_only`` discordant pairs, the two-sided p,
+    and (a category's test) that p adjusted by Holm's method over all the category tests."""
 
     a_only: int
     b_only: int
     pvalue: float
+    holm: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"a_only": self.a_only, "b_only": self.b_only, "pvalue": self.pvalue}
+        body = {"a_only": self.a_only, "b_only": self.b_only, "pvalue": self.pvalue}
+        return body if self.holm is None else body | {"holm_pvalue": self.holm}
 
 
 @dataclass(frozen=True)
@@ -192,6 +213,50 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
     return float(result.pvalue)
 
 
+def newcombe_paired(
+    both: int, first_only: int, second_only: int, neither: int, *, level: float = LEVEL
+) -> tuple[float, float]:
+    """Newcombe's square-and-add interval for ``p_first - p_second`` from a paired 2×2 table
+    (Newcombe 1998, Statistics in Medicine 17:2635; as in Fagerland, Lydersen and Laake,
+    *Statistical Analysis of Contingency Tables*, ch. 8): each proportion's Wilson score
+    interval, combined with the estimated correlation of the two proportions, which is taken
+    as 0 where the cross-product difference is positive but under ``n / 2``. Proportions, not
+    percentages.
+
+    Raises:
+        BackendMissingError: statsmodels is not installed (the ``bench`` extra).
+    """
+    try:
+        from statsmodels.stats.proportion import proportion_confint
+    except ImportError:
+        raise BackendMissingError("statsmodels (the intervals of bench compare)", "bench") from None
+    n = both + first_only + second_only + neither
+    first, second = both + first_only, both + second_only
+    p1, p2 = first / n, second / n
+    l1, u1 = (float(x) for x in proportion_confint(first, n, 1 - level, method="wilson"))
+    l2, u2 = (float(x) for x in proportion_confint(second, n, 1 - level, method="wilson"))
+    margins = first * (n - first) * second * (n - second)
+    cross = both * neither - first_only * second_only
+    if margins == 0 or 0 <= cross <= n / 2:
+        psi = 0.0
+    else:
+        psi = (cross - n / 2 if cross > n / 2 else cross) / margins**0.5
+    d1, e2 = p1 - l1, u2 - p2
+    d2, e1 = p2 - l2, u1 - p1
+    low = p1 - p2 - (d1**2 + e2**2 - 2 * psi * d1 * e2) ** 0.5
+    high = p1 - p2 + (d2**2 + e1**2 - 2 * psi * d2 * e1) ** 0.5
+    return max(low, -1.0), min(high, 1.0)
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment of ``pvalues`` (statsmodels' ``multipletests``)."""
+    if not pvalues:
+        return []
+    from statsmodels.stats.multitest import multipletests
+
+    return [float(p) for p in multipletests(list(pvalues), method="holm")[1]]
+
+
 def paired_interval(
     n: int,
     statistic: Callable[[np.ndarray], Any],
@@ -274,8 +339,8 @@ def left_out(a: RunReport, b: RunReport) -> tuple[list[str], dict[str, int]]:
             drop(f"no row in run {'A' if ra is None else 'B'} (not run, or its video missing)")
         elif ra.get("error") is not None or rb.get("error") is not None:
             drop(f"an error in run {'A' if ra.get('error') is not None else 'B'}")
-        elif i not in a.outcomes or i not in b.outcomes:
-            drop("no public answer to score against")
+        elif i not in a.outcomes or i not in b.outcomes:  # or not in the benchmark at all
+            drop("not a question of the benchmark with a public answer")
         else:
             kept.append(i)
     only_b = len(in_b - set(wanted_a))
@@ -347,6 +412,15 @@ def compare_runs(
             if pairs
             else None
         )
+    per_category = {
+        c: _paired(bench, a, b, members, by_id, a.scores.split, stats)
+        for c, members in categories.items()
+    }
+    adjusted = holm([p.mcnemar.pvalue for p in per_category.values()])
+    per_category = {
+        c: replace(p, mcnemar=replace(p.mcnemar, holm=h))
+        for (c, p), h in zip(per_category.items(), adjusted, strict=True)
+    }
     return Comparison(
         a=a.name,
         b=b.name,
@@ -356,10 +430,7 @@ def compare_runs(
         left_out=reasons,
         overall=overall,
         means=means,
-        categories={
-            c: _paired(bench, a, b, members, by_id, a.scores.split, stats)
-            for c, members in categories.items()
-        },
+        categories=per_category,
         right_at=right_at,
         resamples=resamples,
         seed=seed,
@@ -414,28 +485,47 @@ def _paired(
         return [sa.overall.score, sb.overall.score, sa.overall.strict, sb.overall.strict]
 
     full = scores(range(len(ids)))
-    if len(ids) > 1:
-
-        def differences(pick: np.ndarray) -> list[float]:
-            sa, sb, ta, tb = scores(pick)
-            return [sb - sa, tb - ta]
-
-        low, high = paired_interval(
-            len(ids),
-            differences,
-            resamples=resamples,
-            seed=seed,
+    n = len(ids)
+    # A share of right answers: every question scores 0 or 1 of 1 point, and the number is the
+    # share of right ones on these pairs (not an official rule over answered questions only)
+    binary = all(o.possible == 1 and o.earned in (0.0, 1.0) for o in (*oa, *ob))
+    shares = [100.0 * sum(o.earned for o in oa) / n, 100.0 * sum(o.earned for o in ob) / n]
+    is_share = [
+        binary and all(abs(x - y) < 1e-9 for x, y in zip(pair, shares, strict=True))
+        for pair in (full[:2], full[2:])
+    ]
+    bounds: list[tuple[float, float]] = [(0.0, 0.0), (0.0, 0.0)]
+    if is_share[0] or is_share[1]:
+        joint = Counter((x.earned == 1, y.earned == 1) for x, y in zip(oa, ob, strict=True))
+        low, high = newcombe_paired(
+            joint[True, True],
+            joint[False, True],
+            joint[True, False],
+            joint[False, False],
             level=level,
-        )
-        bounds = [(float(low[0]), float(high[0])), (float(low[1]), float(high[1]))]
-    else:  # one pair: no spread to resample
-        bounds = [(full[1] - full[0],) * 2, (full[3] - full[2],) * 2]
+        )  # B − A: B's share first
+        bounds = [(100.0 * low, 100.0 * high)] * 2
+    if not all(is_share):
+        if n > 1:
+
+            def differences(pick: np.ndarray) -> list[float]:
+                sa, sb, ta, tb = scores(pick)
+                return [sb - sa, tb - ta]
+
+            low_b, high_b = paired_interval(
+                n, differences, resamples=resamples, seed=seed, level=level
+            )
+            booted = [(float(low_b[0]), float(high_b[0])), (float(low_b[1]), float(high_b[1]))]
+        else:  # one pair: no spread to resample
+            booted = [(full[1] - full[0],) * 2, (full[3] - full[2],) * 2]
+        bounds = [bounds[k] if is_share[k] else booted[k] for k in (0, 1)]
+    methods = [NEWCOMBE if share else BOOTSTRAP for share in is_share]
     return Paired(
-        questions=len(ids),
+        questions=n,
         table=table,
         mcnemar=McNemar(a_only, b_only, mcnemar_exact(a_only, b_only)),
-        official=Difference(full[0], full[1], *bounds[0], len(ids)),
-        strict=Difference(full[2], full[3], *bounds[1], len(ids)),
+        official=Difference(full[0], full[1], *bounds[0], n, methods[0]),
+        strict=Difference(full[2], full[3], *bounds[1], n, methods[1]),
     )
 
 
@@ -447,6 +537,20 @@ def _signed(d: Difference, digits: int) -> str:
     return f"{d.diff:+.{digits}f} [{d.low:+.{digits}f}, {d.high:+.{digits}f}]"
 
 
+def _significant(d: Difference) -> str:
+    """A mean's difference to 3 significant digits (a cost of $0.00004 is not +0.0000)."""
+    return f"{d.diff:+.3g} [{d.low:+.3g}, {d.high:+.3g}]"
+
+
+def _p(value: float) -> str:
+    """A p-value as printed: one too small for a float reads as a bound, not as 0."""
+    return "< 1e-300" if value < 1e-300 else f"= {value:.3g}"
+
+
+#: How each interval method reads in the text.
+METHODS = {NEWCOMBE: "Newcombe", BOOTSTRAP: "bootstrap"}
+
+
 def _change(value: float | None) -> str:
     return "–" if value is None else f"{value:+.1f}"
 
@@ -456,9 +560,10 @@ def render_comparison(c: Comparison) -> str:
     o = c.overall
     head = (
         f"{c.b} (B) against {c.a} (A), {c.benchmark} {c.split}: {o.questions} questions both "
-        "ran without an error (an answer that names no option counts wrong); differences are "
-        f"B − A with {c.level:.0%} paired bootstrap intervals "
-        f"({c.resamples} resamples, seed {c.seed})"
+        "ran without an error (a row without a parsable answer counts wrong); differences are "
+        f"B − A with {c.level:.0%} intervals: "
+        "Newcombe's paired score interval where the number is a share of right answers, else "
+        f"a paired percentile bootstrap ({c.resamples} resamples, seed {c.seed})"
     )
     lines = [head]
     if c.left_out:
@@ -472,24 +577,32 @@ def render_comparison(c: Comparison) -> str:
             + "  ".join(f"{_change(cell[k]):>8}" for k in CHANGES)
         )
     m = o.mcnemar
-    lines.append(
-        f"exact McNemar: A only {m.a_only}, B only {m.b_only}, two-sided p = {m.pvalue:.4g}"
-    )
+    lines.append(f"exact McNemar: A only {m.a_only}, B only {m.b_only}, two-sided p {_p(m.pvalue)}")
     lines.append("")
     for kind, d in (("official", o.official), ("strict", o.strict)):
-        lines.append(f"{c.metric} {kind}: {c.a} {d.a:.1f}, {c.b} {d.b:.1f}: {_signed(d, 1)}")
+        lines.append(
+            f"{c.metric} {kind} on these {d.questions} questions: {c.a} {d.a:.1f}, "
+            f"{c.b} {d.b:.1f}: {_signed(d, 1)} ({METHODS[d.method]})"
+        )
     for key, mean in c.means.items():
         if mean is None:
             lines.append(f"{MEANS[key]}: –")
         else:
-            lines.append(f"{MEANS[key]}: {mean.a:.4g} → {mean.b:.4g}, {_signed(mean, 4)}")
+            lines.append(f"{MEANS[key]}: {mean.a:.4g} → {mean.b:.4g}, {_significant(mean)}")
     if c.categories:
-        lines += ["", "per category: questions, official B − A [interval], A only / B only, p"]
+        lines += [
+            "",
+            (
+                "per category: questions, official B − A [interval], A only / B only, McNemar "
+                f"p, and p adjusted by Holm's method over the {len(c.categories)} category tests"
+            ),
+        ]
         width = max(len(k) for k in c.categories)
         for key, p in c.categories.items():
             lines.append(
-                f"  {key:<{width}}  {p.questions:>5}  {_signed(p.official, 1):>24}  "
-                f"{p.mcnemar.a_only}/{p.mcnemar.b_only}  p = {p.mcnemar.pvalue:.3g}"
+                f"  {key:<{width}}  {p.questions:>5}  {_signed(p.official, 1):>24} "
+                f"({METHODS[p.official.method]})  {p.mcnemar.a_only}/{p.mcnemar.b_only}  "
+                f"p {_p(p.mcnemar.pvalue)}, Holm p {_p(p.mcnemar.holm or p.mcnemar.pvalue)}"
             )
     return "\n".join(lines)
 
@@ -505,7 +618,7 @@ def plot_comparison(c: Comparison, path: Path) -> Path:
         for kind, d in (("official", p.official), ("strict", p.strict)):
             if key != "overall" and kind == "strict":
                 continue
-            labels.append(f"{key} ({kind})")
+            labels.append(f"{key} ({kind}, {METHODS[d.method]})")
             values.append(d.diff)
             lows.append(d.diff - d.low)
             highs.append(d.high - d.diff)
@@ -519,7 +632,7 @@ def plot_comparison(c: Comparison, path: Path) -> Path:
     top.set_xlabel(f"{c.metric}: {c.b} − {c.a}")
     top.set_title(
         f"{c.benchmark} {c.split}: {c.overall.questions} paired questions "
-        f"({c.level:.0%} paired bootstrap)",
+        f"({c.level:.0%} intervals)",
         fontsize=10,
     )
     shown = [(k, d) for k, d in c.means.items() if d is not None and d.a]

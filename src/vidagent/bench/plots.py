@@ -96,7 +96,7 @@ def _cell(run: RunReport, section: str, key: str) -> Any:
 
 def plot_accuracy_vs_cost(reports: Sequence[RunReport], path: Path) -> Path:
     """One point per run: the official overall number against its mean cost per question,
-    each with its 95% bootstrap interval.
+    each with its 95% interval (:func:`vidagent.bench.report.intervals`).
 
     Runs without prices (every cost 0) are placed by mean tokens per question instead, and the
     axis says so.

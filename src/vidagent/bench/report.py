@@ -1,16 +1,21 @@
-"""Reports over run folders: the paper-style table, strict beside official, with bootstrap CIs.
+"""Reports over run folders: the paper-style table, strict beside official, with 95% intervals.
 
 :func:`load_run` scores one run folder again from its rows, with the benchmark's own scorer, over
 exactly the questions the run was given (its manifest lists them: a question without a row, or
-whose video was missing, counts as unanswered). :func:`bootstrap` resamples the questions with
-replacement (seeded, :data:`RESAMPLES` times) and runs the benchmark's own ``aggregate`` on each
-resample, so every number of the table, per category included, gets a percentile interval that
-follows the official aggregation (CrossVid's averages of task means too).
+whose video was missing, counts as unanswered). Every number of the table, per category
+included, gets an interval (:func:`intervals`): a number that is a share of right answers
+(every question scores 0 or 1, and the number is the right ones over the questions, or over
+the answered ones) gets the **Wilson score interval** of that count, which keeps its coverage
+on small sets and at 0% or 100%, where a bootstrap's interval shrinks to nothing; any other
+number (IoU, judge points, CrossVid's averages of task means) gets a **percentile bootstrap**
+interval: :func:`bootstrap` resamples the questions with replacement (seeded,
+:data:`RESAMPLES` times) and runs the benchmark's own ``aggregate`` on each resample, so the
+interval follows the official aggregation.
 
 The report has, for each benchmark and split, one table whose rows are the overall number and
 every official breakdown and whose columns are, per run, the official number and the strict one
 (unanswered = wrong), each with its 95% interval; then a table of per-question means over the
-answered rows: steps, frames, tokens, cost and latency, and the risk-coverage pair of the
+rows without an error (an answer that did not parse included: it cost what it cost): steps, frames, tokens, cost and latency, and the risk-coverage pair of the
 answers' citation checks (:mod:`vidagent.agents.citations`): **coverage**, the share of answered
 questions that did not abstain, and **selective** accuracy, the benchmark's points earned over
 those questions only (``–`` for a run whose rows predate the checks); and the area under the
@@ -57,13 +62,19 @@ _MEAN_FORMAT = {
 }
 
 
+#: How an interval was computed (``Interval.methods``).
+WILSON = "wilson"
+BOOTSTRAP = "bootstrap"
+
+
 @dataclass(frozen=True)
 class Interval:
-    """A percentile interval of the official number and of the strict one, in the unit of
-    the benchmark's scores."""
+    """An interval of the official number and of the strict one, in the unit of the
+    benchmark's scores, with the method of each (:data:`WILSON` or :data:`BOOTSTRAP`)."""
 
     score: tuple[float, float]
     strict: tuple[float, float]
+    methods: tuple[str, str] = (BOOTSTRAP, BOOTSTRAP)
 
 
 @dataclass
@@ -121,6 +132,7 @@ class RunReport:
                 k: {
                     "score": [round(x, 4) for x in i.score],
                     "strict": [round(x, 4) for x in i.strict],
+                    "methods": {"score": i.methods[0], "strict": i.methods[1]},
                 }
                 for k, i in self.intervals.items()
             },
@@ -209,6 +221,73 @@ def bootstrap(
     return out
 
 
+def intervals(
+    bench: Benchmark,
+    samples: Sequence[Sample],
+    outcomes: Sequence[Outcome],
+    scores: Scores,
+    *,
+    split: str = "",
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    level: float = LEVEL,
+) -> dict[str, Interval]:
+    """Every cell's interval: Wilson's where the number is a share of right answers, else the
+    percentile bootstrap's (module docstring). None at all with ``resamples`` 0."""
+    if not samples or resamples < 1:
+        return {}
+    shares = {key: _shares(g) for key, g in cells(scores) if not key.startswith("extra/")}
+    binary = all(o.possible == 1 and o.earned in (0.0, 1.0) for o in outcomes)
+    if not binary or not all(all(pair) for pair in shares.values()):
+        booted = bootstrap(
+            bench, samples, outcomes, split=split, resamples=resamples, seed=seed, level=level
+        )
+    else:
+        booted = {}
+    out: dict[str, Interval] = {}
+    for key in {*shares, *booted}:
+        boot = booted.get(key)
+        share = shares.get(key, (None, None)) if binary else (None, None)
+        pairs: list[tuple[tuple[float, float], str]] = []
+        for k, count in enumerate(share):
+            if count is not None:
+                pairs.append((_wilson(*count, level), WILSON))
+            elif boot is not None:
+                pairs.append(((boot.score, boot.strict)[k], BOOTSTRAP))
+        if len(pairs) == 2:
+            out[key] = Interval(pairs[0][0], pairs[1][0], (pairs[0][1], pairs[1][1]))
+    return out
+
+
+def _shares(g: GroupScore) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
+    """``(right, over)`` for the official number and the strict one where each is a share of
+    right answers: the strict one over the questions, the official one over them or over the
+    answered ones (the benchmark's rule); ``None`` where it is not (an average of means)."""
+    if g.questions < 1:
+        return None, None
+    right = g.strict * g.questions / 100.0
+    if abs(right - round(right)) > 1e-6:
+        return None, None
+    k = round(right)
+    official = next(
+        (
+            (k, n)
+            for n in (g.questions, g.answered)
+            if n >= max(k, 1) and abs(100.0 * k / n - g.score) < 1e-6
+        ),
+        None,
+    )
+    return official, (k, g.questions)
+
+
+def _wilson(right: int, over: int, level: float) -> tuple[float, float]:
+    """The Wilson score interval of ``right`` of ``over``, in percent (SciPy's)."""
+    from scipy.stats import binomtest
+
+    ci = binomtest(right, over).proportion_ci(confidence_level=level, method="wilson")
+    return 100.0 * float(ci.low), 100.0 * float(ci.high)
+
+
 def load_run(
     path: Path,
     *,
@@ -256,15 +335,22 @@ def load_run(
         path=path,
         manifest=manifest,
         scores=scores,
-        intervals=bootstrap(
-            bench, scored, outcomes, split=manifest["split"], resamples=resamples, seed=seed
+        intervals=intervals(
+            bench,
+            scored,
+            outcomes,
+            scores,
+            split=manifest["split"],
+            resamples=resamples,
+            seed=seed,
         ),
         counts=_counts(manifest, wanted, rows, len(scored)),
         means=means | _selective(outcomes, rows),
         mean_intervals={
             key: mean_interval(values, resamples=resamples, seed=seed)
             for key, values in _mean_values(rows).items()
-            if values and means.get(key) is not None and resamples > 0
+            # one value has no spread to say anything of: its mean stands without an interval
+            if len(values) > 1 and means.get(key) is not None and resamples > 0
         },
         risk_coverage=risk_coverage(outcomes, rows),
         samples=list(scored),
@@ -277,7 +363,8 @@ def mean_interval(
     values: Sequence[float], *, resamples: int = RESAMPLES, seed: int = 0, level: float = LEVEL
 ) -> tuple[float, float]:
     """The percentile bootstrap interval of the mean of ``values`` (:func:`scipy.stats.bootstrap`,
-    seeded as the scores' intervals); a single value, or equal values, is its own interval."""
+    seeded as the scores' intervals); equal values are their own interval (a report gives one
+    value none)."""
     import numpy as np
     from scipy.stats import bootstrap
 
@@ -446,7 +533,8 @@ def cost_table(reports: Sequence[RunReport]) -> tuple[list[str], list[list[str]]
         for key in ("coverage", "selective"):
             value = r.means.get(key)
             row.append("–" if value is None else f"{value:.1%}")
-        row.append("–" if r.risk_coverage is None else f"{r.risk_coverage.aurc:.3f}")
+        rc = r.risk_coverage
+        row.append("–" if rc is None else f"{rc.aurc:.3f} ({rc.answers})")
         rows.append(row)
     return head, rows
 
@@ -520,7 +608,8 @@ def _caption(runs: Sequence[RunReport], resamples: int, seed: int) -> str:
     s = runs[0].scores
     rule = "every question counts" if s.rule == "all" else "unanswered questions left out"
     intervals = (
-        f"with {LEVEL:.0%} bootstrap intervals ({resamples} resamples, seed {seed})"
+        f"with {LEVEL:.0%} intervals (Wilson score where the number is a share of right "
+        f"answers, else percentile bootstrap: {resamples} resamples, seed {seed})"
         if resamples
         else "without intervals (0 resamples)"
     )
@@ -531,7 +620,9 @@ def _caption(runs: Sequence[RunReport], resamples: int, seed: int) -> str:
 
 
 def _of(resamples: int) -> str:
-    return f"{LEVEL:.0%} bootstrap intervals" if resamples else "no intervals (0 resamples)"
+    return (
+        f"{LEVEL:.0%} percentile bootstrap intervals" if resamples else "no intervals (0 resamples)"
+    )
 
 
 def render_text(reports: Sequence[RunReport], *, resamples: int = RESAMPLES, seed: int = 0) -> str:
@@ -544,7 +635,10 @@ def render_text(reports: Sequence[RunReport], *, resamples: int = RESAMPLES, see
         parts += [f"note ({r.name}): {n}" for r in runs for n in r.scores.notes]
         parts += [f"note: {n}" for n in [coverage_note(runs)] if n]
         parts.append("")
-    parts.append(f"per question (means over answered rows without an error, {_of(resamples)})")
+    parts.append(
+        f"per question (means over the rows without an error, {_of(resamples)}; AURC with "
+        "the number of answers on its curve: areas over different numbers differ by that too)"
+    )
     parts.append(_aligned(*cost_table(reports)))
     return "\n".join(parts)
 
@@ -580,7 +674,13 @@ def render_markdown(
         parts += [f"- note: {n}" for n in [coverage_note(runs)] if n]
         parts.append("")
     parts += ["## Per question", ""]
-    parts += [f"Means over answered rows without an error, {_of(resamples)}.", ""]
+    parts += [
+        (
+            f"Means over the rows without an error, {_of(resamples)}; AURC with the number of "
+            "answers on its curve (areas over different numbers of answers differ by that too)."
+        ),
+        "",
+    ]
     parts += [_md(*cost_table(reports)), ""]
     return "\n".join(parts)
 

@@ -242,7 +242,7 @@ def _show(s: Any) -> None:
     type=click.IntRange(min=0),
     default=1000,
     show_default=True,
-    help="bootstrap resamples (0: no intervals)",
+    help="bootstrap resamples, for the numbers that are not a share of right answers (0: no intervals)",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="bootstrap seed")
 @click.option(
@@ -264,7 +264,7 @@ def report(
     as_json: bool,
 ) -> None:
     """Tables of one or more run folders: official beside strict, per category, with 95%
-    bootstrap intervals and per-question steps, frames, tokens, cost and latency; also written
+    intervals (Wilson's for a share of right answers, else a percentile bootstrap) and per-question steps, frames, tokens, cost and latency; also written
     to OUT as Markdown, JSON and PNG plots."""
     result = session_of(ctx).bench_report(
         runs, out=out, plots=not no_plots, resamples=resamples, seed=seed, judge=judge_spec
@@ -297,7 +297,7 @@ def report(
     type=click.IntRange(min=1),
     default=1000,
     show_default=True,
-    help="paired bootstrap resamples",
+    help="paired bootstrap resamples, for what is not a share of right answers",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="bootstrap seed")
 @click.option(
@@ -322,9 +322,10 @@ def compare(
 ) -> None:
     """RUN_B against RUN_A on the questions both ran without an error (how many were left out, and why):
     the 2x2 table of joint correctness with the change in steps, frames and tokens per cell, an
-    exact McNemar test, and paired 95% bootstrap intervals of the differences in the official
-    and strict numbers and in mean steps, frames, tokens, cost and latency; the same per
-    category."""
+    exact McNemar test, and 95% intervals of the differences in the official and strict numbers
+    (Newcombe's paired score interval for a share of right answers, else a paired bootstrap)
+    and in mean steps, frames, tokens, cost and latency; the same per category, with
+    Holm-adjusted p-values."""
     result = session_of(ctx).bench_compare(
         run_a,
         run_b,
