@@ -256,6 +256,21 @@ def test_a_share_of_right_answers_gets_wilsons_interval_of_some_width() -> None:
     assert found["overall"] == bootstrap(nextqa, samples, partial, seed=3)["overall"]
 
 
+def test_a_category_only_a_later_run_has_joins_its_section() -> None:
+    from vidagent.bench.report import RunReport, score_table
+
+    def run(name: str, types: list[str]) -> RunReport:
+        samples = [
+            Sample(f"q{k}", (), "?", ("a", "b"), answer=0, categories=(t, t[0]))
+            for k, t in enumerate(types)
+        ]
+        scores = nextqa.aggregate(samples, [Outcome(s.id, 1.0) for s in samples])
+        return RunReport(name, Path(name), {}, scores)
+
+    _, rows = score_table([run("a", ["CH"]), run("b", ["CH", "CW"])])
+    assert [r[0] for r in rows] == ["overall", "type", "CH (How)", "CW (Why)", "group", "C (Acc_C)"]
+
+
 def test_intervals_are_percentiles_of_seeded_resamples() -> None:
     samples = [
         Sample(f"q{i}", (), "?", ("a", "b"), answer=0, categories=("CW", "C")) for i in range(100)

@@ -466,6 +466,14 @@ def score_table(reports: Sequence[RunReport]) -> tuple[list[str], list[list[str]
         for key, _ in cells(r.scores):
             section, _, name = key.partition("/")
             keys.setdefault(key, "overall" if key == "overall" else _label(r.scores, name))
+    # each section's rows together (a category only a later run has joins its section's rows)
+    sections = list(dict.fromkeys(key.partition("/")[0] if "/" in key else "" for key in keys))
+    keys = dict(
+        sorted(
+            keys.items(),
+            key=lambda kv: sections.index(kv[0].partition("/")[0] if "/" in kv[0] else ""),
+        )
+    )
     rows: list[list[str]] = []
     section_now = ""
     for key, label in keys.items():
