@@ -109,6 +109,14 @@ def test_a_library_that_cannot_be_read_says_why_not_that_there_is_none(
     (root / "manifest.json").write_text("{not json")
     damaged = vidagent("--library", str(root), "show", "v" * 16, home=_isolated_home)
     assert damaged.returncode == 1 and "manifest.json is damaged" in damaged.stderr
+    # its manifest deleted, its tables there: said so (it was "no videos yet"), and an index
+    # does not write a new manifest over the tables
+    (root / "manifest.json").unlink()
+    for command in (("list",), ("index", str(root / "none.mp4"))):
+        gone = vidagent("--library", str(root), *command, home=_isolated_home)
+        assert gone.returncode == 1, gone.stderr
+        assert "holds a Library's tables (videos.lance) but no manifest.json" in gone.stderr
+    assert not (root / "manifest.json").exists()
     # a location that cannot be one: one line, never "a bug"
     for uri, said in [
         ("foo://bar", "foo://bar: no Library location that can be opened (Unrecognized"),

@@ -157,7 +157,9 @@ class SessionCore:
 
         if self._library is not None or "://" in self._uri:
             return True
-        return (Path(self._uri).expanduser() / MANIFEST).is_file()
+        root = Path(self._uri).expanduser()
+        # tables without their manifest: one to open, so that opening it says what is wrong
+        return (root / MANIFEST).is_file() or (root.is_dir() and any(root.glob("*.lance")))
 
     def check_embedding(self) -> None:
         """The one check that this session's embed model made the Library's vectors.

@@ -75,8 +75,23 @@ class Manifest:
 
 
 def read_manifest(filesystem: pafs.FileSystem, root: str) -> Manifest | None:
+    """The manifest at ``root``; None where there is no Library.
+
+    Raises:
+        LibraryError: it is damaged, or it is gone from a folder that holds a Library's tables
+            (it was "no Library here", and an index would have written a new one over them).
+    """
     path = f"{root}/{MANIFEST}"
     if filesystem.get_file_info(path).type == pafs.FileType.NotFound:
+        listed = filesystem.get_file_info(pafs.FileSelector(root, allow_not_found=True))
+        tables = sorted(f.base_name for f in listed if f.base_name.endswith(".lance"))
+        if tables:
+            raise LibraryError(
+                f"{root} holds a Library's tables ({', '.join(tables[:3])}"
+                f"{', …' if len(tables) > 3 else ''}) but no {MANIFEST}: it was deleted or not "
+                "copied with them; restore it from where the Library came from, or move the "
+                "folder away to start a new Library"
+            )
         return None
     with filesystem.open_input_stream(path) as f:
         text = f.read().decode("utf-8")
