@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -449,6 +450,26 @@ def test_an_outage_is_recorded_as_dropped_once_any_attempt_was_refused() -> None
     assert _graver("Connection refused", "Server returned 404") == "Server returned 404"
 
 
+def test_a_read_the_source_ended_and_taken_up_at_once_is_no_outage(tmp_path: Path) -> None:
+    """FFmpeg's HLS reader ends a read of a live playlist now and then (it polled it and found
+    nothing new yet); opened again at once, the stream goes on where it stood. A healthy HLS
+    stream was listed with a "stalled for 1 s, nothing lost" outage every window. A read that
+    ends and comes back within a stall, missing nothing, is no outage; a stall, a drop, a
+    slow return or lost seconds are."""
+    from vidagent.media.live import Capture
+
+    now = [100.0]
+    capture = Capture("http://example.invalid/live.m3u8", tmp_path, stall_seconds=2.0,
+                      clock=lambda: now[0])  # fmt: skip
+    capture.position.last = 30.0
+    capture._down = 99.0  # the read ended a second ago
+    assert capture._reread("ended", 30.04)
+    assert not capture._reread("ended", 33.0)  # 3 s of stream missed: an outage
+    assert not capture._reread("stalled", 30.04) and not capture._reread("Connection refused", 30.0)
+    now[0] = 101.5  # back after 2.5 s, more than a stall
+    assert not capture._reread("ended", 30.04)
+
+
 class _RtmpServer:
     """FFmpeg's own RTMP server on loopback, sending a stream to the one client that plays it
     at the stream's pace, as a camera or a relay does; it closes the connection at the end.
@@ -459,9 +480,19 @@ class _RtmpServer:
     in the libavformat PyAV loaded; ctypes lets go of the GIL while it waits for the client.
     """
 
-    def __init__(self, root: Path, seconds: float) -> None:
+    def __init__(
+        self,
+        root: Path,
+        seconds: float,
+        port: int | None = None,
+        offset: float = 0.0,
+        live: bool = False,
+    ) -> None:
         self.clip = clip(root / "source.mp4", seconds)
-        self.port = free_port()
+        self.offset = offset  # seconds added to its timestamps: a clock that began earlier
+        # a live encoder announces no duration (a file's does, and its end ends a watch)
+        self.options = {"flvflags": "no_duration_filesize"} if live else {}
+        self.port = port or free_port()
         self.url = f"rtmp://127.0.0.1:{self.port}/live/stream"
         self.started = 0.0  # when it sent its first packet (monotonic seconds)
         self.ended = threading.Event()
@@ -492,13 +523,18 @@ class _RtmpServer:
             )  # 2: AVIO_FLAG_WRITE; returns once a client has connected and asked to play
             self._util.av_dict_free(ctypes.byref(options))
             assert err >= 0, f"avio_open2 failed: {err}"
-            with av.open(str(self.clip)) as src, av.open(self, "w", format="flv") as out:
+            with (
+                av.open(str(self.clip)) as src,
+                av.open(self, "w", format="flv", options=self.options) as out,
+            ):
                 streams = {s.index: out.add_stream_from_template(s) for s in src.streams}
                 self.started = time.monotonic()
                 for packet in src.demux():
                     if packet.dts is None:
                         continue
                     time.sleep(max(0.0, packet.dts * packet.time_base - self._elapsed()))
+                    shift = round(self.offset / packet.time_base)
+                    packet.dts, packet.pts = packet.dts + shift, packet.pts + shift
                     packet.stream = streams[packet.stream.index]
                     out.mux(packet)
         except BaseException as e:  # noqa: BLE001 - kept for the test to assert there was none
@@ -568,6 +604,52 @@ def test_an_rtmp_stream_is_read_as_it_comes_and_its_end_ends_the_watch(tmp_path:
     assert not seen[0][2]  # live: indexed while the server was still sending
     check_clips(library, video.video_id, video.duration)
     assert probe(video.source).duration == pytest.approx(video.duration, abs=0.3)
+
+
+def test_a_live_source_is_timed_as_read_and_its_restart_after_a_stop_goes_on_the_clock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wall clock of stream second 0 is taken when the first window was read, not once it
+    was indexed (the first window's indexing, models loading, made every wall time of a live
+    stream 8-15 s late); and a live source that restarted its clock while no watcher read it
+    (stopped, then watched again later) goes on the stream's clock by the time it was away,
+    recorded as not watched: ``recorded_at + t`` stays the wall time of ``t``."""
+    index = watching.Watch._index
+    slow = [4.0]  # the first window's indexing takes 4 s more
+
+    def slowly(self: Any, *args: Any, **kwargs: Any) -> Any:
+        time.sleep(slow.pop() if slow else 0.0)
+        return index(self, *args, **kwargs)
+
+    monkeypatch.setattr(watching.Watch, "_index", slowly)
+    options: dict[str, Any] = {"window_seconds": 6, "stages": ["embed"]}
+    quick = {"stall_seconds": 1.0, "give_up_seconds": 2.0}
+    server = _RtmpServer(tmp_path, 8.0, offset=40.0, live=True)  # its clock well on
+    with Session(_settings(tmp_path)) as session:
+        first = session.watch(server.url, **options, **quick).run()
+        began = time.time() - (time.monotonic() - server.started)  # its first packet's time
+        video = session.library.get_video(first.video_id)
+        recorded = datetime.fromisoformat(video.recorded_at).timestamp()
+        assert abs(recorded - began) <= 2.0, (video.recorded_at, began)
+        stopped_at = video.duration
+        time.sleep(3.0)  # nobody watches; the source restarts, its clock from 0 again
+        (tmp_path / "again").mkdir()
+        again = _RtmpServer(tmp_path / "again", 8.0, port=server.port, live=True)
+        events: list[dict[str, Any]] = []
+        report = session.watch(server.url, **options, **quick, on_event=events.append).run()
+        assert again.error is None and report.windows >= 1, json.dumps(events)
+        restarted = time.time() - (time.monotonic() - again.started)
+        video = session.library.get_video(first.video_id)
+    unwatched = [
+        o for o in video.stages["watch"]["outages"] if o["reason"].startswith("not watched")
+    ]
+    assert len(unwatched) == 1, json.dumps(video.stages["watch"])
+    assert unwatched[0]["at"] == pytest.approx(stopped_at, abs=0.5)
+    # what the second server sent is on the clock where it was sent
+    assert unwatched[0]["lost"] == pytest.approx(restarted - recorded - stopped_at, abs=2.0)
+    assert video.duration == pytest.approx(restarted - recorded + 8.0, abs=2.5)
+    gave_up = [o for o in video.stages["watch"]["outages"] if "gave up" in o["reason"]]
+    assert len(gave_up) == 2  # each server's end: the watch gave up on it, and says so
 
 
 def test_alerts_fire_once_per_continuing_event_and_are_posted(tmp_path: Path) -> None:

@@ -4,8 +4,8 @@ A :class:`Watch` reads a source in windows (:class:`vidagent.media.live.Capture`
 indexes each window with every stage the offline defaults run and grafts it into one video of
 the Library that grows (:mod:`vidagent.ingest.live`), so questions, ``search`` and ``ground``
 see the stream while it runs. The video's ``duration`` is the live edge and its
-``recorded_at`` the wall-clock time of stream second 0 (the time the first packet was read,
-unless given): ``recorded_at + t`` is when second ``t`` happened, outages included (the time a
+``recorded_at`` the wall-clock time of stream second 0 (when the first window's last packet was
+read, less its length, unless given): ``recorded_at + t`` is when second ``t`` happened, outages included (the time a
 source lost stays on the stream's clock).
 
 What it keeps, under ``VIDAGENT_HOME/streams/<video id>/``: the window files and a playlist of
@@ -252,7 +252,7 @@ class Watch:
             # windows captured before a crash but not indexed go first
             while (w := Window.load(self._window_path(position.next_index))) is not None:
                 position.next_index, position.t, position.seen = w.index + 1, w.t1, dict(w.seen)
-                position.shift, position.last = w.shift, w.t1
+                position.shift, position.last, position.wall = w.shift, w.t1, w.wall
                 yield self._index(w, library, self._scratch(scratch_dir), stages, position)
             if self._stopping.is_set():
                 self.report.state = "stopped"
@@ -415,9 +415,10 @@ class Watch:
     def _wall_start(self, w: Window) -> str:
         if self.started_at:
             return self.started_at
-        # the first window was read as it arrived: its end is about now
-        start = datetime.now(timezone.utc) - timedelta(seconds=w.t1)
-        return start.isoformat(timespec="seconds")
+        # the first window was read as it arrived: its end is when it was complete (not now,
+        # after it was indexed: as late as the first window's indexing took, 8-15 s)
+        end = datetime.fromtimestamp(w.wall, timezone.utc) if w.wall else datetime.now(timezone.utc)
+        return (end - timedelta(seconds=w.t1)).isoformat(timespec="seconds")
 
     def _outage(self, outage: Outage) -> None:
         data = dataclasses.asdict(outage)
@@ -441,6 +442,7 @@ class Watch:
             seen={k: float(v) for k, v in (saved.get("seen") or {}).items()},
             shift=float(saved.get("shift", 0.0)),
             last=float(saved.get("last", 0.0)),
+            wall=float(saved.get("wall", 0.0)),
             format=str(saved.get("format", "")),
             outages=[Outage(**o) for o in watch.get("outages", [])],
             read_to=saved.get("read_to"),
@@ -580,6 +582,9 @@ class Watch:
             self._summarize(library, stages)
         video = library.get_video(self.video_id)
         watch = {**video.stages.get(STAGE, {}), "state": self.report.state}
+        if self._capture is not None:  # one after the last window (the give-up that ended it)
+            outages = self._capture.position.outages
+            watch["outages"] = [dataclasses.asdict(o) for o in outages]
         library.set_stage(self.video_id, STAGE, watch)
         self.on_event({"event": "end", **self.report.to_json()})
 
@@ -704,6 +709,7 @@ def _position_json(position: Position, w: Window) -> dict[str, Any]:
         "seen": w.seen,
         "shift": w.shift,
         "last": w.t1,
+        "wall": w.wall,
         "format": position.format,
         # the file as it stood when the read that ended after ``w`` did: nothing was left
         **({"read_to": ended} if ended and ended.get("seen") == w.seen else {}),

@@ -108,6 +108,9 @@ class Window:
             type (``video``, ``audio``): a reconnection skips what is not after it.
         shift: seconds added to the source's timestamps in the file (stream seconds plus
             :data:`ORIGIN`).
+        wall: the wall-clock time (Unix seconds) it was complete, as its last packet was read
+            (0: not known, a window of an older watch): the wall time of ``t1`` for a source
+            read as it arrives, before the window is indexed.
     """
 
     index: int
@@ -116,6 +119,7 @@ class Window:
     t1: float
     seen: dict[str, float]
     shift: float
+    wall: float = 0.0
 
     def sidecar(self) -> Path:
         return self.path.with_suffix(".json")
@@ -165,6 +169,10 @@ class Position:
     shift: float = 0.0
     #: stream seconds of the last video packet read
     last: float = 0.0
+    #: the wall-clock time (Unix seconds) stream second ``last`` was read, as a window ended
+    #: there (0: not known): how long a live source went on while no watcher read it, when it
+    #: restarted its clock meanwhile
+    wall: float = 0.0
     #: the codec and picture size of the stream, ``"h264 640x360"``
     format: str = ""
     outages: list[Outage] = field(default_factory=list)
@@ -231,6 +239,7 @@ class Capture:
         self.stopping = threading.Event()
         self.on_outage: Callable[[Outage], None] = lambda outage: None
         self._down: float | None = None  # when the current outage began (clock seconds)
+        self._opened = 0.0  # when the source was last opened (Unix seconds)
         self._complete = False  # the source is of known length, and ends where it ends
         self._streams: list[Any] = []
         #: a growing local file as it stood when a read of it last ended (``_UNREAD``: read it)
@@ -269,7 +278,8 @@ class Capture:
                     if kind == "video":
                         resumed = False
                     if self._down is not None and kind == "video":
-                        lost = self._outage(self._down, reason, t).lost
+                        if not self._reread(reason, t):
+                            lost = self._outage(self._down, reason, t).lost
                         self._down, delay, reason = None, BACKOFF[0], ""
                     elif first and t - self.position.last > LOST_SECONDS:
                         # a live source went on while no capture read it (a watcher killed,
@@ -308,6 +318,11 @@ class Capture:
                 raise
             except (av.error.FFmpegError, OSError, MediaError) as e:
                 reason = _graver(reason, _reason(e))
+            if writer is not None and not is_local(self.source) and reason not in ("", "ended"):
+                # a live source dropped or stalled: what was read is a window now, searchable
+                # while the source is away (it waited for the reconnection, or the give-up)
+                yield self._close(writer, None)
+                writer = None
             before, self._read_up_to = self._read_up_to, self._file_state()
             if self.stopping.is_set():
                 break
@@ -325,6 +340,8 @@ class Capture:
             if before is not _UNREAD and self._read_up_to != before:
                 quiet = now
             if now - max(self._down, quiet) >= self.give_up_seconds:
+                if not is_local(self.source) and self.position.seen:
+                    self._outage(self._down, reason, None)
                 break
             if not self.position.seen and reason != "ended" and not self._patient(reason):
                 raise MediaError(self.source, f"cannot be opened ({reason})")
@@ -390,17 +407,27 @@ class Capture:
         path = local_path(self.source)
         return reason in (NOT_YET, "stalled") or not path.exists() or path.stat().st_size == 0
 
-    def _outage(self, since: float, reason: str, t: float) -> Outage:
+    def _reread(self, reason: str, t: float) -> bool:
+        """Whether a read the source itself ended (FFmpeg's HLS reader, polling a live
+        playlist) was taken up again within a stall, missing nothing: no outage, the source
+        was never away."""
+        quick = self._down is not None and self.clock() - self._down < self.stall_seconds
+        return reason == "ended" and quick and t - self.position.last <= LOST_SECONDS
+
+    def _outage(self, since: float, reason: str, t: float | None) -> Outage:
+        """The outage that began at ``since`` (clock seconds), over at stream second ``t``
+        (None: the capture gave up on it, what the source did meanwhile unknown)."""
         p = self.position
         at = p.last
-        gone = t - at
+        gone = 0.0 if t is None else t - at
         began = datetime.now(timezone.utc).timestamp() - (self.clock() - since)
+        said = "stalled" if reason in ("", "stalled", "ended") else f"dropped: {reason}"
         outage = Outage(
             at=round(at, 3),
             began=datetime.fromtimestamp(began, timezone.utc).isoformat(timespec="seconds"),
             seconds=round(self.clock() - since, 3),
             lost=round(gone if gone > LOST_SECONDS else 0.0, 3),
-            reason="stalled" if reason in ("", "stalled", "ended") else f"dropped: {reason}",
+            reason=said if t is not None else f"{said}; gave up after {self.give_up_seconds:g} s",
         )
         p.outages.append(outage)
         self.on_outage(outage)
@@ -429,10 +456,13 @@ class Capture:
         p = self.position
         end = writer.close()
         t1 = next_t if next_t is not None else max(end, writer.t0)
-        window = Window(p.next_index, writer.path, writer.t0, t1, dict(p.seen), p.shift)
+        window = Window(
+            p.next_index, writer.path, writer.t0, t1, dict(p.seen), p.shift, wall=time.time()
+        )
         window.save()
         p.next_index += 1
         p.t = t1
+        p.wall = window.wall
         return window
 
     def _packets(self) -> Iterator[tuple[Packet, float, bool, str, float, float]]:
@@ -469,6 +499,7 @@ class Capture:
             # short to probe yet is then a stall (waited for), not rw_timeout's I/O error.
             options["analyzeduration"] = str(int(PROBE_SECONDS * 1e6))
             opening += PROBE_SECONDS
+        self._opened = time.time()  # a live source sends from here on (the probe reads it)
         container = av.open(
             target,
             options=options,
@@ -537,7 +568,16 @@ class Capture:
         p = self.position
         if "video" not in p.seen or (not renewed and dts >= p.seen["video"] - RESTART_SECONDS):
             return False
-        away = self.clock() - self._down if self._down is not None else 0.0
+        if self._down is not None:  # away since the outage began
+            away = self.clock() - self._down
+        elif not is_local(self.source) and p.wall:
+            # a live source restarted while no watcher read it (a watch stopped and run again):
+            # it went on meanwhile, so the stream's clock does too, and the time is recorded as
+            # not watched (a file is read when it is read, not as it was recorded). Until it
+            # was opened: its first packets were read after the probe had read them.
+            away = max(0.0, self._opened - p.wall)
+        else:
+            away = 0.0
         p.shift = p.last + away + ORIGIN - dts
         p.seen = {}
         return True
