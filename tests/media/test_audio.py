@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import itertools
+from fractions import Fraction
+from pathlib import Path
 
+import av
 import numpy as np
 import pytest
 
@@ -105,3 +108,79 @@ def test_streamed_alignment_pads_or_trims_across_pieces(lead_samples):
     )
     got = np.concatenate(list(_aligned(iter(decoded), origin, rate)))
     assert np.array_equal(got, expected)
+
+
+RATE = 16000
+
+
+def _tone(seconds: float) -> np.ndarray:
+    t = np.arange(round(seconds * RATE)) / RATE
+    return (0.5 * np.sin(2 * np.pi * 440.0 * t)).astype(np.float32)
+
+
+def _quiet(seconds: float) -> np.ndarray:
+    return np.zeros(round(seconds * RATE), np.float32)
+
+
+def _mkv(path: Path, video_times: list[float], audio: list[tuple[float, np.ndarray]]) -> Path:
+    """A Matroska file with grey 64x48 frames at ``video_times`` and mono PCM audio, each
+    ``(start, samples)`` piece written in 20 ms frames from its start: timestamps as given,
+    gaps and leads included, as a paused recorder or a camera writes them."""
+    with av.open(str(path), "w") as out:
+        video = out.add_stream("mpeg4", rate=10)
+        video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
+        video.time_base = Fraction(1, 1000)
+        sound = out.add_stream("pcm_s16le", rate=RATE, layout="mono")
+        items: list[tuple[float, np.ndarray | None]] = [(t, None) for t in video_times]
+        for start, samples in audio:
+            items += [(start + k / RATE, samples[k : k + 320]) for k in range(0, len(samples), 320)]
+        for t, samples in sorted(items, key=lambda item: item[0]):
+            if samples is None:
+                picture = av.VideoFrame.from_ndarray(np.full((48, 64, 3), 128, np.uint8), "rgb24")
+                picture.pts, picture.time_base = round(t * 1000), Fraction(1, 1000)
+                out.mux(video.encode(picture))
+            else:
+                pcm = (samples * 32767).astype(np.int16).reshape(1, -1)
+                frame = av.AudioFrame.from_ndarray(pcm, format="s16", layout="mono")
+                frame.sample_rate, frame.pts = RATE, round(t * RATE)
+                frame.time_base = Fraction(1, RATE)
+                out.mux(sound.encode(frame))
+        out.mux(video.encode(None))
+        out.mux(sound.encode(None))
+    return path
+
+
+def _loud(audio: np.ndarray) -> tuple[float, float]:
+    found = np.flatnonzero(np.abs(audio) > 0.25)
+    return found[0] / RATE, found[-1] / RATE
+
+
+def test_a_gap_in_the_timestamps_is_silence_and_what_follows_stays_at_its_time(
+    tmp_path: Path,
+) -> None:
+    # a recording paused from 3 s to 8 s; a tone at 9.0-9.5 s (it was placed at 4.0 s: the
+    # samples joined end to end, so everything said after the pause was 5 s early)
+    path = _mkv(
+        tmp_path / "paused.mkv",
+        [k / 10 for k in range(30)] + [8 + k / 10 for k in range(30)],
+        [(0.0, _quiet(3.0)), (8.0, np.concatenate([_quiet(1.0), _tone(0.5), _quiet(1.5)]))],
+    )
+    audio = extract_audio(path)
+    assert _loud(audio) == pytest.approx((9.0, 9.5), abs=0.01)
+    assert len(audio) / RATE == pytest.approx(11.0, abs=0.03)
+
+
+def test_matroska_video_that_starts_after_its_audio_keeps_words_with_the_pictures(
+    tmp_path: Path,
+) -> None:
+    # the picture starts 2 s into the file; a tone 3.0 s into it is 1.0 s after the first
+    # frame, the media API's t = 0 (the stream's own start said 0 in Matroska, and the speech
+    # sat 2 s off the pictures; the file's probe read its track's end as its length)
+    path = _mkv(
+        tmp_path / "late.mkv",
+        [2 + k / 10 for k in range(40)],
+        [(0.0, np.concatenate([_quiet(3.0), _tone(0.5), _quiet(2.5)]))],
+    )
+    info = probe(path)
+    assert (info.start_time, info.duration) == pytest.approx((2.0, 4.0), abs=0.01)
+    assert _loud(extract_audio(path)) == pytest.approx((1.0, 1.5), abs=0.01)

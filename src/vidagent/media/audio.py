@@ -12,15 +12,22 @@ from av.audio.resampler import AudioResampler
 from vidagent.exceptions import CorruptMediaError, NoAudioError
 from vidagent.media.probe import check_path, open_media
 
+#: A jump in the audio's timestamps longer than this is a gap, filled with silence (frames are
+#: 10-64 ms; encoders' priming and jitter stay well under it).
+GAP_SECONDS = 0.1
+
 
 def extract_audio(
     path: str | Path, sample_rate: int = 16000, stream_index: int | None = None
 ) -> np.ndarray:
     """Decode one audio stream, downmixed to mono and resampled.
 
-    Sample 0 is aligned with the first video frame (``t = 0`` everywhere in the media API):
-    audio that starts later is padded with silence, audio that starts earlier is trimmed. For
-    an audio-only file, sample 0 is the first audio sample. An hour is 230 MB at 16 kHz: where
+    Sample 0 is aligned with the first video frame (``t = 0`` everywhere in the media API, the
+    first decoded frame's time, as :func:`~vidagent.media.probe.probe` gives it): audio that
+    starts later is padded with silence, audio that starts earlier is trimmed. A gap in the
+    audio's timestamps (a recording paused, a discontinuity) is silence, so the samples after
+    it stay at their times, as a player plays them. For an audio-only file, sample 0 is the
+    first audio sample. An hour is 230 MB at 16 kHz: where
     a long file need not be held at once, :func:`iter_audio` gives the same samples in pieces.
 
     Args:
@@ -52,9 +59,9 @@ def iter_audio(
         The next samples.  # (n,) float32 mono in [-1, 1]
     """
     check_path(path)
+    origin = _video_origin(path)
     with open_media(path) as container:
         stream = _audio_stream(path, container, stream_index)
-        origin = _video_origin(container)
         decoded = _decode_mono(path, container, stream, sample_rate)
         for piece in _aligned(decoded, origin, sample_rate):
             # Resampling filters can overshoot slightly on full-scale input.
@@ -132,12 +139,16 @@ def _decode_mono(
     (None until a frame has been decoded).
 
     A packet the decoder rejects becomes silence of the packet's length, so one damaged frame
-    (common at the start of AVI files) neither aborts extraction nor shifts later audio.
+    (common at the start of AVI files) neither aborts extraction nor shifts later audio. A frame
+    that starts more than :data:`GAP_SECONDS` after the previous one ended is preceded by
+    silence up to its time (the samples were joined end to end, and everything said after a
+    paused recording was placed that much early).
     """
     resampler = AudioResampler(format="flt", layout="mono", rate=sample_rate)
     first_time: float | None = None
     decoded = failed = 0
     silence = 0.0  # seconds of silence inserted before the first decoded frame
+    expected: float | None = None  # where the next frame should start (seconds)
     for packet in container.demux(stream):
         try:
             frames = packet.decode()
@@ -145,12 +156,21 @@ def _decode_mono(
             failed += 1
             seconds = float((packet.duration or 0) * packet.time_base) if packet.time_base else 0.0
             silence += seconds if not decoded else 0.0
+            expected = None if expected is None else expected + seconds
             yield np.zeros(round(seconds * sample_rate), np.float32), first_time
             continue
         for frame in frames:
             if first_time is None and frame.time is not None:
                 first_time = float(frame.time) - silence
             decoded += 1
+            if frame.time is not None:
+                gap = float(frame.time) - expected if expected is not None else 0.0
+                if gap > GAP_SECONDS:  # what the resampler holds goes first, then the gap
+                    for f in resampler.resample(None):
+                        yield f.to_ndarray().reshape(-1), first_time
+                    resampler = AudioResampler(format="flt", layout="mono", rate=sample_rate)
+                    yield np.zeros(round(gap * sample_rate), np.float32), first_time
+                expected = float(frame.time) + frame.samples / (frame.sample_rate or sample_rate)
             for f in resampler.resample(frame):
                 yield f.to_ndarray().reshape(-1), first_time
     for f in resampler.resample(None):
@@ -176,9 +196,11 @@ def _audio_stream(
     )
 
 
-def _video_origin(container: av.container.InputContainer) -> float | None:
-    """Start time in seconds of the first video stream (its first frame), if there is one."""
-    for stream in container.streams.video:
-        if stream.start_time is not None and stream.time_base:
-            return float(stream.start_time * stream.time_base)
-    return None
+def _video_origin(path: str | Path) -> float | None:
+    """The time of the video's first frame (seconds), as :func:`probe` takes it; ``None`` for
+    a file without video. (A stream's ``start_time`` is not it where the container keeps one
+    for all streams: a Matroska video starting 5 s after its audio said 0, and the speech was
+    placed 5 s off the pictures.)"""
+    from vidagent.media.probe import first_frame_time
+
+    return first_frame_time(path)

@@ -276,6 +276,17 @@ def sniff_container(path: str | Path) -> str | None:
     return None
 
 
+def first_frame_time(path: str | Path) -> float | None:
+    """The time (seconds) of the first video frame, ``t = 0`` of the media API (as
+    :func:`probe`'s ``start_time``); ``None`` for a file with no video stream."""
+    with open_media(path) as container:
+        try:
+            video = video_stream(path, container)
+        except (AudioOnlyError, NotAVideoError, EmptyMediaError):
+            return None
+        return _first_frame(path, container, video)[0]
+
+
 def _first_frame(
     path: str | Path, container: av.container.InputContainer, video: av.video.stream.VideoStream
 ) -> tuple[float, int, tuple[int, int]]:
@@ -319,8 +330,10 @@ def _duration(
     seconds: float | None = None
     if video.duration and video.time_base:
         seconds = float(video.duration * video.time_base) - (start - _stream_start(video))
-    elif _tag_seconds(video.metadata.get("DURATION", "")) is not None:
-        seconds = _tag_seconds(video.metadata["DURATION"])  # Matroska per-track tag
+    elif (tag := _tag_seconds(video.metadata.get("DURATION", ""))) is not None:
+        # Matroska's per-track tag, which FFmpeg writes as the track's end on the file's clock:
+        # a video that starts after its audio has that much less of it
+        seconds = tag - (start - _container_start(container))
     elif container.duration:
         seconds = container.duration / av.time_base - (start - _container_start(container))
     if seconds is None or seconds <= 0:
