@@ -111,6 +111,31 @@ def test_a_video_is_found_by_a_relative_path_to_its_file(
             lib.resolve(unknown)
 
 
+def test_a_file_that_is_there_names_itself_before_another_of_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # two videos called base.mp4, in two folders: in one of them, "base.mp4" is that file (it
+    # was "ambiguous" to show, search and remove, though ask took it as the file it is)
+    lib = Library(tmp_path / "lib")
+    for vid, folder in (("aaaa1111", "here"), ("bbbb2222", "there")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "base.mp4").write_bytes(vid.encode())
+        source = str(tmp_path / folder / "base.mp4")
+        lib.put_video(dataclasses.replace(video_record(vid, 15.0, "base.mp4"), source=source))
+    monkeypatch.chdir(tmp_path / "there")
+    assert lib.resolve("base.mp4") == "bbbb2222"
+    monkeypatch.chdir(tmp_path)  # no such file here: the name is both
+    with pytest.raises(VideoNotFoundError, match="several"):
+        lib.resolve("base.mp4")
+    # a copy elsewhere is found by its content
+    copy = tmp_path / "copy.mp4"
+    shutil.copy(tmp_path / "here" / "base.mp4", copy)
+    lib.put_video(dataclasses.replace(video_record(content_id(copy), 15.0, "base.mp4"),
+                                      source=str(tmp_path / "gone" / "base.mp4")))  # fmt: skip
+    monkeypatch.chdir(tmp_path / "here")
+    assert lib.resolve("base.mp4") == "aaaa1111"  # its own path first
+
+
 def test_a_video_is_found_by_its_file_name_without_the_extension(tmp_path: Path) -> None:
     lib = Library(tmp_path / "lib")
     for vid, name in (

@@ -130,14 +130,19 @@ class Rows:
             path = str(Path(ref).expanduser().resolve())
         except (OSError, ValueError, RuntimeError):  # a NUL byte, a loop of links, no home
             path = ref
-        exact = [v for v in videos if ref in _names(v) or path in _names(v)]
-        matches = exact or [v for v in videos if v.video_id.startswith(ref)]
-        if not matches and Path(path).is_file():  # a copy, or the file moved or renamed
+        # A file that is there is that file: its path, else its content, before any name
+        # (``base.mp4`` in this folder was "ambiguous" where another folder's base.mp4 was
+        # indexed too, though ``ask base.mp4`` took it as the file it is)
+        here = Path(path).is_file()
+        exact = [v for v in videos if v.source == path] if here else []
+        if not exact and here:  # a copy, or the file moved or renamed
             try:
                 same = content_id(path)
             except OSError:
                 same = ""
-            matches = [v for v in videos if v.video_id == same]
+            exact = [v for v in videos if v.video_id == same]
+        exact = exact or [v for v in videos if ref in _names(v) or path in _names(v)]
+        matches = exact or [v for v in videos if v.video_id.startswith(ref)]
         if not matches:
             matches = [v for v in videos if Path(v.name).stem == ref]
         if len(matches) == 1:
