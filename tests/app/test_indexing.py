@@ -132,3 +132,26 @@ def test_a_plan_captioned_by_a_vision_model_runs_only_its_stages(tmp_path: Path)
     assert IndexPlan(("transcribe", "embed")).stages_run(describer) == ("transcribe", "embed")
     unheard = IndexPlan(("caption",), {"caption_transcripts": False})  # captions see no speech
     assert unheard.stages_run(describer) == ("read_text", "detect", "caption")
+
+
+def test_a_file_that_changes_while_it_is_indexed_says_so(small_video: Path, tmp_path: Path) -> None:
+    # a recording still being written: indexed as it stood, in silence, and later taken for
+    # the finished file ("up to date")
+    import shutil
+
+    growing = tmp_path / "growing.mp4"
+    shutil.copy(small_video, growing)
+    settings = load_settings({**INDEX_SPECS, "library": str(tmp_path / "library")})
+
+    def write_more(name: str) -> None:
+        if name == "caption":  # the recorder appends while the stages run
+            with growing.open("ab") as f:
+                f.write(b"\0" * 1000)
+
+    with Session(settings) as session:
+        result = session.index_file(growing, before_stage=write_more)
+        assert result.error is None and len(result.warnings) == 1
+        assert result.warnings[0].startswith(f"{growing} changed while it was indexed (")
+        assert "vidagent watch" in result.warnings[0]
+        steady = session.index_file(small_video)
+        assert steady.error is None and steady.warnings == []

@@ -86,7 +86,8 @@ def index_file(
     if plan is not None:
         stages = plan.stages_run(settings)
         settings = settings.model_copy(update=dict(plan.settings))
-    return index_path(
+    before = _file_state(path)
+    result = index_path(
         path,
         library=core.library,
         settings=settings,
@@ -97,6 +98,24 @@ def index_file(
         before_stage=before_stage,
         should_stop=should_stop,
     )
+    after = _file_state(path)
+    if result.error is None and before is not None and after != before:
+        grew = f"{before[0]:,} -> {after[0]:,} bytes" if after else "it is gone"
+        result.warnings.append(
+            f"{path} changed while it was indexed ({grew}): a recording still being written? "
+            "The index holds it as it stood when indexing began; index it again once it is "
+            "complete, or follow it as it grows with `vidagent watch`"
+        )
+    return result
+
+
+def _file_state(path: str | Path) -> tuple[int, int] | None:
+    """A local file's size and modification time (ns), ``None`` where it cannot be read."""
+    try:
+        st = Path(path).expanduser().stat()
+    except (OSError, ValueError):
+        return None
+    return st.st_size, st.st_mtime_ns
 
 
 def index_files(

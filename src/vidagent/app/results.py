@@ -120,6 +120,7 @@ class IndexReport:
                 for r in self.result.stages
             },
             "seconds": round(self.result.seconds, 3),
+            "warnings": list(self.result.warnings),
         }
 
 

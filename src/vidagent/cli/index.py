@@ -312,6 +312,8 @@ def _index(reports: Iterable[IndexReport], as_json: bool) -> int:
 def _print_result(report: IndexReport) -> None:
     result = report.result
     assert result is not None and result.structure is not None
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
     s = result.structure
     v = result.video or s.video
     click.echo(f"{v.video_id}  {v.name}")

@@ -139,6 +139,8 @@ class IndexResult:
     error: MediaError | None = None
     #: Wall seconds of the whole run, where :func:`index_path` measured it.
     wall: float | None = None
+    #: What the user should know of the run (a file that changed while it was indexed).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def seconds(self) -> float:

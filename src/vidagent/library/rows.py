@@ -135,12 +135,12 @@ class Rows:
         # indexed too, though ``ask base.mp4`` took it as the file it is)
         here = Path(path).is_file()
         exact = [v for v in videos if v.source == path] if here else []
-        if not exact and here:  # a copy, or the file moved or renamed
+        if len(exact) != 1 and here:  # a copy, the file moved or renamed, or rewritten since
             try:
                 same = content_id(path)
             except OSError:
                 same = ""
-            exact = [v for v in videos if v.video_id == same]
+            exact = [v for v in videos if v.video_id == same] or exact
         exact = exact or [v for v in videos if ref in _names(v) or path in _names(v)]
         matches = exact or [v for v in videos if v.video_id.startswith(ref)]
         if not matches:
