@@ -54,6 +54,9 @@ def test_a_plan_names_its_strategy_notice_and_trace_before_anything_runs(
         ("Q?", {"options": [f"o{i}" for i in range(27)]}, "27 options given"),
         ("  ", {}, "the question is empty"),
         ("  ", {"task": "ground"}, "the event description is empty"),
+        # read as the letters a, b and c; and a task that is neither was answered
+        ("Q?", {"options": "abc"}, "options is one string: give a list"),
+        ("Q?", {"task": "bogus"}, "task 'bogus' is not 'answer' or 'ground'"),
     ],
 )
 def test_a_question_that_cannot_run_is_refused_in_one_line_when_planned(

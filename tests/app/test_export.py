@@ -17,7 +17,7 @@ from factories import INDEX_SPECS
 from vidagent.app import Session
 from vidagent.app.export import export_schema
 from vidagent.config import load_settings
-from vidagent.exceptions import UserError
+from vidagent.exceptions import ConfigError, UserError
 from vidagent.library.schema import Artifact, TranscriptSegment
 from vidagent.media import frames_at, probe
 from vidagent.media.synth import make_video, read_counter
@@ -428,3 +428,40 @@ def test_a_trace_from_another_home_says_so_and_names_its_video(
     assert result.index["videos"][0]["name"] == "garden.mp4"
     assert "## 1. garden.mp4 " in (tmp_path / "ev" / "timeline.md").read_text()
     assert f"(unknown: the video is {here})" in (tmp_path / "ev" / "transcript.txt").read_text()
+
+
+def test_the_last_answer_is_the_newest_run_that_gave_one(
+    indexed: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    # a run stopped before it answered ends with an empty answer: the export took it
+    _, lib, vid = indexed
+    with _session(tmp_path / "home", lib) as session:
+        folder = session.traces_folder
+        folder.mkdir(parents=True, exist_ok=True)
+        answered = _answer_trace(folder / "20260101-000000-retrieval-a.jsonl", vid)
+        stopped = _answer_trace(folder / "20260101-000100-retrieval-b.jsonl", vid, [],
+                                text="", reason="stopped")  # fmt: skip
+        import os
+
+        os.utime(answered, (1_000_000, 1_000_000))
+        os.utime(stopped, (2_000_000, 2_000_000))
+        assert session.last_answer_trace() == answered
+
+
+def test_one_name_where_a_list_is_taken_is_one_video_and_top_is_checked(
+    indexed: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    # a string was taken letter by letter ("no video 't'"), and top="3" a TypeError inside
+    import shutil
+
+    home, lib, vid = indexed
+    copy = Path(shutil.copytree(lib, tmp_path / "lib"))  # the module's Library stays as it is
+    with _session(home, copy) as session:
+        source = session.library.get_video(vid).source
+        (report,) = list(session.index(source, stages=["embed"]))
+        assert report.ok and report.result is not None
+        hits = session.search("the door opens", videos=vid, top=2)
+        assert hits and {h.hit.clip.video_id for h in hits} == {vid}
+        for top in ("3", 0, -1, True):
+            with pytest.raises(ConfigError, match="top must be a whole number of hits"):
+                session.search("the door opens", top=top)  # type: ignore[arg-type]

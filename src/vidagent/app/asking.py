@@ -369,6 +369,10 @@ def plan_ask(
         raise ConfigError(
             "the event description is empty" if task == "ground" else "the question is empty"
         )
+    if isinstance(options, str):  # "abc" is not three options a, b and c
+        raise ConfigError("options is one string: give a list of the options' texts")
+    if task not in ("answer", "ground"):
+        raise ConfigError(f"task {task!r} is not 'answer' or 'ground'")
     check_options(options)
     refs = (videos,) if isinstance(videos, (str, Path)) else tuple(videos)
     if not refs:

@@ -79,7 +79,7 @@ def last_answer_trace(core: SessionCore) -> Path:
         UserError: no saved trace holds an answer.
     """
     for summary in list_traces(core):
-        if summary.answer is not None:
+        if summary.answer:  # a run stopped before answering ends with an empty one
             return summary.path
     raise UserError(
         f"no answer to export: no trace in {core.traces_folder} holds one; "

@@ -157,7 +157,7 @@ class Session(SessionCore):
 
     def index(
         self,
-        paths: Sequence[str | Path],
+        paths: str | Path | Sequence[str | Path],
         *,
         stages: Sequence[str] | None = None,
         progress: bool = False,
@@ -167,6 +167,8 @@ class Session(SessionCore):
         per file as it finishes; a file that cannot be used gets a report with its error, the
         others go on. With an ``executor`` (:mod:`vidagent.app.executors`: a process pool or
         Ray) the files are indexed on its workers, in the order they finish."""
+        if isinstance(paths, (str, Path)):  # one file, not its name's letters
+            paths = [paths]
         if executor is not None:
             return executor.index(self, paths, stages=stages, progress=progress)
         return indexing.index_files(self, paths, stages=stages, progress=progress)
@@ -180,10 +182,12 @@ class Session(SessionCore):
         return Watch(self, source, **options)
 
     def estimate(
-        self, paths: Sequence[str | Path], *, stages: Sequence[str] | None = None
+        self, paths: str | Path | Sequence[str | Path], *, stages: Sequence[str] | None = None
     ) -> Iterator[EstimateReport]:
         """What indexing each file would spend; nothing is decoded, called or written."""
-        return indexing.estimate(self, paths, stages=stages)
+        return indexing.estimate(
+            self, [paths] if isinstance(paths, (str, Path)) else paths, stages=stages
+        )
 
     # -- reading the Library ----------------------------------------------------------------------
 
@@ -224,7 +228,7 @@ class Session(SessionCore):
         self,
         text: str,
         *,
-        videos: Sequence[str] | None = None,
+        videos: str | Sequence[str] | None = None,
         t_from: float | None = None,
         t_to: float | None = None,
         top: int = 10,

@@ -104,7 +104,7 @@ def search(
     core: SessionCore,
     text: str,
     *,
-    videos: Sequence[str] | None = None,
+    videos: str | Sequence[str] | None = None,
     t_from: float | None = None,
     t_to: float | None = None,
     top: int = 10,
@@ -130,6 +130,10 @@ def search(
 
     if not text.strip():
         raise ConfigError("nothing to search for: the search text is empty")
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise ConfigError(f"top must be a whole number of hits, 1 or more (not {top!r})")
+    if isinstance(videos, str):  # one video, not its name's letters
+        videos = [videos]
     if t_from is not None and t_to is not None and t_to <= t_from:
         raise ConfigError(
             f"the span {clock(t_from)}-{clock(t_to)} is empty: --to must be after --from"
