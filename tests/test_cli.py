@@ -149,6 +149,25 @@ def test_bad_files_among_good_ones(
     )
 
 
+def test_a_folder_gives_a_cameras_files_and_says_what_it_left_out(
+    small_video: Path, tmp_path: Path, _isolated_home: Path, fake_env: dict[str, str]
+) -> None:
+    # a camcorder's .MTS and a phone's .3gp were left out of a folder in silence
+    folder = tmp_path / "card"
+    folder.mkdir()
+    for name in ("00001.MTS", "clip.3gp", "notes.txt", "cover.jpg", ".hidden"):
+        shutil.copy(small_video, folder / name)
+    out = vidagent("index", str(folder), "--stages", "transcribe", "--json",
+                   home=_isolated_home, env=fake_env)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    indexed = [json.loads(line)["video_id"] for line in out.stdout.splitlines()]
+    assert len(indexed) == 2  # the same content under two names: one video, reported twice
+    assert out.stderr.strip() == (
+        f"note: {folder}: 2 files not taken for video by name (.jpg, .txt) left out; "
+        "name a file to index it"
+    )
+
+
 def test_remove_by_name(small_video: Path, _isolated_home: Path, fake_env: dict[str, str]) -> None:
     vidagent("index", str(small_video), "--stages", "transcribe", home=_isolated_home, env=fake_env)
     for blank in ("", " "):  # `vidagent remove "$UNSET"`: as a prefix "" matched every id

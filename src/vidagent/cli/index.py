@@ -44,6 +44,15 @@ VIDEO_SUFFIXES = {
     ".ts",
     ".flv",
     ".wmv",
+    # camcorders' and phones' (AVCHD, Blu-ray, 3GPP), broadcast's and DVDs'
+    ".mts",
+    ".m2ts",
+    ".m2t",
+    ".3gp",
+    ".3g2",
+    ".mxf",
+    ".vob",
+    ".asf",
 }
 
 
@@ -56,12 +65,26 @@ def expand_paths(patterns: tuple[str, ...]) -> list[Path]:
         )
         for m in map(Path, matches):
             if m.is_dir():
-                out += sorted(
-                    p for p in m.rglob("*") if p.is_file() and p.suffix.lower() in VIDEO_SUFFIXES
-                )
+                found = sorted(p for p in m.rglob("*") if p.is_file())
+                out += [p for p in found if p.suffix.lower() in VIDEO_SUFFIXES]
+                _say_skipped(m, [p for p in found if p.suffix.lower() not in VIDEO_SUFFIXES])
             else:
                 out.append(m)
     return list(dict.fromkeys(out))
+
+
+def _say_skipped(folder: Path, skipped: list[Path]) -> None:
+    """A note of a folder's files not taken for videos by their names (it said nothing, and
+    a camera's .MTS files were left out unseen); hidden files are not counted."""
+    shown = [p for p in skipped if not any(part.startswith(".") for part in p.parts[-1:])]
+    if not shown:
+        return
+    kinds = ", ".join(sorted({p.suffix.lower() or "no extension" for p in shown})[:6])
+    click.echo(
+        f"note: {folder}: {len(shown)} file{'s' * (len(shown) != 1)} not taken for video by "
+        f"name ({kinds}) left out; name a file to index it",
+        err=True,
+    )
 
 
 def library_sources(session: Any, files: list[Path]) -> list[Path]:
