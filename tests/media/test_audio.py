@@ -122,7 +122,12 @@ def _quiet(seconds: float) -> np.ndarray:
     return np.zeros(round(seconds * RATE), np.float32)
 
 
-def _mkv(path: Path, video_times: list[float], audio: list[tuple[float, np.ndarray]]) -> Path:
+def _mkv(
+    path: Path,
+    video_times: list[float],
+    audio: list[tuple[float, np.ndarray]],
+    before: np.ndarray | None = None,
+) -> Path:
     """A Matroska file with grey 64x48 frames at ``video_times`` and mono PCM audio, each
     ``(start, samples)`` piece written in 20 ms frames from its start: timestamps as given,
     gaps and leads included, as a paused recorder or a camera writes them."""
@@ -130,7 +135,18 @@ def _mkv(path: Path, video_times: list[float], audio: list[tuple[float, np.ndarr
         video = out.add_stream("mpeg4", rate=10)
         video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
         video.time_base = Fraction(1, 1000)
+        first = None
+        if before is not None:  # another audio stream first, not flagged default
+            first = out.add_stream("pcm_s16le", rate=RATE, layout="mono")
+            first.disposition = av.stream.Disposition(0)
         sound = out.add_stream("pcm_s16le", rate=RATE, layout="mono")
+        if first is not None:
+            sound.disposition = av.stream.Disposition.default
+            pcm = (before * 32767).astype(np.int16).reshape(1, -1)
+            frame = av.AudioFrame.from_ndarray(pcm, format="s16", layout="mono")
+            frame.sample_rate, frame.pts, frame.time_base = RATE, 0, Fraction(1, RATE)
+            out.mux(first.encode(frame))
+            out.mux(first.encode(None))
         items: list[tuple[float, np.ndarray | None]] = [(t, None) for t in video_times]
         for start, samples in audio:
             items += [(start + k / RATE, samples[k : k + 320]) for k in range(0, len(samples), 320)]
@@ -183,4 +199,17 @@ def test_matroska_video_that_starts_after_its_audio_keeps_words_with_the_picture
     )
     info = probe(path)
     assert (info.start_time, info.duration) == pytest.approx((2.0, 4.0), abs=0.01)
+    assert _loud(extract_audio(path)) == pytest.approx((1.0, 1.5), abs=0.01)
+
+
+def test_the_audio_stream_flagged_default_is_the_one_transcribed(tmp_path: Path) -> None:
+    # a silent first stream, the narration second and flagged default (as a player picks it):
+    # the first was always taken, and the video "had no speech"
+    path = _mkv(
+        tmp_path / "two.mkv",
+        [k / 10 for k in range(30)],
+        [(0.0, np.concatenate([_quiet(1.0), _tone(0.5), _quiet(1.5)]))],
+        before=_quiet(3.0),
+    )
+    assert len(probe(path).audio_streams) == 2
     assert _loud(extract_audio(path)) == pytest.approx((1.0, 1.5), abs=0.01)

@@ -34,7 +34,9 @@ def extract_audio(
         path: A video (or audio) file.
         sample_rate: Output rate in Hz; 16 kHz is what Whisper-style ASR models take.
         stream_index: Container stream index of the audio stream (see
-            ``VideoInfo.audio_streams``); ``None`` picks the first audio stream.
+            ``VideoInfo.audio_streams``); ``None`` picks the one a player plays: the first
+            flagged default, else the first (it was always the first: a file whose narration
+            was its second, default stream had its first stream, a tone, transcribed).
 
     Returns:
         The waveform.  # (S,) float32 mono in [-1, 1]
@@ -185,8 +187,9 @@ def _audio_stream(
     streams = list(container.streams.audio)
     if not streams:
         raise NoAudioError(path, "no audio stream")
-    if stream_index is None:
-        return streams[0]
+    if stream_index is None:  # the one a player plays: the one flagged default, else the first
+        flagged = [s for s in streams if s.disposition & av.stream.Disposition.default]
+        return (flagged or streams)[0]
     for stream in streams:
         if stream.index == stream_index:
             return stream
