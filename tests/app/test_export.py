@@ -465,3 +465,9 @@ def test_one_name_where_a_list_is_taken_is_one_video_and_top_is_checked(
         for top in ("3", 0, -1, True):
             with pytest.raises(ConfigError, match="top must be a whole number of hits"):
                 session.search("the door opens", top=top)  # type: ignore[arg-type]
+        # frames: a size under 1 gave a 1x1 picture, NaN a frame
+        assert len(session.frames(vid, [1.0], size=64)) == 1
+        with pytest.raises(ConfigError, match="size must be a whole number of pixels"):
+            session.frames(vid, [1.0], size=0)
+        with pytest.raises(ConfigError, match="times must be finite seconds"):
+            session.frames(vid, [float("nan")], size=64)

@@ -53,6 +53,17 @@ def test_timestamps_are_clamped(counter_video):
     assert [read_counter(f) for f in frames] == [0, 299, 299]
 
 
+@pytest.mark.parametrize(
+    ("times", "size", "said"),
+    [([float("nan")], None, "finite"), ([float("inf")], None, "finite"), ([1.0], 0, "positive"),
+     ([1.0], -1, "positive"), ([1.0], (0, 10), "positive")],
+)  # fmt: skip
+def test_a_time_that_is_no_number_or_a_size_under_one_is_refused(counter_video, times, size, said):
+    # NaN gave a frame, and size=-1 a 1x1 picture
+    with pytest.raises(ValueError, match=said):
+        frames_at(counter_video.path, times, size=size)
+
+
 def test_no_timestamps(counter_video):
     assert frames_at(counter_video.path, [], size=64).shape == (0, 48, 64, 3)
 

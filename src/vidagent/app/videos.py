@@ -224,8 +224,20 @@ def set_recorded_at(core: SessionCore, ref: str, when: str) -> Any:
 
 def frames(core: SessionCore, ref: str, times: Sequence[float], *, size: int) -> list[bytes]:
     """The frames of a video nearest ``times``, as JPEG bytes at most ``size`` pixels on
-    their long side."""
+    their long side.
+
+    Raises:
+        ConfigError: a size under 1, or a time that is not a finite number.
+    """
     from vidagent.models.vision import frame_images
 
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ConfigError(f"size must be a whole number of pixels, 1 or more (not {size!r})")
+    try:
+        finite = all(math.isfinite(float(t)) for t in times)
+    except (TypeError, ValueError):
+        finite = False
+    if not finite:
+        raise ConfigError(f"times must be finite seconds (not {list(times)[:5]!r})")
     record = show(core, ref).video
     return [part.data for part in frame_images(record.source, times, size=size)]

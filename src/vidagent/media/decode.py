@@ -92,6 +92,7 @@ def frames_at(
 
     Raises:
         MediaError: The subclass :func:`probe` raises for a file that cannot be used.
+        ValueError: A timestamp that is not a finite number, or a size under 1.
     """
     info = source if isinstance(source, VideoInfo) else probe(source)
     width, height = output_size(info, size)
@@ -99,6 +100,8 @@ def frames_at(
     if not len(timestamps):
         return out
     last = max(0.0, info.duration - 1e-6)
+    if not all(math.isfinite(float(t)) for t in timestamps):  # NaN gave a frame
+        raise ValueError(f"timestamps must be finite seconds, got {list(timestamps)[:5]}")
     clamped = [min(max(float(t), 0.0), last) for t in timestamps]
     targets = sorted(set(clamped))
     slot = {t: i for i, t in enumerate(targets)}
@@ -427,6 +430,8 @@ def output_size(info: VideoInfo, size: Size) -> tuple[int, int]:
     if size is None:
         return info.width, info.height
     if isinstance(size, int):
+        if size < 1:  # -1 gave a 1x1 picture
+            raise ValueError(f"size must be positive, got {size}")
         scale = min(1.0, size / max(info.width, info.height))
         return max(1, round(info.width * scale)), max(1, round(info.height * scale))
     width, height = size
