@@ -159,3 +159,28 @@ def test_errors_carry_path_and_reason(tmp_path):
         probe(path)
     assert err.value.path == str(path)
     assert str(err.value) == f"{path}: no such file"
+
+
+def test_codecs_are_named_as_formats_not_as_their_decoders(tmp_path):
+    # MP3 audio is decoded by "mp3float", AV1 by "libdav1d": probe and show named the decoder
+    import av
+    import numpy as np
+
+    path = tmp_path / "mp3.mkv"
+    with av.open(str(path), "w") as out:
+        video = out.add_stream("mpeg4", rate=10)
+        video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
+        sound = out.add_stream("libmp3lame", rate=44100, layout="mono")
+        for k in range(10):
+            picture = av.VideoFrame.from_ndarray(np.zeros((48, 64, 3), np.uint8), "rgb24")
+            picture.pts = k
+            out.mux(video.encode(picture))
+        silence = av.AudioFrame.from_ndarray(np.zeros((1, 1152), np.float32), "fltp", "mono")
+        silence.sample_rate = 44100
+        for k in range(30):
+            silence.pts = k * 1152
+            out.mux(sound.encode(silence))
+        out.mux(video.encode(None))
+        out.mux(sound.encode(None))
+    info = probe(path)
+    assert info.codec == "mpeg4" and [a.codec for a in info.audio_streams] == ["mp3"]
