@@ -807,7 +807,7 @@ def test_a_source_that_never_gives_a_video_fails_in_one_line(tmp_path: Path) -> 
             session.watch(str(text), **QUICK).run()
         with pytest.raises(MediaError, match=r"came in 1.5 s \(no such file yet\)$"):
             session.watch(str(tmp_path / "late.ts"), **QUICK).run()
-        # an AVI's msmpeg4 went into each window as private data: windows with no video, all
+        # an AVI's MS-MPEG4 (v3) went into each window as private data: windows with no video, all
         # skipped, and the watch "ended" with nothing indexed
         avi = tmp_path / "old.avi"
         with av.open(str(avi), "w") as out:
@@ -817,9 +817,23 @@ def test_a_source_that_never_gives_a_video_fails_in_one_line(tmp_path: Path) -> 
                 frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), i * 9, np.uint8))
                 out.mux(stream.encode(frame))
             out.mux(stream.encode())
-        carried = r"its video \(msmpeg4\) cannot be carried in the watch's MPEG-TS windows"
+        carried = r"its video \(msmpeg4v3\) cannot be carried in the watch's MPEG-TS windows"
         with pytest.raises(MediaError, match=carried):
             session.watch(str(avi), **QUICK).run()
+        # AV1 too (FFmpeg 8's MPEG-TS demuxer reads it back as data), named as the format, not
+        # as its decoder (libdav1d)
+        av1 = tmp_path / "new.mkv"
+        with av.open(str(av1), "w") as out:
+            stream = out.add_stream("libsvtav1", rate=10, options={"preset": "12"})
+            stream.width, stream.height, stream.pix_fmt = 160, 96, "yuv420p"
+            for i in range(10):
+                frame = av.VideoFrame.from_ndarray(np.full((96, 160, 3), i * 9, np.uint8))
+                frame.pts = i
+                out.mux(stream.encode(frame))
+            out.mux(stream.encode())
+        carried = r"its video \(av1\) cannot be carried in the watch's MPEG-TS windows"
+        with pytest.raises(MediaError, match=carried):
+            session.watch(str(av1), **QUICK).run()
         with pytest.raises(MediaError, match=r"cannot be opened \(Connection refused\)"):
             session.watch("http://127.0.0.1:1/live.m3u8", **QUICK).run()
         assert session.videos() == []

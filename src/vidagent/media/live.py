@@ -54,7 +54,7 @@ from typing import Any
 import av
 
 from vidagent.exceptions import MediaError
-from vidagent.media.probe import time_base
+from vidagent.media.probe import codec_name, time_base
 
 Packet = Any  # av.Packet, whose stub is generic in a way PyAV's own code does not use
 
@@ -80,9 +80,11 @@ PROBE_SECONDS = 5.0
 
 NOT_YET = "no such file yet"
 #: the video codecs FFmpeg's MPEG-TS muxer gives a stream type its demuxer reads back as video
-#: (any other, an AVI's msmpeg4 say, is written as private data: windows with no video)
+#: (any other, an AVI's msmpeg4 say, is written as private data: windows with no video; so is
+#: AV1 by the FFmpeg PyAV ships, 8.1, though it was listed here and named by its decoder,
+#: libdav1d, so refused all the same)
 TS_VIDEO = frozenset(
-    {"mpeg1video", "mpeg2video", "mpeg4", "h264", "hevc", "vvc", "cavs", "dirac", "vc1", "av1"}
+    {"mpeg1video", "mpeg2video", "mpeg4", "h264", "hevc", "vvc", "cavs", "dirac", "vc1"}
 )
 #: how often a growing local file that gave nothing more is looked at (seconds)
 POLL_SECONDS = 0.25
@@ -585,13 +587,14 @@ class Capture:
     def _check_format(self, video: av.video.stream.VideoStream) -> None:
         p = self.position
         ctx = video.codec_context
-        if ctx.name not in TS_VIDEO:  # written as a data stream: each window holds no video
+        name = codec_name(ctx)  # the format's (av1), not its decoder's (libdav1d)
+        if name not in TS_VIDEO:  # written as a data stream: each window holds no video
             raise MediaError(
                 self.source,
-                f"its video ({ctx.name}) cannot be carried in the watch's MPEG-TS windows; "
+                f"its video ({name}) cannot be carried in the watch's MPEG-TS windows; "
                 "index the file instead (vidagent index), or re-encode it (H.264)",
             )
-        found = f"{ctx.name} {ctx.width}x{ctx.height}"
+        found = f"{name} {ctx.width}x{ctx.height}"
         if not p.format:
             p.format = found
         elif found != p.format:

@@ -149,7 +149,7 @@ def probe(path: str | Path) -> VideoInfo:
             width=width,
             height=height,
             rotation=rotation,
-            codec=_codec_name(video.codec_context),
+            codec=codec_name(video.codec_context),
             frame_count=video.frames or round(duration * fps),
             has_audio=bool(audio),
             audio_streams=audio,
@@ -380,14 +380,14 @@ def _audio_info(stream: av.audio.stream.AudioStream) -> AudioStreamInfo:
     ctx = stream.codec_context
     return AudioStreamInfo(
         index=stream.index,
-        codec=_codec_name(ctx),
+        codec=codec_name(ctx),
         sample_rate=int(ctx.sample_rate or stream.rate or 0),
         channels=int(ctx.channels or 0),
         language="" if language == "und" else language,
     )
 
 
-def _codec_name(ctx: av.codec.context.CodecContext) -> str:
+def codec_name(ctx: av.codec.context.CodecContext) -> str:
     """The format's name (``av1``, ``mp3``), not its decoder's (``libdav1d``, ``mp3float``)."""
     codec = ctx.codec
     return str(getattr(codec, "canonical_name", "") or ctx.name)
