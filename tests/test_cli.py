@@ -155,7 +155,8 @@ def test_a_folder_gives_a_cameras_files_and_says_what_it_left_out(
     # a camcorder's .MTS and a phone's .3gp were left out of a folder in silence
     folder = tmp_path / "card"
     folder.mkdir()
-    for name in ("00001.MTS", "clip.3gp", "notes.txt", "cover.jpg", ".hidden"):
+    (folder / ".thumbnails").mkdir()
+    for name in ("00001.MTS", "clip.3gp", "notes.txt", "cover.jpg", ".hidden", ".thumbnails/a"):
         shutil.copy(small_video, folder / name)
     out = vidagent("index", str(folder), "--stages", "transcribe", "--json",
                    home=_isolated_home, env=fake_env)  # fmt: skip

@@ -256,6 +256,46 @@ def test_a_share_of_right_answers_gets_wilsons_interval_of_some_width() -> None:
     assert found["overall"] == bootstrap(nextqa, samples, partial, seed=3)["overall"]
 
 
+def test_a_share_is_counted_from_its_questions_never_inferred_from_its_number() -> None:
+    from vidagent.bench.base import unanswered
+    from vidagent.bench.tasks import crossvid, nextgqa
+
+    # CrossVid's overall is the mean of its task means: 1 of 1 right (NC) and 0 of 3 (PI) is
+    # 50%, which read as "2 of 4" and got Wilson's interval; the one-task cells are shares
+    def cv(uid: str, task: str) -> Sample:
+        return Sample(uid, (Path("x"),), "q", ("a", "b"), 0, (task,))
+
+    samples = [cv("nc1", "NC")] + [cv(f"pi{i}", "PI") for i in range(3)]
+    outcomes = [Outcome("nc1", 1.0)] + [Outcome(f"pi{i}", 0.0) for i in range(3)]
+    found = intervals(crossvid, samples, outcomes, crossvid.aggregate(samples, outcomes))
+    assert found["overall"].methods == ("bootstrap", "bootstrap")
+    assert found["task/NC"].methods == ("wilson", "wilson")
+    assert list(found["task/PI"].score) == pytest.approx(wilson(0, 3))
+    # an official rule over the answered: 0 right of 2 answered (of 10) is over the 2
+    samples = [cv(f"nc{i}", "NC") for i in range(10)]
+    outcomes = [Outcome("nc0", 0.0), Outcome("nc1", 0.0)] + [unanswered(x) for x in samples[2:]]
+    scores = crossvid.aggregate(samples, outcomes)
+    found = intervals(crossvid, samples, outcomes, scores)
+    assert scores.rule == "answered"
+    assert list(found["overall"].score) == pytest.approx(wilson(0, 2))
+    assert list(found["overall"].strict) == pytest.approx(wilson(0, 10))
+    # a binary benchmark's extra numbers (NExT-GQA's IoU, IoP) keep their bootstrap intervals
+    samples = [
+        Sample(f"v_{i}", (Path("x"),), "q", ("a", "b", "c"), 0, ("CW",),
+               extras={"locations": [[0.0, 10.0]]})
+        for i in range(6)
+    ]  # fmt: skip
+    predictions = {
+        x.id: {"prediction": i % 2, "answer": 0, "location": [0.0, 5.0 + i]}
+        for i, x in enumerate(samples)
+    }
+    outcomes = nextgqa.score(samples, predictions)
+    scores = nextgqa.aggregate(samples, outcomes)
+    found = intervals(nextgqa, samples, outcomes, scores, resamples=100)
+    assert {f"extra/{k}" for k in scores.extra} <= set(found)
+    assert found["overall"].methods == ("wilson", "wilson")
+
+
 def test_a_category_only_a_later_run_has_joins_its_section() -> None:
     from vidagent.bench.report import RunReport, score_table
 

@@ -116,6 +116,9 @@ def test_official_results_file_scored_like_the_official_script(data: Path, tmp_p
     ].strict == pytest.approx(100 / 3)
     assert tasks["OCR Problems"].score == 0.0 and "Spatial Perception" not in tasks
     assert scores.sections["sub-category"]["Football"].answered == 2
+    # each answer is a list of letters here, each naming an option: none is noted as naming
+    # none (every answered one was, right ones too)
+    assert not [n for n in scores.notes if "name none of" in n or "names none of" in n]
 
 
 def test_duration_split_subtitles_and_plain_letter_files(data: Path, tmp_path: Path) -> None:

@@ -200,6 +200,15 @@ def test_matroska_video_that_starts_after_its_audio_keeps_words_with_the_picture
     info = probe(path)
     assert (info.start_time, info.duration) == pytest.approx((2.0, 4.0), abs=0.01)
     assert _loud(extract_audio(path)) == pytest.approx((1.0, 1.5), abs=0.01)
+    # and on a file whose clock starts at 10 s: the tag is the track's end, 16 s, on that clock
+    path = _mkv(
+        tmp_path / "late10.mkv",
+        [12 + k / 10 for k in range(40)],
+        [(10.0, np.concatenate([_quiet(3.0), _tone(0.5), _quiet(2.5)]))],
+    )
+    info = probe(path)
+    assert (info.start_time, info.duration) == pytest.approx((12.0, 4.0), abs=0.01)
+    assert _loud(extract_audio(path)) == pytest.approx((1.0, 1.5), abs=0.01)
 
 
 def test_the_audio_stream_flagged_default_is_the_one_transcribed(tmp_path: Path) -> None:

@@ -61,7 +61,7 @@ def test_probe_vtest(vtest):
     info = probe(vtest)
     assert info.duration == pytest.approx(79.5)
     assert (info.fps, info.width, info.height, info.frame_count) == (10.0, 768, 576, 795)
-    assert info.codec == "msmpeg4" and info.container == "avi"
+    assert info.codec == "msmpeg4v3" and info.container == "avi"
     assert not info.has_audio
 
 

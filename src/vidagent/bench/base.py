@@ -602,6 +602,11 @@ def evaluate(
     return replace(scores, unknown=unknown, notes=notes)
 
 
+def _names_option(value: Any, n: int) -> bool:
+    index = letter_index(value) if isinstance(value, str) else value
+    return isinstance(index, int) and not isinstance(index, bool) and 0 <= index < n
+
+
 def _no_option_note(
     samples: Sequence[Sample], outcomes: Sequence[Outcome], choices: int
 ) -> tuple[str, ...]:
@@ -618,11 +623,11 @@ def _no_option_note(
         s = by_id.get(o.id)
         n = len(s.options) if s is not None and s.task == "choice" else 0
         n = n or (choices if s is not None and s.task == "choice" else 0)
-        if not o.answered or not n or "prediction" not in o.detail:
+        if not o.answered or o.earned > 0 or not n or "prediction" not in o.detail:
             continue
         p = o.detail["prediction"]
-        index = letter_index(p) if isinstance(p, str) else p
-        if not (isinstance(index, int) and not isinstance(index, bool) and 0 <= index < n):
+        # a list is one answer's letters (Video-MME's results file, CrossVid): each must name one
+        if not all(_names_option(x, n) for x in (p if isinstance(p, (list, tuple)) else [p])):
             off.append(p)
     if not off:
         return ()

@@ -13,9 +13,11 @@ questions both ran without an error and reports, for run B against run A (differ
 - **intervals of the differences** in the official and strict numbers. Where the number is a
   share of right answers (every question scores 0 or 1 and the number is the share of right
   ones on the pairs), **Newcombe's square-and-add score interval for paired proportions**
-  (Newcombe 1998, Statistics in Medicine 17:2635, from Wilson score intervals; it agrees with
-  the exact test where few pairs differ, and is not zero-wide at 0% or 100% or on one pair,
-  where a bootstrap's is); otherwise (IoU, judge points, an official rule over answered
+  (Newcombe 1998, Statistics in Medicine 17:2635, from Wilson score intervals; it keeps its
+  coverage where few pairs differ, where the bootstrap's falls short, and is not zero-wide at 0%
+  or 100% or on one pair, where a bootstrap's is; near p = 0.05 it and the exact McNemar test
+  can still disagree: 5 discordant pairs all one way give p = 0.0625 and an interval that
+  just excludes 0, so read the test for significance); otherwise (IoU, judge points, an official rule over answered
   questions with some unanswered) a **paired percentile bootstrap** (the benchmark's own
   ``aggregate`` on each resample of the paired questions, so the official rule holds). Each
   difference names its method. The per-question means of steps, frames, tokens, cost and
@@ -602,7 +604,8 @@ def render_comparison(c: Comparison) -> str:
             lines.append(
                 f"  {key:<{width}}  {p.questions:>5}  {_signed(p.official, 1):>24} "
                 f"({METHODS[p.official.method]})  {p.mcnemar.a_only}/{p.mcnemar.b_only}  "
-                f"p {_p(p.mcnemar.pvalue)}, Holm p {_p(p.mcnemar.holm or p.mcnemar.pvalue)}"
+                f"p {_p(p.mcnemar.pvalue)}, Holm p "
+                f"{_p(p.mcnemar.pvalue if p.mcnemar.holm is None else p.mcnemar.holm)}"
             )
     return "\n".join(lines)
 

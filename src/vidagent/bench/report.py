@@ -233,24 +233,32 @@ def intervals(
     level: float = LEVEL,
 ) -> dict[str, Interval]:
     """Every cell's interval: Wilson's where the number is a share of right answers, else the
-    percentile bootstrap's (module docstring). None at all with ``resamples`` 0."""
+    percentile bootstrap's (module docstring). None at all with ``resamples`` 0.
+
+    A cell is a share when every question scores 0 or 1 and its number is its own questions'
+    right answers over them (strict), or over them or over the answered ones as the official
+    rule says: counted from the outcomes of the questions in it, never inferred from the
+    number (an average of task means can look like a share). An official number over no
+    answered question gets the whole range, ``(0, 100)``, its method :data:`NO_ANSWER`.
+    """
     if not samples or resamples < 1:
         return {}
-    shares = {key: _shares(g) for key, g in cells(scores) if not key.startswith("extra/")}
     binary = all(o.possible == 1 and o.earned in (0.0, 1.0) for o in outcomes)
-    if not binary or not all(all(pair) for pair in shares.values()):
+    shares = _shares(bench, samples, outcomes, scores, split) if binary else {}
+    plain = [k for k, _ in cells(scores) if not k.startswith("extra/")]
+    booted: dict[str, Interval] = {}
+    if scores.extra or any(None in shares.get(k, (None, None)) for k in plain):
         booted = bootstrap(
             bench, samples, outcomes, split=split, resamples=resamples, seed=seed, level=level
         )
-    else:
-        booted = {}
     out: dict[str, Interval] = {}
-    for key in {*shares, *booted}:
+    for key in dict.fromkeys([*plain, *booted]):
         boot = booted.get(key)
-        share = shares.get(key, (None, None)) if binary else (None, None)
         pairs: list[tuple[tuple[float, float], str]] = []
-        for k, count in enumerate(share):
-            if count is not None:
+        for k, count in enumerate(shares.get(key, (None, None))):
+            if count == NO_ANSWER:
+                pairs.append(((0.0, 100.0), NO_ANSWER))
+            elif isinstance(count, tuple):
                 pairs.append((_wilson(*count, level), WILSON))
             elif boot is not None:
                 pairs.append(((boot.score, boot.strict)[k], BOOTSTRAP))
@@ -259,25 +267,43 @@ def intervals(
     return out
 
 
-def _shares(g: GroupScore) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
-    """``(right, over)`` for the official number and the strict one where each is a share of
-    right answers: the strict one over the questions, the official one over them or over the
-    answered ones (the benchmark's rule); ``None`` where it is not (an average of means)."""
-    if g.questions < 1:
-        return None, None
-    right = g.strict * g.questions / 100.0
-    if abs(right - round(right)) > 1e-6:
-        return None, None
-    k = round(right)
-    official = next(
-        (
-            (k, n)
-            for n in (g.questions, g.answered)
-            if n >= max(k, 1) and abs(100.0 * k / n - g.score) < 1e-6
-        ),
-        None,
-    )
-    return official, (k, g.questions)
+#: the method of an official number over no answered question (the rule leaves it undefined)
+NO_ANSWER = "no answered question"
+_Share = tuple[int, int] | str | None
+
+
+def _shares(
+    bench: Benchmark,
+    samples: Sequence[Sample],
+    outcomes: Sequence[Outcome],
+    scores: Scores,
+    split: str,
+) -> dict[str, tuple[_Share, _Share]]:
+    """Per cell, ``(right, over)`` of the official number and of the strict one where each is a
+    share of its questions' right answers (:func:`intervals`), else ``None``. A cell's
+    questions are those whose own report (the benchmark's aggregate of that one question)
+    holds the cell."""
+    members: dict[str, list[int]] = defaultdict(list)
+    for i, (s, o) in enumerate(zip(samples, outcomes, strict=True)):
+        for key, g in cells(bench.aggregate([s], [o], split=split)):
+            if g.questions > 0 and not key.startswith("extra/"):
+                members[key].append(i)
+    out: dict[str, tuple[_Share, _Share]] = {}
+    for key, g in cells(scores):
+        if key.startswith("extra/") or not members.get(key):
+            continue
+        mine = [outcomes[i] for i in members[key]]
+        right = int(sum(o.earned for o in mine))
+        asked, answered = len(mine), sum(o.answered for o in mine)
+        strict = (right, asked) if abs(100.0 * right / asked - g.strict) < 1e-6 else None
+        base = asked if scores.rule == "all" else answered
+        official: _Share = None
+        if base == 0:
+            official = NO_ANSWER
+        elif abs(100.0 * right / base - g.score) < 1e-6:
+            official = (right, base)
+        out[key] = (official, strict)
+    return out
 
 
 def _wilson(right: int, over: int, level: float) -> tuple[float, float]:

@@ -76,7 +76,7 @@ def expand_paths(patterns: tuple[str, ...]) -> list[Path]:
 def _say_skipped(folder: Path, skipped: list[Path]) -> None:
     """A note of a folder's files not taken for videos by their names (it said nothing, and
     a camera's .MTS files were left out unseen); hidden files are not counted."""
-    shown = [p for p in skipped if not any(part.startswith(".") for part in p.parts[-1:])]
+    shown = [p for p in skipped if not any(x.startswith(".") for x in p.relative_to(folder).parts)]
     if not shown:
         return
     kinds = ", ".join(sorted({p.suffix.lower() or "no extension" for p in shown})[:6])

@@ -171,8 +171,12 @@ def _decode_mono(
                     for f in resampler.resample(None):
                         yield f.to_ndarray().reshape(-1), first_time
                     resampler = AudioResampler(format="flt", layout="mono", rate=sample_rate)
-                    yield np.zeros(round(gap * sample_rate), np.float32), first_time
-                expected = float(frame.time) + frame.samples / (frame.sample_rate or sample_rate)
+                    for k in range(0, round(gap * sample_rate), 60 * sample_rate):  # in pieces
+                        left = round(gap * sample_rate) - k
+                        yield np.zeros(min(left, 60 * sample_rate), np.float32), first_time
+                expected = float(frame.time)
+            if expected is not None:
+                expected += frame.samples / (frame.sample_rate or sample_rate)
             for f in resampler.resample(frame):
                 yield f.to_ndarray().reshape(-1), first_time
     for f in resampler.resample(None):

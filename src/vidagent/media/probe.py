@@ -333,7 +333,7 @@ def _duration(
     elif (tag := _tag_seconds(video.metadata.get("DURATION", ""))) is not None:
         # Matroska's per-track tag, which FFmpeg writes as the track's end on the file's clock:
         # a video that starts after its audio has that much less of it
-        seconds = tag - (start - _container_start(container))
+        seconds = tag - start
     elif container.duration:
         seconds = container.duration / av.time_base - (start - _container_start(container))
     if seconds is None or seconds <= 0:
