@@ -638,6 +638,11 @@ def test_a_live_source_is_timed_as_read_and_its_restart_after_a_stop_goes_on_the
         events: list[dict[str, Any]] = []
         report = session.watch(server.url, **options, **quick, on_event=events.append).run()
         assert again.error is None and report.windows >= 1, json.dumps(events)
+        # said when the source went away, not only once the watch gave up on it
+        kinds = [e["event"] for e in events]
+        gave_up = next(k for k, e in enumerate(events) if "gave up" in e.get("reason", ""))
+        assert kinds.count("source_down") == 1 and kinds.index("source_down") < gave_up
+        assert events[kinds.index("source_down")]["give_up_seconds"] == 2.0
         restarted = time.time() - (time.monotonic() - again.started)
         video = session.library.get_video(first.video_id)
     unwatched = [

@@ -266,6 +266,7 @@ class Watch:
                 position=position,
             )
             capture.on_outage = self._outage
+            capture.on_down = self._source_down
             self._capture = capture
             if self._stopping.is_set():
                 capture.stop()
@@ -419,6 +420,17 @@ class Watch:
         # after it was indexed: as late as the first window's indexing took, 8-15 s)
         end = datetime.fromtimestamp(w.wall, timezone.utc) if w.wall else datetime.now(timezone.utc)
         return (end - timedelta(seconds=w.t1)).isoformat(timespec="seconds")
+
+    def _source_down(self, at: float, reason: str) -> None:
+        self.on_event(
+            {
+                "event": "source_down",
+                "video_id": self.video_id,
+                "at": round(at, 3),
+                "reason": reason,
+                "give_up_seconds": self.give_up_seconds,
+            }
+        )
 
     def _outage(self, outage: Outage) -> None:
         data = dataclasses.asdict(outage)

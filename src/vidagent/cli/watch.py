@@ -145,6 +145,11 @@ def _show(event: dict[str, Any], as_json: bool) -> None:
             f"window {event['index']}: {hms(event['t0'])}-{hms(event['t1'])}, "
             f"{event['clips']} clips, indexed in {event['seconds']:.1f} s"
         )
+    elif kind == "source_down":
+        line = (
+            f"source down at {hms(event['at'])} ({event['reason']}): reconnecting, giving up "
+            f"after {hms(event['give_up_seconds'])}"
+        )
     elif kind == "outage":
         lost = f", {event['lost']:.1f} s of stream lost" if event["lost"] else ""
         line = f"outage at {hms(event['at'])}: {event['reason']} for {event['seconds']:.0f} s{lost}"

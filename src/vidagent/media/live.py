@@ -240,6 +240,11 @@ class Capture:
         self.clock = clock
         self.stopping = threading.Event()
         self.on_outage: Callable[[Outage], None] = lambda outage: None
+        #: told when an outage begins (stream seconds where it stands, the reason), so a user
+        #: hears of it then, not only when it ends: a source that gives nothing for its
+        #: ``--give-up`` minutes was minutes of silence
+        self.on_down: Callable[[float, str], None] = lambda at, reason: None
+        self._said_down = False
         self._down: float | None = None  # when the current outage began (clock seconds)
         self._opened = 0.0  # when the source was last opened (Unix seconds)
         self._complete = False  # the source is of known length, and ends where it ends
@@ -283,6 +288,7 @@ class Capture:
                         if not self._reread(reason, t):
                             lost = self._outage(self._down, reason, t).lost
                         self._down, delay, reason = None, BACKOFF[0], ""
+                        self._said_down = False
                     elif first and t - self.position.last > LOST_SECONDS:
                         # a live source went on while no capture read it (a watcher killed,
                         # or stopped and run again later)
@@ -336,6 +342,9 @@ class Capture:
             now = self.clock()
             if self._down is None:
                 self._down = now
+            if self.position.seen and not self._said_down and reason not in ("", "ended"):
+                self._said_down = True  # (a read the source ended is no outage yet: _reread)
+                self.on_down(self.position.last, reason)
             # A local file that grew meanwhile is not silent, though no packet of it was read
             # yet (opened again, FFmpeg may take several stalls to reach it): the give-up
             # counts from its last change.

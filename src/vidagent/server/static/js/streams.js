@@ -6,7 +6,7 @@ import {
   api, clear, clock, el, param, showError, showVersion, span, streamJob, wallClock,
 } from "./api.js";
 
-const WATCH_KINDS = ["window", "alert", "outage", "summary", "retention", "alert-post-failed"];
+const WATCH_KINDS = ["window", "alert", "source_down", "outage", "summary", "retention", "alert-post-failed"];
 const LIST_EVERY_MS = 2000;
 
 const listBody = document.querySelector("#streams tbody");
