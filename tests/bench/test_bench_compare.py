@@ -222,6 +222,30 @@ def test_compare_pairs_the_questions_both_answered_and_says_what_it_left_out(
     )
 
 
+def test_an_official_rule_over_the_answered_is_no_share_of_all_the_pairs() -> None:
+    # CrossVid's official number is over the answered questions: with some unanswered and none
+    # right it matched the share of all the pairs (0 = 0), and took all of them for its count
+    from vidagent.bench.base import Outcome, Sample, unanswered
+    from vidagent.bench.compare import _paired, _Stats
+    from vidagent.bench.report import RunReport
+    from vidagent.bench.tasks import crossvid
+
+    samples = [Sample(f"q{i}", (Path("x"),), "q", ("a", "b"), 0, ("NC",)) for i in range(6)]
+    answered = [Outcome(x.id, 0.0) for x in samples[:2]] + [unanswered(x) for x in samples[2:]]
+    rows = {x.id: {"steps": 1} for x in samples}
+
+    def run(name: str) -> RunReport:
+        scores = crossvid.aggregate(samples, answered)
+        return RunReport(name, Path(name), {}, scores, outcomes={o.id: o for o in answered},
+                         rows=rows)  # fmt: skip
+
+    ids = [x.id for x in samples]
+    paired = _paired(crossvid, run("a"), run("b"), ids, {x.id: x for x in samples}, "",
+                     _Stats(0.5, 200, 0, 0.95))  # fmt: skip
+    assert crossvid.aggregate(samples, answered).rule == "answered"
+    assert (paired.official.method, paired.strict.method) == ("bootstrap", "newcombe")
+
+
 def test_compare_refuses_runs_of_different_benchmarks(
     runs: tuple[Path, Path], tmp_path: Path
 ) -> None:

@@ -5,8 +5,8 @@ indexes each window with every stage the offline defaults run and grafts it into
 the Library that grows (:mod:`vidagent.ingest.live`), so questions, ``search`` and ``ground``
 see the stream while it runs. The video's ``duration`` is the live edge and its
 ``recorded_at`` the wall-clock time of stream second 0 (when the first window's last packet was
-read, less its length, unless given): ``recorded_at + t`` is when second ``t`` happened, outages included (the time a
-source lost stays on the stream's clock).
+read, less its length, unless given): ``recorded_at + t`` is when second ``t`` happened,
+outages included (the time a source lost stays on the stream's clock).
 
 What it keeps, under ``VIDAGENT_HOME/streams/<video id>/``: the window files and a playlist of
 them (``stream.m3u8``, the video's ``source``: frames are decoded from it on demand as from any

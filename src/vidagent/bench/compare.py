@@ -17,8 +17,9 @@ questions both ran without an error and reports, for run B against run A (differ
   coverage where few pairs differ, where the bootstrap's falls short, and is not zero-wide at 0%
   or 100% or on one pair, where a bootstrap's is; near p = 0.05 it and the exact McNemar test
   can still disagree: 5 discordant pairs all one way give p = 0.0625 and an interval that
-  just excludes 0, so read the test for significance); otherwise (IoU, judge points, an official rule over answered
-  questions with some unanswered) a **paired percentile bootstrap** (the benchmark's own
+  just excludes 0, so read the test for significance); otherwise (IoU, judge points, an
+  official rule over answered questions with some unanswered) a **paired percentile
+  bootstrap** (the benchmark's own
   ``aggregate`` on each resample of the paired questions, so the official rule holds). Each
   difference names its method. The per-question means of steps, frames, tokens, cost and
   latency get paired percentile bootstrap intervals (:func:`scipy.stats.bootstrap`,
@@ -496,6 +497,11 @@ def _paired(
         binary and all(abs(x - y) < 1e-9 for x, y in zip(pair, shares, strict=True))
         for pair in (full[:2], full[2:])
     ]
+    # an official rule over the answered ones is a share of all the pairs only where all were
+    # answered (at 0 right it matched all the same, and took all the pairs for its count)
+    everyone = all(o.answered for o in (*oa, *ob))
+    if not everyone and bench.aggregate(samples[:1], oa[:1], split=split).rule != "all":
+        is_share[0] = False
     bounds: list[tuple[float, float]] = [(0.0, 0.0), (0.0, 0.0)]
     if is_share[0] or is_share[1]:
         joint = Counter((x.earned == 1, y.earned == 1) for x, y in zip(oa, ob, strict=True))
