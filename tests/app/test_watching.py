@@ -450,6 +450,34 @@ def test_an_outage_is_recorded_as_dropped_once_any_attempt_was_refused() -> None
     assert _graver("Connection refused", "Server returned 404") == "Server returned 404"
 
 
+def test_a_watched_recording_probes_and_plays_back_as_its_source(tmp_path: Path) -> None:
+    """A minute of the real narrated clip (H.264 with B-frames, a keyframe every 5 s) watched
+    in 10 s windows: its playlist probes whole and gives the source's pictures at the same
+    times. Its probe seeked near the end on the playlist's clock and found nothing ("truncated
+    or corrupt: … the data ends at 0.0 s"), so an export of a stream's citations held no clip."""
+    from realmedia import get_clip
+
+    from vidagent.media import frames_at
+
+    source = get_clip("wannaworktogether.mp4")
+    recording = tmp_path / "rec.ts"
+    with av.open(str(source)) as src, av.open(str(recording), "w", format="mpegts") as out:
+        streams = [src.streams.video[0], src.streams.audio[0]]
+        kept = {s.index: out.add_stream_from_template(s) for s in streams}
+        for packet in src.demux(*streams):
+            if packet.dts is not None and packet.dts * packet.time_base < 60:
+                packet.stream = kept[packet.stream.index]
+                out.mux(packet)
+    with Session(_settings(tmp_path)) as session:
+        watch = session.watch(str(recording), window_seconds=10, stages=["embed"], **QUICK)
+        watch.run()
+        video = session.library.get_video(watch.video_id)
+    info = probe(video.source)
+    assert info.duration == pytest.approx(video.duration, abs=0.1) and video.duration > 59
+    played, original = (frames_at(x, [7.0, 33.3, 50.0], size=96) for x in (info, source))
+    assert np.abs(played.astype(int) - original.astype(int)).mean() < 1.0
+
+
 def test_a_read_the_source_ended_and_taken_up_at_once_is_no_outage(tmp_path: Path) -> None:
     """FFmpeg's HLS reader ends a read of a live playlist now and then (it polled it and found
     nothing new yet); opened again at once, the stream goes on where it stood. A healthy HLS

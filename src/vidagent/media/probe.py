@@ -137,7 +137,10 @@ def probe(path: str | Path) -> VideoInfo:
         fps = _fps(video, duration)
         _check_header_promise(path, video, duration, fps, size)
         keyframe_interval = _keyframe_interval(video, duration)
-        _check_tail(path, container, video, start, duration, keyframe_interval)
+        if container.format.name != "hls":  # a watch's playlist: its windows are whole files,
+            # and FFmpeg's HLS reader seeks on the playlist's clock, not the packets' (a seek to
+            # the end found nothing: every watched stream was "truncated", its export empty)
+            _check_tail(path, container, video, start, duration, keyframe_interval)
         width, height = _display_size(video, coded, rotation)
         audio = tuple(_audio_info(s) for s in container.streams.audio)
         return VideoInfo(
