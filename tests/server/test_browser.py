@@ -761,6 +761,16 @@ def test_the_streams_page_starts_a_watch_shows_its_alert_and_stops_it(
         30,
     )
     assert not row["edge"].startswith("0:00")
+    # the file stops growing at 6 s: after the stall (10 s) the page says the source is down,
+    # while the watch waits for it (it said nothing until the outage ended)
+    said = wait_for(
+        browser,
+        lambda d: d.execute_script('const p = document.querySelector("#source-down");'
+                                   "return p && p.textContent;"),
+        "the source said to be down",
+        60,
+    )  # fmt: skip
+    assert said.startswith("Source down since 0:0") and "(stalled): reconnecting" in said
     screenshot(browser, tmp_path, "streams")
     browser.execute_script(
         'document.querySelector("#streams tr[data-state=watching] button.danger").click()'

@@ -83,6 +83,7 @@ const detail = {
   windows: [],
   alerts: [],
   outages: [],
+  down: null, // the source_down event of an outage under way
 };
 
 function alertItem(alert) {
@@ -130,7 +131,7 @@ function renderWindows() {
   const stream = detail.stream;
   const rows = [
     ...detail.windows.map((w) => ({ t: w.t0, t1: w.t1, what: `window ${w.index}: ${w.clips} clips, indexed in ${w.seconds} s`, kind: "window" })),
-    ...detail.outages.map((o) => ({ t: o.at, t1: o.at + (o.lost || 0), what: `outage: ${o.reason}${o.lost ? `, ${o.lost} s lost` : ""}`, kind: "outage" })),
+    ...detail.outages.map((o) => ({ t: o.at, t1: o.at + (o.lost || 0), what: `outage: ${o.reason} for ${Math.round(o.seconds || 0)} s${o.lost ? `, ${o.lost} s lost` : ""}`, kind: "outage" })),
   ].sort((a, b) => b.t - a.t);
   clear(document.querySelector("#windows tbody"), rows.map((r) =>
     el("tr", { class: r.kind },
@@ -142,9 +143,16 @@ function renderWindows() {
 function renderMeta() {
   const s = detail.stream;
   const edge = Math.max(Number(s.live_edge) || 0, ...detail.windows.map((w) => w.t1));
+  // an outage under way (the source_down event; over at the next window or outage event)
+  const down = s.running && detail.down
+    ? el("p", { class: "error", id: "source-down" },
+      `Source down since ${clock(detail.down.at)} of the stream (${detail.down.reason}): `
+      + `reconnecting, giving up after ${clock(detail.down.give_up_seconds)}.`)
+    : null;
   clear(document.getElementById("stream-meta"),
     el("span", { class: `badge ${s.running ? "running" : "done"}`, id: "stream-state" }, s.state), " ",
     `${s.source} · live edge ${clock(edge)} · ${detail.alerts.length} alerts · ${detail.outages.length} outages`,
+    down,
     s.error ? el("p", { class: "error" }, s.error) : null);
 }
 
@@ -193,12 +201,16 @@ async function followStream() {
           reloading = true;
           loadStream().catch((e) => showError(box, e)).finally(() => { reloading = false; });
         }
-        if (kind === "window") {
+        if (kind === "source_down") {
+          detail.down = data;
+        } else if (kind === "window") {
+          detail.down = null;
           detail.windows = merge(detail.windows, [data], (w) => w.index);
           detail.stream.live_edge = Math.max(detail.stream.live_edge, data.t1);
         } else if (kind === "alert") {
           detail.alerts = merge(detail.alerts, [data], (a) => `${a.text}@${a.t0}`);
         } else if (kind === "outage") {
+          detail.down = null;
           detail.outages = merge(detail.outages, [data], (o) => `${o.at}@${o.began}`);
         } else {
           return;
