@@ -512,7 +512,9 @@ def test_a_refused_question_says_so_where_the_answer_would_be(served: Served, br
         box.click()  # no video: the API refuses the question (422)
     browser.find_element("css selector", "textarea[name=question]").send_keys("What opens?")
     browser.find_element("css selector", "#submit").click()
-    wait_for(browser, lambda d: d.find_element("css selector", "#ask-error").text, "the refusal")
+    said = wait_for(browser, lambda d: d.find_element("css selector", "#ask-error").text,
+                    "the refusal")  # fmt: skip
+    assert said == "Choose at least one video to ask about."  # not the validator's words
     answer = browser.find_element("css selector", "#answer").text
     assert answer == "No answer: the question was refused (above)."  # not "Waiting for…"
 

@@ -108,6 +108,15 @@ form.addEventListener("submit", async (event) => {
     videos, question: f.question.value.trim(), options, strategy: f.strategy.value,
     max_steps: maxSteps, task: f.task.value,
   };
+  const refused = (error) => {
+    showError(errorBox, error);
+    // the question was refused: nothing will come, so say so where the answer would be
+    clear(document.getElementById("answer"), el("p", { class: "empty" }, "No answer: the question was refused (above)."));
+  };
+  if (!videos.length) {  // the API's answer was its validator's: "body.videos: List should have…"
+    refused(new Error("Choose at least one video to ask about."));
+    return;
+  }
   if (closeStream) closeStream();
   const view = newView();
   const submit = document.getElementById("submit");
@@ -122,9 +131,7 @@ form.addEventListener("submit", async (event) => {
     follow(jobId, trace, view);
   } catch (e) {
     submit.disabled = false;
-    showError(errorBox, e);
-    // the question was refused: nothing will come, so say so where the answer would be
-    clear(document.getElementById("answer"), el("p", { class: "empty" }, "No answer: the question was refused (above)."));
+    refused(e);
   }
 });
 
