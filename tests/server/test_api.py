@@ -183,7 +183,12 @@ def test_register_a_path_streams_index_progress_then_end(live_server: Any) -> No
     kinds = [k for k, _ in got]
     assert kinds[-1] == "end" and set(kinds[:-1]) == {"progress"}
     progress = [d for k, d in got if k == "progress"]
-    assert progress[0] == {"stage": "structure", "done": 0, "total": progress[0]["total"]}
+    assert progress[0] == {
+        "stage": "structure",
+        "done": 0,
+        "total": progress[0]["total"],
+        "running": ["structure"],
+    }
     assert progress[-1]["done"] == progress[-1]["total"] and progress[-1]["stage"] == "summarize"
     end = got[-1][1]
     assert end["state"] == "done" and end["kind"] == "index" and end["finished"]

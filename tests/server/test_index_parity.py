@@ -100,11 +100,20 @@ def test_the_http_api_indexes_a_clip_as_vidagent_index_does(
     progress = [d for k, d in events if k == "progress"]
     stages = list(end["result"]["stages"])
     total = len(stages) + 1
-    assert progress == [
+    counts = [{k: d[k] for k in ("stage", "done", "total")} for d in progress]
+    assert [c for k, c in enumerate(counts) if k == 0 or c != counts[k - 1]] == [
         {"stage": "structure", "done": 0, "total": total},
         {"stage": "structure", "done": 1, "total": total},
         *({"stage": s, "done": n, "total": total} for n, s in enumerate(stages, 2)),
     ]
+    # each stage said to be under way as it starts, until it ends
+    started = {s for d in progress for s in d["running"]}
+    assert started == {"structure", *stages} and progress[-1]["running"] == []
+    for n, s in enumerate(stages, 2):
+        ended = next(k for k, d in enumerate(progress) if d["done"] == n)
+        assert (
+            any(s in d["running"] for d in progress[:ended]) and s not in progress[ended]["running"]
+        )
 
     cli_library = Library(str(by_cli / "library"), create=False)
     http_library = Library(str(by_http / "library"), create=False)

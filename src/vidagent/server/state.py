@@ -73,8 +73,9 @@ class Server:
 
     def index_work(self, job: Job) -> dict[str, Any]:
         """Index ``job.params["path"]`` in one pipeline call, as ``vidagent index`` does: a
-        ``progress`` event ``{stage, done, total}`` when the structure pass starts and ends and
-        after each stage (``done`` counts the structure pass and the stages finished), a cancel
+        ``progress`` event ``{stage, done, total, running}`` when the structure pass starts and
+        ends, as each stage starts and after each stage (``stage`` the last one to end, ``done``
+        the structure pass and the stages finished, ``running`` the stages under way), a cancel
         honoured before each stage starts (the pipeline's ``before_stage``) and after each clip a
         stage finishes (``should_stop``). What the stages finished stays done, so a resumed job
         only does what is left."""
@@ -82,27 +83,31 @@ class Server:
         chosen = job.params.get("stages")
         names = list(session.default_stages() if chosen is None else chosen)
         total, done = len(names) + 1, 0
+        running: list[str] = []  # the stages started and not ended (three run at once)
 
         def progress(stage: str) -> None:
-            job.progress = {"stage": stage, "done": done, "total": total}
+            job.progress = {"stage": stage, "done": done, "total": total, "running": [*running]}
             job.emit("progress", job.progress)
 
         def structure_done() -> None:
             nonlocal done
             if done == 0:
                 done = 1
+                running.remove("structure")
                 progress("structure")
 
         def before_stage(stage: str) -> None:
             job.check()
-            if stage == "structure":
-                progress("structure")
-            else:  # the structure pass ended before any other stage starts
+            if stage != "structure":  # the structure pass ended before any other stage starts
                 structure_done()
+            running.append(stage)
+            progress("structure" if stage == "structure" else job.progress["stage"])
 
         def on_stage(run: Any) -> None:
             nonlocal done
             done += 1
+            if run.stage in running:
+                running.remove(run.stage)
             progress(run.stage)
 
         try:

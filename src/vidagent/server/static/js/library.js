@@ -64,7 +64,11 @@ function progressBar(p) {
   if (!p || typeof p !== "object" || !("total" in p)) return null;
   const pct = p.total ? Math.min(100, (100 * p.done) / p.total) : 0;
   return el("div", { class: "stage-progress", dataset: { stage: p.stage } },
-    el("div", { class: "stage" }, `${p.stage}: ${p.done} / ${p.total} stages`),
+    // the stages under way, once any is (it named the last stage to end: "structure: 1 / 3"
+    // while transcription ran for minutes)
+    el("div", { class: "stage" }, p.running && p.running.length
+      ? `running ${p.running.join(", ")} (${p.done} / ${p.total} stages done)`
+      : `${p.stage}: ${p.done} / ${p.total} stages`),
     el("div", { class: "progress", role: "progressbar", "aria-valuenow": Math.round(pct),
       "aria-valuemin": 0, "aria-valuemax": 100 },
     el("div", { style: { width: `${pct}%` } })));
