@@ -222,3 +222,35 @@ def test_the_audio_stream_flagged_default_is_the_one_transcribed(tmp_path: Path)
     )
     assert len(probe(path).audio_streams) == 2
     assert _loud(extract_audio(path)) == pytest.approx((1.0, 1.5), abs=0.01)
+
+
+def test_a_wrapped_negative_first_audio_time_in_mpeg_ts_is_read_as_negative(
+    tmp_path: Path,
+) -> None:
+    # AAC muxed into MPEG-TS after 14 s of pictures, as its encoder gave it: its first packet
+    # at -0.064 s, written as 2**33 ticks less a little and read back at 95443.65 s: every
+    # word lay 26 hours past the file's end, and the silence before it took transcription 45
+    # times as long
+    path = tmp_path / "wrapped.ts"
+    audio = np.concatenate([_quiet(1.0), _tone(0.5), _quiet(12.5)])
+    with av.open(str(path), "w", format="mpegts") as out:
+        video = out.add_stream("mpeg4", rate=10)
+        video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
+        sound = out.add_stream("aac", rate=RATE, layout="mono")
+        for k in range(140):
+            picture = av.VideoFrame.from_ndarray(np.full((48, 64, 3), 128, np.uint8), "rgb24")
+            picture.pts = k
+            out.mux(video.encode(picture))
+        out.mux(video.encode(None))
+        for k in range(0, len(audio), 1024):
+            chunk = audio[None, k : k + 1024]
+            frame = av.AudioFrame.from_ndarray(chunk, format="flt", layout="mono")
+            frame.sample_rate, frame.pts, frame.time_base = RATE, k, Fraction(1, RATE)
+            out.mux(sound.encode(frame))
+        out.mux(sound.encode(None))
+    with av.open(str(path)) as container:
+        first = next(container.decode(audio=0))
+        assert first.time is not None and first.time > 95000  # the wrapped first packet
+    got = extract_audio(path)
+    assert len(got) / RATE == pytest.approx(14.0, abs=0.1)
+    assert _loud(got) == pytest.approx((1.0, 1.5), abs=0.03)

@@ -15,6 +15,10 @@ from vidagent.media.probe import check_path, open_media
 #: A jump in the audio's timestamps longer than this is a gap, filled with silence (frames are
 #: 10-64 ms; encoders' priming and jitter stay well under it).
 GAP_SECONDS = 0.1
+#: MPEG-TS timestamps are 33 bits of a 90 kHz clock: a slightly negative one (an AAC encoder's
+#: delay, muxed as it came) is stored as this many seconds less a little, and FFmpeg hands it
+#: over so for a stream's first packet.
+TS_WRAP = 2**33 / 90000
 
 
 def extract_audio(
@@ -64,7 +68,7 @@ def iter_audio(
     origin = _video_origin(path)
     with open_media(path) as container:
         stream = _audio_stream(path, container, stream_index)
-        decoded = _decode_mono(path, container, stream, sample_rate)
+        decoded = _decode_mono(path, container, stream, sample_rate, origin)
         for piece in _aligned(decoded, origin, sample_rate):
             # Resampling filters can overshoot slightly on full-scale input.
             yield np.clip(piece, -1.0, 1.0, out=piece)
@@ -136,6 +140,7 @@ def _decode_mono(
     container: av.container.InputContainer,
     stream: av.audio.stream.AudioStream,
     sample_rate: int,
+    origin: float | None = None,
 ) -> Iterator[tuple[np.ndarray, float | None]]:
     """Decode, downmix and resample; yields each piece with the waveform's first timestamp
     (None until a frame has been decoded).
@@ -151,6 +156,16 @@ def _decode_mono(
     decoded = failed = 0
     silence = 0.0  # seconds of silence inserted before the first decoded frame
     expected: float | None = None  # where the next frame should start (seconds)
+
+    def time_of(frame: av.AudioFrame) -> float | None:
+        # half a wrap ahead of the picture is a wrapped negative time (its first packet was
+        # placed 26 hours on: every word of the file lay past its end, unsaid, and the silence
+        # before it took transcription 45 times as long)
+        if frame.time is None:
+            return None
+        t = float(frame.time)
+        return t - TS_WRAP if origin is not None and t - origin > TS_WRAP / 2 else t
+
     for packet in container.demux(stream):
         try:
             frames = packet.decode()
@@ -162,11 +177,12 @@ def _decode_mono(
             yield np.zeros(round(seconds * sample_rate), np.float32), first_time
             continue
         for frame in frames:
-            if first_time is None and frame.time is not None:
-                first_time = float(frame.time) - silence
+            t = time_of(frame)
+            if first_time is None and t is not None:
+                first_time = t - silence
             decoded += 1
-            if frame.time is not None:
-                gap = float(frame.time) - expected if expected is not None else 0.0
+            if t is not None:
+                gap = t - expected if expected is not None else 0.0
                 if gap > GAP_SECONDS:  # what the resampler holds goes first, then the gap
                     for f in resampler.resample(None):
                         yield f.to_ndarray().reshape(-1), first_time
@@ -174,7 +190,7 @@ def _decode_mono(
                     for k in range(0, round(gap * sample_rate), 60 * sample_rate):  # in pieces
                         left = round(gap * sample_rate) - k
                         yield np.zeros(min(left, 60 * sample_rate), np.float32), first_time
-                expected = float(frame.time)
+                expected = t
             if expected is not None:
                 expected += frame.samples / (frame.sample_rate or sample_rate)
             for f in resampler.resample(frame):
