@@ -155,3 +155,8 @@ def test_a_file_that_changes_while_it_is_indexed_says_so(small_video: Path, tmp_
         assert "vidagent watch" in result.warnings[0]
         steady = session.index_file(small_video)
         assert steady.error is None and steady.warnings == []
+        # indexed again once complete: the index of it as it stood is named, with its remedy
+        again = session.index_file(growing)
+        (said,) = again.warnings
+        assert said.startswith(f"{growing} was indexed before with other content (")
+        assert f"`vidagent remove {result.video.video_id}`" in said

@@ -99,6 +99,8 @@ def index_file(
         should_stop=should_stop,
     )
     after = _file_state(path)
+    if result.error is None and result.video is not None:
+        result.warnings += _earlier_indexes(core, path, result.video.video_id)
     if result.error is None and before is not None and after != before:
         grew = f"{before[0]:,} -> {after[0]:,} bytes" if after else "it is gone"
         result.warnings.append(
@@ -107,6 +109,27 @@ def index_file(
             "complete, or follow it as it grows with `vidagent watch`"
         )
     return result
+
+
+def _earlier_indexes(core: SessionCore, path: str | Path, video_id: str) -> list[str]:
+    """A warning naming the other videos of the Library indexed from this path: the file was
+    rewritten since (a recording indexed while it was still being written), and that index
+    stays, so the path's name now names two videos."""
+    from vidagent.timecode import hms
+
+    source = str(Path(path).expanduser().resolve())
+    others = [
+        v for v in core.library.list_videos() if v.source == source and v.video_id != video_id
+    ]
+    if not others:
+        return []
+    named = ", ".join(f"{v.video_id} ({hms(v.duration)})" for v in others)
+    first = others[0].video_id
+    said = (
+        f"{path} was indexed before with other content ({named}), and that index stays: "
+        f"`vidagent remove {first}` if it was of this file before it was rewritten"
+    )
+    return [said]
 
 
 def _file_state(path: str | Path) -> tuple[int, int] | None:
