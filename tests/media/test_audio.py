@@ -220,8 +220,16 @@ def test_the_audio_stream_flagged_default_is_the_one_transcribed(tmp_path: Path)
         [(0.0, np.concatenate([_quiet(1.0), _tone(0.5), _quiet(1.5)]))],
         before=_quiet(3.0),
     )
-    assert len(probe(path).audio_streams) == 2
+    assert [a.default for a in probe(path).audio_streams] == [False, True]
     assert _loud(extract_audio(path)) == pytest.approx((1.0, 1.5), abs=0.01)
+    # probe says which one is transcribed, and where the index's t = 0 lies
+    from clirun import vidagent
+
+    shown = vidagent("probe", str(path), home=tmp_path / "home").stdout
+    assert "audio     pcm_s16le 16000 Hz x1, pcm_s16le 16000 Hz x1 (transcribed)" in shown
+    late = _mkv(tmp_path / "late.mkv", [2 + k / 10 for k in range(10)], [(0.0, _quiet(3.0))])
+    shown = vidagent("probe", str(late), home=tmp_path / "home").stdout
+    assert "starts    at 2.000 s of the file's clock (t = 0 here)" in shown
 
 
 def test_a_wrapped_negative_first_audio_time_in_mpeg_ts_is_read_as_negative(

@@ -341,7 +341,7 @@ def _print_result(report: IndexReport) -> None:
     v = result.video or s.video
     click.echo(f"{v.video_id}  {v.name}")
     click.echo(
-        f"  {hms(v.duration)}  {v.width}x{v.height} @ {v.fps:.3g} fps  {v.codec}  audio: {'yes' if v.has_audio else 'no'}"
+        f"  {hms(v.duration)}  {v.width}x{v.height} @ {round(v.fps, 3):g} fps  {v.codec}  audio: {'yes' if v.has_audio else 'no'}"
     )
     click.echo(
         f"  {s.shots} shots, {s.clips} clips, {s.frames} thumbnails ({s.thumbnail_bytes / 1024:.0f} KiB)"

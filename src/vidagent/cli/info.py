@@ -39,10 +39,18 @@ def probe(ctx: click.Context, path: str, as_json: bool) -> None:
         echo_json(report.to_json())
         return
     found = report.info
-    audio = ", ".join(f"{a.codec} {a.sample_rate} Hz x{a.channels}" for a in found.audio_streams)
+    streams = found.audio_streams
+    heard = next((a for a in streams if a.default), streams[0] if streams else None)
+    audio = ", ".join(
+        f"{a.codec} {a.sample_rate} Hz x{a.channels}"
+        + (" (transcribed)" if len(streams) > 1 and a is heard else "")
+        for a in streams
+    )
     click.echo(f"{found.path}")
     click.echo(f"  duration  {hms(found.duration)} ({found.duration:.2f} s)")
+    if found.start_time:  # where the index's t = 0 lies on the file's clock
+        click.echo(f"  starts    at {found.start_time:.3f} s of the file's clock (t = 0 here)")
     click.echo(
-        f"  video     {found.codec} {found.width}x{found.height} @ {found.fps:.3g} fps, rotation {found.rotation}"
+        f"  video     {found.codec} {found.width}x{found.height} @ {round(found.fps, 3):g} fps, rotation {found.rotation}"
     )
     click.echo(f"  audio     {audio or 'none'}")

@@ -57,6 +57,8 @@ class AudioStreamInfo:
         sample_rate: Samples per second.
         channels: Channel count.
         language: ISO 639 code from the stream metadata, or ``""`` when absent or ``"und"``.
+        default: flagged the default stream (the one a player plays, and the one
+            :func:`~vidagent.media.audio.extract_audio` takes: the first flagged, else the first).
     """
 
     index: int
@@ -64,6 +66,7 @@ class AudioStreamInfo:
     sample_rate: int
     channels: int
     language: str
+    default: bool = False
 
 
 @dataclass(frozen=True)
@@ -387,6 +390,7 @@ def _audio_info(stream: av.audio.stream.AudioStream) -> AudioStreamInfo:
         sample_rate=int(ctx.sample_rate or stream.rate or 0),
         channels=int(ctx.channels or 0),
         language="" if language == "und" else language,
+        default=bool(stream.disposition & av.stream.Disposition.default),
     )
 
 
