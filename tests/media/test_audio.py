@@ -186,28 +186,21 @@ def test_a_gap_in_the_timestamps_is_silence_and_what_follows_stays_at_its_time(
     assert len(audio) / RATE == pytest.approx(11.0, abs=0.03)
 
 
+@pytest.mark.parametrize("clock", [0.0, 10.0])  # the file's clock from 0, and from 10 s
 def test_matroska_video_that_starts_after_its_audio_keeps_words_with_the_pictures(
-    tmp_path: Path,
+    tmp_path: Path, clock: float
 ) -> None:
     # the picture starts 2 s into the file; a tone 3.0 s into it is 1.0 s after the first
     # frame, the media API's t = 0 (the stream's own start said 0 in Matroska, and the speech
-    # sat 2 s off the pictures; the file's probe read its track's end as its length)
+    # sat 2 s off the pictures; the file's probe read its track's end, a tag on the file's
+    # clock, as its length)
     path = _mkv(
         tmp_path / "late.mkv",
-        [2 + k / 10 for k in range(40)],
-        [(0.0, np.concatenate([_quiet(3.0), _tone(0.5), _quiet(2.5)]))],
+        [clock + 2 + k / 10 for k in range(40)],
+        [(clock, np.concatenate([_quiet(3.0), _tone(0.5), _quiet(2.5)]))],
     )
     info = probe(path)
-    assert (info.start_time, info.duration) == pytest.approx((2.0, 4.0), abs=0.01)
-    assert _loud(extract_audio(path)) == pytest.approx((1.0, 1.5), abs=0.01)
-    # and on a file whose clock starts at 10 s: the tag is the track's end, 16 s, on that clock
-    path = _mkv(
-        tmp_path / "late10.mkv",
-        [12 + k / 10 for k in range(40)],
-        [(10.0, np.concatenate([_quiet(3.0), _tone(0.5), _quiet(2.5)]))],
-    )
-    info = probe(path)
-    assert (info.start_time, info.duration) == pytest.approx((12.0, 4.0), abs=0.01)
+    assert (info.start_time, info.duration) == pytest.approx((clock + 2.0, 4.0), abs=0.01)
     assert _loud(extract_audio(path)) == pytest.approx((1.0, 1.5), abs=0.01)
 
 
