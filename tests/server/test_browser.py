@@ -774,6 +774,17 @@ def test_the_streams_page_starts_a_watch_shows_its_alert_and_stops_it(
     )  # fmt: skip
     assert said.startswith("Source down since 0:0") and "(stalled): reconnecting" in said
     screenshot(browser, tmp_path, "streams")
+    # its video page, while it is watched, says the player holds the stream as it stood
+    vid = browser.execute_script("return new URLSearchParams(location.search).get('id')")
+    open_page(browser, served, f"video.html?id={vid}")
+    live = wait_for(
+        browser,
+        lambda d: (p := d.find_element("css selector", "#player-live")).text and p,
+        "the live note under the player",
+    )
+    assert live.text.startswith("Live: the player holds the stream up to 0:0")
+    open_page(browser, served, f"streams.html?id={vid}")
+    wait_for(browser, lambda d: css(d, "#streams tr[data-state=watching]"), "the list again", 30)
     browser.execute_script(
         'document.querySelector("#streams tr[data-state=watching] button.danger").click()'
     )

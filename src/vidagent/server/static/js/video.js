@@ -114,6 +114,13 @@ async function load() {
       box.hidden = false;
     });
     player.src = mediaUrl(video.video_id);
+    if (video.stages && video.stages.watch && video.stages.watch.state === "watching") {
+      // the playlist served is the stream as it stood: the player ends there, not at the edge
+      const live = document.getElementById("player-live");
+      live.textContent = `Live: the player holds the stream up to ${clock(video.duration)}, as it `
+        + "stood when this page opened; reload the page for the windows indexed since.";
+      live.hidden = false;
+    }
     const clips = detail.clips || [];
     const transcript = detail.transcript || [];
     captionLabel = detail.caption_label || "";
