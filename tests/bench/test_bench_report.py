@@ -279,6 +279,11 @@ def test_a_share_is_counted_from_its_questions_never_inferred_from_its_number() 
     assert scores.rule == "answered"
     assert list(found["overall"].score) == pytest.approx(wilson(0, 2))
     assert list(found["overall"].strict) == pytest.approx(wilson(0, 10))
+    # none answered: the official number is over nothing, so its interval is the whole range
+    outcomes = [unanswered(x) for x in samples]
+    found = intervals(crossvid, samples, outcomes, crossvid.aggregate(samples, outcomes))
+    assert found["overall"].score == (0.0, 100.0)
+    assert found["overall"].methods == ("no answered question", "wilson")
     # a binary benchmark's extra numbers (NExT-GQA's IoU, IoP) keep their bootstrap intervals
     samples = [
         Sample(f"v_{i}", (Path("x"),), "q", ("a", "b", "c"), 0, ("CW",),

@@ -15,7 +15,8 @@ interval follows the official aggregation.
 The report has, for each benchmark and split, one table whose rows are the overall number and
 every official breakdown and whose columns are, per run, the official number and the strict one
 (unanswered = wrong), each with its 95% interval; then a table of per-question means over the
-rows without an error (an answer that did not parse included: it cost what it cost): steps, frames, tokens, cost and latency, and the risk-coverage pair of the
+rows without an error (an answer that did not parse included: it cost what it cost): steps,
+frames, tokens, cost and latency, and the risk-coverage pair of the
 answers' citation checks (:mod:`vidagent.agents.citations`): **coverage**, the share of answered
 questions that did not abstain, and **selective** accuracy, the benchmark's points earned over
 those questions only (``–`` for a run whose rows predate the checks); and the area under the
@@ -65,12 +66,15 @@ _MEAN_FORMAT = {
 #: How an interval was computed (``Interval.methods``).
 WILSON = "wilson"
 BOOTSTRAP = "bootstrap"
+#: an official number over no answered question (the rule leaves it undefined): ``(0, 100)``
+NO_ANSWER = "no answered question"
 
 
 @dataclass(frozen=True)
 class Interval:
     """An interval of the official number and of the strict one, in the unit of the
-    benchmark's scores, with the method of each (:data:`WILSON` or :data:`BOOTSTRAP`)."""
+    benchmark's scores, with the method of each (:data:`WILSON`, :data:`BOOTSTRAP` or
+    :data:`NO_ANSWER`)."""
 
     score: tuple[float, float]
     strict: tuple[float, float]
@@ -267,8 +271,6 @@ def intervals(
     return out
 
 
-#: the method of an official number over no answered question (the rule leaves it undefined)
-NO_ANSWER = "no answered question"
 _Share = tuple[int, int] | str | None
 
 

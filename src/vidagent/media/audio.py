@@ -187,9 +187,9 @@ def _decode_mono(
                     for f in resampler.resample(None):
                         yield f.to_ndarray().reshape(-1), first_time
                     resampler = AudioResampler(format="flt", layout="mono", rate=sample_rate)
-                    for k in range(0, round(gap * sample_rate), 60 * sample_rate):  # in pieces
-                        left = round(gap * sample_rate) - k
-                        yield np.zeros(min(left, 60 * sample_rate), np.float32), first_time
+                    missing, piece = round(gap * sample_rate), 60 * sample_rate
+                    for k in range(0, missing, piece):  # in pieces: a long gap is no huge array
+                        yield np.zeros(min(piece, missing - k), np.float32), first_time
                 expected = t
             if expected is not None:
                 expected += frame.samples / (frame.sample_rate or sample_rate)
