@@ -34,7 +34,10 @@ package of commit ``--before`` (default :data:`BEFORE_REV`, the pipeline as issu
 from a git worktree in ``.cache/bench/``) and *after* with this tree. It prints each run's
 realtime factor, CPU seconds and peak resident memory (``VmHWM``, :func:`_peak_kib`), and compares what the two
 indexes hold: the spoken words and their times, the on-screen lines per clip (and lists those
-lost), the people and faces detected per clip.
+lost), the people and faces detected per clip. Before each length runs, it prints what
+``index --dry-run`` estimates for it beside the time the run then took: from the reference
+figures, and from this CPU's speed as the runs of this tree on the shorter lengths measured it
+(:mod:`vidagent.ingest.speed`; a length is never estimated from its own run).
 
     .venv/bin/python benchmarks/ingest.py --long 20 60 180 --before-upto 60
 """
@@ -177,8 +180,14 @@ def long_runs(minutes: list[float], before_rev: str, before_upto: float) -> None
     before_src = _worktree(before_rev) if before_upto > 0 else None
     print(f"before: {before_rev} (git worktree); after: this tree")
     rows = []
+    taught: Path | None = None  # the speed file the last run of this tree wrote
     for m in minutes:
         path = long_video(m * 60)
+        # estimated before this length runs: from the reference figures, and from this CPU's
+        # speed as the runs of the shorter videos taught it (the run of this one comes after)
+        estimates = {"the reference figures": _estimate(path, None)}
+        if taught is not None:
+            estimates["this CPU's speed from the runs before"] = _estimate(path, taught)
         runs = {}
         for label, src in (("before", before_src), ("after", ROOT / "src")):
             if src is None or (label == "before" and m > before_upto):
@@ -194,12 +203,14 @@ def long_runs(minutes: list[float], before_rev: str, before_upto: float) -> None
             for stage, seconds, note in r["stages"]:
                 print(f"    {stage:<11} {seconds:7.1f} s  {note}")
         if "after" in runs:
-            estimated = _estimate(path)
             wall = runs["after"]["wall"]
-            print(
-                f"  index --dry-run said {estimated:.1f} s, the run took {wall:.1f} s: "
-                f"{100 * (estimated - wall) / wall:+.0f}%"
-            )
+            for basis, (estimated, factor) in estimates.items():
+                print(
+                    f"  index --dry-run said {estimated:.1f} s with {basis} (x{factor:.2f}), "
+                    f"the run took {wall:.1f} s: {100 * (estimated - wall) / wall:+.0f}%"
+                )
+            written = Path(runs["after"]["home"]) / "speed.json"
+            taught = written if written.exists() else taught
         if "before" in runs:
             _compare(runs["before"]["home"], runs["after"]["home"])
         rows.append((m, runs))
@@ -212,13 +223,20 @@ def long_runs(minutes: list[float], before_rev: str, before_upto: float) -> None
             )
 
 
-def _estimate(path: Path) -> float:
-    """The dry run's time for ``path`` with the default settings, in seconds."""
+def _estimate(path: Path, speed_file: Path | None) -> tuple[float, float]:
+    """The dry run's time for ``path`` with the default settings, in seconds, and the factor
+    its offline stages were scaled by: with ``speed_file`` as this CPU's speed (a run's
+    ``speed.json``, :mod:`vidagent.ingest.speed`), else from the reference figures."""
+    import shutil
+
     from vidagent.config import load_settings
     from vidagent.ingest.pipeline import estimate_path
 
-    settings = load_settings({"home": tempfile.mkdtemp(), "cache": "off"})
-    return sum(row.seconds for row in estimate_path(path, settings).stages)
+    home = Path(tempfile.mkdtemp())
+    if speed_file is not None:
+        shutil.copy(speed_file, home / "speed.json")
+    estimate = estimate_path(path, load_settings({"home": home, "cache": "off"}))
+    return sum(row.seconds for row in estimate.stages), estimate.speed.factor
 
 
 def _worktree(rev: str) -> Path:

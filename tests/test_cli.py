@@ -214,9 +214,12 @@ def test_dry_run_spends_nothing_and_prices_the_vlm(small_video: Path, _isolated_
         "summarize",
     }
     assert not (_isolated_home / "library").exists()  # nothing was written
+    assert plan["speed"]["runs"] == 0 and plan["speed"]["factor"] == 1.0  # no run on this CPU
 
     table = vidagent("index", str(small_video), "--dry-run", home=_isolated_home, env=env).stdout
     assert "3 clips of 5 s" in table and "openai:gpt-4o-mini" in table and "total: about" in table
+    # where the offline stages' times come from, under the total
+    assert table.splitlines()[-1].strip().startswith("offline stages timed as on ")
 
 
 def test_dry_run_counts_only_what_an_indexed_video_still_owes(
@@ -256,9 +259,8 @@ def test_dry_run_prices_a_known_model_out_of_the_box_and_says_no_price_for_an_un
     assert text.returncode == 0, text.stderr
     (row,) = [line for line in text.stdout.splitlines() if line.strip().startswith("caption ")]
     assert " no price " in row
-    assert text.stdout.splitlines()[-1].endswith(
-        "+ no price for openai:my-own-vlm?base_url=http://localhost:9/v1"
-    )
+    (total,) = [line for line in text.stdout.splitlines() if line.startswith("total: ")]
+    assert total.endswith("+ no price for openai:my-own-vlm?base_url=http://localhost:9/v1")
 
 
 def test_show_and_search_read_the_index(

@@ -1,8 +1,9 @@
 """Settings, layered: defaults < config file < ``VIDAGENT_*`` environment < CLI flags / arguments.
 
 The home directory is ``$VIDAGENT_HOME`` (default ``~/.vidagent``). It holds ``config.toml``,
-the default Library (``library/``) and the model response cache (``cache/``). A different config
-file can be named with ``$VIDAGENT_CONFIG`` or ``--config``.
+the default Library (``library/``), the model response cache (``cache/``) and this CPU's
+measured speed for the dry run (``speed.json``, :mod:`vidagent.ingest.speed`). A different
+config file can be named with ``$VIDAGENT_CONFIG`` or ``--config``.
 
 Every field can be set in each layer under the same name: ``llm = "openai:gpt-4o"`` in the file,
 ``VIDAGENT_LLM=openai:gpt-4o`` in the environment, ``--llm openai:gpt-4o`` on the command line.

@@ -145,6 +145,7 @@ class EstimateReport:
             "stages": [
                 r.__dict__ | {"cost_usd": c} for r, c in zip(rows, self.costs, strict=False)
             ],
+            "speed": self.estimate.speed.to_json() | {"basis": self.estimate.speed.basis()},
         }
 
 

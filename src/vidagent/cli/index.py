@@ -371,6 +371,7 @@ def _print_result(report: IndexReport) -> None:
 def _dry_run(reports: Iterable[EstimateReport], settings: Settings, as_json: bool) -> int:
     failed, seconds, cost, any_file = 0, 0.0, 0.0, False
     unpriced: list[str] = []
+    basis = ""  # where the offline stages' times come from (one CPU: the same for every file)
     for report in reports:
         any_file = True
         if report.estimate is None:
@@ -379,6 +380,8 @@ def _dry_run(reports: Iterable[EstimateReport], settings: Settings, as_json: boo
             continue
         rows, est = report.estimate.stages, report.estimate
         seconds += sum(r.seconds for r in rows)
+        if any(r.local and r.seconds for r in rows):
+            basis = est.speed.basis()
         cost += sum(c or 0.0 for c in report.costs)
         for r, c in zip(rows, report.costs, strict=False):
             if c is None and r.spec not in unpriced:
@@ -403,4 +406,6 @@ def _dry_run(reports: Iterable[EstimateReport], settings: Settings, as_json: boo
     if not as_json and any_file:
         missing = f" + no price for {', '.join(unpriced)}" if unpriced else ""
         click.echo(f"total: about {hms(seconds)}, ${cost:.4f}{missing}")
+        if basis:
+            click.echo(f"  {basis}")
     return failed

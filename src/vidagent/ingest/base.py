@@ -64,6 +64,10 @@ class StageEstimate:
     notes: list[str] = field(default_factory=list)
     #: the calls go through a batch API, billed at ``BATCH_DISCOUNT`` of the price
     batch: bool = False
+    #: ``seconds`` are work on this machine's CPU, from figures measured on
+    #: :data:`MEASURED_ON`: the dry run scales them by this CPU's speed, and a run teaches it
+    #: (:mod:`vidagent.ingest.speed`)
+    local: bool = False
 
 
 #: Where the offline stages' CPU seconds per unit were measured (``vidagent index`` of a

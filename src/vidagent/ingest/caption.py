@@ -695,6 +695,7 @@ class Caption(Stage):
                 spec,
                 frames=math.ceil(info.duration * settings.sample_fps),
                 seconds=clips * 0.003,  # 0.7 s for 240 clips (MEASURED_ON)
+                local=True,
                 notes=["perception describer: no model calls; facts from stored rows"],
             )
         per_clip = math.ceil(settings.clip_seconds * self.fps)

@@ -153,6 +153,7 @@ class Detect(Stage):
             scale = min(1.0, self.size / max(info.width, info.height, 1))
             pixels = info.width * info.height * scale * scale
             est.seconds = cpu_wall(frames * CPU_PER_FRAME[spec] * pixels / _MEASURED_PIXELS)
+            est.local = True
         else:
             est.notes.append(f"no measured speed for {spec}")
         return est

@@ -97,5 +97,6 @@ class Embed(Stage):
             input_tokens=int(clips * (caption + extra)),
             # 2.3 s for 240 clips, the commits included (MEASURED_ON)
             seconds=clips / 100 if local else -(-clips // self.batch) * 1.0,
+            local=local,
             notes=[f"{caption} tokens per caption"],
         )

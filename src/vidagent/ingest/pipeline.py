@@ -40,6 +40,7 @@ from tqdm import tqdm
 from vidagent.exceptions import ConfigError, IndexStopped, MediaError
 from vidagent.ingest.base import IngestContext, Stage, StageEstimate, cpu_wall
 from vidagent.ingest.sampling import FrameShare, KeptFrames
+from vidagent.ingest.speed import RUNS, Speed, learn, local_cpu_seconds, machine_speed
 from vidagent.ingest.structure import StructureReport, index_structure, sampling_of
 from vidagent.plugins import Registry
 
@@ -261,11 +262,36 @@ def index_path(
         video_id = content_id(path)
     except OSError:  # the structure pass says what is wrong with it
         video_id = ""
-    with library.indexing(video_id) if video_id else contextlib.nullcontext():
-        return _index_path(
+    with library.indexing(video_id) if video_id else contextlib.nullcontext(), RUNS.run() as run:
+        cpu = time.process_time()
+        result = _index_path(
             path, library, settings, models, stages, progress, on_stage, options, overlap,
             before_stage, should_stop,
         )  # fmt: skip
+        if RUNS.alone(run) and not options:
+            _learn_speed(result, settings, stages, time.process_time() - cpu)
+    return result
+
+
+def _learn_speed(
+    result: IndexResult, settings: Settings, stages: Sequence[str], used_cpu: float
+) -> None:
+    """Teach this CPU's speed by a complete run (:func:`~vidagent.ingest.speed.learn`): the
+    structure pass decoded the video and every stage ran over every clip, all of them offline."""
+    from vidagent.models.cpu import cpu_share
+
+    done = result.structure
+    if result.error is not None or done is None or done.reused or not done.clips:
+        return
+    if len(result.stages) != len(stages) or any(r.clips != done.clips for r in result.stages):
+        return
+    try:
+        estimate = estimate_path(result.path, settings, stages, scaled=False)
+    except MediaError:  # the file changed or went while it was indexed
+        return
+    estimated = local_cpu_seconds(estimate.stages, cpu_share())
+    if estimated is not None:
+        learn(settings, estimated, used_cpu)
 
 
 def _index_path(
@@ -416,6 +442,8 @@ class IndexEstimate:
     duration: float
     clips: int
     stages: list[StageEstimate]
+    #: how the offline stages' seconds were scaled to this CPU (:mod:`vidagent.ingest.speed`)
+    speed: Speed = field(default_factory=Speed)
 
 
 def estimate_path(
@@ -423,13 +451,17 @@ def estimate_path(
     settings: Settings,
     stages: Sequence[str] = STAGES,
     library: Library | None = None,
+    *,
+    scaled: bool = True,
 ) -> IndexEstimate:
     """What indexing ``path`` would spend, from a probe alone: nothing is decoded or called.
     With a ``library`` that holds the video already, each stage may refine its figures from
     what is stored (:meth:`~vidagent.ingest.base.Stage.refine`), and what is already done is
     not counted: a video cut with the same sampling is not decoded again, and a stage with no
     clip pending (as the run would find them) costs nothing, one with some pending its share,
-    up to the first stage with work (a stage after it may find its inputs changed)."""
+    up to the first stage with work (a stage after it may find its inputs changed). The
+    offline stages' seconds are scaled to this CPU's speed as its runs measured it
+    (:func:`~vidagent.ingest.speed.machine_speed`; ``scaled=False``: the reference figures)."""
     from vidagent.library.store import content_id
     from vidagent.media import probe, uniform_clips
 
@@ -441,13 +473,15 @@ def estimate_path(
     # a 1-minute clip took 9.2 s where the per-unit figures alone said 5 s.
     pixels = info.duration * info.fps * info.width * info.height / 1e6
     decode = cpu_wall(pixels * 0.0025) + PER_VIDEO_SECONDS
-    rows = [StageEstimate("structure", None, "decoder", frames=frames, seconds=decode)]
+    rows = [StageEstimate("structure", None, "decoder", frames=frames, seconds=decode, local=True)]
     known = content_id(path) if library is not None else ""
     done: IngestContext | None = None  # what the Library holds of the video, if anything
     if library is not None and library.has_video(known):
         video = library.get_video(known)
         if video.stages.get("structure", {}).get("sampling") == sampling_of(settings):
-            rows[0] = StageEstimate("structure", None, "decoder", seconds=PER_VIDEO_SECONDS)
+            rows[0] = StageEstimate(
+                "structure", None, "decoder", seconds=PER_VIDEO_SECONDS, local=True
+            )
             rows[0].notes.append("already cut: not decoded again")
             # a stage's pending() reads the Library and the settings, never a model
             done = IngestContext(library, None, settings, video, Path(path))  # type: ignore[arg-type]
@@ -463,7 +497,12 @@ def estimate_path(
             if owed:
                 done = None  # the stages after this one may find their inputs changed
         rows.append(row)
-    return IndexEstimate(Path(path), info.duration, clips, rows)
+    speed = machine_speed(settings) if scaled else Speed()
+    if speed.factor != 1.0:
+        rows = [
+            dataclasses.replace(r, seconds=r.seconds * speed.factor) if r.local else r for r in rows
+        ]
+    return IndexEstimate(Path(path), info.duration, clips, rows, speed)
 
 
 def _share(row: StageEstimate, part: float) -> StageEstimate:

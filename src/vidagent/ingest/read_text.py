@@ -295,6 +295,7 @@ class ReadText(Stage):
         )
         if spec in CPU_PER_FRAME:
             est.seconds = cpu_wall(1.0 + frames * CPU_PER_FRAME[spec])  # 1.0: two engines load
+            est.local = True
         else:
             est.notes.append(f"no measured speed for {spec}")
         return est

@@ -305,6 +305,7 @@ class Speakers(Stage):
         else:
             # the encoder loads beside transcription: 1.8 CPU seconds of that stretch
             est.seconds = cpu_wall(1.8) + info.duration * REAL_TIME_FACTOR
+            est.local = True
         return est
 
 

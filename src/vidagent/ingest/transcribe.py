@@ -225,6 +225,7 @@ class Transcribe(Stage):
         est.calls = max(1, math.ceil((info.duration - search) / self.window_seconds))
         if spec in CPU_PER_SECOND:
             est.seconds = cpu_wall(0.5 + info.duration * CPU_PER_SECOND[spec])  # 0.5: the load
+            est.local = True
         else:
             est.notes.append(f"no measured speed for {spec}")
         return est
