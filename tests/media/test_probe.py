@@ -16,7 +16,13 @@ from vidagent.exceptions import (
     NotAVideoError,
 )
 from vidagent.media import extract_audio, frames_at, iter_sampled_frames, probe
-from vidagent.media.synth import make_truncated, make_video, make_zero_duration
+from vidagent.media.synth import (
+    make_head_cut,
+    make_truncated,
+    make_video,
+    make_zero_duration,
+    read_counter,
+)
 
 
 def test_probe_reports_what_was_encoded(counter_video):
@@ -184,3 +190,34 @@ def test_codecs_are_named_as_formats_not_as_their_decoders(tmp_path):
         out.mux(sound.encode(None))
     info = probe(path)
     assert info.codec == "mpeg4" and [a.codec for a in info.audio_streams] == ["mp3"]
+
+
+def test_a_stream_cut_before_its_keyframe_starts_at_the_next_one(tmp_path):
+    # A player starts such a file at its next keyframe; probe refused it ("first frame cannot
+    # be decoded"): each picture before that keyframe lacks the parameter sets the cut took.
+    whole = tmp_path / "whole.ts"
+    make_video(whole, duration=20, fps=25, size=(320, 240), gop=250, counter=True)
+    cut = make_head_cut(whole, tmp_path / "cut.ts")
+    info = probe(cut)
+    keyframe = 250  # the next keyframe: frame 250, 10 s after the first
+    assert info.duration == pytest.approx(20 - keyframe / 25, abs=0.05)
+    assert info.start_time - probe(whole).start_time == pytest.approx(keyframe / 25, abs=0.05)
+    (first,) = frames_at(cut, [0.0])
+    assert read_counter(first) == keyframe
+    sampled = [read_counter(rgb) for _, rgb in iter_sampled_frames(cut, fps=1)]
+    assert sampled == [keyframe + 25 * k for k in range(10)]
+
+
+def test_the_structure_pass_of_a_stream_cut_before_its_keyframe(tmp_path):
+    # The cut's decode from the file's first packet met 249 rejected pictures, past the 100
+    # a damaged file may have: "decoding failed".
+    from vidagent.config import load_settings
+    from vidagent.ingest.structure import index_structure
+    from vidagent.library import Library
+
+    whole = tmp_path / "whole.ts"
+    make_video(whole, duration=20, fps=25, size=(320, 240), gop=250, shots=2)
+    cut = make_head_cut(whole, tmp_path / "cut.ts")
+    settings = load_settings({"home": tmp_path / "home", "cache": "off"}, env={})
+    report = index_structure(Library(settings.library_uri), cut, settings)
+    assert report.clips == 2 and report.frames == 10  # 10 s at 1 fps, in two 5 s clips

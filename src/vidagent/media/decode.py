@@ -38,7 +38,7 @@ import numpy as np
 from av.video.reformatter import Interpolation, VideoReformatter
 
 from vidagent.exceptions import CorruptMediaError
-from vidagent.media.probe import VideoInfo, open_media, probe, time_base
+from vidagent.media.probe import VideoInfo, lead_in_rejected, open_media, probe, time_base
 
 Size = int | tuple[int, int] | None
 """``None``: display size; ``int``: longest side at most this (never upscaled);
@@ -603,7 +603,7 @@ class _Reader:
         """
         ctx = self.stream.codec_context
         margin = _SKIP_MARGIN_FRAMES * self.frame_period
-        skipping, bad = False, 0
+        skipping, bad, decoded = False, 0, False
         try:
             for packet in self.container.demux(self.stream):
                 if self.skip_nonref:
@@ -620,11 +620,14 @@ class _Reader:
                 try:
                     frames = packet.decode()
                 except av.error.InvalidDataError:
+                    if lead_in_rejected(packet, decoded):
+                        continue  # a cut before the first keyframe: no damage to count
                     bad += 1
                     if bad > _MAX_BAD_PACKETS:
                         raise
                     continue
                 for frame in frames:
+                    decoded = True
                     yield self._frame_time(frame), frame
         except av.error.FFmpegError as exc:
             raise CorruptMediaError(self.info.path, f"decoding failed ({exc.strerror})") from exc

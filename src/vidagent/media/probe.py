@@ -296,15 +296,40 @@ def first_frame_time(path: str | Path) -> float | None:
 def _first_frame(
     path: str | Path, container: av.container.InputContainer, video: av.video.stream.VideoStream
 ) -> tuple[float, int, tuple[int, int]]:
-    """Decode the first frame: its time, the rotation it carries, and its coded (w, h)."""
+    """Decode the first frame: its time, the rotation it carries, and its coded (w, h).
+
+    Packets before the first keyframe that the decoder rejects are passed over
+    (:func:`lead_in_rejected`): a stream cut before its keyframe starts where a player starts,
+    at that keyframe."""
+    frame = None
     try:
-        frame = next(container.decode(video), None)
+        for packet in container.demux(video):
+            try:
+                frames = packet.decode()
+            except av.error.InvalidDataError:
+                if lead_in_rejected(packet, decoded=False):
+                    continue
+                raise
+            if frames:
+                frame = frames[0]
+                break
+        else:
+            frame = next(iter(video.codec_context.decode(None)), None)  # the decoder's delay
     except av.error.FFmpegError as exc:
         raise CorruptMediaError(path, f"first frame cannot be decoded ({exc.strerror})") from exc
     if frame is None:
         raise EmptyMediaError(path, "no decodable video frame")
     start = float(frame.time) if frame.time is not None else _stream_start(video)
     return start, _rotation(frame.rotation, video.metadata), (frame.width, frame.height)
+
+
+def lead_in_rejected(packet: av.Packet, decoded: bool) -> bool:
+    """Whether a packet the decoder rejected is the lead-in of a stream cut before its first
+    keyframe: no frame decoded yet, and not a keyframe itself. Such a file (a recording or a
+    transport stream cut anywhere but at a keyframe) holds pictures whose parameter sets and
+    references went with the cut; H.264 rejects each until the next keyframe brings them, and
+    a player starts there. The media API's ``t = 0`` is then that keyframe's frame."""
+    return not decoded and not packet.is_keyframe
 
 
 def time_base(stream: av.stream.Stream) -> Fraction:

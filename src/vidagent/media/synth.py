@@ -149,6 +149,22 @@ def make_truncated(src: str | Path, dst: str | Path, fraction: float = 0.5) -> P
     return Path(dst)
 
 
+def make_head_cut(src: str | Path, dst: str | Path) -> Path:
+    """Copy an MPEG-TS file without its head, cut one transport packet after its first video
+    packet began, like a recording joined mid-stream: what is left opens with pictures that
+    need the lost keyframe and its parameter sets, up to the next keyframe."""
+    data = Path(src).read_bytes()
+    with av.open(str(src)) as container:
+        starts = [p.pos for p in container.demux(video=0) if p.pos is not None and p.pos >= 0]
+    cut = (starts[0] // TS_PACKET + 1) * TS_PACKET
+    Path(dst).write_bytes(data[cut:])
+    return Path(dst)
+
+
+#: Bytes in an MPEG transport stream packet.
+TS_PACKET = 188
+
+
 def make_zero_duration(path: str | Path, size: tuple[int, int] = (64, 64)) -> Path:
     """Write a well-formed container header that holds no frames at all."""
     container = av.open(str(path), "w")
