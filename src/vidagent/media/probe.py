@@ -323,7 +323,7 @@ def _first_frame(
     return start, _rotation(frame.rotation, video.metadata), (frame.width, frame.height)
 
 
-def lead_in_rejected(packet: av.Packet, decoded: bool) -> bool:
+def lead_in_rejected(packet: av.Packet[av.stream.Stream], decoded: bool) -> bool:
     """Whether a packet the decoder rejected is the lead-in of a stream cut before its first
     keyframe: no frame decoded yet, and not a keyframe itself. Such a file (a recording or a
     transport stream cut anywhere but at a keyframe) holds pictures whose parameter sets and
