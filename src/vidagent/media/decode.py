@@ -620,7 +620,7 @@ class _Reader:
                 try:
                     frames = packet.decode()
                 except av.error.InvalidDataError:
-                    if lead_in_rejected(packet, decoded):
+                    if lead_in_rejected(packet.is_keyframe, decoded):
                         continue  # a cut before the first keyframe: no damage to count
                     bad += 1
                     if bad > _MAX_BAD_PACKETS:

@@ -307,7 +307,7 @@ def _first_frame(
             try:
                 frames = packet.decode()
             except av.error.InvalidDataError:
-                if lead_in_rejected(packet, decoded=False):
+                if lead_in_rejected(packet.is_keyframe, decoded=False):
                     continue
                 raise
             if frames:
@@ -323,13 +323,13 @@ def _first_frame(
     return start, _rotation(frame.rotation, video.metadata), (frame.width, frame.height)
 
 
-def lead_in_rejected(packet: av.Packet[av.stream.Stream], decoded: bool) -> bool:
+def lead_in_rejected(keyframe: bool, decoded: bool) -> bool:
     """Whether a packet the decoder rejected is the lead-in of a stream cut before its first
     keyframe: no frame decoded yet, and not a keyframe itself. Such a file (a recording or a
     transport stream cut anywhere but at a keyframe) holds pictures whose parameter sets and
     references went with the cut; H.264 rejects each until the next keyframe brings them, and
     a player starts there. The media API's ``t = 0`` is then that keyframe's frame."""
-    return not decoded and not packet.is_keyframe
+    return not decoded and not keyframe
 
 
 def time_base(stream: av.stream.Stream) -> Fraction:
