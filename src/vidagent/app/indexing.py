@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from vidagent.app.core import SessionCore
 from vidagent.app.results import EstimateReport, IndexReport, ProbeReport
-from vidagent.exceptions import MediaError
+from vidagent.exceptions import ConfigError, MediaError
 from vidagent.library.readable import is_readable
 
 if TYPE_CHECKING:
@@ -28,6 +28,20 @@ def stage_names() -> tuple[str, ...]:
     from vidagent.ingest.pipeline import stage_names
 
     return stage_names()
+
+
+def chosen_stages(names: Sequence[str]) -> tuple[str, ...]:
+    """The stages ``names`` asks for, in pipeline order. ``structure`` may be named (it runs
+    first whatever is asked, so naming it alone asks for the cut alone); an unknown name is a
+    :class:`~vidagent.exceptions.ConfigError` listing the stages."""
+    known = stage_names()
+    chosen = {name.strip() for name in names if name.strip()} - {"structure"}
+    unknown = sorted(chosen.difference(known))
+    if unknown:
+        raise ConfigError(
+            f"unknown stage(s) {', '.join(unknown)}; stages: structure, {', '.join(known)}"
+        )
+    return tuple(s for s in known if s in chosen)
 
 
 def default_stages(core: SessionCore) -> tuple[str, ...]:

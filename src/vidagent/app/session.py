@@ -98,6 +98,12 @@ class Session(SessionCore):
         """Every ingest stage after ``structure``, in pipeline order (plugins' included)."""
         return indexing.stage_names()
 
+    @staticmethod
+    def chosen_stages(names: Sequence[str]) -> tuple[str, ...]:
+        """The stages ``names`` asks for, in pipeline order (``structure`` allowed, and
+        dropped: it always runs); an unknown name is a ``ConfigError``."""
+        return indexing.chosen_stages(names)
+
     def default_stages(self) -> tuple[str, ...]:
         """What indexing runs when no stages are named, for these settings (the entity graph
         only with an llm that can extract one)."""

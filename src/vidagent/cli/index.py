@@ -15,6 +15,7 @@ import click
 from vidagent.cli.base import cli, hms, on_abort, session_of, settings_of
 from vidagent.cli.render import shorten
 from vidagent.config import Settings
+from vidagent.exceptions import ConfigError
 
 if TYPE_CHECKING:
     from vidagent.app.executors import Executor
@@ -128,14 +129,10 @@ def _stages(text: str | None) -> tuple[str, ...] | None:
 
     if not text:
         return None
-    known = Session.stage_names()
-    chosen = tuple(s.strip() for s in text.split(",") if s.strip() and s.strip() != "structure")
-    unknown = [s for s in chosen if s not in known]
-    if unknown:
-        raise click.BadParameter(
-            f"unknown stage(s) {', '.join(unknown)}; stages: structure, {', '.join(known)}"
-        )
-    return tuple(s for s in known if s in chosen)  # always in pipeline order
+    try:
+        return Session.chosen_stages(text.split(","))  # always in pipeline order
+    except ConfigError as e:
+        raise click.BadParameter(str(e)) from None
 
 
 def executor_options(jobs_help: str) -> Callable[[F], F]:

@@ -145,27 +145,28 @@ def _known_video(server: Server, path: Path) -> dict[str, Any] | None:
     return video_json(known) if known is not None else None
 
 
-def _check_stages(server: Server, stages: list[str] | None) -> None:
-    known = server.session.stage_names()
-    if stages is not None and not stages:  # it ran the structure stage alone, "done"
+def _check_stages(server: Server, stages: list[str] | None) -> list[str] | None:
+    """The stages asked for, in pipeline order (None: the default), as the command line takes
+    them: ``structure`` may be named, and named alone asks for the cut alone."""
+    if stages is None:
+        return None
+    if not stages:  # it ran the structure stage alone, "done", which nobody had asked for
         raise ConfigError("stages is empty: name at least one, or leave it out for the default")
-    unknown = [s for s in stages or () if s not in known]
-    if unknown:
-        raise ConfigError(f"unknown stage(s) {', '.join(unknown)}; stages: {', '.join(known)}")
+    return list(server.session.chosen_stages(stages))
 
 
 @router.post("/videos", status_code=202)
 def register_video(body: RegisterBody, request: Request) -> dict[str, Any]:
     server = server_of(request)
     path = server.media_path(body.path)
-    _check_stages(server, body.stages)
+    stages = _check_stages(server, body.stages)
     try:  # refused here, as an upload is, not by a job that fails
         server.session.probe(path)
     except MediaError as e:
         why = str(e).replace(str(path), path.name).splitlines()[0]
         raise NotAVideo(f"{body.path}: not a video this server can read ({why})") from None
     video = _known_video(server, path)
-    job = server.start_index(path, body.stages)
+    job = server.start_index(path, stages)
     return {"job_id": job.job_id, "video": video}
 
 
@@ -177,7 +178,7 @@ async def upload_video(
     the upload is read."""
     server = server_of(request)
     named = None if stages is None else [s.strip() for s in stages.split(",") if s.strip()]
-    _check_stages(server, named)
+    named = _check_stages(server, named)
     folder = server.roots[0] / "uploads"
     path = await receive_upload(request, folder, server.max_upload_bytes)
     try:  # refused here, not by a failed job: nothing but videos stays in the media root
@@ -515,7 +516,9 @@ def start_stream(body: StreamBody, request: Request) -> dict[str, Any]:
     server = server_of(request)
     source = streams.check_source(server, body.source)
     options = body.options() | {"alert_url": streams.check_hook(body.alert_url)}
-    _check_stages(server, body.stages)
+    stages = _check_stages(server, body.stages)
+    if stages is not None:
+        options["stages"] = stages
     try:
         job = streams.start(server, source, options)
     except streams.StreamConflict as e:
