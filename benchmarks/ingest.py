@@ -36,8 +36,9 @@ realtime factor, CPU seconds and peak resident memory (``VmHWM``, :func:`_peak_k
 indexes hold: the spoken words and their times, the on-screen lines per clip (and lists those
 lost), the people and faces detected per clip. Before each length runs, it prints what
 ``index --dry-run`` estimates for it beside the time the run then took: from the reference
-figures, and from this CPU's speed as the runs of this tree on the shorter lengths measured it
-(:mod:`vidagent.ingest.speed`; a length is never estimated from its own run).
+figures, and from this CPU's speed as the run of this tree on the length before measured it
+(:mod:`vidagent.ingest.speed`; each run has a home of its own, and a length is never estimated
+from its own run).
 
     .venv/bin/python benchmarks/ingest.py --long 20 60 180 --before-upto 60
 """
@@ -187,7 +188,7 @@ def long_runs(minutes: list[float], before_rev: str, before_upto: float) -> None
         # speed as the runs of the shorter videos taught it (the run of this one comes after)
         estimates = {"the reference figures": _estimate(path, None)}
         if taught is not None:
-            estimates["this CPU's speed from the runs before"] = _estimate(path, taught)
+            estimates["this CPU's speed from the run before"] = _estimate(path, taught)
         runs = {}
         for label, src in (("before", before_src), ("after", ROOT / "src")):
             if src is None or (label == "before" and m > before_upto):

@@ -79,14 +79,32 @@ def test_a_file_that_says_nothing_usable_is_no_run_and_is_rewritten(
     assert speed.machine_speed(config).factor == 1.2
 
 
-def test_a_run_with_an_endpoint_stage_is_not_learned_from() -> None:
+def test_only_measured_offline_work_is_learned_from() -> None:
     from vidagent.ingest.base import StageEstimate
 
-    offline = [StageEstimate("detect", "detector", "opencv:hog+haar", seconds=10.0, local=True)]
-    assert speed.local_cpu_seconds(offline, cores=2) == 20.0
+    offline = [StageEstimate("detect", "detector", "opencv:hog+haar").measured(20.0, 1.0)]
+    assert speed.measured_work(offline, {"detect"}) == 21.0
     called = StageEstimate("caption", "captioner", "openai:gpt-4o", seconds=30.0)
-    assert speed.local_cpu_seconds([*offline, called], cores=2) is None
-    assert speed.local_cpu_seconds([*offline, StageEstimate("graph", "llm", "x")], 2) == 20.0
+    assert speed.measured_work([*offline, called], {"detect"}) is None  # an endpoint's wait
+    # a stage with no measured figures (a Whisper model none were measured for) that worked
+    unmeasured = StageEstimate("transcribe", "asr", "faster-whisper:base.en")
+    assert speed.measured_work([*offline, unmeasured], {"detect", "transcribe"}) is None
+    assert speed.measured_work([*offline, unmeasured], {"detect"}) == 21.0  # it did nothing
+
+
+def test_the_reference_work_does_not_depend_on_the_cores_here(
+    small_video: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It did: wall figures were multiplied by the cores, so 16 cores learned half the speed.
+    from vidagent.models import cpu
+
+    config = settings_at(tmp_path)
+    work = {}
+    for cores in (1, 2, 16):
+        monkeypatch.setattr(cpu, "cpu_share", lambda cores=cores: cores)
+        rows = estimate_path(small_video, config, scaled=False).stages
+        work[cores] = speed.measured_work(rows, {r.stage for r in rows})
+    assert work[1] is not None and work[1] == pytest.approx(work[2]) == pytest.approx(work[16])
 
 
 def test_runs_beside_each_other_in_one_process_are_not_alone() -> None:
@@ -107,36 +125,65 @@ def test_the_dry_run_scales_the_offline_stages_only(tmp_path: Path, small_video:
     )
     scaled = estimate_path(small_video, config)
     assert scaled.speed.factor == 2.0 and plain.speed.runs == 0
-    assert {r.stage for r in scaled.stages if not r.local} >= {"embed"}  # an endpoint's time
+    assert {r.stage for r in scaled.stages if not r.cpu_seconds} >= {"embed"}  # an endpoint's
     for before, after in zip(plain.stages, scaled.stages, strict=True):
-        assert after.seconds == pytest.approx(before.seconds * (2.0 if before.local else 1.0))
+        assert after.seconds == pytest.approx(before.seconds * (2.0 if before.cpu_seconds else 1))
     assert estimate_path(small_video, config, scaled=False).stages == plain.stages
 
 
-def _index(video: Path, config: Settings, **kwargs: object) -> None:
+STAGES = ("detect", "speakers")
+
+
+def _index(video: Path, config: Settings, **kwargs: object) -> float:
+    """Index ``video`` through :data:`STAGES`; the CPU seconds the call took."""
+    import time
+
+    used = time.process_time()
     with Models(config) as models:
         result = index_path(
             video,
             library=Library(config.library_uri),
             settings=config,
             models=models,
-            stages=("detect",),
+            stages=STAGES,
             **kwargs,  # type: ignore[arg-type]
         )
     assert result.error is None
+    return time.process_time() - used
 
 
 def test_a_complete_offline_run_teaches_the_speed_and_a_partial_one_does_not(
     tmp_path: Path, small_video: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(speed, "MIN_CPU_SECONDS", 0.0)  # a 12 s video is far below it
-    config = settings_at(tmp_path / "home")
+    config = settings_at(tmp_path / "home", speakers="off")
     _index(small_video, config, options={"detect": {"fps": 1.0}})
     assert not (config.home / speed.FILE).exists()  # stage options: not the work estimated
 
-    config = settings_at(tmp_path / "other")
-    _index(small_video, config)
+    # speakers off: a stage that did nothing where nothing was foreseen (it kept every run of
+    # a default install without the voice encoder from teaching anything)
+    config = settings_at(tmp_path / "other", speakers="off")
+    used = _index(small_video, config)
     (entry,) = json.loads((config.home / speed.FILE).read_text()).values()
-    assert entry["runs"] == 1 and entry["factor"] == entry["last_ratio"] > 0
+    rows = estimate_path(small_video, config, STAGES, scaled=False).stages
+    work = speed.measured_work(rows, {"structure", "detect"})
+    assert work is not None and entry["runs"] == 1 and entry["factor"] == entry["last_ratio"]
+    assert 0.5 * used <= entry["factor"] * work <= used  # the run's CPU seconds, over the work
     _index(small_video, config)  # already indexed: nothing ran, nothing learned
     assert json.loads((config.home / speed.FILE).read_text())[speed.cpu_key()] == entry
+
+
+def test_learning_never_fails_a_run(
+    tmp_path: Path, small_video: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vidagent.ingest import pipeline
+
+    def no_estimate(*args: object, **kwargs: object) -> None:
+        raise NotImplementedError("a plugin stage without an estimate")
+
+    monkeypatch.setattr(speed, "MIN_CPU_SECONDS", 0.0)
+    monkeypatch.setattr(pipeline, "estimate_path", no_estimate)
+    config = settings_at(tmp_path, speakers="off")
+    _index(small_video, config)  # indexed, and nothing learned
+    assert not (config.home / speed.FILE).exists()
+    assert Library(config.library_uri).list_videos()[0].stages["detect"]

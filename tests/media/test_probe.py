@@ -208,6 +208,14 @@ def test_a_stream_cut_before_its_keyframe_starts_at_the_next_one(tmp_path):
     assert sampled == [keyframe + 25 * k for k in range(10)]
 
 
+def test_a_stream_cut_with_no_keyframe_after_is_refused_saying_so(tmp_path):
+    whole = tmp_path / "whole.ts"
+    make_video(whole, duration=4, fps=25, size=(320, 240), gop=250)  # one keyframe, cut off
+    cut = make_head_cut(whole, tmp_path / "cut.ts")
+    with pytest.raises(CorruptMediaError, match="cut before a keyframe, and none follows"):
+        probe(cut)
+
+
 def test_the_structure_pass_of_a_stream_cut_before_its_keyframe(tmp_path):
     # The cut's decode from the file's first packet met 249 rejected pictures, past the 100
     # a damaged file may have: "decoding failed".

@@ -310,6 +310,14 @@ class AskPlan:
             ConfigError: the window holds nothing of a video, or needs a recording start
                 time it has not.
         """
+        from vidagent.ingest.speed import RUNS
+
+        with RUNS.run():  # an index run beside it does not teach this CPU's speed
+            return self._run(on_event, should_stop)
+
+    def _run(
+        self, on_event: Callable[[Event], None] | None, should_stop: Callable[[], bool] | None
+    ) -> AskResult:
         from vidagent.agents.base import Question
         from vidagent.trace import Trace
 

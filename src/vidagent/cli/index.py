@@ -377,7 +377,7 @@ def _dry_run(reports: Iterable[EstimateReport], settings: Settings, as_json: boo
             continue
         rows, est = report.estimate.stages, report.estimate
         seconds += sum(r.seconds for r in rows)
-        if any(r.local and r.seconds for r in rows):
+        if any(r.cpu_seconds and r.seconds for r in rows):
             basis = est.speed.basis()
         cost += sum(c or 0.0 for c in report.costs)
         for r, c in zip(rows, report.costs, strict=False):

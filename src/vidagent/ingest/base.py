@@ -64,10 +64,19 @@ class StageEstimate:
     notes: list[str] = field(default_factory=list)
     #: the calls go through a batch API, billed at ``BATCH_DISCOUNT`` of the price
     batch: bool = False
-    #: ``seconds`` are work on this machine's CPU, from figures measured on
-    #: :data:`MEASURED_ON`: the dry run scales them by this CPU's speed, and a run teaches it
-    #: (:mod:`vidagent.ingest.speed`)
-    local: bool = False
+    #: The CPU seconds of this work by the figures measured on :data:`MEASURED_ON` (0: none,
+    #: not offline work with measured figures): the dry run scales ``seconds`` by this CPU's
+    #: speed where it is set, and a run teaches that speed against their sum
+    #: (:mod:`vidagent.ingest.speed`). Set by :meth:`measured`.
+    cpu_seconds: float = 0.0
+
+    def measured(self, cpu: float = 0.0, wall: float = 0.0) -> StageEstimate:
+        """Time offline work from :data:`MEASURED_ON`'s figures: ``cpu`` CPU seconds, spread
+        over the cores this process may use, and ``wall`` seconds measured as wall time there
+        (counted as CPU seconds of one core, whatever the cores here); returns ``self``."""
+        self.seconds = cpu_wall(cpu) + wall
+        self.cpu_seconds = cpu + wall
+        return self
 
 
 #: Where the offline stages' CPU seconds per unit were measured (``vidagent index`` of a

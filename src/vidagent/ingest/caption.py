@@ -694,10 +694,8 @@ class Caption(Stage):
                 self.role,
                 spec,
                 frames=math.ceil(info.duration * settings.sample_fps),
-                seconds=clips * 0.003,  # 0.7 s for 240 clips (MEASURED_ON)
-                local=True,
                 notes=["perception describer: no model calls; facts from stored rows"],
-            )
+            ).measured(wall=clips * 0.003)  # 0.7 s for 240 clips (MEASURED_ON)
         per_clip = math.ceil(settings.clip_seconds * self.fps)
         frames = math.ceil(info.duration * self.fps)  # the last clip may be shorter
         avi = settings.caption_style == "avi"

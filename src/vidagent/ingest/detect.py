@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from vidagent.ingest.base import IngestContext, Stage, StageEstimate, cpu_wall
+from vidagent.ingest.base import IngestContext, Stage, StageEstimate
 from vidagent.ingest.read_text import thumbnail, unchanged
 from vidagent.ingest.sampling import ClipFrames, sample_clips
 from vidagent.media import probe
@@ -152,8 +152,7 @@ class Detect(Stage):
         if spec in CPU_PER_FRAME:
             scale = min(1.0, self.size / max(info.width, info.height, 1))
             pixels = info.width * info.height * scale * scale
-            est.seconds = cpu_wall(frames * CPU_PER_FRAME[spec] * pixels / _MEASURED_PIXELS)
-            est.local = True
+            est.measured(frames * CPU_PER_FRAME[spec] * pixels / _MEASURED_PIXELS)
         else:
             est.notes.append(f"no measured speed for {spec}")
         return est

@@ -80,8 +80,9 @@ class Embed(Stage):
                 bar.update(len(chunk))
 
     def estimate(self, info: VideoInfo, clips: int, settings: Settings) -> StageEstimate:
+        from vidagent.models.registry import provider_capabilities
+
         spec = settings.spec("embed")
-        local = not spec.startswith("openai:")
         # a caption as the graph and summary stages count it: the describer's short report,
         # or a VLM's 250-token reply; then ~2.5 spoken words/s at ~1.3 tokens/word, and a line
         # of on-screen text
@@ -89,14 +90,15 @@ class Embed(Stage):
         extra = 0.0
         if settings.embed_text != "caption":
             extra = 10 + (settings.clip_seconds * 3.3 if info.has_audio else 0)
-        return StageEstimate(
+        est = StageEstimate(
             self.name,
             self.role,
             spec,
             calls=-(-clips // self.batch),
             input_tokens=int(clips * (caption + extra)),
-            # 2.3 s for 240 clips, the commits included (MEASURED_ON)
-            seconds=clips / 100 if local else -(-clips // self.batch) * 1.0,
-            local=local,
             notes=[f"{caption} tokens per caption"],
         )
+        if provider_capabilities(spec).local:
+            return est.measured(wall=clips / 100)  # 2.3 s for 240 clips, commits included
+        est.seconds = est.calls * 1.0  # an endpoint's second a call
+        return est

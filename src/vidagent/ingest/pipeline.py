@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import math
 import sys
 import threading
@@ -38,11 +39,13 @@ from typing import TYPE_CHECKING, Any
 from tqdm import tqdm
 
 from vidagent.exceptions import ConfigError, IndexStopped, MediaError
-from vidagent.ingest.base import IngestContext, Stage, StageEstimate, cpu_wall
+from vidagent.ingest.base import IngestContext, Stage, StageEstimate
 from vidagent.ingest.sampling import FrameShare, KeptFrames
-from vidagent.ingest.speed import RUNS, Speed, learn, local_cpu_seconds, machine_speed
+from vidagent.ingest.speed import RUNS, Speed, learn, machine_speed, measured_work
 from vidagent.ingest.structure import StructureReport, index_structure, sampling_of
 from vidagent.plugins import Registry
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from vidagent.config import Settings
@@ -269,27 +272,32 @@ def index_path(
             before_stage, should_stop,
         )  # fmt: skip
         if RUNS.alone(run) and not options:
-            _learn_speed(result, settings, stages, time.process_time() - cpu)
+            try:
+                _learn_speed(result, settings, stages, time.process_time() - cpu)
+            except Exception:  # a plugin stage without an estimate, a file gone: the run stands
+                log.debug("this run taught nothing of the CPU's speed", exc_info=True)
     return result
 
 
 def _learn_speed(
     result: IndexResult, settings: Settings, stages: Sequence[str], used_cpu: float
 ) -> None:
-    """Teach this CPU's speed by a complete run (:func:`~vidagent.ingest.speed.learn`): the
-    structure pass decoded the video and every stage ran over every clip, all of them offline."""
-    from vidagent.models.cpu import cpu_share
-
+    """Teach this CPU's speed by a complete run (:mod:`vidagent.ingest.speed`): the structure
+    pass decoded the video, every stage ran over every clip (or over none, where its estimate
+    foresaw no work), and all of it is measured offline work."""
     done = result.structure
     if result.error is not None or done is None or done.reused or not done.clips:
         return
-    if len(result.stages) != len(stages) or any(r.clips != done.clips for r in result.stages):
+    if len(result.stages) != len(stages) or any(
+        r.clips not in (0, done.clips) for r in result.stages
+    ):
         return
-    try:
-        estimate = estimate_path(result.path, settings, stages, scaled=False)
-    except MediaError:  # the file changed or went while it was indexed
-        return
-    estimated = local_cpu_seconds(estimate.stages, cpu_share())
+    estimate = estimate_path(result.path, settings, stages, scaled=False)
+    rows = {r.stage: r for r in estimate.stages}
+    if any(not r.clips and rows[r.stage].seconds for r in result.stages):
+        return  # a stage the estimate counts did nothing: not the work it counts
+    worked = {"structure"} | {r.stage for r in result.stages if r.clips}
+    estimated = measured_work(estimate.stages, worked)
     if estimated is not None:
         learn(settings, estimated, used_cpu)
 
@@ -472,16 +480,17 @@ def estimate_path(
     # what every video pays whatever its length (the stages' commits, the embedder's load):
     # a 1-minute clip took 9.2 s where the per-unit figures alone said 5 s.
     pixels = info.duration * info.fps * info.width * info.height / 1e6
-    decode = cpu_wall(pixels * 0.0025) + PER_VIDEO_SECONDS
-    rows = [StageEstimate("structure", None, "decoder", frames=frames, seconds=decode, local=True)]
+    rows = [
+        StageEstimate("structure", None, "decoder", frames=frames).measured(
+            pixels * 0.0025, PER_VIDEO_SECONDS
+        )
+    ]
     known = content_id(path) if library is not None else ""
     done: IngestContext | None = None  # what the Library holds of the video, if anything
     if library is not None and library.has_video(known):
         video = library.get_video(known)
         if video.stages.get("structure", {}).get("sampling") == sampling_of(settings):
-            rows[0] = StageEstimate(
-                "structure", None, "decoder", seconds=PER_VIDEO_SECONDS, local=True
-            )
+            rows[0] = StageEstimate("structure", None, "decoder").measured(wall=PER_VIDEO_SECONDS)
             rows[0].notes.append("already cut: not decoded again")
             # a stage's pending() reads the Library and the settings, never a model
             done = IngestContext(library, None, settings, video, Path(path))  # type: ignore[arg-type]
@@ -500,7 +509,8 @@ def estimate_path(
     speed = machine_speed(settings) if scaled else Speed()
     if speed.factor != 1.0:
         rows = [
-            dataclasses.replace(r, seconds=r.seconds * speed.factor) if r.local else r for r in rows
+            dataclasses.replace(r, seconds=r.seconds * speed.factor) if r.cpu_seconds else r
+            for r in rows
         ]
     return IndexEstimate(Path(path), info.duration, clips, rows, speed)
 

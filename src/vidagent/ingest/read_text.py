@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, ClassVar
 import cv2
 import numpy as np
 
-from vidagent.ingest.base import IngestContext, Stage, StageEstimate, cpu_wall
+from vidagent.ingest.base import IngestContext, Stage, StageEstimate
 from vidagent.ingest.sampling import sample_clips
 from vidagent.library.schema import ClipRow, OcrLine
 from vidagent.media import probe
@@ -294,8 +294,7 @@ class ReadText(Stage):
             self.name, self.role, spec, calls=math.ceil(frames / self.batch), frames=frames
         )
         if spec in CPU_PER_FRAME:
-            est.seconds = cpu_wall(1.0 + frames * CPU_PER_FRAME[spec])  # 1.0: two engines load
-            est.local = True
+            est.measured(1.0 + frames * CPU_PER_FRAME[spec])  # 1.0: two engines load
         else:
             est.notes.append(f"no measured speed for {spec}")
         return est

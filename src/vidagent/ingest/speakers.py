@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from vidagent.exceptions import NoAudioError
-from vidagent.ingest.base import IngestContext, Stage, StageEstimate, cpu_wall, text_hash
+from vidagent.ingest.base import IngestContext, Stage, StageEstimate, text_hash
 from vidagent.library.schema import Artifact, TranscriptSegment
 from vidagent.media import audio_spans, iter_audio
 
@@ -297,15 +297,18 @@ class Speakers(Stage):
         return itertools.chain([first], pieces)
 
     def estimate(self, info: VideoInfo, clips: int, settings: Settings) -> StageEstimate:
+        from vidagent.models import voices
+
         est = StageEstimate(self.name, None, self.fingerprint(settings))
         if settings.speakers == "off":
             est.notes.append("off (settings.speakers)")
+        elif not voices.available():
+            est.notes.append(NOT_INSTALLED)
         elif not info.has_audio:
             est.notes.append("no audio track")
         else:
             # the encoder loads beside transcription: 1.8 CPU seconds of that stretch
-            est.seconds = cpu_wall(1.8) + info.duration * REAL_TIME_FACTOR
-            est.local = True
+            est.measured(1.8, info.duration * REAL_TIME_FACTOR)
         return est
 
 

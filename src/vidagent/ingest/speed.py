@@ -8,30 +8,37 @@ speed from its name, each complete run of ``index_path`` records how many CPU se
 process spent against the reference figures' estimate of the same work, and later estimates on
 the same CPU scale their offline stages by that ratio (:func:`machine_speed`).
 
-What counts as a measurement (:func:`learn`):
+What counts as a measurement (:func:`~vidagent.ingest.pipeline.index_path` decides, then
+:func:`learn`):
 
 - a fresh run: the structure pass decoded the video, and every stage asked for ran over every
-  clip (a resumed or partial run did less than the estimate counts);
-- every stage of the estimate runs here (:attr:`~vidagent.ingest.base.StageEstimate.local`): a
-  stage that calls an endpoint spends its time waiting, not computing;
+  clip, or over none where its estimate foresaw no work (the speakers stage without its voice
+  encoder); a resumed, stopped or partial run did less than the estimate counts;
+- all of its work is measured offline work (:func:`measured_work`): no stage called an endpoint
+  (its time is waiting, not computing), and every stage that worked has measured figures (a
+  Whisper or OCR model no figure was measured for would be counted as the CPU's slowness);
 - at least :data:`MIN_CPU_SECONDS` of estimated CPU work, so that the fixed costs (loading the
-  models, the commits) do not decide the ratio;
-- no other ``index_path`` ran in this process at the same time (a server indexing two uploads
-  at once would count both in the process's CPU time).
+  models, the commits) do not decide the ratio, and a ratio in :data:`RATIOS`;
+- nothing else ran in this process at the same time: another ``index_path``, or a question
+  (:data:`RUNS`; a server indexing an upload while answering would count both).
 
-The ratio is process CPU seconds (every thread's, :func:`time.process_time`) over the
-estimate's seconds of its offline stages times the cores the estimate spread them over: CPU
-seconds both, so a busy machine (where the wall time grows but the work does not) does not
-teach a slower CPU. The runs are averaged weighted by their estimated work, each older run
-counting half as much at every new one (:data:`DECAY`), so an upgrade of a model or of the
-machine shows within a few runs. They are kept per CPU (model name, family and model number,
-and the vector extensions the models' kernels choose between), in ``<home>/speed.json``;
-a file that cannot be read is treated as no runs yet, and rewritten whole at the next run.
+The ratio is process CPU seconds (every thread's, :func:`time.process_time`) over the reference
+CPU seconds of the same work (:attr:`~vidagent.ingest.base.StageEstimate.cpu_seconds`: CPU
+figures as measured, wall figures as CPU seconds of one core), neither depending on how many
+cores this process may use; so neither does the speed, and a busy machine (where the wall time
+grows but the work does not) does not teach a slower CPU. The runs are averaged weighted by
+their estimated work, each older run counting half as much at every new one (:data:`DECAY`),
+so an upgrade of a model or of the machine shows within a few runs. They are kept per CPU
+(model name, family and model number, and the vector extensions the models' kernels choose
+between), in ``<home>/speed.json``, updated under a lock file so that processes indexing at
+once (``--jobs``) each add their run; a file that cannot be read is treated as no runs yet, and
+rewritten whole at the next run. Learning never fails a run: what goes wrong is logged.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import platform
@@ -52,8 +59,11 @@ if TYPE_CHECKING:
 
 #: The file in the home directory that keeps the runs' ratios, per CPU.
 FILE = "speed.json"
-#: Estimated CPU seconds a run must hold to be learned from (a 3-minute clip has about 20).
+#: Estimated CPU seconds a run must hold to be learned from (a 3-minute clip has about 26).
 MIN_CPU_SECONDS = 30.0
+#: The ratios a run may teach (CPU seconds here per reference CPU second): beyond them the run
+#: measured something else than the CPU's speed (a process stopped and resumed, a clock jump).
+RATIOS = (0.05, 50.0)
 #: Weight kept by the runs before at each new run.
 DECAY = 0.5
 #: /proc/cpuinfo flags that choose the models' kernels (part of a CPU's key).
@@ -89,6 +99,7 @@ class Speed:
         return {"factor": self.factor, "runs": self.runs, "last": self.last, "cpu": self.cpu}
 
 
+@functools.lru_cache(maxsize=4)
 def cpu_key(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     """This CPU, as its runs are kept: model name, family and model number, the kernels' flags.
 
@@ -124,27 +135,29 @@ def _entry(book: dict[str, Any], key: str) -> Speed:
         factor, runs = float(entry["factor"]), int(entry["runs"])
     except (KeyError, TypeError, ValueError):
         return Speed(cpu=key)
-    if not 0.05 <= factor <= 50 or runs < 1:  # not a ratio a run can give: ignored
+    if not RATIOS[0] <= factor <= RATIOS[1] or runs < 1:  # not a ratio a run can give: ignored
         return Speed(cpu=key)
     return Speed(factor, runs, str(entry.get("last", "")), key)
 
 
-def local_cpu_seconds(rows: list[StageEstimate], cores: int) -> float | None:
-    """The CPU seconds ``rows`` estimate for their offline stages; None when a stage with
-    seconds is not offline (its time is waiting, not work, and is not learned from)."""
-    if any(r.seconds > 0 and not r.local for r in rows):
+def measured_work(rows: list[StageEstimate], worked: set[str]) -> float | None:
+    """The reference CPU seconds of ``rows``; None when part of the work is not measured
+    offline work: a row timed otherwise (an endpoint's calls), or a stage in ``worked`` (the
+    stages that did work, ``structure`` included) without measured figures."""
+    if any(not r.cpu_seconds and (r.seconds > 0 or r.stage in worked) for r in rows):
         return None
-    return sum(r.seconds for r in rows) * cores
+    return sum(r.cpu_seconds for r in rows)
 
 
 def learn(settings: Settings, estimated_cpu: float, used_cpu: float) -> Speed | None:
     """Fold one complete run into this CPU's speed and store it; None when the run is too
-    small to say (:data:`MIN_CPU_SECONDS`) or nothing could be stored (a read-only home)."""
-    if estimated_cpu < MIN_CPU_SECONDS or used_cpu <= 0:
+    small to say (:data:`MIN_CPU_SECONDS`), its ratio is not a CPU's (:data:`RATIOS`), or
+    nothing could be stored (a read-only home)."""
+    if estimated_cpu < MIN_CPU_SECONDS or not RATIOS[0] <= used_cpu / estimated_cpu <= RATIOS[1]:
         return None
     key = cpu_key()
     path = settings.home / FILE
-    with _LOCK:
+    with _LOCK, _locked(path):
         book = _read(path)
         old = _entry(book, key)
         try:
@@ -200,6 +213,26 @@ class Overlap:
 #: This process's runs (:func:`~vidagent.ingest.pipeline.index_path` enters it).
 RUNS = Overlap()
 _LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Hold ``path``'s lock file (``.lock`` beside it) against other processes, where the
+    system has ``flock``; without it, or where the lock cannot be made, the update goes on
+    unlocked (two processes may then keep one run of the two)."""
+    try:
+        import fcntl
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        held = open(path.with_name(path.name + ".lock"), "a")  # noqa: SIM115 (closed below)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        yield
+    finally:
+        held.close()  # releases the lock
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -342,10 +342,8 @@ class Summarize(Stage):
                 settings.spec("embed"),
                 calls=1,
                 input_tokens=clips * 150,
-                seconds=clips / 200,  # 1.1 s for 240 clips (MEASURED_ON)
-                local=True,
                 notes=["extractive digest of the index: no llm call"],
-            )
+            ).measured(wall=clips / 200)  # 1.1 s for 240 clips (MEASURED_ON)
         spec = settings.spec(self.role)
         per_caption = 100 if settings.spec("captioner").startswith("perception:") else 250
         captions = clips * per_caption

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from vidagent.exceptions import NoAudioError
-from vidagent.ingest.base import IngestContext, Stage, StageEstimate, cpu_wall
+from vidagent.ingest.base import IngestContext, Stage, StageEstimate
 from vidagent.library.schema import TranscriptSegment, spoken
 from vidagent.media import audio_spans, iter_audio
 from vidagent.models.base import TranscribeRequest
@@ -224,8 +224,7 @@ class Transcribe(Stage):
         search = min(self.search_seconds, self.window_seconds / 4)
         est.calls = max(1, math.ceil((info.duration - search) / self.window_seconds))
         if spec in CPU_PER_SECOND:
-            est.seconds = cpu_wall(0.5 + info.duration * CPU_PER_SECOND[spec])  # 0.5: the load
-            est.local = True
+            est.measured(0.5 + info.duration * CPU_PER_SECOND[spec])  # 0.5: the load
         else:
             est.notes.append(f"no measured speed for {spec}")
         return est

@@ -603,7 +603,7 @@ class _Reader:
         """
         ctx = self.stream.codec_context
         margin = _SKIP_MARGIN_FRAMES * self.frame_period
-        skipping, bad, decoded = False, 0, False
+        skipping, bad, lead_in = False, 0, True
         try:
             for packet in self.container.demux(self.stream):
                 if self.skip_nonref:
@@ -617,17 +617,18 @@ class _Reader:
                     if far != skipping:
                         ctx.skip_frame = "NONREF" if far else "DEFAULT"
                         skipping = far
+                lead_in = lead_in and not packet.is_keyframe
                 try:
                     frames = packet.decode()
                 except av.error.InvalidDataError:
-                    if lead_in_rejected(packet.is_keyframe, decoded):
+                    if lead_in_rejected(packet.is_keyframe, lead_in):
                         continue  # a cut before the first keyframe: no damage to count
                     bad += 1
                     if bad > _MAX_BAD_PACKETS:
                         raise
                     continue
                 for frame in frames:
-                    decoded = True
+                    lead_in = False
                     yield self._frame_time(frame), frame
         except av.error.FFmpegError as exc:
             raise CorruptMediaError(self.info.path, f"decoding failed ({exc.strerror})") from exc

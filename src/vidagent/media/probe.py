@@ -301,35 +301,41 @@ def _first_frame(
     Packets before the first keyframe that the decoder rejects are passed over
     (:func:`lead_in_rejected`): a stream cut before its keyframe starts where a player starts,
     at that keyframe."""
-    frame = None
+    frame, lead_in, passed = None, True, 0
     try:
-        for packet in container.demux(video):
+        for packet in container.demux(video):  # its last, empty packet flushes the decoder
+            lead_in = lead_in and not packet.is_keyframe
             try:
                 frames = packet.decode()
             except av.error.InvalidDataError:
-                if lead_in_rejected(packet.is_keyframe, decoded=False):
+                if lead_in_rejected(packet.is_keyframe, lead_in):
+                    passed += 1
                     continue
                 raise
             if frames:
                 frame = frames[0]
                 break
-        else:
-            frame = next(iter(video.codec_context.decode(None)), None)  # the decoder's delay
     except av.error.FFmpegError as exc:
         raise CorruptMediaError(path, f"first frame cannot be decoded ({exc.strerror})") from exc
+    if frame is None and passed:
+        raise CorruptMediaError(
+            path, f"cut before a keyframe, and none follows: {passed} pictures, none decodable"
+        )
     if frame is None:
         raise EmptyMediaError(path, "no decodable video frame")
     start = float(frame.time) if frame.time is not None else _stream_start(video)
     return start, _rotation(frame.rotation, video.metadata), (frame.width, frame.height)
 
 
-def lead_in_rejected(keyframe: bool, decoded: bool) -> bool:
+def lead_in_rejected(keyframe: bool, lead_in: bool) -> bool:
     """Whether a packet the decoder rejected is the lead-in of a stream cut before its first
-    keyframe: no frame decoded yet, and not a keyframe itself. Such a file (a recording or a
-    transport stream cut anywhere but at a keyframe) holds pictures whose parameter sets and
-    references went with the cut; H.264 rejects each until the next keyframe brings them, and
-    a player starts there. The media API's ``t = 0`` is then that keyframe's frame."""
-    return not decoded and not keyframe
+    keyframe: ``lead_in`` (no keyframe demuxed and no frame decoded yet in this pass), and not
+    a keyframe itself. Such a file (a recording or a transport stream cut anywhere but at a
+    keyframe) holds pictures whose parameter sets and references went with the cut; H.264
+    rejects each until the next keyframe brings them, and a player starts there. The media
+    API's ``t = 0`` is then that keyframe's frame. A rejected keyframe, or a picture after one,
+    is damage."""
+    return lead_in and not keyframe
 
 
 def time_base(stream: av.stream.Stream) -> Fraction:
