@@ -26,7 +26,8 @@ The ratio is process CPU seconds (every thread's, :func:`time.process_time`) ove
 CPU seconds of the same work (:attr:`~vidagent.ingest.base.StageEstimate.cpu_seconds`: CPU
 figures as measured, wall figures as CPU seconds of one core), neither depending on how many
 cores this process may use; so neither does the speed, and a busy machine (where the wall time
-grows but the work does not) does not teach a slower CPU. The runs are averaged weighted by
+grows but the work hardly does) teaches a slower CPU far less than wall time would (shared
+caches and a core's other hyperthread still slow the work itself). The runs are averaged weighted by
 their estimated work, each older run counting half as much at every new one (:data:`DECAY`),
 so an upgrade of a model or of the machine shows within a few runs. They are kept per CPU
 (model name, family and model number, and the vector extensions the models' kernels choose
