@@ -48,6 +48,7 @@ def test_no_run_means_the_reference_figures(tmp_path: Path) -> None:
 def test_runs_are_averaged_by_their_work_the_older_counting_half(tmp_path: Path) -> None:
     config = settings_at(tmp_path)
     assert speed.learn(config, speed.MIN_CPU_SECONDS - 1, 100.0) is None  # too small to say
+    assert speed.learn(config, 100.0, 10_000.0) is None  # 100x: not a CPU's speed
     assert not (tmp_path / speed.FILE).exists()
     first = speed.learn(config, 100.0, 150.0)
     assert first is not None and (first.factor, first.runs) == (1.5, 1)

@@ -154,7 +154,9 @@ def learn(settings: Settings, estimated_cpu: float, used_cpu: float) -> Speed | 
     """Fold one complete run into this CPU's speed and store it; None when the run is too
     small to say (:data:`MIN_CPU_SECONDS`), its ratio is not a CPU's (:data:`RATIOS`), or
     nothing could be stored (a read-only home)."""
-    if estimated_cpu < MIN_CPU_SECONDS or not RATIOS[0] <= used_cpu / estimated_cpu <= RATIOS[1]:
+    if estimated_cpu <= 0 or estimated_cpu < MIN_CPU_SECONDS:
+        return None
+    if not RATIOS[0] <= used_cpu / estimated_cpu <= RATIOS[1]:
         return None
     key = cpu_key()
     path = settings.home / FILE
