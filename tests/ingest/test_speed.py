@@ -116,6 +116,19 @@ def test_runs_beside_each_other_in_one_process_are_not_alone() -> None:
         assert not runs.alone(a) and not runs.alone(b)
     with runs.run() as again:
         assert runs.alone(again)
+    runs.beside_others()  # a worker of --jobs or Ray: other processes contend for the cores
+    with runs.run() as worker:
+        assert not runs.alone(worker)
+
+
+def test_an_index_worker_teaches_no_speed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vidagent.app.executors.workers import IndexWorker
+
+    fresh = speed.Overlap()
+    monkeypatch.setattr(speed, "RUNS", fresh)
+    IndexWorker(settings_at(tmp_path), str(tmp_path / "library")).close()
+    with fresh.run() as run:
+        assert not fresh.alone(run)
 
 
 def test_the_dry_run_scales_the_offline_stages_only(tmp_path: Path, small_video: Path) -> None:

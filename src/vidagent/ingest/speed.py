@@ -20,7 +20,9 @@ What counts as a measurement (:func:`~vidagent.ingest.pipeline.index_path` decid
 - at least :data:`MIN_CPU_SECONDS` of estimated CPU work, so that the fixed costs (loading the
   models, the commits) do not decide the ratio, and a ratio in :data:`RATIOS`;
 - nothing else ran in this process at the same time: another ``index_path``, or a question
-  (:data:`RUNS`; a server indexing an upload while answering would count both).
+  (:data:`RUNS`; a server indexing an upload while answering would count both); and the
+  process is not one of several workers indexing at once (``--jobs``, Ray), which contend for
+  the cores.
 
 The ratio is process CPU seconds (every thread's, :func:`time.process_time`) over the reference
 CPU seconds of the same work (:attr:`~vidagent.ingest.base.StageEstimate.cpu_seconds`: CPU
@@ -88,7 +90,8 @@ class Speed:
         if not self.runs:
             return (
                 f"offline stages timed as on {MEASURED_ON} (no run measured on this CPU yet; "
-                "the first complete index run of a video of a few minutes or more measures it)"
+                "the first complete offline index of about 4 minutes of video or more, run "
+                "without --jobs, measures it)"
             )
         runs = "1 run" if self.runs == 1 else f"{self.runs} runs"
         return (
@@ -187,12 +190,20 @@ def learn(settings: Settings, estimated_cpu: float, used_cpu: float) -> Speed | 
 
 class Overlap:
     """Which ``index_path`` runs of this process ran alone (:meth:`alone`): a run that had
-    another beside it, at any moment, is not learned from."""
+    another beside it, at any moment, is not learned from; nor is any run of a process that
+    shares its machine with others doing the same work (:meth:`beside_others`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._running: dict[int, bool] = {}  # run token -> overlapped so far
         self._next = 0
+        self._shared = False
+
+    def beside_others(self) -> None:
+        """Mark this process as one of several working at once (a worker of ``--jobs`` or of
+        a Ray cluster): two index processes on 2 cores taught 1.44x where one alone taught
+        1.14x for the same 5-minute video, the contention counted as the CPU's slowness."""
+        self._shared = True
 
     @contextlib.contextmanager
     def run(self) -> Iterator[int]:
@@ -210,7 +221,7 @@ class Overlap:
 
     def alone(self, token: int) -> bool:
         with self._lock:
-            return not self._running.get(token, True)
+            return not self._shared and not self._running.get(token, True)
 
 
 #: This process's runs (:func:`~vidagent.ingest.pipeline.index_path` enters it).

@@ -74,8 +74,11 @@ class IndexWorker:
         rates: Mapping[str, float] | None = None,
         tally: Callable[[int], Any] | None = None,
     ) -> None:
+        from vidagent.ingest.speed import RUNS
+
         self.session = worker_session(settings, library, gate, rates or {})
         self._tally = tally
+        RUNS.beside_others()  # its runs contend with the other workers': they teach no speed
 
     def pid(self) -> int:
         return os.getpid()
