@@ -251,7 +251,7 @@ def index(
     named as `ask` names one (id, id prefix, file name), to index its file again.
 
     Stages: structure (probe, thumbnails, shots, clips), transcribe, read_text, detect,
-    caption, embed, summarize; embed_frames and graph (AVI's entity graph) when named, graph
+    speakers, caption, embed, summarize; embed_frames and graph (AVI's entity graph) when named, graph
     also by default with an llm other than the embedded SmolLM2. Rerunning finishes
     interrupted work without repeating it.
     A bad file gets a one-line error; the others are still indexed and the exit code is 1.
