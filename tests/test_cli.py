@@ -226,7 +226,10 @@ def test_dry_run_counts_only_what_an_indexed_video_still_owes(
     small_video: Path, _isolated_home: Path, fake_env: dict[str, str]
 ) -> None:
     # it estimated the whole job again for a video indexed before, and the run then did nothing
-    assert vidagent("index", str(small_video), home=_isolated_home, env=fake_env).returncode == 0
+    ran = vidagent("index", str(small_video), home=_isolated_home, env=fake_env)
+    assert ran.returncode == 0, ran.stderr
+    (detect,) = [line for line in ran.stdout.splitlines() if line.strip().startswith("detect ")]
+    assert "[at once]" in detect and "their seconds overlap" in ran.stdout
     dry = ("index", str(small_video), "--dry-run", "--json")
     plan = json.loads(vidagent(*dry, home=_isolated_home, env=fake_env).stdout)
     owed = {

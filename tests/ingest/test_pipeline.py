@@ -191,6 +191,8 @@ def test_independent_stages_run_at_once_while_the_embedder_loads(
     assert result.structure is not None
     added = result.structure.seconds + sum(r.seconds for r in result.stages)
     assert result.seconds < added - 0.2
+    # and the runs say which overlapped (the command line marks them "[at once]")
+    assert {r.stage for r in result.stages if r.at_once} >= {"transcribe", "read_text", "detect"}
 
 
 def test_without_overlap_the_stages_run_one_after_another(
@@ -207,6 +209,7 @@ def test_without_overlap_the_stages_run_one_after_another(
     result = index_path(small_video, library=lib, settings=settings, models=models, overlap=False)
     assert result.error is None
     assert order == sorted(order, key=["asr", "ocr", "detector"].index)  # never interleaved
+    assert not any(r.at_once for r in result.stages)
 
 
 def test_a_stop_asked_for_between_clips_keeps_what_finished_and_the_rerun_does_the_rest(

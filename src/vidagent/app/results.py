@@ -116,7 +116,12 @@ class IndexReport:
             "thumbnail_bytes": s.thumbnail_bytes,
             "reused": s.reused,
             "stages": {
-                r.stage: {"clips": r.clips, "seconds": round(r.seconds, 3), "note": r.note}
+                r.stage: {
+                    "clips": r.clips,
+                    "seconds": round(r.seconds, 3),
+                    "note": r.note,
+                    "at_once": r.at_once,
+                }
                 for r in self.result.stages
             },
             "seconds": round(self.result.seconds, 3),

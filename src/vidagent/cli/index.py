@@ -345,9 +345,12 @@ def _print_result(report: IndexReport) -> None:
     )
     for run in result.stages:
         done = f"{run.clips} clips" if run.clips else "up to date"
+        at_once = "  [at once]" if run.at_once else ""
         click.echo(
-            f"  {run.stage:<12} {done:<12} {run.seconds:6.1f} s{'  (' + run.note + ')' if run.note else ''}"
+            f"  {run.stage:<12} {done:<12} {run.seconds:6.1f} s{at_once}{'  (' + run.note + ')' if run.note else ''}"
         )
+    if any(run.at_once for run in result.stages):
+        click.echo("  [at once]: stages that ran side by side; their seconds overlap")
     if report.speech:
         click.echo(f"  speech       {shorten(report.speech, 160)}")
     if report.on_screen or report.on_screen_hidden:

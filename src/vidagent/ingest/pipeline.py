@@ -128,8 +128,12 @@ def make_stage(name: str, **options: Any) -> Stage:
 class StageRun:
     stage: str
     clips: int
+    #: wall seconds from its start to its end
     seconds: float
     note: str = ""
+    #: it ran at the same time as another stage (:data:`INDEPENDENT`, :data:`BESIDE`): its
+    #: seconds overlap theirs, and the run's wall time is less than their sum
+    at_once: bool = False
 
 
 @dataclass
@@ -380,6 +384,8 @@ def _index_path(
                 if beside is not None and stages[i] in BESIDE and i + 1 < len(stages):
                     own_ctx = dataclasses.replace(alone)  # run_stage rebinds its video
                     aside.append((len(result.stages), beside.submit(run, staged[i], own_ctx)))
+                elif any(not f.done() for _, f in aside):  # beside a stage still running
+                    record(dataclasses.replace(run(staged[i], alone), at_once=True))
                 else:
                     record(run(staged[i], alone))
                     ctx.video = alone.video
@@ -400,7 +406,7 @@ def _index_path(
                 warm_stages = [pool.submit(stage.warm, ctx) for stage in staged[j:]]
                 try:
                     for future in runs:
-                        record(_heard(future))
+                        record(dataclasses.replace(_heard(future), at_once=True))
                 except (KeyboardInterrupt, SystemExit):
                     halt.set()  # before leaving the pool waits for its stages
                     raise
@@ -410,7 +416,11 @@ def _index_path(
             ctx.video = library.get_video(ctx.video.video_id)  # with their stage entries
             i = j
         for k, (at, future) in enumerate(aside):  # in stage order, at their places
-            result.stages.insert(at + k, _heard(future))
+            ran = _heard(future)
+            after = result.stages[at + k :]  # those that started while it ran are at once
+            result.stages.insert(
+                at + k, dataclasses.replace(ran, at_once=any(r.at_once for r in after))
+            )
         if aside and on_stage is not None:
             for told in result.stages[aside[0][0] :]:
                 on_stage(told)
