@@ -187,6 +187,22 @@ def test_nothing_to_read_is_a_clear_error(args: list[str], _isolated_home: Path)
     assert out.returncode != 0 and out.stderr.strip() and "Traceback" not in out.stderr
 
 
+@pytest.mark.parametrize(
+    ("stages", "says"),
+    [
+        ("", "no stage named"),  # `--stages "$UNSET"` ran every default stage
+        (" , ", "no stage named"),
+        ("transcribe,nope", "unknown stage(s) nope; stages: structure, transcribe"),
+    ],
+)
+def test_a_stage_list_naming_nothing_known_is_refused(
+    stages: str, says: str, small_video: Path, _isolated_home: Path
+) -> None:
+    out = vidagent("index", str(small_video), "--stages", stages, home=_isolated_home)
+    assert out.returncode == 2 and says in out.stderr, out.stderr
+    assert not (_isolated_home / "library").exists()
+
+
 def test_dry_run_spends_nothing_and_prices_the_vlm(small_video: Path, _isolated_home: Path) -> None:
     env = {
         "VIDAGENT_VLM": "openai:gpt-4o-mini",
