@@ -88,6 +88,19 @@ def test_a_stage_that_asks_late_still_shares_the_pass() -> None:
     assert source.passes == 1
 
 
+def test_a_stage_that_asks_after_the_other_ended_still_shares_the_pass() -> None:
+    # The pass was dropped when its one reader finished it, so the stage that began sampling
+    # later decoded the whole video again (a stage slow to start on a loaded machine).
+    share, source = FrameShare(hold=4), Source(3)
+    early, late = share.ticket(), share.ticket()
+    assert list(early.iterate("k", source)) == [0, 1, 2]
+    early.close()
+    assert list(late.iterate("k", source)) == [0, 1, 2]
+    late.close()
+    assert source.passes == 1
+    assert not share._passes  # let go once no stage may join
+
+
 def test_a_fast_stage_waits_for_a_slow_one_within_the_hold() -> None:
     share, source = FrameShare(hold=4), Source(50)
     slow_ticket, fast_ticket = share.ticket(), share.ticket()
@@ -111,6 +124,7 @@ def test_a_stage_that_samples_nothing_holds_nobody_up() -> None:
     idle.close()  # it ended without sampling
     thread.join(30)
     assert got == list(range(30))
+    assert not share._passes  # nothing kept once no stage may join
 
 
 def test_other_keys_are_other_passes() -> None:

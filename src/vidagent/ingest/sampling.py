@@ -203,7 +203,8 @@ class FrameShare:
 
     A stage joins a pass while none of its items has been dropped. While some ticket has
     neither sampled nor closed, a pass keeps its first items for it, at most
-    :data:`HOLD_ITEMS`, and its consumers wait there; otherwise items are dropped once every
+    :data:`HOLD_ITEMS`, and its consumers wait there (a pass its readers finished stays for
+    it too, until it joins or closes); otherwise items are dropped once every
     consumer of the pass has read them, and a consumer never runs more than
     :data:`HOLD_ITEMS` ahead of the slowest other one. So memory stays bounded however far one
     stage outpaces the other, and a stage that samples other frames, or none, holds nobody up
@@ -266,13 +267,26 @@ class FrameShare:
         finally:
             with self._cond:
                 run.leave(me, self._out > 0)
-                idle = run.idle
+                # A pass all its consumers left stays while a stage may still join it (the
+                # first items kept for it): one that finished it before the other began
+                # sampling made that one decode the whole video again, under load.
+                idle = run.idle and not self._out
                 if idle and self._passes.get(key) is run:
                     del self._passes[key]
                 self._cond.notify_all()
-            close = getattr(run.source, "close", None)
-            if idle and not run.done and close is not None:
-                close()  # every consumer stopped early: stop decoding
+            if idle:
+                _close(run)
+
+    def _let_go(self) -> None:
+        """Drop the passes nobody reads once no stage may join them any more (the last
+        ticket settled), and stop their decoding."""
+        with self._cond:
+            if self._out:
+                return
+            idle = [key for key, run in self._passes.items() if run.idle]
+            gone = [self._passes.pop(key) for key in idle]
+        for run in gone:
+            _close(run)
 
     def _next(self, run: _Pass, me: int) -> tuple[Any, bool]:
         """(item, False) to yield, (None, True) to take the next one from the source, or
@@ -324,9 +338,17 @@ class FrameTicket:
         self._open.clear()
         with self.share._cond:
             self.share._settle(self)
+        self.share._let_go()
 
 
 _END = object()
+
+
+def _close(run: _Pass) -> None:
+    """Stop the decoding of a pass nobody reads any more, where it was stopped early."""
+    close = getattr(run.source, "close", None)
+    if not run.done and close is not None:
+        close()
 
 
 class _Pass:
