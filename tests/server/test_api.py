@@ -562,7 +562,7 @@ def test_errors_are_one_line_json_never_a_traceback(api: TestClient) -> None:
     assert r.status_code == 400 and r.json()["detail"].startswith("unknown stage(s) nope")
     assert "; stages: structure, transcribe, " in r.json()["detail"]
     r = api.post("/api/videos", json={"path": "clip.mp4", "stages": []})  # it ran structure alone
-    assert r.status_code == 400 and r.json()["detail"].startswith("stages is empty: name at")
+    assert r.status_code == 400 and r.json()["detail"].startswith("no stage named: name at")
 
     def broken() -> None:
         raise RuntimeError("secret internals")

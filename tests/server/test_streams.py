@@ -218,7 +218,7 @@ def test_a_watch_run_elsewhere_shows_its_alerts_from_the_library(
         ({"source": "x" * 300}, 400, "source: not a usable path"),
         ({"window": "soon"}, 400, "window: 'soon' is not a length"),
         ({"window": "99999999999999999999h"}, 400, "is longer than any recording"),
-        ({"stages": []}, 400, "stages is empty"),
+        ({"stages": []}, 400, "no stage named"),
         ({"keep": "-1h"}, 400, "keep:"),
         ({"alert_url": "file:///tmp/x"}, 400, "alert_url: give an http"),
         ({"stages": ["nope"]}, 400, "unknown stage(s) nope"),

@@ -32,10 +32,14 @@ def stage_names() -> tuple[str, ...]:
 
 def chosen_stages(names: Sequence[str]) -> tuple[str, ...]:
     """The stages ``names`` asks for, in pipeline order. ``structure`` may be named (it runs
-    first whatever is asked, so naming it alone asks for the cut alone); an unknown name is a
-    :class:`~vidagent.exceptions.ConfigError` listing the stages."""
+    first whatever is asked, so naming it alone asks for the cut alone); no name at all (an
+    unset variable, an empty list: they ran the defaults, or the cut alone) or an unknown one
+    is a :class:`~vidagent.exceptions.ConfigError`."""
     known = stage_names()
-    chosen = {name.strip() for name in names if name.strip()} - {"structure"}
+    named = {name.strip() for name in names if name.strip()}
+    if not named:
+        raise ConfigError("no stage named: name at least one, or leave them out for the default")
+    chosen = named - {"structure"}
     unknown = sorted(chosen.difference(known))
     if unknown:
         raise ConfigError(
