@@ -38,7 +38,20 @@ def test_a_sentence_said_over_and_over_trips_the_long_unit_check() -> None:
     cut = next(n for n in range(1, len(reply) + 1) if guard.degenerate(reply[:n]))
     assert 3 + 160 <= cut < 3 + 14 * 13  # within a few repeats past 160 tokens, not at 507
     assert not RepetitionGuard().degenerate(reply[:100])
-    assert RepetitionGuard(span=128, longest_unit=16).long_unit == 64  # characters: 64
+    assert RepetitionGuard(span=128, longest_unit=16).long_unit == 128  # characters: 128
+
+
+def test_a_block_of_lines_written_five_times_trips_it_and_four_times_does_not() -> None:
+    # EEA's query prompt answered by SmolLM2: "[" and a line of the prompt over and over, a
+    # unit of 33 tokens, to the 1,024-token cap (the test suite's run, 53 s of decoding).
+    block = list(range(1000, 1033))
+    start = list(range(48))
+    guard = RepetitionGuard()
+    assert not guard.degenerate(start + block * 4 + block[:-1])  # 4 times: a refrain
+    reply = start + block * 30
+    cut = next(n for n in range(1, len(reply) + 1) if guard.degenerate(reply[:n]))
+    assert cut == 48 + 5 * 33  # the fifth time it is written, not at 1,038
+    assert not RepetitionGuard().degenerate(start + list(range(2000, 2065)) * 4)  # 65: too long
 
 
 def test_fed_piece_by_piece_it_trips_as_soon_as_the_tail_is_degenerate() -> None:
@@ -57,7 +70,7 @@ def test_units_must_fit_the_span_twice() -> None:
     with pytest.raises(ValueError, match="longest_unit"):
         RepetitionGuard(span=10, longest_unit=6)
     with pytest.raises(ValueError, match="long_unit"):
-        RepetitionGuard(long_span=100, long_unit=60)
+        RepetitionGuard(long_unit=4)
 
 
 @pytest.mark.models
@@ -93,3 +106,43 @@ def test_smollm2_looping_inside_a_json_plan_is_cut_long_before_the_cap() -> None
         assert "plan" in json.loads(ordinary.text)
     finally:
         llm.close()
+
+
+@pytest.mark.models
+@pytest.mark.skipif(not module_available("llama_cpp"), reason="vidagent[llm] not installed")
+def test_smollm2_repeating_a_line_of_eea_s_query_prompt_is_cut_long_before_the_cap() -> None:
+    from vidagent.models.base import ChatRequest, Message
+    from vidagent.models.llamacpp import LlamaCppAdapter
+    from vidagent.prompts import load_prompt
+
+    prompt = (
+        load_prompt("eea_query_discovery")
+        .strip()
+        .replace("{question}", "What text appears on the wall?")
+        .replace("{options}", "(A) BYE\n(B) HELLO VIDAGENT")
+    )
+    # One thread: the same greedy path whatever the machine's load.
+    llm = LlamaCppAdapter("smollm2-135m", {"n_ctx": "2048", "n_threads": "1"})
+    try:
+        reply = llm.chat(
+            ChatRequest(
+                messages=(Message("user", prompt),),
+                # EEA's schema of queries: the loop is written inside the array's first string
+                response_schema={
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "minItems": 1,
+                    "maxItems": 5,
+                },
+                max_tokens=1024,
+                temperature=0.0,
+            )
+        )
+    finally:
+        llm.close()
+    # "Produce short text queries for a video with a specific title and description." and
+    # its like, 17 to 20 tokens a line: cut within a few hundred tokens (before: at 1,024, as
+    # the llama.cpp adapter showed the guard only the last 64 tokens)
+    assert reply.finish_reason == FINISH_REASON
+    assert reply.usage.output_tokens < 300
+    assert reply.text.startswith('[ "') and "Produce short text queries" in reply.text

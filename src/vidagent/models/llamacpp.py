@@ -124,7 +124,7 @@ class _Cut:
 
     def __call__(self, input_ids: Any, logits: Any) -> bool:
         self.calls += 1
-        seen = min(self.calls - 1, self.guard.span)
+        seen = min(self.calls - 1, self.guard.window)
         return seen >= self.guard.span and self.guard.degenerate(input_ids[-seen:].tolist())
 
 

@@ -12,27 +12,31 @@ cut this way ends with ``finish_reason`` :data:`FINISH_REASON`, and its text is 
 generated up to the cut.
 
 A sentence said over and over (``She finds online. And the writer who stories use ideas and.``,
-14 tokens, written to the cap inside a JSON string) is a longer unit: the tail of
-:attr:`~RepetitionGuard.long_span` items (2.5 spans: 160 tokens, 320 characters) periodic with
-a period of at most :attr:`~RepetitionGuard.long_unit` items (4 units: 32 tokens, 64
-characters) is cut too, so such a unit has been written at least 5 times.
+14 tokens, written to the cap inside a JSON string) is a longer unit, and so is a block of
+lines (EEA's query prompt answered with ``[`` and then the prompt's own lines, 33 tokens, to the
+1,024-token cap): a unit longer than the short ones and of at most
+:attr:`~RepetitionGuard.long_unit` items (8 units: 64 tokens, 128 characters) is cut once it
+has been written :data:`LONG_REPEATS` (5) times in a row, and the repeats fill at least
+:attr:`~RepetitionGuard.long_span` items (2.5 spans: 160 tokens, 320 characters).
 
 Thresholds are set so that text a user could want is never cut: a markdown table's rule of 20
 dashes, a list of a dozen equal numbers or an indented block stays well below 64 tokens of one
-short unit, and a sentence or a table row said 4 times below 160 tokens of one long unit;
+short unit, and a sentence, a table row or a paragraph said 4 times is not cut at all;
 anything longer is a loop the model does not leave on its own (greedy decoding never does;
 sampled decoding rarely, and then late).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["FINISH_REASON", "RepetitionGuard"]
+__all__ = ["FINISH_REASON", "LONG_REPEATS", "RepetitionGuard"]
 
 #: ``ChatResponse.finish_reason`` of a reply cut by a :class:`RepetitionGuard`.
 FINISH_REASON = "repetition"
+#: How many times in a row a long unit is written before it is cut.
+LONG_REPEATS = 5
 
 
 @dataclass
@@ -46,7 +50,8 @@ class RepetitionGuard:
 
     span: int = 64
     longest_unit: int = 8
-    #: The tail and the longest unit of the check for long units; 0: 2.5 spans, 4 units.
+    #: The shortest tail and the longest unit of the check for long units; 0: 2.5 spans and
+    #: 8 short units.
     long_span: int = 0
     long_unit: int = 0
     tripped: bool = False
@@ -56,14 +61,18 @@ class RepetitionGuard:
         if not 1 <= self.longest_unit <= self.span // 2:
             raise ValueError("longest_unit must be between 1 and half the span")
         self.long_span = self.long_span or self.span * 5 // 2
-        self.long_unit = self.long_unit or self.longest_unit * 4
-        if not self.longest_unit <= self.long_unit <= self.long_span // 2:
-            raise ValueError("long_unit must be between longest_unit and half the long span")
+        self.long_unit = self.long_unit or self.longest_unit * 8
+        if self.long_unit < self.longest_unit:
+            raise ValueError("long_unit must be at least longest_unit")
 
     def degenerate(self, items: Sequence[Hashable]) -> bool:
         """Whether ``items`` (a whole reply so far) ends in a repeated unit."""
-        if _periodic(items, self.span, 1, self.longest_unit) or _periodic(
-            items, self.long_span, self.longest_unit + 1, self.long_unit
+        short = _periodic(items, 1, self.longest_unit, lambda _unit: self.span)
+        if short or _periodic(
+            items,
+            self.longest_unit + 1,
+            self.long_unit,
+            lambda unit: max(self.long_span, LONG_REPEATS * unit),
         ):
             self.tripped = True
             return True
@@ -71,18 +80,28 @@ class RepetitionGuard:
 
     def add(self, items: Sequence[Hashable]) -> bool:
         """Append the next ``items`` (tokens, or the characters of a text delta) and say whether
-        the reply so far is degenerate; keeps only the last ``long_span`` items."""
+        the reply so far is degenerate; keeps only the items the checks can look at."""
         self._items.extend(items)
-        del self._items[: -max(self.span, self.long_span)]
+        del self._items[: -self.window]
         return self.degenerate(self._items)
 
+    @property
+    def window(self) -> int:
+        """The most items of a reply's end the checks look at."""
+        return max(self.span, self.long_span, LONG_REPEATS * self.long_unit)
 
-def _periodic(items: Sequence[Hashable], span: int, shortest: int, longest: int) -> bool:
-    """Whether the last ``span`` of ``items`` repeat with a period in [shortest, longest]."""
-    if len(items) < span:
-        return False
-    tail = items[-span:]
-    return any(
-        all(tail[i] == tail[i - unit] for i in range(unit, span))
-        for unit in range(shortest, longest + 1)
-    )
+
+def _periodic(
+    items: Sequence[Hashable], shortest: int, longest: int, tail: Callable[[int], int]
+) -> bool:
+    """Whether the last ``tail(unit)`` of ``items`` repeat with a period of ``unit`` items,
+    for a unit in [shortest, longest]. The tail is compared from its end, where a reply that
+    is not looping differs first."""
+    end = len(items)
+    for unit in range(shortest, longest + 1):
+        span = tail(unit)
+        if end >= span and all(
+            items[i] == items[i - unit] for i in range(end - 1, end - span + unit - 1, -1)
+        ):
+            return True
+    return False

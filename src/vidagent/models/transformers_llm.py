@@ -274,7 +274,7 @@ class _Cut:
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
         import torch
 
-        reply = input_ids[0, self.start :].tolist()
+        reply = input_ids[0, max(self.start, input_ids.shape[1] - self.guard.window) :].tolist()
         return torch.tensor([self.guard.degenerate(reply)], device=input_ids.device)
 
 
