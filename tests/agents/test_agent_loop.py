@@ -155,6 +155,29 @@ def test_format_retries_run_out_then_a_final_answer_is_forced(indexed: Any) -> N
     assert llm.requests[-1].messages[-1].text == "Answer now with the option letter only."
 
 
+@pytest.mark.parametrize("schema", [True, False])
+def test_a_forced_answer_keeps_the_last_turn_s_prompt_for_a_schema_bound_model(
+    indexed: Any, schema: bool
+) -> None:
+    """A model whose reply the answer's schema binds (a local model's grammar) gets the last
+    turn's messages unchanged, protocol included, with the final prompt after them: a local
+    model evaluates only what followed its turn. One that takes no schema gets the history
+    without the protocol, whose form of reply (an action) the answer does not take."""
+    caps = dataclasses.replace(JSON_ONLY, supports_json_schema=schema)
+    search = action("clip_search", event_description="text")
+    llm = FakeAdapter.scripted([search, search, '{"answer": "B"}'], capabilities=caps)
+    answer = run(indexed, llm, budget=Budget(steps=2))
+    assert (answer.letter, answer.forced, answer.reason) == ("B", True, "max_steps")
+    turn, final = llm.requests[1].messages, llm.requests[2].messages
+    assert "You can call these functions:" in turn[0].text
+    assert final[-1].text == "Answer now with the option letter only."
+    if schema:
+        assert final[: len(turn)] == turn  # the same prefix, token for token
+    else:
+        assert "You can call these functions:" not in final[0].text
+        assert final[1 : len(turn)] == turn[1:]
+
+
 def test_unknown_tool_and_bad_arguments_come_back_as_observations(indexed: Any) -> None:
     llm = FakeAdapter.scripted(
         [

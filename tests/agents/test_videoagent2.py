@@ -757,13 +757,16 @@ def test_smollm2_drives_videoagent2(indexed: Indexed, tmp_path: Path) -> None:
         settings=settings,
         library=library,
         trace=tmp_path / "trace.jsonl",
-        max_assessments=2,
+        # one plan and one assessment of it: each further round sends the history again with
+        # the memory bank rewritten early in it (about 2,500 tokens evaluated anew, 20 s on a
+        # core); the rounds' loop is tested with scripted models above
+        max_assessments=1,
         context="index",
     )
     trace = answer.trace
     assert trace is not None and trace.of(RunStarted)[0].settings["protocol"] == "json"
     assessed = [p.data for p in trace.of(PhaseChanged) if p.phase == "assess"]
-    assert 1 <= len(assessed) <= 2 and all(0 <= a["confidence"] <= 5 for a in assessed)
+    assert len(assessed) == 1 and 0 <= assessed[0]["confidence"] <= 5
     # well formed: a parsed answer names one option; an unparsable one says so, never guesses
     assert answer.parsed == (answer.choice is not None)
     assert answer.confidence is not None and 0 <= answer.confidence <= 1

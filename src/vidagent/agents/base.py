@@ -74,7 +74,6 @@ from vidagent.agents.types import (
 )
 from vidagent.budget import Budget, BudgetExceeded, Meter, Stopped
 from vidagent.exceptions import ConfigError, EndpointUnreachable, LibraryError, ProviderError
-from vidagent.models.base import Message
 from vidagent.models.client import CallRecord, UsageLedger
 from vidagent.roles import ROLES
 from vidagent.tools.index import IndexView
@@ -377,7 +376,7 @@ class Agent:
     def force_answer(self, run: Run, reason: str, note: str = "") -> Answer:
         """One last call without tools asking for the answer (allowed past every budget)."""
         prompt = self.final_prompt_choice if run.question.options else self.final_prompt
-        messages = [*run.request_messages(), Message("user", prompt)]
+        messages = run.final_messages(prompt)
         schema = final_answer_schema() if self.mode() == "json" else None
         if schema is not None and run.question.options and run.question.task == "answer":
             # The grammar allows exactly what the prompt asks for: one option's letter.

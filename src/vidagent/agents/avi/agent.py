@@ -379,7 +379,7 @@ class AVIAgent(Agent):
             if reason != "answered"
             else "Give your final answer now, starting with `**Answer:**`."
         )
-        messages = [*run.request_messages(), Message("user", prompt)]
+        messages = run.final_messages(prompt)
         schema = final_answer_schema() if self.mode() == "json" else None
         text = run.chat(messages, schema, check=False)
         if schema is not None:
