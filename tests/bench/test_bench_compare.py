@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from benchkit import hub, make_lvbench, settings_with
 from clirun import vidagent
-from scipy import stats
 
 from vidagent.app.benchmarks import RunConfig, run_benchmark
 from vidagent.bench.compare import (
@@ -26,6 +25,8 @@ from vidagent.models.base import ChatRequest
 from vidagent.models.fake import FakeAdapter
 
 pytest.importorskip("statsmodels", reason="the McNemar test needs the bench extra")
+# SciPy's stats is imported by the tests that use it: at the top it took 0.5 CPU-s of the
+# collection in every test worker.
 
 OPTIONS = "\n(A) a cat\n(B) a dog\n(C) a car\n(D) a tree"
 #: (uid, video key, categories, answer, run B's answer); run A answers B to every question.
@@ -92,6 +93,7 @@ def _edit_rows(run: Path, edit: object) -> None:
 def test_mcnemar_is_the_exact_binomial_test_on_the_discordant_pairs(
     a_only: int, b_only: int
 ) -> None:
+    from scipy import stats
     from statsmodels.stats.contingency_tables import mcnemar
 
     expected = stats.binomtest(a_only, a_only + b_only, 0.5).pvalue
@@ -107,6 +109,8 @@ def test_mcnemar_by_hand_on_one_table() -> None:
 
 
 def test_mean_difference_is_scipys_paired_bootstrap() -> None:
+    from scipy import stats
+
     rng = np.random.default_rng(3)
     a = rng.normal(10, 2, 60)
     b = a + rng.normal(1.5, 1, 60)  # B costs 1.5 more per question, paired
@@ -125,6 +129,8 @@ def test_mean_difference_is_scipys_paired_bootstrap() -> None:
 
 
 def test_the_accuracy_interval_resamples_pairs_as_scipys_paired_bootstrap() -> None:
+    from scipy import stats
+
     rng = np.random.default_rng(1)
     a = (rng.random(80) < 0.5).astype(float)  # (80,) right or wrong, run A
     b = (rng.random(80) < 0.65).astype(float)  # (80,) run B on the same questions
@@ -184,6 +190,8 @@ def test_newcombes_interval_covers_the_true_difference_as_it_says() -> None:
 def test_compare_pairs_the_questions_both_answered_and_says_what_it_left_out(
     runs: tuple[Path, Path],
 ) -> None:
+    from scipy import stats
+
     c = compare_runs(*runs, resamples=500)
     assert c.left_out == {
         "no row in run A (not run, or its video missing)": 1,

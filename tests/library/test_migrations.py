@@ -15,18 +15,20 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import lancedb
 import pyarrow as pa
 import pytest
 
 from vidagent.library import ClipRow, Library
 from vidagent.library import manifest as manifest_mod
+from vidagent.library.lance import import_lancedb
 from vidagent.library.schema import (
     CLIPS_SCHEMA,
     TRANSCRIPT_SCHEMA,
     VIDEOS_SCHEMA,
     TranscriptSegment,
 )
+
+lancedb = import_lancedb()  # as the Library imports it: without the REST client's __init__
 
 # -- version 1, as vidagent 0.1 wrote it --------------------------------------------------------
 
