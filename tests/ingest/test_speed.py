@@ -61,23 +61,37 @@ def test_runs_are_averaged_by_their_work_the_older_counting_half(tmp_path: Path)
 
 
 @pytest.mark.parametrize(
-    "stored",
+    ("stored", "unread"),
     [
-        "{not json",
-        "[1, 2]",
-        json.dumps({speed.cpu_key(): {"factor": "fast", "runs": 1}}),
-        json.dumps({speed.cpu_key(): {"factor": 0.0, "runs": 3}}),
+        ("{not json", "not JSON"),
+        ("[1, 2]", "not a JSON object"),
+        (json.dumps({speed.cpu_key(): {"factor": "fast", "runs": 1}}), ""),
+        (json.dumps({speed.cpu_key(): {"factor": 0.0, "runs": 3}}), ""),
     ],
 )
 def test_a_file_that_says_nothing_usable_is_no_run_and_is_rewritten(
-    tmp_path: Path, stored: str
+    tmp_path: Path, stored: str, unread: str
 ) -> None:
     (tmp_path / speed.FILE).write_text(stored)
     config = settings_at(tmp_path)
-    assert speed.machine_speed(config).runs == 0
+    found = speed.machine_speed(config)
+    assert (found.runs, found.unread) == (0, unread)
+    if unread:  # the dry run says why it used the reference figures
+        assert f"{speed.FILE} in the home could not be read: {unread}" in found.basis()
+        assert found.to_json()["unread"] == unread
+    else:  # an entry for this CPU that is no ratio: as if none were kept
+        assert "no run measured on this CPU yet" in found.basis()
     learned = speed.learn(config, 100.0, 120.0)
     assert learned is not None and (learned.factor, learned.runs) == (1.2, 1)
     assert speed.machine_speed(config).factor == 1.2
+
+
+def test_a_folder_in_the_file_s_place_is_said_and_nothing_is_learned(tmp_path: Path) -> None:
+    (tmp_path / speed.FILE).mkdir()
+    config = settings_at(tmp_path)
+    assert speed.machine_speed(config).unread == "Is a directory"
+    assert speed.learn(config, 100.0, 120.0) is None  # nothing could be stored
+    assert (tmp_path / speed.FILE).is_dir()
 
 
 def test_only_measured_offline_work_is_learned_from() -> None:

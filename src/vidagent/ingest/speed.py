@@ -41,6 +41,7 @@ rewritten whole at the next run. Learning never fails a run: what goes wrong is 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import os
@@ -84,9 +85,16 @@ class Speed:
     #: when the last of them ended (ISO 8601, UTC), "" without runs
     last: str = ""
     cpu: str = ""
+    #: why the home's :data:`FILE` could not be read ("" when it could, or is not there)
+    unread: str = ""
 
     def basis(self) -> str:
         """One line saying where the offline stages' times come from."""
+        if self.unread:
+            return (
+                f"offline stages timed as on {MEASURED_ON} ({FILE} in the home could not be "
+                f"read: {self.unread}; the next complete offline run writes it anew)"
+            )
         if not self.runs:
             return (
                 f"offline stages timed as on {MEASURED_ON} (no run measured on this CPU yet; "
@@ -100,7 +108,8 @@ class Speed:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {"factor": self.factor, "runs": self.runs, "last": self.last, "cpu": self.cpu}
+        found = {"factor": self.factor, "runs": self.runs, "last": self.last, "cpu": self.cpu}
+        return found | ({"unread": self.unread} if self.unread else {})
 
 
 @functools.lru_cache(maxsize=4)
@@ -128,7 +137,8 @@ def cpu_key(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
 def machine_speed(settings: Settings) -> Speed:
     """This CPU's learned speed, or the reference figures' (``factor`` 1, ``runs`` 0)."""
     key = cpu_key()
-    return _entry(_read(settings.home / FILE), key)
+    book, unread = _read(settings.home / FILE)
+    return dataclasses.replace(_entry(book, key), unread=unread)
 
 
 def _entry(book: dict[str, Any], key: str) -> Speed:
@@ -164,7 +174,7 @@ def learn(settings: Settings, estimated_cpu: float, used_cpu: float) -> Speed | 
     key = cpu_key()
     path = settings.home / FILE
     with _LOCK, _locked(path):
-        book = _read(path)
+        book, _ = _read(path)  # one that cannot be read is written anew
         old = _entry(book, key)
         try:
             weight = float(book[key]["weight"]) * DECAY if old.runs else 0.0
@@ -249,12 +259,18 @@ def _locked(path: Path) -> Iterator[None]:
         held.close()  # releases the lock
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> tuple[dict[str, Any], str]:
+    """The runs kept in ``path``, and why they could not be read ("" if they could, or if
+    there is no file yet)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    except FileNotFoundError:
+        return {}, ""
+    except OSError as e:
+        return {}, e.strerror or type(e).__name__
+    except ValueError:
+        return {}, "not JSON"
+    return (data, "") if isinstance(data, dict) else ({}, "not a JSON object")
 
 
 def _write(path: Path, book: dict[str, Any]) -> None:
