@@ -163,6 +163,24 @@ def test_one_tool_call_per_iteration_and_no_tool_of_another_phase(indexed: Any) 
     assert len(llm.requests) == 5  # no llm call was made by the skipped global_explore_tool
 
 
+def test_a_forced_answer_after_a_stage_switch_is_not_sent_the_last_stage_s_tools(
+    indexed: Any,
+) -> None:
+    """The forced answer keeps the last turn's system prompt and protocol for a schema-bound
+    model (Run.final_messages), unless the strategy changed the system prompt since: a switch
+    on the last turn gives the perceive stage's prompt, which the retrieve stage's tool list
+    does not belong to."""
+    llm = FakeAdapter.scripted(
+        [action("stage_switch", "go", stage="perceive"), '{"answer": "B"}'],
+        capabilities=JSON_ONLY,
+    )
+    answer = ask(indexed, llm, max_llm_calls=1)
+    assert (answer.letter, answer.forced) == ("B", True)
+    assert stages(llm) == ["RETRIEVE", "PERCEIVE"]
+    final = llm.requests[-1].messages[0].text
+    assert "You can call these functions:" not in final and "clip_retrieve_tool(" not in final
+
+
 def test_ten_iterations_then_a_forced_answer_without_tools(indexed: Any) -> None:
     llm = FakeAdapter.scripted(
         [call("clip_retrieve_tool", query=f"text {i}") for i in range(10)] + ["**Answer:**B"]

@@ -670,7 +670,11 @@ def test_a_live_source_is_timed_as_read_and_its_restart_after_a_stop_goes_on_the
         kinds = [e["event"] for e in events]
         gave_up = next(k for k, e in enumerate(events) if "gave up" in e.get("reason", ""))
         assert kinds.count("source_down") == 1 and kinds.index("source_down") < gave_up
-        assert events[kinds.index("source_down")]["give_up_seconds"] == 2.0
+        down = events[kinds.index("source_down")]
+        assert down["give_up_seconds"] == 2.0
+        # the window read up to the drop was closed there: the next index is past it
+        read = [e["index"] for e in events if e["event"] == "window" and e["t1"] <= down["at"] + 1]
+        assert read and down["window"] == max(read) + 1, json.dumps(events)
         restarted = time.time() - (time.monotonic() - again.started)
         video = session.library.get_video(first.video_id)
     unwatched = [
@@ -753,6 +757,46 @@ def test_an_alert_fires_on_a_phrase_spoken_in_a_window(tmp_path: Path) -> None:
     assert alert.text == "roof repairs" and alert.source == "speech"
     assert 9.0 <= alert.t0 <= 13.0, alert
     assert "roof repairs" in alert.quote.lower()
+
+
+@pytest.mark.parametrize(("resumed_at", "heard"), [(10.2, True), (11.3, False)])
+def test_a_phrase_said_across_a_window_s_start_is_heard_in_that_window(
+    tmp_path: Path, resumed_at: float, heard: bool
+) -> None:
+    """Each window is transcribed alone: "roof | repairs" cut at 10 s is two segments. Read
+    as one where the speech runs on across the cut (at most JOIN_GAP between the words), not
+    where a pause separates them."""
+    from factories import video_record
+
+    from vidagent.app.core import SessionCore
+    from vidagent.library import ClipRow
+    from vidagent.library.schema import TranscriptSegment
+
+    vid = "v" * 16
+    settings = _settings(tmp_path)
+    library = Library(settings.library_uri)
+    library.put_video(video_record(vid, duration=20.0))
+    library.put_clips(vid, [ClipRow(vid, i, 5.0 * i, 5.0 * i + 5) for i in range(4)])
+    before = [[8.6, 9.0, "how", 0.9], [9.0, 9.3, "much", 0.9], [9.6, 9.95, "roof", 0.9]]
+    after = [[resumed_at, resumed_at + 0.5, "repairs", 0.9], [11.8, 12.1, "cost", 0.9]]
+    library.put_transcript(
+        vid,
+        [
+            TranscriptSegment(vid, 0, 8.6, 9.95, "how much roof", json.dumps(before), "asr"),
+            TranscriptSegment(vid, 1, resumed_at, 12.1, "repairs cost", json.dumps(after), "asr"),
+        ],
+    )
+    with SessionCore(settings, library=library) as core:
+        first = watching.match_alerts(core, vid, ["roof repairs"], 0.0, 10.0)
+        second = watching.match_alerts(core, vid, ["roof repairs"], 10.0, 20.0)
+    assert not first  # "roof" alone
+    if heard:
+        alert = second["roof repairs"]
+        assert alert.source == "speech" and "roof repairs" in alert.quote
+        # at the words' own times (9.6 to 10.7), padded by at most 0.5 s
+        assert 9.1 <= alert.t0 <= 9.6 and 10.7 <= alert.t1 <= 11.2
+    else:
+        assert not second  # a pause of 1.35 s: two utterances
 
 
 def test_a_changed_picture_size_stops_the_watch_in_one_line(tmp_path: Path) -> None:

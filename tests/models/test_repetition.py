@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from vidagent.models.registry import module_available
@@ -51,7 +52,7 @@ def test_a_block_of_lines_written_five_times_trips_it_and_four_times_does_not() 
     reply = start + block * 30
     cut = next(n for n in range(1, len(reply) + 1) if guard.degenerate(reply[:n]))
     assert cut == 48 + 5 * 33  # the fifth time it is written, not at 1,038
-    assert not RepetitionGuard().degenerate(start + list(range(2000, 2065)) * 4)  # 65: too long
+    assert not RepetitionGuard().degenerate(start + list(range(2000, 2065)) * 8)  # 65: too long
 
 
 def test_fed_piece_by_piece_it_trips_as_soon_as_the_tail_is_degenerate() -> None:
@@ -66,7 +67,7 @@ def test_fed_piece_by_piece_it_trips_as_soon_as_the_tail_is_degenerate() -> None
     assert fed < 50  # cut after about 128 characters of "1. ", not at the end of the stream
 
 
-def test_units_must_fit_the_span_twice() -> None:
+def test_units_must_fit_their_checks() -> None:
     with pytest.raises(ValueError, match="longest_unit"):
         RepetitionGuard(span=10, longest_unit=6)
     with pytest.raises(ValueError, match="long_unit"):
@@ -106,6 +107,32 @@ def test_smollm2_looping_inside_a_json_plan_is_cut_long_before_the_cap() -> None
         assert "plan" in json.loads(ordinary.text)
     finally:
         llm.close()
+
+
+def test_llama_cpp_s_stopping_criterion_sees_enough_of_the_reply_for_a_long_unit() -> None:
+    from vidagent.models.llamacpp import _Cut
+
+    # llama-cpp-python calls it once per sampled token with every token evaluated so far (the
+    # prompt's, then the reply's, up to the token before the one just sampled)
+    prompt, block = list(range(500, 836)), list(range(1000, 1033))
+    reply = block * 30
+    cut = _Cut()
+    stopped = next(
+        n for n in range(1, len(reply) + 1) if cut(np.array(prompt + reply[: n - 1]), None)
+    )
+    assert stopped - 1 == 5 * 33  # the fifth block (it saw only 64 tokens: never)
+
+
+def test_a_streamed_reply_s_guard_takes_a_line_of_33_tokens() -> None:
+    from vidagent.models.openai import _text_guard
+
+    line = (
+        "Produce short text queries for a VideoCLIP-style retriever from one multiple-choice "
+        "question about a video, with its options and no extra text.\n"
+    )
+    guard = _text_guard()
+    fed = next(n for n in range(1, 40) if guard.add(line))
+    assert len(line) > 128 and fed == 5
 
 
 @pytest.mark.models

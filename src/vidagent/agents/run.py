@@ -155,8 +155,9 @@ class Run:
         self.id = uuid.uuid4().hex[:8]
         self.parent, self.name = parent, name or policy.name
         self.messages: list[Message] = []
-        #: the toolbox whose protocol the last JSON-mode turn's system prompt explained
-        self.protocol: Toolbox | None = None
+        #: the toolbox whose protocol the last JSON-mode turn sent explained, and the system
+        #: prompt the history held then (a strategy may change it: AVI's phases)
+        self.protocol: tuple[Toolbox, str] | None = None
         self.step: int = parent.step if parent is not None else 0
         self.evidence: tuple[Evidence, ...] = ()
         self.ctx: ToolContext = (
@@ -279,8 +280,14 @@ class Run:
         Other models get the history without the protocol, whose form of reply the answer does
         not take.
         """
-        keep = self.protocol if self.llm.capabilities.supports_json_schema else None
+        keep = None
+        if self.protocol is not None and self.llm.capabilities.supports_json_schema:
+            toolbox, system = self.protocol
+            keep = toolbox if system == self._system() else None
         return [*self.request_messages(keep), Message("user", prompt)]
+
+    def _system(self) -> str:
+        return self.messages[0].text if self.messages and self.messages[0].role == "system" else ""
 
     def decide(self, toolbox: Toolbox) -> Decision:
         """One reasoning turn offering ``toolbox``; appends the model's turn to the history.
@@ -315,9 +322,9 @@ class Run:
 
     def _decide_json(self, toolbox: Toolbox) -> Decision:
         schema, sent = toolbox.action_schema(), self.request_messages(toolbox)
-        self.protocol = toolbox
         for attempt in range(FORMAT_RETRIES + 1):
             reply = self.chat(sent, schema)
+            self.protocol = (toolbox, self._system())
             parsed = parse_action(reply)
             if isinstance(parsed, Decision):
                 # Failed attempts stay in the trace, not in the history the model sees next.

@@ -56,9 +56,11 @@ from typing import TYPE_CHECKING, Any
 from vidagent.app.core import SessionCore
 from vidagent.app.holds import held, hold
 from vidagent.exceptions import ConfigError, MediaError
+from vidagent.tools.index import IndexView
 
 if TYPE_CHECKING:
     from vidagent.library import Library, VideoRecord
+    from vidagent.library.schema import TranscriptSegment
     from vidagent.media.live import Capture, Outage, Position, Window
 
 #: The lock file a watcher holds in its stream's folder (:mod:`vidagent.app.holds`).
@@ -422,11 +424,16 @@ class Watch:
         return (end - timedelta(seconds=w.t1)).isoformat(timespec="seconds")
 
     def _source_down(self, at: float, reason: str) -> None:
+        # the index of the next window: those before it were read before the source went down
+        # (their events may still come, indexed after this one); it or a later one holds what
+        # the source sends once it is back (or ends the watch)
+        window = self._capture.position.next_index if self._capture is not None else 0
         self.on_event(
             {
                 "event": "source_down",
                 "video_id": self.video_id,
                 "at": round(at, 3),
+                "window": window,
                 "reason": reason,
                 "give_up_seconds": self.give_up_seconds,
             }
@@ -601,23 +608,30 @@ class Watch:
         self.on_event({"event": "end", **self.report.to_json()})
 
 
+#: Speech either side of a window's start at most this far apart (seconds between the last
+#: word before it and the first after it) is one utterance that the cut split.
+JOIN_GAP = 1.0
+
+
 def match_alerts(
     core: SessionCore, video_id: str, texts: Sequence[str], t0: float, t1: float
 ) -> dict[str, Alert]:
     """Each alert text that ``[t0, t1]`` of the video holds, checked as the citation checker
     checks a claim: every key word in one piece of speech, on-screen text, caption or
-    detection."""
+    detection. Each window is transcribed alone, so a phrase said across its start ("roof |
+    repairs") is two segments, neither holding it: the segment that ends the window before
+    and the one that begins this window are read as one where the cut fell inside a pause of
+    at most :data:`JOIN_GAP` (:class:`_JoinedAtCut`)."""
     from vidagent.agents.citations.check import Checker
     from vidagent.agents.citations.claims import stems, tokens
     from vidagent.agents.types import Claim
     from vidagent.tools.base import Evidence
-    from vidagent.tools.index import IndexView
 
     claims = [
         Claim(text, frozenset(stems(text) or tokens(text)), names_speech_or_text=True)
         for text in texts
     ]
-    checker = Checker(IndexView(core.library, core.models), core.models.client("embed"))
+    checker = Checker(_JoinedAtCut(core.library, core.models, t0), core.models.client("embed"))
     found: dict[str, Alert] = {}
     for c in checker.check(claims, [Evidence(video_id, t0, t1)]):
         if c.label != "found" or c.claim is None:
@@ -626,6 +640,46 @@ def match_alerts(
         if text not in found:
             found[text] = Alert(text, video_id, c.t0, c.t1, "", c.source, c.text, tuple(c.matched))
     return found
+
+
+class _JoinedAtCut(IndexView):
+    """The index, with the transcript segments either side of ``cut`` (a window's start) read
+    as one segment where the speech runs on across it (:func:`match_alerts`)."""
+
+    def __init__(self, library: Library, models: Any, cut: float) -> None:
+        super().__init__(library, models)
+        self.cut = cut
+
+    def transcript(
+        self, video_id: str, t0: float | None = None, t1: float | None = None
+    ) -> list[TranscriptSegment]:
+        found = super().transcript(video_id, t0, t1)
+        before = [
+            s for s in super().transcript(video_id, self.cut - 30, self.cut) if s.t1 <= self.cut
+        ]
+        after = [s for s in found if s.t0 >= self.cut]
+        if not (before and after):
+            return found
+        first, last = after[0], before[-1]
+        end, start = _words(last), _words(first)
+        if not (end and start) or start[0][0] - end[-1][1] > JOIN_GAP:
+            return found
+        joined = dataclasses.replace(
+            first,
+            t0=last.t0,
+            text=f"{last.text.strip()} {first.text.strip()}",
+            words=json.dumps([*end, *start]),
+            speaker=first.speaker if first.speaker == last.speaker else "",
+        )
+        return [joined if s is first else s for s in found if s is not last]
+
+
+def _words(segment: TranscriptSegment) -> list[Any]:
+    try:
+        words = json.loads(segment.words or "[]")
+    except json.JSONDecodeError:
+        return []
+    return words if isinstance(words, list) else []
 
 
 def cited_spans(folder: Path, video_id: str) -> list[tuple[float, float]]:

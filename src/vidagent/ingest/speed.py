@@ -91,9 +91,14 @@ class Speed:
     def basis(self) -> str:
         """One line saying where the offline stages' times come from."""
         if self.unread:
+            after = (
+                "the next run that measures this CPU writes it anew"
+                if self.unread in _NOT_RUNS
+                else "no run is kept until it is fixed or removed"
+            )
             return (
                 f"offline stages timed as on {MEASURED_ON} ({FILE} in the home could not be "
-                f"read: {self.unread}; the next complete offline run writes it anew)"
+                f"read: {self.unread}; {after})"
             )
         if not self.runs:
             return (
@@ -259,6 +264,10 @@ def _locked(path: Path) -> Iterator[None]:
         held.close()  # releases the lock
 
 
+#: Why a file that was read holds no runs (one a run can write over).
+_NOT_RUNS = ("not JSON", "not a JSON object")
+
+
 def _read(path: Path) -> tuple[dict[str, Any], str]:
     """The runs kept in ``path``, and why they could not be read ("" if they could, or if
     there is no file yet)."""
@@ -269,8 +278,8 @@ def _read(path: Path) -> tuple[dict[str, Any], str]:
     except OSError as e:
         return {}, e.strerror or type(e).__name__
     except ValueError:
-        return {}, "not JSON"
-    return (data, "") if isinstance(data, dict) else ({}, "not a JSON object")
+        return {}, _NOT_RUNS[0]
+    return (data, "") if isinstance(data, dict) else ({}, _NOT_RUNS[1])
 
 
 def _write(path: Path, book: dict[str, Any]) -> None:

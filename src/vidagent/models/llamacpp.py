@@ -22,9 +22,10 @@ rather than spin between steps (:func:`~vidagent.models.cpu.quiet_openmp`). ``n_
 fixes N threads for every call (llama-cpp-python's own default is half the cores).
 
 Degenerate replies. A reply whose last 64 tokens are one unit of at most 8 tokens repeated (the
-``1. 1. 1. …`` loops of a small model) is cut there
-(:class:`~vidagent.models.repetition.RepetitionGuard`), with ``finish_reason`` ``"repetition"``,
-instead of decoding on to ``max_tokens``.
+``1. 1. 1. …`` loops of a small model), or that ends in a sentence or a block of lines of up to
+64 tokens written 5 times in a row, is cut there
+(:class:`~vidagent.models.repetition.RepetitionGuard`, shown the last 320 tokens), with
+``finish_reason`` ``"repetition"``, instead of decoding on to ``max_tokens``.
 
 The model has no native tool calling and takes no images; it does follow a JSON schema exactly
 (llama.cpp compiles the schema to a grammar), which is how agents drive it (JSON actions).

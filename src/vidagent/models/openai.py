@@ -29,8 +29,9 @@ Spec options (``openai:<model>?key=value&…``) override settings:
 
 Degenerate replies. With ``stream=1`` a chat reply is read as Server-Sent Events while the
 server generates it (``"stream": true`` with ``stream_options.include_usage``), and one whose last
-128 characters are one unit of at most 16 characters repeated (a small model's ``1. 1. 1. …``;
-:class:`~vidagent.models.repetition.RepetitionGuard`) is cut there: the connection is closed,
+128 characters are one unit of at most 16 characters repeated (a small model's ``1. 1. 1. …``),
+or that ends in a unit of up to 256 characters written 5 times in a row
+(:class:`~vidagent.models.repetition.RepetitionGuard`), is cut there: the connection is closed,
 which stops the generation on llama.cpp's server, vLLM and OpenAI, and the reply so far comes
 back with ``finish_reason`` ``"repetition"``. Streaming is off by default because a server may
 not report usage in a stream (llama-cpp-python's 0.3 does not: then the reply's chunks count as
@@ -464,8 +465,9 @@ def _chat_response(body: dict[str, Any], model: str) -> ChatResponse:
 
 
 def _text_guard() -> RepetitionGuard:
-    """A guard over a reply's characters (tokens are not seen over HTTP)."""
-    return RepetitionGuard(span=128, longest_unit=16)
+    """A guard over a reply's characters (tokens are not seen over HTTP): long units of up to
+    256 characters, since a line of 33 tokens is 131-163 characters."""
+    return RepetitionGuard(span=128, longest_unit=16, long_unit=256)
 
 
 def _read_stream(lines: Iterator[str], model: str) -> dict[str, Any]:

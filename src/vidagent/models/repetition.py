@@ -15,8 +15,9 @@ A sentence said over and over (``She finds online. And the writer who stories us
 14 tokens, written to the cap inside a JSON string) is a longer unit, and so is a block of
 lines (EEA's query prompt answered with ``[`` and then the prompt's own lines, 33 tokens, to the
 1,024-token cap): a unit longer than the short ones and of at most
-:attr:`~RepetitionGuard.long_unit` items (8 units: 64 tokens, 128 characters) is cut once it
-has been written :data:`LONG_REPEATS` (5) times in a row, and the repeats fill at least
+:attr:`~RepetitionGuard.long_unit` items (by default 8 short units: 64 tokens; a streamed
+reply's guard takes 256 characters, as 33 tokens of such a line are 131-163 characters) is cut
+once it has been written :data:`LONG_REPEATS` (5) times in a row, and the repeats fill at least
 :attr:`~RepetitionGuard.long_span` items (2.5 spans: 160 tokens, 320 characters).
 
 Thresholds are set so that text a user could want is never cut: a markdown table's rule of 20
@@ -51,7 +52,7 @@ class RepetitionGuard:
     span: int = 64
     longest_unit: int = 8
     #: The shortest tail and the longest unit of the check for long units; 0: 2.5 spans and
-    #: 8 short units.
+    #: 8 times ``longest_unit``.
     long_span: int = 0
     long_unit: int = 0
     tripped: bool = False

@@ -204,9 +204,9 @@ async function followStream() {
         if (kind === "source_down") {
           detail.down = data;
         } else if (kind === "window") {
-          // a window of what was read before the source went down (indexed after it, on a
-          // busy machine) does not end the outage: one reaching past it does
-          if (detail.down && data.t1 > detail.down.at + 1) detail.down = null;
+          // a window read before the source went down (indexed after it, on a busy machine)
+          // does not end the outage: the windows from the event's `window` on do
+          if (detail.down && data.index >= detail.down.window) detail.down = null;
           detail.windows = merge(detail.windows, [data], (w) => w.index);
           detail.stream.live_edge = Math.max(detail.stream.live_edge, data.t1);
         } else if (kind === "alert") {
