@@ -179,6 +179,10 @@ def test_a_forced_answer_after_a_stage_switch_is_not_sent_the_last_stage_s_tools
     assert stages(llm) == ["RETRIEVE", "PERCEIVE"]
     final = llm.requests[-1].messages[0].text
     assert "You can call these functions:" not in final and "clip_retrieve_tool(" not in final
+    # and the grammar allows one option's letter (a free string let SmolLM2 loop on "The
+    # answer is: " and give none)
+    letters = llm.requests[-1].response_schema["properties"]["answer"]["enum"]
+    assert letters == ["A", "B", "C", "D"][: len(OPTIONS)]
 
 
 def test_ten_iterations_then_a_forced_answer_without_tools(indexed: Any) -> None:

@@ -380,6 +380,27 @@ def test_backtrack_to_a_sibling(indexed: Indexed) -> None:
     assert answer.trace.totals.frames == sum(len(r.frames) for r in (one, two, three))
 
 
+def test_a_local_model_s_grammar_bounds_each_query(indexed: Indexed) -> None:
+    """Unbounded, SmolLM2 wrote one query of the update prompt to the 1,024-token cap."""
+    import dataclasses
+
+    from vidagent.agents.eea.agent import QUERY_CHARS
+
+    library, ids, config = indexed
+    backbone = Backbone(["B"], update='{"query1": "a sign on the wall"}')
+    local = dataclasses.replace(FakeAdapter.capabilities, local=True)
+    adapters = {
+        "llm": FakeAdapter("echo"),
+        "vlm": FakeAdapter.function(backbone, capabilities=local),
+        "embed": FakeAdapter("hash", {"dim": "32"}),
+    }
+    agent = EEAAgent(library, Models.from_adapters(adapters, config), budget=Budget(steps=2))
+    agent.run(Question(QUESTION, (ids[0],), tuple(OPTIONS)))
+    sent = dict(zip(backbone.kinds(), (r.response_schema for r in backbone.requests), strict=True))
+    assert sent["discover"]["items"] == {"type": "string", "maxLength": QUERY_CHARS}
+    assert sent["update"]["additionalProperties"] == {"type": "string", "maxLength": QUERY_CHARS}
+
+
 def test_forced_answer_at_max_rounds(indexed: Indexed) -> None:
     backbone = Backbone(['{"Segment": 5}', '{"Segment": 1}', "A"])
     answer = solve(indexed, backbone, max_steps=2)

@@ -377,16 +377,23 @@ class Agent:
         """One last call without tools asking for the answer (allowed past every budget)."""
         prompt = self.final_prompt_choice if run.question.options else self.final_prompt
         messages = run.final_messages(prompt)
-        schema = final_answer_schema() if self.mode() == "json" else None
-        if schema is not None and run.question.options and run.question.task == "answer":
-            # The grammar allows exactly what the prompt asks for: one option's letter.
-            letters = [option_letter(i) for i in range(len(run.question.options))]
-            schema["properties"]["answer"] = {"type": "string", "enum": letters}
+        schema = self.final_schema(run)
         text = run.chat(messages, schema, check=False)
         if schema is not None:
             with contextlib.suppress(json.JSONDecodeError, AttributeError):
                 text = str(json.loads(text).get("answer", text))
         return run.answer(text, forced=True, reason=reason, note=note)
+
+    def final_schema(self, run: Run) -> dict[str, Any] | None:
+        """The forced answer's reply in JSON mode (None otherwise): for a multiple-choice
+        question the grammar allows exactly what the prompt asks for, one option's letter."""
+        if self.mode() != "json":
+            return None
+        schema = final_answer_schema()
+        if run.question.options and run.question.task == "answer":
+            letters = [option_letter(i) for i in range(len(run.question.options))]
+            schema["properties"]["answer"] = {"type": "string", "enum": letters}
+        return schema
 
     # -- model settings --------------------------------------------------------------------------
 

@@ -55,7 +55,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from vidagent.agents.actions import Action, Decision, final_answer_schema
+from vidagent.agents.actions import Action, Decision
 from vidagent.agents.base import Agent, Answer, IndexPlan, Question
 from vidagent.exceptions import ConfigError
 from vidagent.models.base import Message, ToolSpec
@@ -380,7 +380,9 @@ class AVIAgent(Agent):
             else "Give your final answer now, starting with `**Answer:**`."
         )
         messages = run.final_messages(prompt)
-        schema = final_answer_schema() if self.mode() == "json" else None
+        # a multiple-choice question's letter, as every strategy's forced answer (a free
+        # string let SmolLM2 write "The answer is: The answer is: …" and no letter)
+        schema = self.final_schema(run)
         text = run.chat(messages, schema, check=False)
         if schema is not None:
             text = _json_answer(text)

@@ -139,6 +139,9 @@ POLICY_AGAIN = (
     "a segment, or with the answer."
 )
 LOCAL_REPLY = 1024  # tokens; a local model's cap per reply (a runaway explanation)
+#: A query's characters in a local model's grammar: Tables 10 and 11 ask for 6-12 and fewer
+#: than 10 words; unbounded, SmolLM2 wrote one query to the 1,024-token cap (59 s on 2 cores).
+QUERY_CHARS = 160
 CLIP_STAGES = ("transcribe", "read_text", "detect", "caption", "embed")  # what clip vectors read
 
 
@@ -423,7 +426,8 @@ class EEAAgent(Agent):
     def discover_queries(self, run: Run) -> list[str]:
         """C_0 = QueryDiscovery(q): Table 10."""
         prompt = self._fill("eea_query_discovery", run.question)
-        schema = {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 5}
+        query = {"type": "string", "maxLength": QUERY_CHARS}
+        schema = {"type": "array", "items": query, "minItems": 1, "maxItems": 5}
         reply = self._call(run, [prompt], schema, role=self._text_role())
         queries = normalise_queries(string_list(reply))
         if not queries:  # nothing usable: the question itself is a query
@@ -439,7 +443,8 @@ class EEAAgent(Agent):
             .replace("{time_of_frames}", ", ".join(f"{self._frame(st, f)}s" for f in frames))
             .replace("{history_queries}", json.dumps(st.queries, ensure_ascii=False))
         )
-        schema = {"type": "object", "additionalProperties": {"type": "string"}, "maxProperties": 5}
+        query = {"type": "string", "maxLength": QUERY_CHARS}
+        schema = {"type": "object", "additionalProperties": query, "maxProperties": 5}
         reply = self._call(run, [*self._images(st, frames), prompt], schema)
         return normalise_queries(string_list(reply), st.queries)
 
