@@ -797,6 +797,16 @@ def test_a_phrase_said_across_a_window_s_start_is_heard_in_that_window(
         assert 9.1 <= alert.t0 <= 9.6 and 10.7 <= alert.t1 <= 11.2
     else:
         assert not second  # a pause of 1.35 s: two utterances
+    # words that cannot be read (a hand-edited row) are not joined, and raise no error
+    library.put_transcript(
+        vid,
+        [
+            TranscriptSegment(vid, 0, 8.6, 9.95, "how much roof", '[["roof"]]', "asr"),
+            TranscriptSegment(vid, 1, resumed_at, 12.1, "repairs cost", json.dumps(after), "asr"),
+        ],
+    )
+    with SessionCore(settings, library=library) as core:
+        assert watching.match_alerts(core, vid, ["roof repairs"], 10.0, 20.0) == {}
 
 
 def test_a_changed_picture_size_stops_the_watch_in_one_line(tmp_path: Path) -> None:

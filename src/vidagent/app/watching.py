@@ -611,6 +611,9 @@ class Watch:
 #: Speech either side of a window's start at most this far apart (seconds between the last
 #: word before it and the first after it) is one utterance that the cut split.
 JOIN_GAP = 1.0
+#: How far before a window's start its previous window's last segment is looked for (seconds;
+#: a segment is one utterance of the recogniser, far shorter).
+JOIN_LOOKBACK = 30.0
 
 
 def match_alerts(
@@ -655,7 +658,9 @@ class _JoinedAtCut(IndexView):
     ) -> list[TranscriptSegment]:
         found = super().transcript(video_id, t0, t1)
         before = [
-            s for s in super().transcript(video_id, self.cut - 30, self.cut) if s.t1 <= self.cut
+            s
+            for s in super().transcript(video_id, self.cut - JOIN_LOOKBACK, self.cut)
+            if s.t1 <= self.cut
         ]
         after = [s for s in found if s.t0 >= self.cut]
         if not (before and after):
@@ -675,11 +680,18 @@ class _JoinedAtCut(IndexView):
 
 
 def _words(segment: TranscriptSegment) -> list[Any]:
+    """The segment's timed words ``[t0, t1, word, ...]``; none where they cannot be read (the
+    segments are then left as they are, never an error in a watch)."""
     try:
         words = json.loads(segment.words or "[]")
     except json.JSONDecodeError:
         return []
-    return words if isinstance(words, list) else []
+    if not isinstance(words, list) or not all(
+        isinstance(w, list) and len(w) >= 3 and all(isinstance(x, int | float) for x in w[:2])
+        for w in words
+    ):
+        return []
+    return words
 
 
 def cited_spans(folder: Path, video_id: str) -> list[tuple[float, float]]:
