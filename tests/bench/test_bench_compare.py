@@ -1,10 +1,12 @@
 """``vidagent bench compare``: two runs paired question by question — the joint-correctness
-table, the exact McNemar test, paired bootstrap intervals — checked against SciPy and statsmodels
-on known tables and on two small LVBench runs."""
+table, the exact McNemar test, paired bootstrap intervals — and several runs as one family —
+Cochran's Q, every pair with Holm's adjustment — checked against SciPy and statsmodels on known
+tables, by hand, and on three small LVBench runs."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,8 @@ from clirun import vidagent
 
 from vidagent.app.benchmarks import RunConfig, run_benchmark
 from vidagent.bench.compare import (
+    cochran_q,
+    compare_many,
     compare_runs,
     mcnemar_exact,
     mean_difference,
@@ -78,6 +82,14 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     _edit_rows(a.out, lambda r: None if r["id"] == "8" else r)
     _edit_rows(b.out, lambda r: r | {"error": "boom"} if r["id"] == "7" else r)
     return a.out, b.out
+
+
+@pytest.fixture(scope="module")
+def third(runs: tuple[Path, Path]) -> Path:
+    """Run C, over the same questions and index: it answers A everywhere (right on 3 and 8)."""
+    root = runs[0].parent
+    settings = settings_with("fake:echo?reply=A", home=root / "home")
+    return run_benchmark(RunConfig("lvbench", root / "data"), settings=settings, out=root / "c").out
 
 
 def _edit_rows(run: Path, edit: object) -> None:
@@ -305,3 +317,99 @@ def test_cli_compare_prints_json_and_writes_the_plot(
         and "left out: 2" in text.stdout
     )
     assert "exact McNemar: A only 1, B only 2" in text.stdout
+
+
+# -- several runs -------------------------------------------------------------------------------
+
+
+def test_cochrans_q_with_two_runs_is_mcnemars_chi_square() -> None:
+    from scipy import stats
+
+    rng = np.random.default_rng(3)
+    right = rng.random((40, 2)) < [0.4, 0.65]
+    a_only = int(np.sum(right[:, 0] & ~right[:, 1]))
+    b_only = int(np.sum(~right[:, 0] & right[:, 1]))
+    q = cochran_q(right.tolist(), resamples=200)
+    chi2 = (a_only - b_only) ** 2 / (a_only + b_only)  # McNemar's, without continuity correction
+    assert (q.statistic, q.df, q.discordant) == (pytest.approx(chi2), 1, a_only + b_only)
+    assert q.pvalue == pytest.approx(stats.chi2.sf(chi2, 1))
+
+
+def test_cochrans_q_by_hand_and_its_exact_permutation_p() -> None:
+    import itertools
+
+    # the family's table below: questions 1-6, runs a, b, c
+    right = [[1, 1, 0], [1, 0, 0], [0, 1, 1], [0, 1, 0], [1, 1, 0], [1, 1, 0]]
+    # Q = (k - 1)(k * sum(columns^2) - N^2) / (k * N - sum(rows^2)): columns 4, 5, 1; N 10
+    expected = 2 * (3 * (16 + 25 + 1) - 100) / (3 * 10 - 18)
+    q = cochran_q(right, resamples=50_000)  # (3!)^6 = 46,656 permutations: all of them
+    assert q.statistic == pytest.approx(expected) and q.df == 2
+    assert q.pvalue == pytest.approx(np.exp(-expected / 2))  # χ² with 2 df
+    assert q.resamples == 6**6 and q.discordant == 6
+    # under the null each question's row is equally likely in any of its 3 arrangements
+    arrangements = [sorted(set(itertools.permutations(row))) for row in right]
+    qs = []
+    for pick in itertools.product(*arrangements):
+        m = np.array(pick, dtype=float)
+        col, row = m.sum(axis=0), m.sum(axis=1)
+        qs.append(2 * (3 * (col**2).sum() - row.sum() ** 2) / (3 * row.sum() - (row**2).sum()))
+    assert q.permutation_pvalue == pytest.approx(np.mean(np.array(qs) >= expected - 1e-9))
+    # no question on which the runs differ: nothing to test, and no 0/0
+    same = cochran_q([[1, 1, 1], [0, 0, 0]], resamples=10)
+    assert (same.statistic, same.pvalue, same.permutation_pvalue) == (0.0, 1.0, 1.0)
+
+
+def test_many_runs_are_one_family_on_the_questions_every_run_answered(
+    runs: tuple[Path, Path], third: Path
+) -> None:
+    from statsmodels.stats.multitest import multipletests
+
+    f = compare_many([*runs, third], resamples=300)
+    assert f.questions == 6  # 8 has no row in a, 7 an error in b
+    assert f.left_out == {
+        "no row in run a (not run, or its video missing)": 1,
+        "an error in run b": 1,
+    }
+    assert [(r.name, r.right) for r in f.runs] == [("a", 4), ("b", 5), ("c", 1)]
+    assert [r.official for r in f.runs] == pytest.approx([400 / 6, 500 / 6, 100 / 6])
+    assert f.cochran.statistic == pytest.approx(52 / 12)  # the table by hand, above
+    assert [(c.a, c.b) for c in f.pairs] == [("a", "b"), ("a", "c"), ("b", "c")]
+    # each pair as two runs compared alone, where those two share the family's questions
+    alone = compare_runs(*runs, resamples=300)
+    pair = f.pairs[0]
+    assert replace(pair.overall, mcnemar=replace(pair.overall.mcnemar, holm=None)) == alone.overall
+    assert (pair.means, pair.categories) == (alone.means, alone.categories)
+    # the pairs' McNemar p-values adjusted over the three pairs
+    raw = [c.overall.mcnemar.pvalue for c in f.pairs]
+    assert [c.overall.mcnemar.holm for c in f.pairs] == pytest.approx(
+        list(multipletests(raw, method="holm")[1])
+    )
+    assert (f.pairs[2].overall.mcnemar.a_only, f.pairs[2].overall.mcnemar.b_only) == (4, 0)
+    first = compare_many([*runs, third], against_first=True, resamples=300)
+    assert [(c.a, c.b) for c in first.pairs] == [("a", "b"), ("a", "c")]
+    with pytest.raises(UserError, match="is given twice"):
+        compare_many([runs[0], runs[1], runs[0]], resamples=10)
+
+
+def test_cli_compares_three_runs_as_a_family(
+    runs: tuple[Path, Path], third: Path, tmp_path: Path, _isolated_home: Path
+) -> None:
+    pytest.importorskip("matplotlib", reason="the plot needs the bench extra")
+    out = tmp_path / "family"
+    args = ("bench", "compare", *map(str, runs), str(third), "--resamples", "200")
+    result = vidagent(*args, "--out", str(out), "--json", home=_isolated_home)
+    assert result.returncode == 0, result.stderr
+    body = json.loads(result.stdout)
+    assert body["questions"] == 6 and body["pairs_compared"] == "every pair"
+    assert [r["right"] for r in body["runs"]] == [4, 5, 1] and len(body["pairs"]) == 3
+    assert body["cochran_q"]["df"] == 2 and "holm_pvalue" in body["pairs"][0]["overall"]["mcnemar"]
+    assert (out / "compare.png").read_bytes()[:4] == b"\x89PNG"
+    text = vidagent(*args, "--against-first", home=_isolated_home)
+    assert text.returncode == 0, text.stderr
+    assert "3 runs of lvbench all on the 6 questions every run ran without an error" in text.stdout
+    assert "Cochran's Q" in text.stdout and "each run against the first" in text.stdout
+    assert "c − b" not in text.stdout and "c − a" in text.stdout
+    twice = vidagent("bench", "compare", str(runs[0]), str(runs[1]), str(runs[0]),
+                     home=_isolated_home)  # fmt: skip
+    assert twice.returncode != 0 and "is given twice" in twice.stderr
+    assert "Traceback" not in twice.stderr

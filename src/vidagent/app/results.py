@@ -378,8 +378,9 @@ class ScoreResult:
 
 @dataclass(frozen=True)
 class CompareResult:
-    """``bench compare``: run B against run A on the questions both ran without an error, and the files
-    written (:class:`vidagent.bench.compare.Comparison`)."""
+    """``bench compare``: run B against run A on the questions both ran without an error
+    (:class:`vidagent.bench.compare.Comparison`), or several runs as one family
+    (:class:`vidagent.bench.compare.Comparisons`), and the files written."""
 
     comparison: Any
     written: list[Path]
@@ -389,9 +390,11 @@ class CompareResult:
         return body | {"written": [str(p) for p in self.written]}
 
     def to_text(self) -> str:
-        from vidagent.bench.compare import render_comparison
+        from vidagent.bench.compare import Comparison, render_comparison, render_comparisons
 
-        return render_comparison(self.comparison)
+        if isinstance(self.comparison, Comparison):
+            return render_comparison(self.comparison)
+        return render_comparisons(self.comparison)
 
 
 @dataclass(frozen=True)

@@ -587,7 +587,8 @@ class Session(SessionCore):
         self,
         run_a: Path,
         run_b: Path,
-        *,
+        *more: Path,
+        against_first: bool = False,
         out: Path | None = None,
         plots: bool = True,
         right_at: float = 0.5,
@@ -596,14 +597,19 @@ class Session(SessionCore):
         judge: str | None = None,
     ) -> CompareResult:
         """Run folder B against run folder A on the questions both ran without an error: the joint
-        correctness table, an exact McNemar test and paired intervals
-        (:mod:`vidagent.bench.compare`); with ``out``, ``compare.json`` and a plot there."""
+        correctness table, an exact McNemar test and paired intervals; with ``more`` run
+        folders, all of them as one family on the questions every run ran without an error:
+        Cochran's Q, and every pair (``against_first``: each against the first) with Holm's
+        adjustment over the pairs (:mod:`vidagent.bench.compare`). With ``out``,
+        ``compare.json`` and a plot there."""
         from vidagent.app import benchmarks
 
         return benchmarks.compare(
             self,
             run_a,
             run_b,
+            *more,
+            against_first=against_first,
             out=out,
             plots=plots,
             right_at=right_at,

@@ -1,4 +1,4 @@
-"""Two runs compared question by question: paired tests and paired intervals.
+"""Runs compared question by question: paired tests and paired intervals.
 
 Two runs' separate intervals overlap long after a paired test tells them apart, because most of
 the spread is between questions, not between systems. :func:`compare_runs` pairs the runs on the
@@ -28,10 +28,24 @@ questions both ran without an error and reports, for run B against run A (differ
   McNemar p-value also adjusted by **Holm's method** over all the category tests (valid however
   the categories overlap): a category "significant" only unadjusted is one of many looks.
 
-Which questions are paired. Both run folders must be of one benchmark and split. A question is
-left out, and counted under its reason, when it is in one run's question list only, has no row
-in a run (not run yet, or its video was missing), or its row records an error (a failure of the
-harness or the provider, not an answer). A row without a parsable answer is kept: it is wrong.
+Several runs (:func:`compare_many`: five strategies, or one strategy's settings) are one family
+of comparisons, on the questions every run ran without an error:
+
+- **Cochran's Q test** of whether the runs' shares of right answers differ at all (Cochran 1950;
+  statsmodels' :func:`~statsmodels.stats.contingency_tables.cochrans_q`, the χ² approximation
+  with k − 1 degrees of freedom), beside its **permutation p-value** (SciPy's
+  :func:`~scipy.stats.permutation_test` permuting the runs' right/wrong within each question,
+  exact where the permutations are few; the χ² approximation wants many questions on which the
+  runs disagree, and the permutation p does not);
+- each pair of runs (or each run against the first) compared as two runs are, on those same
+  questions, with each pair's McNemar p-value adjusted by **Holm's method** over the pairs: with
+  ten pairs, one p of 0.03 is one of ten looks.
+
+Which questions are paired. The run folders must be of one benchmark and split. A question is
+left out, and counted under its reason, when it is not in every run's question list, has no
+row in a run (not run yet, or its video was missing), or its row records an error (a failure of
+the harness or the provider, not an answer). A row without a parsable answer is kept: it is
+wrong.
 
 Right or wrong. A question is right when it earns at least ``right_at`` of its points (default
 0.5): for a multiple-choice benchmark that is the official correctness; for grounding it is the
@@ -40,13 +54,14 @@ usual R@1 at IoU 0.5; for a 0–3 judge score, 1.5 and up.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from vidagent.bench.report import LEVEL, MEANS, RESAMPLES, load_run
+from vidagent.bench.report import LEVEL, MEAN_FORMAT, MEANS, RESAMPLES, load_run
 from vidagent.exceptions import BackendMissingError, UserError
 
 if TYPE_CHECKING:
@@ -194,6 +209,116 @@ class Comparison:
         }
 
 
+@dataclass(frozen=True)
+class RunSummary:
+    """One run's numbers on the questions every run of a family ran without an error.
+
+    Attributes:
+        name: the run folder's name.
+        official, strict: the benchmark's numbers on those questions.
+        right: how many it got right (at least ``right_at`` of the points).
+        means: per-question means (steps, frames, tokens, cost, latency) over the rows that
+            have the number (``None``: no row has it).
+    """
+
+    name: str
+    official: float
+    strict: float
+    right: int
+    means: dict[str, float | None]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "official": round(self.official, 6),
+            "strict": round(self.strict, 6),
+            "right": self.right,
+            "means": {k: None if v is None else round(v, 6) for k, v in self.means.items()},
+        }
+
+
+@dataclass(frozen=True)
+class CochranQ:
+    """Cochran's Q test that k runs' shares of right answers are equal.
+
+    Attributes:
+        statistic: Q.
+        df: k − 1.
+        pvalue: from the χ² distribution with ``df`` degrees of freedom.
+        permutation_pvalue: the share of permutations of the runs' right/wrong within each
+            question whose Q is at least as large (exact where they are few enough to list).
+        resamples: the permutations drawn (at most; fewer when all were listed).
+        discordant: the questions on which the runs do not all agree (only they move Q).
+    """
+
+    statistic: float
+    df: int
+    pvalue: float
+    permutation_pvalue: float
+    resamples: int
+    discordant: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "statistic": round(self.statistic, 6),
+            "df": self.df,
+            "pvalue": self.pvalue,
+            "permutation_pvalue": self.permutation_pvalue,
+            "resamples": self.resamples,
+            "discordant": self.discordant,
+        }
+
+
+@dataclass(frozen=True)
+class Comparisons:
+    """Several runs compared as one family, on the questions every run ran without an error
+    (module docstring).
+
+    Attributes:
+        runs: each run's numbers on those questions, in the order given.
+        benchmark, split, metric: what was run.
+        questions: how many every run ran without an error.
+        left_out: reason -> questions left out for it.
+        cochran: the omnibus test across all the runs.
+        pairs: each pair compared (B the later run), its overall McNemar p adjusted by Holm's
+            method over the pairs (``mcnemar.holm``); per category, Holm's adjustment is over
+            that pair's categories.
+        against_first: each run against the first only, rather than every pair.
+        right_at, resamples, seed, level: how it was computed.
+    """
+
+    runs: list[RunSummary]
+    benchmark: str
+    split: str
+    metric: str
+    questions: int
+    left_out: dict[str, int]
+    cochran: CochranQ
+    pairs: list[Comparison]
+    against_first: bool = False
+    right_at: float = 0.5
+    resamples: int = RESAMPLES
+    seed: int = 0
+    level: float = LEVEL
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "runs": [r.to_dict() for r in self.runs],
+            "benchmark": self.benchmark,
+            "split": self.split,
+            "metric": self.metric,
+            "questions": self.questions,
+            "right_at": self.right_at,
+            "level": self.level,
+            "resamples": self.resamples,
+            "seed": self.seed,
+            "left_out": self.left_out,
+            "cochran_q": self.cochran.to_dict(),
+            "pairs_compared": "each against the first" if self.against_first else "every pair",
+            "pairs": [c.to_dict() for c in self.pairs],
+        }
+
+
 # ---------------------------------------------------------------------------------------------
 # Statistics (SciPy and statsmodels; nothing hand-written)
 
@@ -260,6 +385,60 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     return [float(p) for p in multipletests(list(pvalues), method="holm")[1]]
 
 
+def cochran_q(
+    right: Sequence[Sequence[bool]], *, resamples: int = RESAMPLES, seed: int = 0
+) -> CochranQ:
+    """Cochran's Q test on ``right`` (one row per question, one column per run): Q and its χ²
+    p-value (statsmodels' ``cochrans_q``), and the p-value of Q under permutations of each
+    question's row (SciPy's ``permutation_test``, ``permutation_type="samples"``: the runs'
+    labels exchanged within each question, which is the null hypothesis; seeded, exact where
+    ``(k!)^n`` is at most ``resamples``).
+
+    Raises:
+        BackendMissingError: statsmodels is not installed (the ``bench`` extra).
+    """
+    try:
+        from statsmodels.stats.contingency_tables import cochrans_q
+    except ImportError:
+        raise BackendMissingError("statsmodels (Cochran's Q of bench compare)", "bench") from None
+    import numpy as np
+    from scipy.stats import permutation_test
+
+    x = np.asarray(right, dtype=float)  # (N, k)
+    n, k = x.shape
+    discordant = int(np.count_nonzero(x.min(axis=1) != x.max(axis=1)))
+    if discordant == 0:  # every question right in every run or wrong in every run: Q is 0/0
+        return CochranQ(0.0, k - 1, 1.0, 1.0, 0, 0)
+    result = cochrans_q(x)
+
+    def q(*columns: np.ndarray, axis: int = -1) -> np.ndarray:
+        m = np.stack(columns, axis=-1)  # (..., N, k)
+        col, row = m.sum(axis=-2), m.sum(axis=-1)
+        total = row.sum(axis=-1)
+        return (  # type: ignore[no-any-return]
+            (k - 1) * (k * (col**2).sum(axis=-1) - total**2) / (k * total - (row**2).sum(axis=-1))
+        )
+
+    permuted = permutation_test(
+        tuple(x.T),
+        q,
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=resamples,
+        alternative="greater",
+        rng=np.random.default_rng(seed),
+    )
+    drawn = min(resamples, math.factorial(k) ** n)
+    return CochranQ(
+        float(result.statistic),
+        int(result.df),
+        float(result.pvalue),
+        float(permuted.pvalue),
+        drawn,
+        discordant,
+    )
+
+
 def paired_interval(
     n: int,
     statistic: Callable[[np.ndarray], Any],
@@ -323,33 +502,83 @@ def mean_difference(
 # Pairing and comparing
 
 
-def left_out(a: RunReport, b: RunReport) -> tuple[list[str], dict[str, int]]:
-    """The ids both runs ran without an error (in A's order) and reason -> count of the rest."""
-    wanted_a, wanted_b = list(a.manifest.get("samples", [])), list(b.manifest.get("samples", []))
-    in_b = set(wanted_b)
+def shared_questions(
+    reports: Sequence[RunReport], labels: Sequence[str]
+) -> tuple[list[str], dict[str, int]]:
+    """The ids every run ran without an error (in the first run's order), and reason -> count
+    of the rest; each run is named in the reasons by its label ("A" and "B" for two runs)."""
+    asked = [set(r.manifest.get("samples", [])) for r in reports]
     reasons: dict[str, int] = {}
 
     def drop(reason: str) -> None:
         reasons[reason] = reasons.get(reason, 0) + 1
 
     kept = []
-    for i in wanted_a:
-        if i not in in_b:
-            drop("in run A's questions only")
-            continue
-        ra, rb = a.rows.get(i), b.rows.get(i)
-        if ra is None or rb is None:
-            drop(f"no row in run {'A' if ra is None else 'B'} (not run, or its video missing)")
-        elif ra.get("error") is not None or rb.get("error") is not None:
-            drop(f"an error in run {'A' if ra.get('error') is not None else 'B'}")
-        elif i not in a.outcomes or i not in b.outcomes:  # or not in the benchmark at all
+    for i in reports[0].manifest.get("samples", []):
+        missing = [label for label, ids in zip(labels, asked, strict=True) if i not in ids]
+        rows = [r.rows.get(i) for r in reports]
+        erred = [
+            label
+            for label, row in zip(labels, rows, strict=True)
+            if row is not None and row.get("error") is not None
+        ]
+        if missing:
+            drop(f"not among the questions of run {_and(missing)}")
+        elif None in rows:
+            drop(f"no row in run {labels[rows.index(None)]} (not run, or its video missing)")
+        elif erred:
+            drop(f"an error in run {erred[0]}")
+        elif any(i not in r.outcomes for r in reports):  # or not in the benchmark at all
             drop("not a question of the benchmark with a public answer")
         else:
             kept.append(i)
-    only_b = len(in_b - set(wanted_a))
-    if only_b:
-        reasons["in run B's questions only"] = only_b
+    elsewhere = len(set().union(*asked[1:]) - asked[0])
+    if elsewhere:
+        reasons[f"not among the questions of run {labels[0]}"] = elsewhere
     return kept, reasons
+
+
+def _and(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _load(paths: Sequence[Path], judge: Judge | None) -> list[RunReport]:
+    """The run folders' reports, each named apart from the others (``a/frames-32``).
+
+    Raises:
+        UserError: the runs are of different benchmarks or splits.
+        RunFolderError: a path is not a run folder.
+    """
+    from vidagent.bench.report import named_apart
+    from vidagent.bench.rundir import read_manifest
+
+    what = [(m["benchmark"], m["split"]) for m in map(read_manifest, paths)]
+    for path, other in zip(paths[1:], what[1:], strict=True):
+        if other != what[0]:
+            raise UserError(
+                f"{Path(paths[0]).name} is a {' '.join(what[0])} run and {Path(path).name} a "
+                f"{' '.join(other)} run: compare runs of one benchmark and split"
+            )
+    return named_apart([load_run(p, judge=judge, resamples=0) for p in paths])
+
+
+def _shared(
+    reports: Sequence[RunReport], labels: Sequence[str]
+) -> tuple[list[str], dict[str, int]]:
+    """:func:`shared_questions`, refusing runs that share none."""
+    ids, reasons = shared_questions(reports, labels)
+    if ids:
+        return ids, reasons
+    names = _and([r.name for r in reports])
+    asked = [set(r.manifest.get("samples", [])) for r in reports]
+    if not set.intersection(*asked):  # not a matter of errors: other questions altogether
+        raise UserError(
+            f"{names} were asked different questions ({_and([str(len(a)) for a in asked])}, "
+            "none in common): compare runs over the same questions"
+        )
+    every = "both" if len(reports) == 2 else "all"
+    raise UserError(f"{names} share no question that {every} ran without an error")
 
 
 def compare_runs(
@@ -369,29 +598,97 @@ def compare_runs(
             question.
         RunFolderError: a path is not a run folder.
     """
-    from vidagent.bench import get_benchmark
-    from vidagent.bench.rundir import read_manifest
+    a, b = _load([path_a, path_b], judge)
+    ids, reasons = _shared([a, b], ("A", "B"))
+    return _compare(a, b, ids, reasons, _Stats(right_at, resamples, seed, level))
 
-    what = [(m["benchmark"], m["split"]) for m in map(read_manifest, (path_a, path_b))]
-    if what[0] != what[1]:
-        raise UserError(
-            f"{Path(path_a).name} is a {' '.join(what[0])} run and {Path(path_b).name} a "
-            f"{' '.join(what[1])} run: compare runs of one benchmark and split"
-        )
-    a = load_run(path_a, judge=judge, resamples=0)
-    b = load_run(path_b, judge=judge, resamples=0)
-    ids, reasons = left_out(a, b)
-    if not ids:
-        asked_a, asked_b = (set(r.manifest.get("samples", [])) for r in (a, b))
-        if not asked_a & asked_b:  # not a matter of errors: other questions altogether
-            raise UserError(
-                f"{a.name} and {b.name} were asked different questions ({len(asked_a)} and "
-                f"{len(asked_b)}, none in common): compare runs over the same questions"
-            )
-        raise UserError(f"{a.name} and {b.name} share no question that both ran without an error")
+
+def compare_many(
+    paths: Sequence[Path],
+    *,
+    against_first: bool = False,
+    judge: Judge | None = None,
+    right_at: float = 0.5,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    level: float = LEVEL,
+) -> Comparisons:
+    """Several runs as one family on the questions every run ran without an error: each run's
+    numbers, Cochran's Q across them, and every pair (or each run against the first) compared
+    as :func:`compare_runs` compares two, with the pairs' McNemar p-values adjusted by Holm's
+    method (module docstring).
+
+    Raises:
+        UserError: fewer than two runs, a path given twice, runs of different benchmarks or
+            splits, or no question that every run ran without an error.
+        RunFolderError: a path is not a run folder.
+    """
+    import numpy as np
+
+    from vidagent.bench import get_benchmark
+
+    if len(paths) < 2:
+        raise UserError("compare needs at least two run folders")
+    resolved = [Path(p).resolve() for p in paths]
+    if len(set(resolved)) < len(resolved):
+        twice = next(p for p in paths if resolved.count(Path(p).resolve()) > 1)
+        raise UserError(f"{twice} is given twice: compare different runs")
+    reports = _load(paths, judge)
+    ids, reasons = _shared(reports, [r.name for r in reports])
+    stats = _Stats(right_at, resamples, seed, level)
+    bench = get_benchmark(reports[0].scores.benchmark)
+    samples = [{s.id: s for s in reports[0].samples}[i] for i in ids]
+    split = reports[0].scores.split
+    summaries = []
+    for r in reports:
+        outcomes = [r.outcomes[i] for i in ids]
+        scores = bench.aggregate(samples, outcomes, split=split).overall
+        means = {
+            key: (float(np.mean(values)) if values else None)
+            for key in MEANS
+            for values in [[float(r.rows[i][key]) for i in ids if _number(r.rows[i].get(key))]]
+        }
+        right = sum(_right(o, right_at) for o in outcomes)
+        summaries.append(RunSummary(r.name, scores.score, scores.strict, right, means))
+    matrix = [[_right(r.outcomes[i], right_at) for r in reports] for i in ids]
+    pairs = [
+        (first, second)
+        for first in range(len(reports))
+        for second in range(first + 1, len(reports))
+        if first == 0 or not against_first
+    ]
+    compared = [_compare(reports[x], reports[y], ids, reasons, stats) for x, y in pairs]
+    adjusted = holm([c.overall.mcnemar.pvalue for c in compared])
+    compared = [
+        replace(c, overall=replace(c.overall, mcnemar=replace(c.overall.mcnemar, holm=h)))
+        for c, h in zip(compared, adjusted, strict=True)
+    ]
+    return Comparisons(
+        runs=summaries,
+        benchmark=reports[0].scores.benchmark,
+        split=split,
+        metric=reports[0].scores.metric,
+        questions=len(ids),
+        left_out=reasons,
+        cochran=cochran_q(matrix, resamples=resamples, seed=seed),
+        pairs=compared,
+        against_first=against_first,
+        right_at=right_at,
+        resamples=resamples,
+        seed=seed,
+        level=level,
+    )
+
+
+def _compare(
+    a: RunReport, b: RunReport, ids: Sequence[str], reasons: dict[str, int], stats: _Stats
+) -> Comparison:
+    """Run B against run A on ``ids`` (questions both ran without an error)."""
+    from vidagent.bench import get_benchmark
+
+    right_at, resamples, seed, level = stats
     bench = get_benchmark(a.scores.benchmark)
     by_id = {s.id: s for s in a.samples}
-    stats = _Stats(right_at, resamples, seed, level)
     overall = _paired(bench, a, b, ids, by_id, a.scores.split, stats)
     categories: dict[str, list[str]] = {}
     for i in ids:
@@ -448,6 +745,11 @@ class _Stats(NamedTuple):
     level: float
 
 
+def _right(o: Outcome, right_at: float) -> bool:
+    """Whether ``o`` earned at least ``right_at`` of its points."""
+    return o.possible > 0 and o.earned >= right_at * o.possible
+
+
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -465,12 +767,13 @@ def _paired(
     samples = [by_id[i] for i in ids]
     oa, ob = [a.outcomes[i] for i in ids], [b.outcomes[i] for i in ids]
 
-    def right(o: Outcome) -> bool:
-        return o.possible > 0 and o.earned >= right_at * o.possible
-
     table: dict[str, dict[str, float | int | None]] = {}
     for key, name in CELLS.items():
-        members = [i for i, x, y in zip(ids, oa, ob, strict=True) if (right(x), right(y)) == key]
+        members = [
+            i
+            for i, x, y in zip(ids, oa, ob, strict=True)
+            if (_right(x, right_at), _right(y, right_at)) == key
+        ]
         cell: dict[str, float | int | None] = {"questions": len(members)}
         for change in CHANGES:
             deltas = [
@@ -616,6 +919,69 @@ def render_comparison(c: Comparison) -> str:
     return "\n".join(lines)
 
 
+def render_comparisons(f: Comparisons) -> str:
+    """Several runs as plain text: what was paired, each run's numbers, Cochran's Q, and one
+    line per pair (each pair in full is in :meth:`Comparisons.to_dict`)."""
+    q = f.cochran
+    lines = [
+        (
+            f"{len(f.runs)} runs of {f.benchmark} {f.split} on the {f.questions} questions every "
+            "run ran without an error (a row without a parsable answer counts wrong)"
+        )
+    ]
+    if f.left_out:
+        shown = "; ".join(f"{n} {reason}" for reason, n in f.left_out.items())
+        lines.append(f"left out: {sum(f.left_out.values())} ({shown})")
+    width = max(len(r.name) for r in f.runs)
+    means = [k for k in MEANS if any(r.means[k] is not None for r in f.runs)]
+    lines += [
+        "",
+        f"  {'run':<{width}}  {'official':>8}  {'strict':>8}  {'right':>7}  "
+        + "  ".join(f"{MEANS[k]:>9}" for k in means),
+    ]
+    for r in f.runs:
+        lines.append(
+            f"  {r.name:<{width}}  {r.official:>8.1f}  {r.strict:>8.1f}  "
+            f"{f'{r.right}/{f.questions}':>7}  "
+            + "  ".join(
+                f"{'–' if r.means[k] is None else MEAN_FORMAT[k].format(r.means[k]):>9}"
+                for k in means
+            )
+        )
+    permutations = (
+        f"{q.resamples} drawn, seed {f.seed}" if q.resamples == f.resamples else "all of them"
+    )
+    lines += [
+        "",
+        (
+            f"Cochran's Q (are the {len(f.runs)} runs' shares of right answers alike?): "
+            f"Q = {q.statistic:.3g}, {q.df} df, p {_p(q.pvalue)} (χ²), "
+            f"p {_p(q.permutation_pvalue)} (each question's results permuted: {permutations}); "
+            f"the runs disagree on {q.discordant} questions"
+        ),
+        "",
+        (
+            f"{'each run against the first' if f.against_first else 'every pair'}, B − A: "
+            f"{f.metric} official [{f.level:.0%} interval], A only / B only, exact McNemar p, "
+            f"and p adjusted by Holm's method over the {len(f.pairs)} pairs"
+        ),
+    ]
+    names = [f"{c.b} − {c.a}" for c in f.pairs]
+    width = max(len(n) for n in names)
+    for name, c in zip(names, f.pairs, strict=True):
+        o, m = c.overall, c.overall.mcnemar
+        lines.append(
+            f"  {name:<{width}}  {_signed(o.official, 1):>24} ({METHODS[o.official.method]})  "
+            f"{m.a_only}/{m.b_only}  p {_p(m.pvalue)}, Holm p "
+            f"{_p(m.pvalue if m.holm is None else m.holm)}"
+        )
+    lines.append(
+        "each pair's joint correctness, strict number, means and categories: --json, or "
+        "compare.json with --out"
+    )
+    return "\n".join(lines)
+
+
 def plot_comparison(c: Comparison, path: Path) -> Path:
     """Differences B − A with their intervals: official and strict overall and per category,
     and each per-question mean (as a share of A's mean, since their units differ)."""
@@ -660,6 +1026,45 @@ def plot_comparison(c: Comparison, path: Path) -> Path:
     bottom.set_yticks(ys)
     bottom.set_yticklabels([MEANS[k] for k, _ in shown], fontsize=8)
     bottom.set_xlabel(f"per-question mean, % change from {c.a}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def plot_comparisons(f: Comparisons, path: Path) -> Path:
+    """Each pair's difference in the official number with its interval, labelled with its
+    Holm-adjusted McNemar p."""
+    from vidagent.bench.plots import require_matplotlib
+
+    figure = require_matplotlib()
+    fig = figure.Figure(figsize=(7.5, 1.4 + 0.32 * len(f.pairs)))
+    axes = fig.subplots()
+    ys = list(range(len(f.pairs)))[::-1]
+    diffs = [c.overall.official for c in f.pairs]
+    axes.errorbar(
+        [d.diff for d in diffs],
+        ys,
+        xerr=[[d.diff - d.low for d in diffs], [d.high - d.diff for d in diffs]],
+        fmt="o",
+        capsize=3,
+    )
+    axes.axvline(0.0, color="grey", linewidth=0.8)
+    axes.set_yticks(ys)
+    axes.set_yticklabels(
+        [
+            f"{c.b} − {c.a} (Holm p {_p(m.pvalue if m.holm is None else m.holm)})"
+            for c in f.pairs
+            for m in [c.overall.mcnemar]
+        ],
+        fontsize=8,
+    )
+    axes.set_xlabel(f"{f.metric} official: B − A ({f.level:.0%} intervals)")
+    q = f.cochran
+    axes.set_title(
+        f"{f.benchmark} {f.split}: {len(f.runs)} runs on {f.questions} questions; "
+        f"Cochran's Q p {_p(q.pvalue)}",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return path

@@ -54,7 +54,8 @@ MEANS = {
     "cost_usd": "cost $",
     "latency_s": "latency s",
 }
-_MEAN_FORMAT = {
+#: How each per-question mean is printed.
+MEAN_FORMAT = {
     "steps": "{:.1f}",
     "frames": "{:.0f}",
     "tokens": "{:,.0f}",
@@ -624,10 +625,10 @@ def ladders(reports: Sequence[RunReport]) -> list[list[RunReport]]:
 
 
 def _mean_cell(key: str, value: float, interval: tuple[float, float] | None) -> str:
-    shown = _MEAN_FORMAT[key].format(value)
+    shown = MEAN_FORMAT[key].format(value)
     if interval is None:
         return shown
-    lo, hi = (_MEAN_FORMAT[key].format(x) for x in interval)
+    lo, hi = (MEAN_FORMAT[key].format(x) for x in interval)
     return f"{shown} [{lo}, {hi}]"
 
 

@@ -279,6 +279,12 @@ def report(
 @bench.command(name="compare")
 @click.argument("run_a", type=click.Path(file_okay=False, path_type=Path))
 @click.argument("run_b", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("more", nargs=-1, type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--against-first",
+    is_flag=True,
+    help="with three runs or more: each run against RUN_A only, not every pair",
+)
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -312,6 +318,8 @@ def compare(
     ctx: click.Context,
     run_a: Path,
     run_b: Path,
+    more: tuple[Path, ...],
+    against_first: bool,
     out: Path | None,
     no_plots: bool,
     right_at: float,
@@ -325,10 +333,14 @@ def compare(
     exact McNemar test, and 95% intervals of the differences in the official and strict numbers
     (Newcombe's paired score interval for a share of right answers, else a paired bootstrap)
     and in mean steps, frames, tokens, cost and latency; the same per category, with
-    Holm-adjusted p-values."""
+    Holm-adjusted p-values. With more runs (MORE...), all as one family on the questions every
+    run ran without an error: each run's numbers, Cochran's Q test, and every pair (or each
+    against RUN_A) compared so, the pairs' McNemar p-values adjusted by Holm's method."""
     result = session_of(ctx).bench_compare(
         run_a,
         run_b,
+        *more,
+        against_first=against_first,
         out=out,
         plots=not no_plots,
         right_at=right_at,

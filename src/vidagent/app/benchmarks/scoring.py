@@ -122,7 +122,8 @@ def compare(
     core: SessionCore,
     run_a: Path,
     run_b: Path,
-    *,
+    *more: Path,
+    against_first: bool = False,
     out: Path | None = None,
     plots: bool = True,
     right_at: float = 0.5,
@@ -130,11 +131,20 @@ def compare(
     seed: int = 0,
     judge_spec: str | None = None,
 ) -> CompareResult:
-    """Run B against run A on the questions both ran without an error (:mod:`vidagent.bench.compare`);
-    with ``out``, ``compare.json`` (and with ``plots`` ``compare.png``) are written there."""
+    """Run B against run A on the questions both ran without an error; with ``more`` runs, all
+    of them as one family: Cochran's Q and every pair (``against_first``: each run against the
+    first) with Holm's adjustment over the pairs (:mod:`vidagent.bench.compare`). With ``out``,
+    ``compare.json`` (and with ``plots`` ``compare.png``) are written there."""
     import json
 
-    from vidagent.bench.compare import compare_runs, plot_comparison
+    from vidagent.bench.compare import (
+        Comparison,
+        Comparisons,
+        compare_many,
+        compare_runs,
+        plot_comparison,
+        plot_comparisons,
+    )
 
     if plots and out is not None:
         from vidagent.bench.plots import require_matplotlib
@@ -147,11 +157,23 @@ def compare(
         raise UserError(
             f"--right-at must be a share of a question's points in (0, 1], not {right_at}"
         )
-    needs = any(read_manifest(r)["benchmark"] in JUDGED_BENCHMARKS for r in (run_a, run_b))
+    runs = (run_a, run_b, *more)
+    needs = any(read_manifest(r)["benchmark"] in JUDGED_BENCHMARKS for r in runs)
     judged = judge(core, judge_spec) if needs else None
-    comparison = compare_runs(
-        run_a, run_b, judge=judged, right_at=right_at, resamples=resamples, seed=seed
-    )
+    comparison: Comparison | Comparisons
+    if more:
+        comparison = compare_many(
+            runs,
+            against_first=against_first,
+            judge=judged,
+            right_at=right_at,
+            resamples=resamples,
+            seed=seed,
+        )
+    else:
+        comparison = compare_runs(
+            run_a, run_b, judge=judged, right_at=right_at, resamples=resamples, seed=seed
+        )
     written: list[Path] = []
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -159,5 +181,9 @@ def compare(
         (out / "compare.json").write_text(body, encoding="utf-8")
         written.append(out / "compare.json")
         if plots:
-            written.append(plot_comparison(comparison, out / "compare.png"))
+            written.append(
+                plot_comparison(comparison, out / "compare.png")
+                if isinstance(comparison, Comparison)
+                else plot_comparisons(comparison, out / "compare.png")
+            )
     return CompareResult(comparison, written)
