@@ -444,6 +444,13 @@ def test_without_a_model_endpoint_retrieval_answers_by_default_and_says_so(
     named = finished(question | {"strategy": "dvd"})
     assert named["notice"].startswith("dvd with the embedded SmolLM2-135M, which does not reason")
     assert "5 of 13 right" in named["notice"]
+    # the page asks for the notice of the strategy chosen before asking: the answer's own line
+    picked = api.get("/api/strategies", params={"strategy": "dvd"}).json()
+    assert picked["notice"] == named["notice"] and picked["default"] == "retrieval"
+    chosen = api.get("/api/strategies", params={"strategy": "retrieval"}).json()
+    assert chosen["notice"] == listed["notice"]  # the default's: why retrieval answers
+    unknown = api.get("/api/strategies", params={"strategy": "nope"})
+    assert unknown.status_code == 400 and "unknown strategy 'nope'" in unknown.json()["detail"]
     strategies = [t["strategy"] for t in api.get("/api/traces").json()["traces"]]
     assert sorted(strategies) == ["dvd", "retrieval"]
 

@@ -21,6 +21,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,10 +105,6 @@ class Served:
 
 @pytest.fixture(scope="module")
 def served(small_video: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    import uvicorn
-
-    from vidagent.server.app import create_app
-
     root = tmp_path_factory.mktemp("serve")
     media = root / "media"
     media.mkdir()
@@ -118,6 +115,18 @@ def served(small_video: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
     assert result.video is not None
 
     llm = AgentModel()
+    with serving(settings, llm, media) as base:
+        yield Served(base, settings.home, video, result.video.video_id, result.video.duration, llm)
+
+
+@contextmanager
+def serving(settings: Settings, llm: AgentModel, media: Path) -> Iterator[str]:
+    """The app on ``settings``, every role a fake (``llm`` the agent's), served by uvicorn on
+    a free loopback port: its base URL."""
+    import uvicorn
+
+    from vidagent.server.app import create_app
+
     hub = fake_hub(settings, llm)
     app = create_app(settings, token=TOKEN, media_roots=[media], models=hub)
     sock = socket.socket()
@@ -131,14 +140,7 @@ def served(small_video: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
         assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
         time.sleep(0.05)
     try:
-        yield Served(
-            f"http://127.0.0.1:{port}",
-            settings.home,
-            video,
-            result.video.video_id,
-            result.video.duration,
-            llm,
-        )
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=20)
@@ -329,6 +331,15 @@ def test_library_lists_the_clip_and_an_ingest_job_runs_to_the_end(
     )
     assert all(not e.text for e in css(browser, ".error"))
     assert shown == ["transcribe: 2 / 2 stages"]
+    # newest first, as the API lists them, both as they ran and after a reload (which listed
+    # them oldest first)
+    newest = [j["job_id"] for j in served.api("/api/jobs")["jobs"] if j["kind"] == "index"]
+    assert len(newest) >= 3
+    assert [j.get_attribute("data-job-id") for j in css(browser, ".job")] == newest
+    browser.refresh()
+    listed = wait_for(browser, lambda d: len(found := css(d, ".job")) == len(newest) and found,
+                      "the jobs after a reload")  # fmt: skip
+    assert [j.get_attribute("data-job-id") for j in listed] == newest
 
 
 def test_times_round_up_into_the_next_second_and_minute(served: Served, browser: Any) -> None:
@@ -562,6 +573,33 @@ def test_a_refused_question_says_so_where_the_answer_would_be(served: Served, br
     assert answer == "No answer: the question was refused (above)."  # not "Waiting for…"
 
 
+def test_the_notice_follows_the_strategy_chosen(
+    served: Served, browser: Any, tmp_path: Path
+) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    # no model endpoint (the llm is the embedded model, never loaded here): retrieval is the
+    # default and says why; an agent chosen says what it measured on the embedded model
+    settings = load_settings(
+        {**INDEX_SPECS, "home": str(tmp_path / "home"), "llm": "llamacpp:smollm2-135m"}, env={}
+    )
+    with serving(settings, AgentModel(), served.video.parent) as base:
+        browser.get(f"{base}/ask.html?token={TOKEN}")
+
+        def notice(d: Any) -> str:
+            return str(d.find_element("css selector", "#strategy-notice").text)
+
+        said = wait_for(browser, notice, "the default's notice")
+        assert said.startswith("no model endpoint is configured: questions are answered from")
+        strategy = Select(browser.find_element("css selector", "select[name=strategy]"))
+        strategy.select_by_value("dvd")
+        dvd = wait_for(browser, lambda d: notice(d).startswith("dvd with") and notice(d),
+                       "dvd's notice")  # fmt: skip
+        assert "with the embedded SmolLM2-135M, which does not reason" in dvd
+        strategy.select_by_value("retrieval")
+        wait_for(browser, lambda d: notice(d) == said, "the default's notice again")
+
+
 def test_an_ask_streams_steps_and_draws_its_evidence(
     served: Served, browser: Any, tmp_path: Path
 ) -> None:
@@ -586,6 +624,22 @@ def test_an_ask_streams_steps_and_draws_its_evidence(
         wait_for(browser, lambda d: css(d, "#steps li.observed"), "the steps replayed")
         assert browser.find_element("css selector", "#job-state").text.split()[1] == running
         assert not css(browser, "#steps li.answer")
+        # and the form holds the question it asked again (it was empty after a reload)
+        wait_for(
+            browser,
+            lambda d: d.find_element("css selector", "textarea[name=question]").get_attribute(
+                "value"
+            ),
+            "the question back in the form",
+        )
+        field = browser.find_element
+        assert field("css selector", "textarea[name=question]").get_attribute("value") == QUESTION
+        assert field("css selector", "textarea[name=options]").get_attribute("value") == "\n".join(
+            OPTIONS
+        )
+        assert [b.get_attribute("value") for b in css(browser, "input[name=videos]:checked")] == [
+            served.video_id
+        ]
     finally:
         served.llm.gate.set()
     wait_for(browser, lambda d: css(d, "#trace-link"), "the job to finish", 60)

@@ -129,9 +129,18 @@ def health() -> dict[str, Any]:
 
 
 @router.get("/strategies")
-def strategies(request: Request) -> dict[str, Any]:
+def strategies(
+    request: Request,
+    strategy: Annotated[str | None, QueryParam(max_length=64)] = None,
+    task: Literal["answer", "ground"] = "answer",
+) -> dict[str, Any]:
+    """The strategies, the default one for ``task``, and the notice of ``strategy``: the line a
+    question asked with it carries (the default's, which says why it is the default, where
+    ``strategy`` is the default or not given; an unknown name is a 400)."""
     session = server_of(request).session
-    default, notice = session.pick_strategy()
+    default, notice = session.pick_strategy(None, task)
+    if strategy not in (None, default):
+        notice = session.pick_strategy(strategy, task)[1]
     return {"strategies": list(session.strategies()), "default": default, "notice": notice}
 
 

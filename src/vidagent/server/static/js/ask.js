@@ -41,6 +41,42 @@ async function loadStrategies() {
   }
 }
 
+// The notice of the strategy and task chosen (an agent on the embedded model: what it
+// measured), as the answer will carry it; the last one asked for wins.
+let noticeAsked = 0;
+async function showNotice() {
+  const asked = ++noticeAsked;
+  const query = new URLSearchParams({ strategy: form.strategy.value, task: form.task.value });
+  try {
+    const { notice } = await api(`/api/strategies?${query}`);
+    if (asked === noticeAsked) clear(document.getElementById("strategy-notice"), notice || "");
+  } catch (e) {
+    if (asked === noticeAsked) clear(document.getElementById("strategy-notice"));
+  }
+}
+form.strategy.addEventListener("change", showNotice);
+form.task.addEventListener("change", showNotice);
+
+// A followed job's question back in the form (a reload mid-job, or a link to the job), so
+// that it can be read, changed and asked again.
+async function fillForm(jobId) {
+  try {
+    const { params } = await api(`/api/jobs/${encodeURIComponent(jobId)}`);
+    if (!params || typeof params !== "object") return;
+    const f = form.elements;
+    if (typeof params.question === "string") f.question.value = params.question;
+    if (Array.isArray(params.options)) f.options.value = params.options.join("\n");
+    if (params.max_steps) f.max_steps.value = params.max_steps;
+    if (params.task) f.task.value = params.task;
+    if (params.strategy) f.strategy.value = params.strategy;
+    const videos = new Set(params.videos || []);
+    for (const box of form.querySelectorAll("input[name=videos]")) box.checked = videos.has(box.value);
+    showNotice();
+  } catch (e) {
+    // the job is gone (or the server): the form stays as it is
+  }
+}
+
 function newView() {
   for (const id of ["steps", "timelines"]) clear(document.getElementById(id));
   clear(document.getElementById("answer"), el("p", { class: "empty" }, "Waiting for the answer…"));
@@ -136,6 +172,8 @@ form.addEventListener("submit", async (event) => {
 });
 
 showVersion();
-loadVideos();
-loadStrategies();
-if (param("job")) follow(param("job"), param("trace"), newView()); // reloaded mid-job, or a link
+const loaded = Promise.all([loadVideos(), loadStrategies()]);
+if (param("job")) {  // reloaded mid-job, or a link
+  follow(param("job"), param("trace"), newView());
+  loaded.then(() => fillForm(param("job")));
+}

@@ -97,8 +97,13 @@ function jobView(job) {
   );
 }
 
+// Newest first: by when each was made (ISO times sort as strings), a job started here (no time
+// yet) first. The map's order alone read oldest first after a load, which lists newest first.
 function renderJobs() {
-  const shown = [...jobs.values()].filter((j) => j.kind === "index").reverse();
+  const shown = [...jobs.values()].filter((j) => j.kind === "index")
+    .map((job, at) => ({ job, at }))
+    .sort((x, y) => (y.job.created || "~").localeCompare(x.job.created || "~") || y.at - x.at)
+    .map(({ job }) => job);
   if (!shown.length) {
     clear(jobsBox, el("p", { class: "empty" }, "No jobs yet."));
     return;
