@@ -1,7 +1,9 @@
 """Per-question budgets: steps, frames, tokens, seconds and money, and the meter that checks them.
 
 When a budget runs out the loop does not fail: it stops searching and asks the model for a final
-answer (one last call, which is allowed to go over). Defaults are generous for the papers'
+answer (one last call, which is allowed to go over). A model call under way when the time budget
+runs out, or when the caller stops the run, is ended where its adapter can stop it
+(:meth:`Meter.interrupt`, :mod:`vidagent.models.interrupt`). Defaults are generous for the papers'
 settings (DVD: 15 steps, about 0.15 M tokens and $0.21 per question with o3; one global browse
 looks at 250 frames and one frame inspection at up to 50).
 """
@@ -82,6 +84,7 @@ class Meter:
         self.tokens = 0
         self.cost_usd = 0.0
         self.model_calls = 0
+        self.answering = False  # the final answer, which may go over the time budget
 
     @property
     def seconds(self) -> float:
@@ -115,3 +118,18 @@ class Meter:
             limit = getattr(self.budget, name)
             if limit is not None and used >= limit:
                 raise BudgetExceeded(name, used, limit)
+
+    def interrupt(self) -> None:
+        """The check a model call asks while it runs (:mod:`vidagent.models.interrupt`): the
+        caller's stop, and the time budget, which the final answer may go over (``answering``).
+        Tokens and money are counted when a call ends, so only :meth:`check` sees them.
+
+        Raises:
+            Stopped: the caller asked the run to stop.
+            BudgetExceeded: the time budget is spent.
+        """
+        if self.should_stop is not None and self.should_stop():
+            raise Stopped("stopped by the caller")
+        limit, spent = self.budget.seconds, self.seconds
+        if limit is not None and not self.answering and spent >= limit:
+            raise BudgetExceeded("seconds", spent, limit)

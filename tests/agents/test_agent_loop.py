@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -226,6 +228,55 @@ def test_frame_budget_exhaustion_forces_an_answer(indexed: Any) -> None:
     assert (exhausted.budget, exhausted.used, exhausted.limit) == ("frames", 250, 100)
     assert (answer.letter, answer.forced, answer.reason) == ("B", True, "budget:frames")
     assert len(llm.requests) == 2 and not llm.requests[1].tools
+
+
+def slow_first(first: str = "B", then: str = "B") -> FakeAdapter:
+    """A model whose first call works (units of 10 ms) until its run's check ends it, for at
+    most 30 s, and then answers ``first``; later calls answer ``then`` at once."""
+    from vidagent.models.interrupt import check_call
+
+    calls = 0
+
+    def reply(request: Any) -> str:
+        nonlocal calls
+        calls += 1
+        if calls > 1:
+            return then
+        end = time.monotonic() + 30
+        while time.monotonic() < end:
+            check_call()
+            time.sleep(0.01)
+        return first
+
+    return FakeAdapter.function(reply)
+
+
+def test_a_call_under_way_when_the_time_budget_runs_out_is_ended_and_answered_after(
+    indexed: Any,
+) -> None:
+    answer = run(indexed, slow_first(then="C"), budget=Budget(seconds=0.5))
+    first, final = [e for e in answer.trace.of(ModelCall) if e.role == "llm"]
+    assert first.error.startswith("interrupted: seconds budget exhausted (0.5")
+    (exhausted,) = answer.trace.of(BudgetExhausted)
+    assert exhausted.budget == "seconds" and exhausted.used < 30
+    # the one last call may go over the budget: it is not cut, and it answers
+    assert final.error is None and (answer.letter, answer.reason) == ("C", "budget:seconds")
+
+
+def test_a_stopped_run_ends_the_call_under_way(indexed: Any) -> None:
+    library, ids, settings = indexed
+    stop = threading.Event()
+    timer = threading.Timer(0.3, stop.set)  # the caller stops the run while the call runs
+    timer.start()
+    try:
+        answer = DVDAgent(library, hub(settings, slow_first())).run(
+            Question("What text appears on screen?", tuple(ids), OPTIONS), should_stop=stop.is_set
+        )
+    finally:
+        timer.cancel()
+    (call,) = [e for e in answer.trace.of(ModelCall) if e.role == "llm"]  # no final call
+    assert call.error == "interrupted: stopped by the caller"
+    assert (answer.reason, answer.text) == ("stopped", "")
 
 
 def test_token_budget_counts_every_model_call(indexed: Any) -> None:

@@ -128,3 +128,20 @@ def test_without_streaming_a_capped_reply_ending_in_a_loop_is_labelled(
     reply = adapter.chat(REQUEST)
     assert reply.finish_reason == labelled and reply.text == text
     assert "stream" not in sent[0]  # streaming is asked for only with stream=1
+
+
+def test_a_stopped_run_leaves_the_stream_and_the_server_writes_no_more() -> None:
+    from vidagent.models.interrupt import CallInterrupted, checked_calls
+
+    stream = Stream([_event({"content": "word "})] * 1000 + [b"data: [DONE]\n\n"])
+    asked = 0
+
+    def check() -> None:
+        nonlocal asked
+        asked += 1
+        if asked > 20:
+            raise RuntimeError("stopped by the caller")
+
+    with checked_calls(check), pytest.raises(CallInterrupted, match="stopped by the caller"):
+        stream.adapter().chat(REQUEST)
+    assert stream.sent <= 21  # not the 1,000 pieces

@@ -75,6 +75,7 @@ from vidagent.agents.types import (
 from vidagent.budget import Budget, BudgetExceeded, Meter, Stopped
 from vidagent.exceptions import ConfigError, EndpointUnreachable, LibraryError, ProviderError
 from vidagent.models.client import CallRecord, UsageLedger
+from vidagent.models.interrupt import checked_calls
 from vidagent.roles import ROLES
 from vidagent.tools.index import IndexView
 from vidagent.tools.options import ToolOptions
@@ -420,9 +421,10 @@ class Agent:
     ) -> Answer:
         """Answer ``question``; every event goes to ``trace`` (default: kept in memory).
 
-        ``should_stop`` is asked before every step and model call; once it says True the run
-        ends there with the answer it has (reason ``stopped``, no further model call), still
-        checked and recorded. ``prepare`` builds what the strategy reads besides the index
+        ``should_stop`` is asked before every step and model call, and by a model call under way
+        between the units of work it can stop between (:mod:`vidagent.models.interrupt`); once
+        it says True the run ends there with the answer it has (reason ``stopped``, no further
+        model call), still checked and recorded. ``prepare`` builds what the strategy reads besides the index
         (VideoAgent2's general context) before the first step, inside the run: its model calls
         are in the trace and the totals, and its time and tokens count against the budget (a
         provider's failure there ends the run as one in a step does).
@@ -465,7 +467,7 @@ class Agent:
 
         try:
             run.emit(RunStarted, **self._started(question))
-            with UsageLedger.capture(on_call):
+            with UsageLedger.capture(on_call), checked_calls(meter.interrupt):
                 answer = self._checked(run, self._solve(run, prepare))
                 reader = self.reader() if answer.reason != "stopped" else None
                 if reader is not None:
@@ -587,6 +589,7 @@ class Agent:
         stop = run.meter.should_stop
         if stop is not None and stop():  # asked to stop while the last step ran: no final call
             return run.answer("", forced=True, reason="stopped", note="stopped by the caller")
+        run.meter.answering = True  # the one last call, which may go over the time budget
         try:
             return self.force_answer(run, reason, note)
         except ProviderError as e:

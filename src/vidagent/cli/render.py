@@ -121,6 +121,7 @@ class Renderer:
             return (
                 f"  model {e.role} {e.spec}: {e.input_tokens}+{e.output_tokens} tokens "
                 f"{e.latency_s:.2f}s{cost}{' (cached)' if e.cached else ''}"
+                + (f" ({e.error})" if e.error else "")
             )
         if isinstance(e, Answered):
             return render_answer(e, self.names, self.options, self.recorded)

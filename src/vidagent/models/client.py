@@ -59,6 +59,7 @@ from vidagent.models.base import (
 from vidagent.models.cache import CacheableRequest, ResponseCache
 from vidagent.models.context import fit_request
 from vidagent.models.cpu import quiet_openmp
+from vidagent.models.interrupt import CallInterrupted
 from vidagent.roles import capability
 
 if TYPE_CHECKING:
@@ -471,6 +472,12 @@ class Client:
                     operation, Usage(), started, retries=attempt, error=describe(e), fitted=fitted
                 )
                 raise
+            except CallInterrupted as e:  # its run was stopped, or its time spent, mid-call
+                error = f"interrupted: {e}"
+                self._record(
+                    operation, Usage(), started, retries=attempt, error=error, fitted=fitted
+                )
+                raise e.cause from None
 
     def backoff(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait before retry ``attempt + 1``: full jitter, at least ``retry_after``.

@@ -38,7 +38,9 @@ not report usage in a stream (llama-cpp-python's 0.3 does not: then the reply's 
 its tokens and the prompt as 0);
 it is worth turning on for a small local model. Without it, a reply cut by its cap
 (``finish_reason`` ``"length"``) that ends in such a loop is labelled ``"repetition"``, so that
-callers do not ask again with a larger cap.
+callers do not ask again with a larger cap. A streamed reply also ends, its connection closed,
+when its run is stopped or its time is spent (:mod:`vidagent.models.interrupt`); one read
+whole runs to its end.
 
 Reasoning models (OpenAI's o-series and GPT-5, and any model named with ``reasoning=1``) take
 different parameters, and OpenAI answers 400 to the others: no ``temperature`` other than the
@@ -115,6 +117,7 @@ from vidagent.models.base import (
     Usage,
     option_flag,
 )
+from vidagent.models.interrupt import check_call
 from vidagent.models.repetition import FINISH_REASON, RepetitionGuard
 
 if TYPE_CHECKING:
@@ -478,6 +481,7 @@ def _read_stream(lines: Iterator[str], model: str) -> dict[str, Any]:
     calls: dict[int, dict[str, Any]] = {}
     finish, usage, chunks = None, None, 0
     for line in lines:
+        check_call()  # a stopped run leaves the stream: the connection closes (module doc)
         if not line.startswith("data:"):
             continue  # comments, event names, blank separators
         data = line[5:].strip()

@@ -60,6 +60,7 @@ from vidagent.models.base import (
     Usage,
 )
 from vidagent.models.cpu import quiet_openmp, torch_threads
+from vidagent.models.interrupt import check_call
 from vidagent.models.registry import module_available, package_path
 from vidagent.models.repetition import FINISH_REASON, RepetitionGuard
 
@@ -265,7 +266,9 @@ class _SchemaMask:
 
 
 class _Cut:
-    """A transformers stopping criterion: a :class:`RepetitionGuard` over the reply's tokens."""
+    """A transformers stopping criterion: a :class:`RepetitionGuard` over the reply's tokens.
+    Called after each token generated, it also asks the running question's check
+    (:mod:`vidagent.models.interrupt`), which raises to end the call."""
 
     def __init__(self, prompt_tokens: int) -> None:
         self.guard = RepetitionGuard()
@@ -273,6 +276,8 @@ class _Cut:
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
         import torch
+
+        check_call()
 
         reply = input_ids[0, max(self.start, input_ids.shape[1] - self.guard.window) :].tolist()
         return torch.tensor([self.guard.degenerate(reply)], device=input_ids.device)
