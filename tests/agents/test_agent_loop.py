@@ -277,6 +277,10 @@ def test_a_stopped_run_ends_the_call_under_way(indexed: Any) -> None:
     (call,) = [e for e in answer.trace.of(ModelCall) if e.role == "llm"]  # no final call
     assert call.error == "interrupted: stopped by the caller"
     assert (answer.reason, answer.text) == ("stopped", "")
+    from vidagent.cli.render import render
+
+    shown = [line for line in render(answer.trace.events, calls=True) if "model llm" in line]
+    assert shown[0].endswith("(interrupted: stopped by the caller)")
 
 
 def test_token_budget_counts_every_model_call(indexed: Any) -> None:
