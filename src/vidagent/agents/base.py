@@ -424,10 +424,10 @@ class Agent:
         ``should_stop`` is asked before every step and model call, and by a model call under way
         between the units of work it can stop between (:mod:`vidagent.models.interrupt`); once
         it says True the run ends there with the answer it has (reason ``stopped``, no further
-        model call), still checked and recorded. ``prepare`` builds what the strategy reads besides the index
-        (VideoAgent2's general context) before the first step, inside the run: its model calls
-        are in the trace and the totals, and its time and tokens count against the budget (a
-        provider's failure there ends the run as one in a step does).
+        model call), still checked and recorded. ``prepare`` builds what the strategy reads
+        besides the index (VideoAgent2's general context) before the first step, inside the
+        run: its model calls are in the trace and the totals, and its time and tokens count
+        against the budget (a provider's failure there ends the run as one in a step does).
         """
         trace = trace if trace is not None else Trace()
         meter = Meter(self.budget, should_stop)
