@@ -78,6 +78,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=order)
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Close the two ``/dev/null`` files llama-cpp-python opens when it is imported and never
+    closes: at the interpreter's exit they were reported ("Exception ignored … ResourceWarning:
+    unclosed file") by each worker that had imported llama.cpp and torch, whose output the test
+    command printed."""
+    import sys
+
+    utils = sys.modules.get("llama_cpp._utils")
+    for name in ("outnull_file", "errnull_file"):
+        opened = getattr(utils, name, None)
+        if opened is not None:
+            opened.close()
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets its own VIDAGENT_HOME and no VIDAGENT_* settings from the outside."""
