@@ -57,7 +57,8 @@ class BudgetExceeded(Exception):
     """Raised inside a run when a budget is spent; the loop turns it into a forced answer."""
 
     def __init__(self, budget: str, used: float, limit: float) -> None:
-        super().__init__(f"{budget} budget exhausted ({used:g} of {limit:g})")
+        shown = f"{used:.1f}" if budget == "seconds" else f"{used:g}"
+        super().__init__(f"{budget} budget exhausted ({shown} of {limit:g})")
         self.budget, self.used, self.limit = budget, used, limit
 
 

@@ -494,6 +494,17 @@ def test_a_claim_that_cites_no_moment_says_so() -> None:
     assert "not cited" not in "\n".join(lines[:at])  # the first claim has its citation
 
 
+def test_no_answer_claims_nothing() -> None:
+    # a cancelled run's empty answer to a multiple-choice question had the question itself for
+    # its claim, checked and found nowhere (found by a new user cancelling an ask)
+    from vidagent.agents.citations.claims import claims_of
+
+    question = Question("How many people walk past?", (VID,), ("one", "two", "many"))
+    stopped = Answer("", None, False, True, "stopped")
+    assert claims_of(question, stopped) == ()
+    assert claims_of(question, dataclasses.replace(stopped, text="maybe two"))  # text: a claim
+
+
 def test_an_unreadable_answer_says_what_could_not_be_read() -> None:
     # A free-form question whose model could not be reached: no option was ever offered, so
     # "no option could be read" was the wrong thing to say (found with a dead endpoint).

@@ -98,7 +98,7 @@ def test_the_totals_say_no_price_for_a_hosted_model_without_one(indexed: Any) ->
     totals = answer.trace.totals
     assert totals.unpriced == ["fake:hash?dim=32"] and totals.cost_usd == 0.0
     assert all(not c.priced for c in answer.trace.of(ModelCall))
-    (line,) = [s for s in render(answer.trace.events) if s.startswith("1 steps, ")]
+    (line,) = [s for s in render(answer.trace.events) if s.startswith("1 step, ")]
     assert ", $0 + no price for fake:hash?dim=32, " in line
     # the same embedder run in this process is free: no "no price" line
     local = run_agent(indexed, Question(QUESTION, (vid,), OPTIONS))
@@ -307,7 +307,7 @@ def test_ask_shows_each_options_score_live(small_video: Path, _isolated_home: Pa
     assert shown[0].startswith("step 1 · retrieval (A) GOODBYE · score 0.")
     assert "answer: (B) HELLO VIDAGENT" in lines
     assert "  evidence: small.mp4 00:00:05–00:00:10" in lines
-    assert any(line.startswith("1 steps, 0 frames, 4 model calls") for line in lines)
+    assert any(line.startswith("1 step, 0 frames, 4 model calls") for line in lines)
 
 
 def make_videos(folder: Path, *names: str) -> None:

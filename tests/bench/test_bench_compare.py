@@ -274,8 +274,10 @@ def test_compare_refuses_runs_of_different_benchmarks(
     manifest = json.loads((runs[1] / "manifest.json").read_text())
     (other / "manifest.json").write_text(json.dumps(manifest | {"split": "elsewhere"}))
     (other / "predictions.jsonl").write_text((runs[1] / "predictions.jsonl").read_text())
-    with pytest.raises(UserError, match="compare runs of one benchmark and split"):
+    with pytest.raises(UserError, match="a is a run of lvbench all and other of lvbench else"):
         compare_runs(runs[0], other, resamples=10)
+    with pytest.raises(UserError, match="is given twice: compare different runs"):
+        compare_runs(runs[0], runs[0].parent / "." / runs[0].name, resamples=10)
 
 
 def test_compare_says_when_the_runs_were_asked_different_questions(

@@ -88,7 +88,8 @@ def pick_strategy(
 
     ``strategy`` None is the default: ``retrieval`` without a model endpoint, else ``dvd`` to
     answer and ``avi`` to ground. An agent strategy named while the ``llm`` is the embedded
-    model runs, with a line giving its measured accuracy and time per question.
+    model runs, with a line giving its measured accuracy and time per question (answering: the
+    offline accuracy set has no grounding questions).
 
     Raises:
         ConfigError: an unknown strategy (the message names the strategies).
@@ -105,9 +106,14 @@ def pick_strategy(
         )
     if endpoint or strategy == "retrieval":
         return strategy, ""
+    measured = (
+        "grounding is not measured with it offline"
+        if task == "ground"
+        else measured_offline(settings, strategy)
+    )
     return strategy, (
-        f"{strategy} with the embedded SmolLM2-135M, which does not reason: "
-        f"{measured_offline(settings, strategy)}; for a real answer: {HOW_TO_POINT}"
+        f"{strategy} with the embedded SmolLM2-135M, which does not reason: {measured}; "
+        f"for a real answer: {HOW_TO_POINT}"
     )
 
 

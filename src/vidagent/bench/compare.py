@@ -547,20 +547,26 @@ def _load(paths: Sequence[Path], judge: Judge | None) -> list[RunReport]:
     """The run folders' reports, each named apart from the others (``a/frames-32``).
 
     Raises:
-        UserError: the runs are of different benchmarks or splits.
+        UserError: a folder given twice, or runs of different benchmarks or splits.
         RunFolderError: a path is not a run folder.
     """
-    from vidagent.bench.report import named_apart
+    from vidagent.bench.report import names_apart
     from vidagent.bench.rundir import read_manifest
 
+    resolved = [Path(p).resolve() for p in paths]
+    for path, at in zip(paths, resolved, strict=True):
+        if resolved.count(at) > 1:
+            raise UserError(f"{path} is given twice: compare different runs")
     what = [(m["benchmark"], m["split"]) for m in map(read_manifest, paths)]
-    for path, other in zip(paths[1:], what[1:], strict=True):
+    names = names_apart(paths)
+    for name, other in zip(names[1:], what[1:], strict=True):
         if other != what[0]:
             raise UserError(
-                f"{Path(paths[0]).name} is a {' '.join(what[0])} run and {Path(path).name} a "
-                f"{' '.join(other)} run: compare runs of one benchmark and split"
+                f"{names[0]} is a run of {' '.join(what[0])} and {name} of "
+                f"{' '.join(other)}: compare runs of one benchmark and split"
             )
-    return named_apart([load_run(p, judge=judge, resamples=0) for p in paths])
+    reports = [load_run(p, judge=judge, resamples=0) for p in paths]
+    return [replace(r, name=n) for r, n in zip(reports, names, strict=True)]
 
 
 def _shared(
@@ -594,8 +600,8 @@ def compare_runs(
     """Run B against run A on the questions both ran without an error (module docstring).
 
     Raises:
-        UserError: the runs are of different benchmarks or splits, or share no answered
-            question.
+        UserError: one folder given twice, runs of different benchmarks or splits, or no
+            question both ran without an error.
         RunFolderError: a path is not a run folder.
     """
     a, b = _load([path_a, path_b], judge)
@@ -629,10 +635,6 @@ def compare_many(
 
     if len(paths) < 2:
         raise UserError("compare needs at least two run folders")
-    resolved = [Path(p).resolve() for p in paths]
-    if len(set(resolved)) < len(resolved):
-        twice = next(p for p in paths if resolved.count(Path(p).resolve()) > 1)
-        raise UserError(f"{twice} is given twice: compare different runs")
     reports = _load(paths, judge)
     ids, reasons = _shared(reports, [r.name for r in reports])
     stats = _Stats(right_at, resamples, seed, level)

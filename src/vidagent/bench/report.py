@@ -577,18 +577,21 @@ def cost_table(reports: Sequence[RunReport]) -> tuple[list[str], list[list[str]]
 
 
 def named_apart(reports: Sequence[RunReport]) -> list[RunReport]:
-    """``reports``, each named by as many of its path's last folders as tell it from the others
+    """``reports``, each named by :func:`names_apart` of its path."""
+    names = names_apart([r.path for r in reports])
+    return [dataclasses.replace(r, name=n) for r, n in zip(reports, names, strict=True)]
+
+
+def names_apart(paths: Sequence[Path]) -> list[str]:
+    """Each run folder's name: as many of its path's last folders as tell it from the others
     (two ladders' rungs are both ``frames-32``: ``a/frames-32`` and ``b/frames-32``)."""
-    parts = [r.path.resolve().parts for r in reports]
+    parts = [Path(p).resolve().parts for p in paths]
     depth = 1
     while depth < max((len(p) for p in parts), default=1):
         if len({p[-depth:] for p in parts}) == len(parts):
             break
         depth += 1
-    return [
-        dataclasses.replace(r, name="/".join(p[-depth:]))
-        for r, p in zip(reports, parts, strict=True)
-    ]
+    return ["/".join(p[-depth:]) for p in parts]
 
 
 def coverage_note(runs: Sequence[RunReport]) -> str | None:

@@ -92,7 +92,11 @@ def _noticed(show: Callable[[Any], None], line: str) -> Callable[[Any], None]:
 @click.option(
     "--max-tokens", type=click.IntRange(min=1), help="tokens over all model calls [1000000]"
 )
-@click.option("--max-seconds", type=POSITIVE, help="wall-clock seconds [3600]")
+@click.option(
+    "--max-seconds",
+    type=POSITIVE,
+    help="wall-clock seconds [3600]; the call under way is cut, the forced answer may go over",
+)
 @click.option("--max-cost", type=POSITIVE, help="US dollars, from configured prices [5]")
 @tool_mode_option
 @strategy_sets_option

@@ -72,7 +72,11 @@ from vidagent.exceptions import UserError
     help="a frame-budget ladder: the run once per --max-frames value, in OUT/frames-N each",
 )
 @click.option("--max-tokens", type=click.IntRange(min=1), help="tokens per question [1000000]")
-@click.option("--max-seconds", type=POSITIVE, help="wall-clock seconds per question [3600]")
+@click.option(
+    "--max-seconds",
+    type=POSITIVE,
+    help="wall-clock seconds per question [3600]; the forced answer may go over",
+)
 @click.option("--max-cost", type=POSITIVE, help="US dollars per question [5]")
 @tool_mode_option
 @strategy_sets_option

@@ -113,7 +113,8 @@ class Renderer:
             data = json.dumps(e.data, ensure_ascii=False) if e.data else ""
             return f"step {e.step} · {e.phase} {self._cut(data)}".rstrip()
         if isinstance(e, BudgetExhausted):
-            return f"budget '{e.budget}' exhausted ({e.used:g} of {e.limit:g}): forcing an answer"
+            used = f"{e.used:.1f}" if e.budget == "seconds" else f"{e.used:g}"
+            return f"budget '{e.budget}' exhausted ({used} of {e.limit:g}): forcing an answer"
         if isinstance(e, ModelCall):
             if not self.calls:
                 return None
@@ -130,7 +131,8 @@ class Renderer:
             if e.unpriced:  # a sum that leaves calls out is not the cost: say which
                 cost = f"{cost or ', $0'} + no price for {', '.join(e.unpriced)}"
             return (
-                f"{e.steps} steps, {e.frames} frames, {e.model_calls} model calls, "
+                f"{e.steps} step{'s' * (e.steps != 1)}, {e.frames} frames, "
+                f"{e.model_calls} model calls, "
                 f"{e.input_tokens}+{e.output_tokens} tokens{cost}, {e.seconds:.1f} s"
             )
         return None

@@ -175,6 +175,8 @@ def _claims(
 ) -> tuple[Claim, ...]:
     """The claims of :func:`claims_of`, without the words a "who says …?" question asks about."""
     if question.options:
+        if answer.choice is None and not answer.text.strip():
+            return ()  # no answer (a stopped run's, a failed one's): nothing is claimed
         if answer.choice is None:  # no option named: the text is what is claimed
             key = frozenset(stems(answer.text) - asked)
             text = f"{question.text.strip()} {answer.text.strip()}"
