@@ -230,17 +230,17 @@ def test_frame_budget_exhaustion_forces_an_answer(indexed: Any) -> None:
     assert len(llm.requests) == 2 and not llm.requests[1].tools
 
 
-def slow_first(first: str = "B", then: str = "B") -> FakeAdapter:
-    """A model whose first call works (units of 10 ms) until its run's check ends it, for at
-    most 30 s, and then answers ``first``; later calls answer ``then`` at once."""
+def slow_first(first: str = "B", then: str = "B", slow: int = 1) -> FakeAdapter:
+    """A model whose call number ``slow`` works (units of 10 ms) until its run's check ends it,
+    for at most 30 s, and then answers ``first``; other calls answer ``then`` at once."""
     from vidagent.models.interrupt import check_call
 
     calls = 0
 
-    def reply(request: Any) -> str:
+    def reply(request: Any) -> Any:
         nonlocal calls
         calls += 1
-        if calls > 1:
+        if calls != slow:
             return then
         end = time.monotonic() + 30
         while time.monotonic() < end:
@@ -281,6 +281,25 @@ def test_a_stopped_run_ends_the_call_under_way(indexed: Any) -> None:
 
     shown = [line for line in render(answer.trace.events, calls=True) if "model llm" in line]
     assert shown[0].endswith("(interrupted: stopped by the caller)")
+
+
+def test_a_stop_during_the_forced_answer_ends_the_run_stopped(indexed: Any) -> None:
+    # the forced answer asks no budget before its call; a cancel reached it inside the call
+    # (raised out of the run before the stop was handled)
+    library, ids, settings = indexed
+    stop = threading.Event()
+    llm = slow_first(then=call("clip_search", event_description="hello"), slow=2)
+    timer = threading.Timer(0.3, stop.set)
+    timer.start()
+    try:
+        answer = DVDAgent(library, hub(settings, llm), budget=Budget(steps=1)).run(
+            Question("What text appears on screen?", tuple(ids), OPTIONS), should_stop=stop.is_set
+        )
+    finally:
+        timer.cancel()
+    first, final = [e for e in answer.trace.of(ModelCall) if e.role == "llm"]
+    assert first.error is None and final.error == "interrupted: stopped by the caller"
+    assert (answer.reason, answer.text, answer.forced) == ("stopped", "", True)
 
 
 def test_token_budget_counts_every_model_call(indexed: Any) -> None:

@@ -592,6 +592,8 @@ class Agent:
         run.meter.answering = True  # the one last call, which may go over the time budget
         try:
             return self.force_answer(run, reason, note)
+        except Stopped as e:  # the caller stopped the run while the call ran
+            return run.answer("", forced=True, reason="stopped", note=str(e))
         except ProviderError as e:
             failed = f"the final answer call failed too ({type(e).__name__}: {e})"
             answer = run.answer(
