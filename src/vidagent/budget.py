@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,12 +54,16 @@ class Budget:
         return dataclasses.asdict(self)
 
 
+def spent(budget: str, used: float) -> str:
+    """How much of ``budget`` was used, as printed: seconds to a tenth (not ``8.02035``)."""
+    return f"{used:.1f}" if budget == "seconds" else f"{used:g}"
+
+
 class BudgetExceeded(Exception):
     """Raised inside a run when a budget is spent; the loop turns it into a forced answer."""
 
     def __init__(self, budget: str, used: float, limit: float) -> None:
-        shown = f"{used:.1f}" if budget == "seconds" else f"{used:g}"
-        super().__init__(f"{budget} budget exhausted ({shown} of {limit:g})")
+        super().__init__(f"{budget} budget exhausted ({spent(budget, used)} of {limit:g})")
         self.budget, self.used, self.limit = budget, used, limit
 
 
@@ -85,7 +90,7 @@ class Meter:
         self.tokens = 0
         self.cost_usd = 0.0
         self.model_calls = 0
-        self.answering = False  # the final answer, which may go over the time budget
+        self._past_budgets = False  # a call allowed past every budget is under way
 
     @property
     def seconds(self) -> float:
@@ -120,10 +125,21 @@ class Meter:
             if limit is not None and used >= limit:
                 raise BudgetExceeded(name, used, limit)
 
+    @contextmanager
+    def past_budgets(self) -> Iterator[None]:
+        """A call allowed past every budget (a final answer, asked without :meth:`check`): the
+        time budget does not end it while it runs (:meth:`interrupt`); a stop still does."""
+        before, self._past_budgets = self._past_budgets, True
+        try:
+            yield
+        finally:
+            self._past_budgets = before
+
     def interrupt(self) -> None:
         """The check a model call asks while it runs (:mod:`vidagent.models.interrupt`): the
-        caller's stop, and the time budget, which the final answer may go over (``answering``).
-        Tokens and money are counted when a call ends, so only :meth:`check` sees them.
+        caller's stop, and the time budget, except in a call allowed past it
+        (:meth:`past_budgets`). Tokens and money are counted when a call ends, so only
+        :meth:`check` sees them.
 
         Raises:
             Stopped: the caller asked the run to stop.
@@ -131,6 +147,6 @@ class Meter:
         """
         if self.should_stop is not None and self.should_stop():
             raise Stopped("stopped by the caller")
-        limit, spent = self.budget.seconds, self.seconds
-        if limit is not None and not self.answering and spent >= limit:
-            raise BudgetExceeded("seconds", spent, limit)
+        limit, used = self.budget.seconds, self.seconds
+        if limit is not None and not self._past_budgets and used >= limit:
+            raise BudgetExceeded("seconds", used, limit)

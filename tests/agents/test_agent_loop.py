@@ -230,9 +230,41 @@ def test_frame_budget_exhaustion_forces_an_answer(indexed: Any) -> None:
     assert len(llm.requests) == 2 and not llm.requests[1].tools
 
 
-def slow_first(first: str = "B", then: str = "B", slow: int = 1) -> FakeAdapter:
-    """A model whose call number ``slow`` works (units of 10 ms) until its run's check ends it,
-    for at most 30 s, and then answers ``first``; other calls answer ``then`` at once."""
+def test_every_native_tool_call_has_a_reply_in_what_is_sent() -> None:
+    from vidagent.agents.run import NOT_RUN, answer_tool_calls
+    from vidagent.models.base import ToolCall
+
+    first, second = ToolCall("a", "clip_search", "{}"), ToolCall("b", "frame_inspect", "{}")
+    history = [
+        Message("user", "q"),
+        Message("assistant", "", tool_calls=(first, second)),
+        Message("tool", "found", tool_call_id="a", name="clip_search"),  # b never ran
+        Message("user", "Answer now."),
+    ]
+    sent = answer_tool_calls(history)
+    assert sent[:3] == history[:3] and sent[4:] == history[3:]
+    assert (sent[3].role, sent[3].tool_call_id, sent[3].text) == ("tool", "b", NOT_RUN)
+    assert answer_tool_calls(sent) == sent  # a history with every reply is sent as it is
+
+
+def test_a_call_allowed_past_the_budgets_is_not_cut_by_time_and_the_allowance_ends() -> None:
+    from vidagent.budget import BudgetExceeded, Meter
+
+    meter = Meter(Budget(seconds=0.01))
+    time.sleep(0.02)
+    with meter.past_budgets():
+        meter.interrupt()  # a final answer runs on
+        with meter.past_budgets():
+            meter.interrupt()
+        meter.interrupt()  # still inside the outer one
+    with pytest.raises(BudgetExceeded, match=r"seconds budget exhausted \(\d+\.\d of 0\.01\)"):
+        meter.interrupt()  # the critic's calls after it can be cut again
+
+
+def slow_first(first: str = "B", then: Any = "B", slow: int = 1, start: Any = None) -> FakeAdapter:
+    """A model whose call number ``slow`` calls ``start`` (if given), then works (units of
+    10 ms) until its run's check ends it, for at most 30 s, and then answers ``first``; other
+    calls answer ``then`` at once."""
     from vidagent.models.interrupt import check_call
 
     calls = 0
@@ -242,6 +274,8 @@ def slow_first(first: str = "B", then: str = "B", slow: int = 1) -> FakeAdapter:
         calls += 1
         if calls != slow:
             return then
+        if start is not None:
+            start()  # the caller stops the run, or its time runs out, while the call runs
         end = time.monotonic() + 30
         while time.monotonic() < end:
             check_call()
@@ -251,29 +285,57 @@ def slow_first(first: str = "B", then: str = "B", slow: int = 1) -> FakeAdapter:
     return FakeAdapter.function(reply)
 
 
+def spend_the_time() -> None:
+    """The running question's time budget spent, as if its minute had passed."""
+    from vidagent.agents.run import ACTIVE
+
+    running = ACTIVE.get()
+    assert running is not None
+    running.meter.started -= 61
+
+
 def test_a_call_under_way_when_the_time_budget_runs_out_is_ended_and_answered_after(
     indexed: Any,
 ) -> None:
-    answer = run(indexed, slow_first(then="C"), budget=Budget(seconds=0.5))
+    answer = run(indexed, slow_first(then="C", start=spend_the_time), budget=Budget(seconds=60))
     first, final = [e for e in answer.trace.of(ModelCall) if e.role == "llm"]
-    assert first.error.startswith("interrupted: seconds budget exhausted (0.5")
+    assert first.error.startswith("interrupted: seconds budget exhausted (61.")
     (exhausted,) = answer.trace.of(BudgetExhausted)
-    assert exhausted.budget == "seconds" and exhausted.used < 30
+    assert exhausted.budget == "seconds" and exhausted.used < 90  # not the 30 s call's end
     # the one last call may go over the budget: it is not cut, and it answers
     assert final.error is None and (answer.letter, answer.reason) == ("C", "budget:seconds")
+
+
+def test_a_tool_whose_model_call_the_time_budget_ends_leaves_a_reply_for_the_answer(
+    indexed: Any,
+) -> None:
+    from vidagent.agents.run import NOT_RUN
+
+    inspect = call(
+        "frame_inspect", question="What text?", time_ranges_hhmmss=[["00:00:05", "00:00:08"]]
+    )
+    llm = FakeAdapter.scripted([inspect, "B"])
+    vlm = slow_first(start=spend_the_time)  # its minute passes while the VLM looks
+    answer = run(indexed, llm, vlm, budget=Budget(seconds=60))
+    assert (answer.letter, answer.reason) == ("B", "budget:seconds")
+    assert [e.tool for e in answer.trace.of(ToolCalled)] == ["frame_inspect"]
+    # the call the budget ended has a reply in the forced answer's history: an endpoint
+    # refuses a tool call without one (400), and the question went unanswered
+    sent = llm.requests[1].messages
+    at = next(i for i, m in enumerate(sent) if m.tool_calls)
+    assert (sent[at + 1].role, sent[at + 1].tool_call_id, sent[at + 1].text) == (
+        "tool",
+        inspect.id,
+        NOT_RUN,
+    )
 
 
 def test_a_stopped_run_ends_the_call_under_way(indexed: Any) -> None:
     library, ids, settings = indexed
     stop = threading.Event()
-    timer = threading.Timer(0.3, stop.set)  # the caller stops the run while the call runs
-    timer.start()
-    try:
-        answer = DVDAgent(library, hub(settings, slow_first())).run(
-            Question("What text appears on screen?", tuple(ids), OPTIONS), should_stop=stop.is_set
-        )
-    finally:
-        timer.cancel()
+    answer = DVDAgent(library, hub(settings, slow_first(start=stop.set))).run(
+        Question("What text appears on screen?", tuple(ids), OPTIONS), should_stop=stop.is_set
+    )
     (call,) = [e for e in answer.trace.of(ModelCall) if e.role == "llm"]  # no final call
     assert call.error == "interrupted: stopped by the caller"
     assert (answer.reason, answer.text) == ("stopped", "")
@@ -288,15 +350,10 @@ def test_a_stop_during_the_forced_answer_ends_the_run_stopped(indexed: Any) -> N
     # (raised out of the run before the stop was handled)
     library, ids, settings = indexed
     stop = threading.Event()
-    llm = slow_first(then=call("clip_search", event_description="hello"), slow=2)
-    timer = threading.Timer(0.3, stop.set)
-    timer.start()
-    try:
-        answer = DVDAgent(library, hub(settings, llm), budget=Budget(steps=1)).run(
-            Question("What text appears on screen?", tuple(ids), OPTIONS), should_stop=stop.is_set
-        )
-    finally:
-        timer.cancel()
+    llm = slow_first(then=call("clip_search", event_description="hello"), slow=2, start=stop.set)
+    answer = DVDAgent(library, hub(settings, llm), budget=Budget(steps=1)).run(
+        Question("What text appears on screen?", tuple(ids), OPTIONS), should_stop=stop.is_set
+    )
     first, final = [e for e in answer.trace.of(ModelCall) if e.role == "llm"]
     assert first.error is None and final.error == "interrupted: stopped by the caller"
     assert (answer.reason, answer.text, answer.forced) == ("stopped", "", True)

@@ -503,6 +503,9 @@ def test_no_answer_claims_nothing() -> None:
     stopped = Answer("", None, False, True, "stopped")
     assert claims_of(question, stopped) == ()
     assert claims_of(question, dataclasses.replace(stopped, text="maybe two"))  # text: a claim
+    ground = Question("the man opens the door", (VID,), task="ground")
+    assert claims_of(ground, stopped) == ()
+    assert claims_of(ground, dataclasses.replace(stopped, text="[3.0, 5.0]"))
 
 
 def test_an_unreadable_answer_says_what_could_not_be_read() -> None:

@@ -356,6 +356,12 @@ def test_cochrans_q_by_hand_and_its_exact_permutation_p() -> None:
         col, row = m.sum(axis=0), m.sum(axis=1)
         qs.append(2 * (3 * (col**2).sum() - row.sum() ** 2) / (3 * row.sum() - (row**2).sum()))
     assert q.permutation_pvalue == pytest.approx(np.mean(np.array(qs) >= expected - 1e-9))
+    # questions every run got right, or every run wrong, change neither Q nor its p
+    padded = cochran_q([*right, *[[1, 1, 1], [0, 0, 0]] * 20], resamples=50_000)
+    assert (padded.statistic, padded.permutation_pvalue, padded.discordant) == pytest.approx(
+        (q.statistic, q.permutation_pvalue, 6)
+    )
+    assert padded.pvalue == pytest.approx(q.pvalue)
     # no question on which the runs differ: nothing to test, and no 0/0
     same = cochran_q([[1, 1, 1], [0, 0, 0]], resamples=10)
     assert (same.statistic, same.pvalue, same.permutation_pvalue) == (0.0, 1.0, 1.0)

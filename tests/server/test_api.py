@@ -449,6 +449,7 @@ def test_without_a_model_endpoint_retrieval_answers_by_default_and_says_so(
     assert picked["notice"] == named["notice"] and picked["default"] == "retrieval"
     chosen = api.get("/api/strategies", params={"strategy": "retrieval"}).json()
     assert chosen["notice"] == listed["notice"]  # the default's: why retrieval answers
+    assert api.get("/api/strategies?strategy=").json() == listed  # names none
     grounding = api.get("/api/strategies", params={"strategy": "dvd", "task": "ground"}).json()
     assert "grounding is not measured with it offline" in grounding["notice"]
     assert "5 of 13" not in grounding["notice"]  # the answering set's figure

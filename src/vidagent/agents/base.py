@@ -589,7 +589,6 @@ class Agent:
         stop = run.meter.should_stop
         if stop is not None and stop():  # asked to stop while the last step ran: no final call
             return run.answer("", forced=True, reason="stopped", note="stopped by the caller")
-        run.meter.answering = True  # the one last call, which may go over the time budget
         try:
             return self.force_answer(run, reason, note)
         except Stopped as e:  # the caller stopped the run while the call ran

@@ -38,7 +38,7 @@ import json
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -87,6 +87,31 @@ REFUSED_MADE = (
     "Error: this exact call was already made (step {step}); its result is above and unchanged. "
     "It was not run again: change the arguments or call another tool."
 )
+#: The reply to a native tool call that never ran (not from a paper).
+NOT_RUN = "Not run: the search ended before this call (a budget was spent, or the run stopped)."
+
+
+def answer_tool_calls(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` with a reply to every native tool call that has none: a budget spent, or a
+    stop, inside a step leaves its later calls (or the one under way) unanswered, and an
+    OpenAI-compatible endpoint refuses such a history (400) for the forced answer after it."""
+    out: list[Message] = []
+    waiting: dict[str, str] = {}  # call id -> tool name
+
+    def close() -> None:
+        out.extend(Message("tool", NOT_RUN, tool_call_id=i, name=n) for i, n in waiting.items())
+        waiting.clear()
+
+    for m in messages:
+        if m.role == "tool" and m.tool_call_id in waiting:
+            del waiting[m.tool_call_id]
+        else:
+            close()
+        out.append(m)
+        if m.role == "assistant":
+            waiting = {c.id: c.name for c in m.tool_calls}
+    close()
+    return out
 
 
 @dataclass(frozen=True)
@@ -248,21 +273,27 @@ class Run:
     ) -> str:
         """One reply of the reasoning model to ``messages``, following ``schema`` when given
         (structured output where the model has it, else JSON mode). Every budget is checked
-        first unless ``check`` is False (the forced answer may go past them).
+        first unless ``check`` is False: a final answer, which may go past them, and which the
+        time budget then does not cut while it runs (:meth:`Meter.past_budgets`).
 
         Raises:
             BudgetExceeded: a budget is spent.
+            Stopped: the caller stopped the run (before the call, or while it ran).
         """
         if check:
             self.meter.check()
         tokens = max_tokens if max_tokens is not None else self.policy.turn_tokens
-        with self.active():
+        past = contextlib.nullcontext() if check else self.meter.past_budgets()
+        with self.active(), past:
             return self.llm.structured(messages, schema, max_tokens=tokens).text
 
     def request_messages(self, toolbox: Toolbox | None = None) -> list[Message]:
-        """The history as sent: in JSON mode the system prompt also explains the protocol."""
+        """The history as sent: in JSON mode the system prompt also explains the protocol; in
+        native mode every tool call has a reply (:func:`answer_tool_calls`)."""
         messages = list(self.messages)
-        if self.mode() != "json" or toolbox is None:
+        if self.mode() == "native":
+            return answer_tool_calls(messages)
+        if toolbox is None:
             return messages
         protocol = toolbox.protocol()
         if messages and messages[0].role == "system":
@@ -309,7 +340,7 @@ class Run:
         from vidagent.models.base import ChatRequest
 
         request = ChatRequest(
-            tuple(self.messages),
+            tuple(self.request_messages()),
             tools=tuple(toolbox.specs()),
             tool_choice="auto",
             max_tokens=self.policy.turn_tokens,

@@ -307,9 +307,14 @@ def report(
     type=click.IntRange(min=1),
     default=1000,
     show_default=True,
-    help="paired bootstrap resamples, for what is not a share of right answers",
+    help=(
+        "paired bootstrap resamples, for what is not a share of right answers; with three "
+        "runs or more, also Cochran's Q permutations"
+    ),
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="bootstrap seed")
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="bootstrap (and permutation) seed"
+)
 @click.option(
     "--judge",
     "judge_spec",

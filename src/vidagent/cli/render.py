@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from vidagent.budget import spent
 from vidagent.timecode import clock, wall_clock
 from vidagent.trace import (
     AgentTurn,
@@ -113,7 +114,7 @@ class Renderer:
             data = json.dumps(e.data, ensure_ascii=False) if e.data else ""
             return f"step {e.step} · {e.phase} {self._cut(data)}".rstrip()
         if isinstance(e, BudgetExhausted):
-            used = f"{e.used:.1f}" if e.budget == "seconds" else f"{e.used:g}"
+            used = spent(e.budget, e.used)
             return f"budget '{e.budget}' exhausted ({used} of {e.limit:g}): forcing an answer"
         if isinstance(e, ModelCall):
             if not self.calls:

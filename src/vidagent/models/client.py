@@ -59,7 +59,7 @@ from vidagent.models.base import (
 from vidagent.models.cache import CacheableRequest, ResponseCache
 from vidagent.models.context import fit_request
 from vidagent.models.cpu import quiet_openmp
-from vidagent.models.interrupt import CallInterrupted
+from vidagent.models.interrupt import CallInterrupted, check_call
 from vidagent.roles import capability
 
 if TYPE_CHECKING:
@@ -456,6 +456,8 @@ class Client:
         attempt = 0
         while True:
             try:
+                if attempt:  # after a retry's wait, which a stop or a spent time budget ends
+                    check_call()
                 with self.limiter.slot(self.adapter):
                     return call(), attempt
             except RetryableError as e:

@@ -12,8 +12,11 @@ OpenAI-compatible endpoint read with ``stream=1`` at each streamed line, where l
 closes the connection and the server stops generating. The check raises to end the call; the
 call then raises :class:`CallInterrupted` with what the check raised, which the client records
 on the call and raises again as itself (the run's ``Stopped`` or ``BudgetExceeded``), so the
-run ends or answers as it would have at its next check. A call made in another thread, and an
-HTTP call read whole (no ``stream``), still run to their end.
+run ends or answers as it would have at its next check. A call made in a thread that does not
+carry the run's context (a thread pool of its own; the detectors' workers copy it), and an HTTP
+call read whole (no ``stream``), still run to their end; so does the wait for a concurrency
+slot, while a retry's wait is followed by the check. An interrupted call's tokens are not known
+(a stream's usage comes at its end): it is recorded with none, its error ``interrupted: …``.
 """
 
 from __future__ import annotations

@@ -203,7 +203,7 @@ def _tool_errors(fn: F) -> F:
     cancels the call's scope, which a plain worker thread does not hear (an index or a question
     ran on to its end), so the wait is abandoned and the work's ``should_stop``
     (:func:`_stopping`) says stop; it ends at its next check (between clips, before a step or a
-    model call)."""
+    model call, inside a model call under way where it can stop)."""
 
     @wraps(fn)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:

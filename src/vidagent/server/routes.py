@@ -139,7 +139,7 @@ def strategies(
     ``strategy`` is the default or not given; an unknown name is a 400)."""
     session = server_of(request).session
     default, notice = session.pick_strategy(None, task)
-    if strategy not in (None, default):
+    if strategy not in (None, "", default):  # "?strategy=" names none
         notice = session.pick_strategy(strategy, task)[1]
     return {"strategies": list(session.strategies()), "default": default, "notice": notice}
 

@@ -135,7 +135,8 @@ class Server:
 
     def ask_work(self, job: Job, plan: AskPlan) -> dict[str, Any]:
         """Run ``plan``, each trace event emitted as it happens. A cancel stops the run at its
-        next check (``should_stop``: before a step or a model call), and the job ends cancelled;
+        next check (``should_stop``: before a step or a model call, or inside a model call under
+        way where it can stop: :mod:`vidagent.models.interrupt`), and the job ends cancelled;
         the stream ends at the cancel, and what the run did after it (its answer, reason
         ``stopped``) is in the trace file only."""
 

@@ -156,6 +156,8 @@ def claims_of(question: Question, answer: Answer, names: Sequence[str] = ()) -> 
     named = names_speech_or_text(question.text, lexicon)
     seen = asks_seen(question.text, lexicon)
     if question.task == "ground":
+        if not answer.text.strip():
+            return ()  # no answer (a stopped run's): no moment is claimed
         text = question.text.strip()
         return (Claim(text, frozenset(asked), names_speech_or_text=named, asks_seen=seen),)
     # "Who says goodbye?" "S1": S1 is found where S1 says the words asked about

@@ -78,6 +78,7 @@ retrieval, u = 0); ``anchor_budget`` sweeps B_s; ``recompute_u`` refreshes stale
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Sequence
@@ -620,7 +621,8 @@ class EEAAgent(Agent):
         local = client.capabilities.local
         text_only = len(content) == 1 and isinstance(content[0], str)
         message = Message("user", content[0] if text_only else tuple(content))  # type: ignore[arg-type]
-        with run.active():
+        past = contextlib.nullcontext() if check else run.meter.past_budgets()  # a final answer
+        with run.active(), past:
             response = client.structured(
                 [message],
                 schema if local else None,
