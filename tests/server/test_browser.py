@@ -61,15 +61,21 @@ OPTIONS = ("GOODBYE", "HELLO VIDAGENT", "No text")
 
 class AgentModel:
     """DVD's model: search the clips first, then answer once the search has been seen. The
-    answer waits for ``gate``, so a test can look at the page while the run is under way."""
+    answer waits for ``gate``, so a test can look at the page while the run is under way; as a
+    local model does, it asks its run's check while it works, so a stop ends the wait."""
 
     def __init__(self) -> None:
         self.gate = threading.Event()
         self.gate.set()
 
     def __call__(self, request: ChatRequest) -> ToolCall:
+        from vidagent.models.interrupt import check_call
+
         if request.messages and request.messages[-1].role == "tool":
-            assert self.gate.wait(timeout=60), "the test never let the agent answer"
+            deadline = time.monotonic() + 60
+            while not self.gate.wait(timeout=0.05):
+                check_call()
+                assert time.monotonic() < deadline, "the test never let the agent answer"
             return ToolCall("call_answer", "answer", json.dumps({"answer": "(B) HELLO VIDAGENT"}))
         arguments = {"event_description": "text on screen", "top_k": 2}
         return ToolCall("call_clip_search", "clip_search", json.dumps(arguments))
@@ -571,6 +577,42 @@ def test_a_refused_question_says_so_where_the_answer_would_be(served: Served, br
     assert said == "Choose at least one video to ask about."  # not the validator's words
     answer = browser.find_element("css selector", "#answer").text
     assert answer == "No answer: the question was refused (above)."  # not "Waiting for…"
+
+
+def test_stop_ends_a_running_ask_inside_its_model_call(served: Served, browser: Any) -> None:
+    open_page(browser, served, f"ask.html?video={served.video_id}")
+    wait_for(browser, lambda d: css(d, "input[name=videos]:checked"), "the video choice")
+    browser.find_element("css selector", "textarea[name=question]").send_keys(QUESTION)
+    stop = browser.find_element("css selector", "#stop")
+    assert not stop.is_displayed()  # nothing runs yet
+    served.llm.gate.clear()  # the model answers only when let: it works until stopped
+    try:
+        browser.find_element("css selector", "#submit").click()
+        wait_for(browser, lambda d: css(d, "#steps li.observed"), "the search's observation")
+        job_id = browser.find_element("css selector", "#job-state").text.split()[1].rstrip(":")
+        stop.click()
+        said = wait_for(
+            browser,
+            lambda d: "cancelled" in (t := d.find_element("css selector", "#job-state").text) and t,
+            "the job to end cancelled",
+        )
+        assert said == f"job {job_id}: cancelled"
+        assert browser.find_element("css selector", "#answer").text == (
+            "No answer: the job is cancelled."
+        )
+        assert (
+            not stop.is_displayed() and browser.find_element("css selector", "#submit").is_enabled()
+        )
+        job = served.api(f"/api/jobs/{job_id}")
+        assert job["state"] == "cancelled"
+    finally:
+        served.llm.gate.set()
+    # the model call under way was ended by the stop, not left to run on (it never answered)
+    trace = served.api(
+        f"/api/traces/{job['params']['trace'].split('/')[-1].removesuffix('.jsonl')}"
+    )
+    calls = [e for e in trace["events"] if e["kind"] == "model_call" and e["role"] == "llm"]
+    assert calls[-1]["error"] == "interrupted: stopped by the caller"
 
 
 def test_the_notice_follows_the_strategy_chosen(

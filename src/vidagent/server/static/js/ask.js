@@ -109,9 +109,23 @@ function traceLink(trace) {
 }
 
 // Show job ``jobId``'s run in ``view`` as its events come (all of them again, from its start).
+// While it runs, Stop cancels it: the run ends at its next check, or inside the model call under
+// way where that can stop (a local model within a few seconds).
 function follow(jobId, trace, view) {
   const submit = document.getElementById("submit");
+  const stop = document.getElementById("stop");
   submit.disabled = true;
+  stop.hidden = false;
+  stop.disabled = false;
+  stop.onclick = async () => {
+    stop.disabled = true;
+    clear(jobState, `job ${jobId}: stopping…`);
+    try {
+      await api(`/api/jobs/${encodeURIComponent(jobId)}`, { method: "DELETE" });
+    } catch (e) {
+      showError(errorBox, e);
+    }
+  };
   clear(jobState, `job ${jobId}: running`);
   closeStream = streamJob(jobId, {
     onEvent: (kind, data) => {
@@ -120,6 +134,7 @@ function follow(jobId, trace, view) {
     },
     onEnd: (job) => {
       submit.disabled = false;
+      stop.hidden = true;
       closeStream = null;
       clear(jobState, `job ${jobId}: ${job.state} `, job.state === "done" ? traceLink(trace) : null);
       if (job.error) showError(errorBox, job.error);
