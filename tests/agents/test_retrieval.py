@@ -172,9 +172,10 @@ def test_grounding_is_tightened_to_the_spoken_words_times(
     _, vid, _ = indexed
     answer = run_agent(indexed, Question("someone says lift off", (vid,), task="ground"))
     # "lift" is the word matched ("off" is a stop word), its run the one at 7.0-7.4 s (the
-    # later "lift" at 11 s is in another clip), widened by the "off" said right after it
-    assert answer.text == "[7.0, 7.9]" and answer.confidence is None
-    assert [e.to_list() for e in answer.evidence] == [[vid, 7.0, 7.9]]
+    # later "lift" at 11 s is in another clip), widened by the "off" said right after it, and
+    # padded 0.3 s either side as a citation's quote is
+    assert answer.text == "[6.7, 8.2]" and answer.confidence is None
+    assert [e.to_list() for e in answer.evidence] == [[vid, 6.7, 8.2]]
     (phase,) = answer.trace.of(PhaseChanged)
     assert phase.data["tightened"] == "spoken words" and phase.data["matches"] == ["lift"]
 
@@ -186,7 +187,21 @@ def test_grounding_keeps_a_phrase_said_across_the_clips_edge(
     said = [(3.0, 3.5, "two"), (4.0, 4.5, "one"), (4.6, 5.3, "lift"), (5.3, 5.8, "off")]
     indexed = spoken_countdown(small_video, tmp_path, said)
     answer = run_agent(indexed, Question("someone says lift off", (indexed[1],), task="ground"))
-    assert answer.text == "[4.6, 5.8]"
+    assert answer.text == "[4.3, 6.1]"
+
+
+def test_grounding_is_the_stretch_that_says_the_event_not_a_run_of_two_sentences(
+    small_video: Path, tmp_path: Path
+) -> None:
+    # "… copyright to that creativity. It's true. Copyright protects your creativity": the
+    # words of both sentences are under 2 s apart, one run; the second says the whole event
+    said = [(6.0, 6.5, "copyright"), (6.9, 7.5, "creativity."), (7.8, 8.2, "true.")]
+    said += [(8.6, 9.0, "Copyright"), (9.0, 9.4, "protects"), (9.4, 9.6, "your")]
+    said += [(9.6, 9.9, "creativity.")]
+    indexed = spoken_countdown(small_video, tmp_path, said)
+    event = Question("copyright protects your creativity", (indexed[1],), task="ground")
+    answer = run_agent(indexed, event)
+    assert answer.text == "[8.3, 10.2]"  # 8.6-9.9 s, padded
 
 
 def test_an_open_question_returns_the_best_clips_text(indexed: Any) -> None:
@@ -257,6 +272,14 @@ def test_which_video_is_answered_from_what_each_video_holds(
         assert {e.video_id for e in answer.evidence} == {slides.video_id}
         phases = answer.trace.of(PhaseChanged)
         assert [p.data["by"] for p in phases] == ["video", "video"]
+
+
+def test_which_video_asks_for_the_words_that_do_not_name_a_video() -> None:
+    from vidagent.agents.evidence import held_words
+
+    assert held_words("Which video shows a countdown?") == {"show", "countdown"}
+    assert held_words("In which of the clips does someone mention dogs?") == {"mention", "dog"}
+    assert held_words("Which video?") == {"video"}  # nothing else asked: its own words
 
 
 def test_words_drop_stop_words_case_and_plurals() -> None:

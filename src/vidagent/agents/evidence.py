@@ -84,6 +84,25 @@ VIDEO_PLACE = re.compile(
 VIDEO_NUMBER = re.compile(r"^(?:the\s+)?(?:video|clip)\s*#?\s*(?P<n>\d+)\W*$", re.IGNORECASE)
 
 
+#: The words of a question naming its videos ("Which video…", "…in which clip?") or no one in
+#: particular ("…does someone say…?"): what an option naming a video needs its moments to hold
+#: is the question's other words.
+VIDEO_WORDS = frozenset(
+    [
+        "video",
+        "videos",
+        "clip",
+        "clips",
+        "someone",
+        "somebody",
+        "something",
+        "anyone",
+        "anybody",
+        "anything",
+    ]
+)
+
+
 def words(text: str) -> set[str]:
     """The content words of ``text``: lower-cased alphanumeric runs, plural ``s`` dropped,
     stop words left out."""
@@ -93,6 +112,14 @@ def words(text: str) -> set[str]:
             continue
         found.add(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w)
     return found
+
+
+def held_words(question: str) -> set[str]:
+    """The content words a video must hold to answer "Which video …?" ``question``: its words
+    less those naming a video or no one in particular (:data:`VIDEO_WORDS`; "Which video has a
+    countdown?" asks for "countdown", and a narrator saying "pictures, videos" won it), or all
+    of them where nothing else is asked."""
+    return words(question) - words(" ".join(VIDEO_WORDS)) or words(question)
 
 
 def lexical_text(clip: ClipRow, fields: Sequence[Field] = FIELDS) -> str:
@@ -170,7 +197,7 @@ class Finder:
         named = [video_named(o, video_ids, names) for o in options]
         if None in named:
             return None
-        asked = words(question)
+        asked = held_words(question)
         return [self.score(self.search(question, [v]), asked) for v in named if v is not None]
 
     def score(self, hits: list[ClipHit], option_words: set[str]) -> OptionScore:

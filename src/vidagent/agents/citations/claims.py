@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import snowballstemmer
 
 from vidagent.agents.citations.lexicon import Lexicon, lexicon_for
-from vidagent.agents.evidence import STOP_WORDS, WORD, said_words, video_named
+from vidagent.agents.evidence import STOP_WORDS, VIDEO_WORDS, WORD, said_words, video_named
 from vidagent.agents.evidence import words as content_words
 from vidagent.agents.types import Claim
 
@@ -47,25 +47,6 @@ ALTERNATIVES = re.compile(r"\bor\b", re.IGNORECASE)
 #: A contraction of a function word (``don't``, ``you're``, ``we'll``): no content of its own.
 CONTRACTION = re.compile(r"\b[a-z]+'(?:t|re|ll|ve|d|m)\b", re.IGNORECASE)
 POSSESSIVE = re.compile(r"'s\b", re.IGNORECASE)
-#: The words of a question naming its videos ("Which video…", "…in which clip?") or no one in
-#: particular ("…does someone say…?"): what an option naming a video needs its moments to hold
-#: is the question's other words.
-VIDEO_WORDS = frozenset(
-    [
-        "video",
-        "videos",
-        "clip",
-        "clips",
-        "someone",
-        "somebody",
-        "something",
-        "anyone",
-        "anybody",
-        "anything",
-    ]
-)
-
-
 _STEMMER = snowballstemmer.stemmer("english")
 _STEMMER_LOCK = threading.Lock()  # a Snowball stemmer keeps its word in itself while it works
 

@@ -29,7 +29,9 @@ widened to where it is said.
 
 "Which video …?" with options naming the question's videos ("the second", "Video 2", a file
 name) scores each option by what the question alone retrieves from that video
-(:meth:`~vidagent.agents.evidence.Finder.videos`); the ``retrieval`` phase says ``by="video"``.
+(:meth:`~vidagent.agents.evidence.Finder.videos`), its word share over the question's words
+that do not name a video (:func:`~vidagent.agents.evidence.held_words`); the ``retrieval``
+phase says ``by="video"``.
 
 "Who says …?" is answered from the transcript's speaker labels where there are any
 (:func:`~vidagent.agents.evidence.speaker_scores` for options that name speakers,
@@ -68,6 +70,7 @@ from typing import TYPE_CHECKING
 
 from vidagent.agents.answer import option_letter
 from vidagent.agents.base import Agent, Answer, IndexPlan
+from vidagent.agents.citations.check import PAD_SECONDS
 from vidagent.agents.evidence import (
     DENSE_TOP,
     STOP_WORDS,
@@ -203,7 +206,12 @@ class RetrievalAgent(Agent):
         hit = hits[n]
         clip = hit.clip
         spoken = self._spoken_run(clip.video_id, clip.t0, clip.t1, run.question.text)
-        t0, t1 = spoken[0] if spoken else (clip.t0, clip.t1)
+        t0, t1 = clip.t0, clip.t1
+        if spoken:  # the words' own times, padded as a citation's quote is (Whisper's word
+            # times are off by a few tenths: "lift off" said at 6.90-7.55 s, timed 7.18-7.74)
+            end = self.index.video(clip.video_id).duration
+            t0 = round(max(0.0, spoken[0][0] - PAD_SECONDS), 3)
+            t1 = round(min(end, spoken[0][1] + PAD_SECONDS), 3)
         where = Evidence(clip.video_id, t0, t1)
         text = f"[{t0:.1f}, {t1:.1f}]"
         run.phase(
@@ -250,7 +258,19 @@ class RetrievalAgent(Agent):
             return set().union(*(words(said[n][2]) & wanted for n in run))
 
         chosen = max(runs, key=lambda r: (len(found(r)), -r[0]))
+        # the shortest stretch of it that holds every word it found, the earliest on a tie: a
+        # run of two sentences ("… copyright to that creativity. It's true. Copyright protects
+        # your creativity") is the one that says the event, not both
+        whole = found(chosen)
         first, last = chosen[0], chosen[-1]
+        for i, a in enumerate(chosen):
+            have: set[str] = set()
+            for b in chosen[i:]:
+                have |= words(said[b][2]) & wanted
+                if have == whole:
+                    if said[b][1] - said[a][0] < said[last][1] - said[first][0]:
+                        first, last = a, b
+                    break
         while first > 0 and set(WORD.findall(said[first - 1][2].casefold())) <= small:
             first -= 1
         while last + 1 < len(said) and set(WORD.findall(said[last + 1][2].casefold())) <= small:
