@@ -254,6 +254,9 @@ def test_dry_run_counts_only_what_an_indexed_video_still_owes(
     assert owed and set(owed.values()) == {(0, 0)}, owed
     (cut,) = [s for s in plan["stages"] if s["stage"] == "structure"]
     assert cut["frames"] == 0  # not decoded again
+    # nothing pending: no time either (it charged the per-video 3 s of a run that finds the
+    # video up to date at once)
+    assert cut["seconds"] == 0 and "up to date: nothing to do" in cut["notes"]
     # a new embedder redoes the embeddings (and the summary after them), nothing before them
     other = fake_env | {"VIDAGENT_EMBED": "fake:hash?dim=16"}
     plan = json.loads(vidagent(*dry, home=_isolated_home, env=other).stdout)

@@ -318,6 +318,14 @@ def test_the_commands_export_draw_and_write_subtitles_or_say_why_not_in_one_line
     done = vidagent("export", str(trace), "-o", str(tmp_path / "b"), "--zip", **run)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"wrote {tmp_path / 'b.zip'}: 2 citations, 2 clips")
+    # two claims cited at one span share its clip: one clip written, one counted (it said 2)
+    same = [Citation(vid, 2.5, 3.5, [2.0, 4.0], "found", 1.0, "speech", "the door", k)
+            for k in (0, 1)]  # fmt: skip
+    shared = _answer_trace(tmp_path / "s.jsonl", vid, same)
+    once = vidagent("export", str(shared), "-o", str(tmp_path / "c"), **run)
+    assert once.returncode == 0, once.stderr
+    assert once.stdout.startswith(f"wrote {tmp_path / 'c'}: 2 citations, 1 clip,")
+    assert len(list((tmp_path / "c" / "clips").glob("*.mp4"))) == 1
     drawn = vidagent(
         "sheet", vid, "--from", "0:02", "--to", "4", "-o", str(tmp_path / "s.png"), **run
     )

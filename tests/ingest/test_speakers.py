@@ -246,6 +246,7 @@ def test_the_cli_lists_renames_shows_and_filters(
     assert found.returncode == 0 and "S2 (Bob Smith)" in found.stdout
     nobody = vidagent("search", vid, "budget", "--speaker", "S7", home=home, env=env)
     assert nobody.returncode == 1 and "has no speaker 'S7'; its speakers: S1" in nobody.stderr
+    assert nobody.stderr.startswith("error: two_voices.mp4 has no speaker")  # not its id
     bad = vidagent("speakers", vid, "rename", "S7", "X", home=home, env=env)
     assert bad.returncode != 0 and "no speaker 'S7'" in bad.stderr
     vidagent("speakers", vid, "rename", "S2", "", home=home, env=env)

@@ -273,6 +273,22 @@ def test_a_full_disk_under_a_named_output_says_to_give_another_o(
     assert sorted(p.name for p in small_disk.iterdir()) == ["filler"]  # no half image
 
 
+def test_a_read_only_output_folder_says_to_give_another_o(
+    small_disk: Path, videos: tuple[Path, Path], _isolated_home: Path, tmp_path: Path
+) -> None:
+    # a sheet said to remount the Library's filesystem or copy the Library: removing its
+    # unwritten part file failed too on the read-only disk, and that error was the one shown
+    library = tmp_path / "library"
+    assert _index(library, videos[0], _isolated_home).returncode == 0
+    remounted = _run("mount", "-o", "remount,ro", str(small_disk))
+    assert remounted.returncode == 0, remounted.stderr
+    out = vidagent("--library", str(library), "sheet", "first", "-o", str(small_disk / "s.png"),
+                   home=_isolated_home, env=ENV)  # fmt: skip
+    assert out.returncode == 1
+    readonly = "the filesystem is read-only; give another -o"
+    assert out.stderr.strip().splitlines() == [f"error: {small_disk / 's.png'}: {readonly}"]
+
+
 def test_a_refused_trace_or_subtitle_file_says_to_give_another_of_its_option(
     immutable: Path, videos: tuple[Path, Path], _isolated_home: Path, tmp_path: Path
 ) -> None:

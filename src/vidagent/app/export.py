@@ -147,7 +147,7 @@ def export(
             raise StorageError(target, refused.errno, "-o") from e
         # a folder that cannot be made (a file in the way, a path too long)
         why = e.strerror if isinstance(e, OSError) and e.strerror else e
-        raise UserError(f"cannot write the evidence to {target}: {why}") from None
+        raise UserError(f"cannot write the evidence to {target}: {why}; give another -o") from None
     return ExportResult(target, result.index, result.warnings)
 
 

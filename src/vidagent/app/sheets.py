@@ -11,6 +11,7 @@ under the asked time.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from dataclasses import dataclass, field
@@ -237,7 +238,10 @@ def write_image(rgb: np.ndarray, path: Path) -> None:
             raise
         raise refused from e
     finally:
-        part.unlink(missing_ok=True)
+        # on a read-only filesystem removing the absent part fails too (EROFS), and that error
+        # replaced the one above, whose advice named the -o
+        with contextlib.suppress(OSError):
+            part.unlink(missing_ok=True)
 
 
 def sheet(

@@ -207,8 +207,9 @@ def check_known(library: Library, video_ids: Sequence[str], who: str) -> None:
         had = labels
     if len(video_ids) == 1:
         have = ", ".join(shown(label, names(library, video_ids[0]).get(label, "")) for label in had)
+        name = library.get_video(video_ids[0]).name  # as the user named it, not its id
         raise ConfigError(
-            f"{video_ids[0]} has no speaker {who!r}; its speakers: "
+            f"{name} has no speaker {who!r}; its speakers: "
             f"{have or 'none (index it with the speakers stage first)'}"
         )
     raise ConfigError(f"none of the {len(video_ids)} videos searched has a speaker {who!r}")

@@ -34,9 +34,10 @@ def export(
         echo_json(result.to_json())
         return
     index = result.index
-    clips = sum(1 for c in index["citations"] if c["clip"])
+    clips = len({c["clip"] for c in index["citations"] if c["clip"]})  # citations share a clip
     click.echo(
-        f"wrote {result.path}: {len(index['citations'])} citations, {clips} clips, "
+        f"wrote {result.path}: {len(index['citations'])} citations, "
+        f"{clips} clip{'s' * (clips != 1)}, "
         f"{len(index['videos'])} video(s); open timeline.md first"
     )
 

@@ -477,7 +477,9 @@ def estimate_path(
     what is stored (:meth:`~vidagent.ingest.base.Stage.refine`), and what is already done is
     not counted: a video cut with the same sampling is not decoded again, and a stage with no
     clip pending (as the run would find them) costs nothing, one with some pending its share,
-    up to the first stage with work (a stage after it may find its inputs changed). The
+    up to the first stage with work (a stage after it may find its inputs changed); a video
+    with nothing pending costs nothing at all (its per-video seconds are commits and loads that
+    a run finding it up to date does not make). The
     offline stages' seconds are scaled to this CPU's speed as its runs measured it
     (:func:`~vidagent.ingest.speed.machine_speed`; ``scaled=False``: the reference figures)."""
     from vidagent.library.store import content_id
@@ -516,6 +518,9 @@ def estimate_path(
             if owed:
                 done = None  # the stages after this one may find their inputs changed
         rows.append(row)
+    if done is not None:  # nothing pending at all: the run finds it up to date at once
+        rows[0] = StageEstimate("structure", None, "decoder").measured(wall=0.0)
+        rows[0].notes.append("up to date: nothing to do")
     speed = machine_speed(settings) if scaled else Speed()
     if speed.factor != 1.0:
         rows = [
