@@ -102,6 +102,11 @@ def test_a_growing_file_is_one_video_that_grows_window_by_window(
         report = watch.run()
         writer.join()
         library = session.library
+        # a question naming the watched file is about its stream (the file was indexed anew as
+        # a video of its own: a stale copy answered, and its name then named two videos)
+        asked = session.ask(str(growing), "What is said?", strategy="retrieval")
+        assert asked.trace is not None
+        assert [v["video_id"] for v in asked.trace.events[0].videos] == [watch.video_id]
         (video,) = session.videos()
 
     assert report.state == "ended" and video.video_id == watch.video_id
@@ -343,6 +348,7 @@ def test_a_live_source_watched_again_later_records_what_went_unwatched(
             time.sleep(0.05)
         first.stop()  # as Ctrl-C, or a kill: no watcher runs while the stream moves on
         runner.join(60)
+        away_from = time.time()
         stopped_at = session.library.get_video(first.video_id).duration
         published.publish(9)  # segments 3 to 5 are never listed while it is away
         again = session.watch(published.url, **options)
@@ -358,6 +364,9 @@ def test_a_live_source_watched_again_later_records_what_went_unwatched(
     ]
     assert len(unwatched) == 1 and unwatched[0]["at"] == pytest.approx(stopped_at, abs=0.5)
     assert unwatched[0]["lost"] >= 4.0  # three segments of about 2 s were never read
+    # away since the last window was written, not from the restart and for 0 s
+    began = datetime.fromisoformat(unwatched[0]["began"]).timestamp()
+    assert began <= away_from and unwatched[0]["seconds"] > 0
 
 
 def test_an_hls_stream_over_http_survives_a_drop_and_records_the_gap(

@@ -189,16 +189,23 @@ def resolve_videos(
     from its file, as the file named by its path would be: asked as it stood, its question was
     answered from nothing, in silence.
 
+    A file a watch reads (``vidagent watch FILE``) is its stream's video, not indexed again.
+
     Raises:
         MediaError: a file cannot be used as a video.
         VideoNotFoundError: a reference is neither a file nor a video in the Library.
         AmbiguousVideoError: a reference names several videos of the Library.
         UserError: a video's index lacks a stage the strategy reads and its file is gone.
     """
+    from vidagent.app.watching import watched_video
+
     ids: list[str] = []
     for ref in refs:
         if Path(ref).expanduser().is_file():
-            ids.append(_indexed(core, ref, agent, progress))
+            # the file a watch reads is its stream (indexed it as a video of its own: a stale
+            # copy answered, and the file's name then named two videos)
+            live = watched_video(core, Path(ref).expanduser())
+            ids.append(live if live is not None else _indexed(core, ref, agent, progress))
             continue
         try:
             video_id = core.library.resolve(str(ref))
@@ -423,11 +430,16 @@ def check_window(core: SessionCore, refs: Sequence[str | Path], window: TimeWind
     Raises:
         ConfigError: as :func:`~vidagent.app.window.resolve_window`, naming the video.
     """
+    from vidagent.app.watching import watched_video
+
     if not core.library_exists():
         return
     for ref in refs:
         if Path(ref).expanduser().is_file():
-            continue
+            live = watched_video(core, Path(ref).expanduser())
+            if live is None:
+                continue
+            ref = live  # a watched file: its stream
         try:
             record = core.library.get_video(str(ref))
         except VideoNotFoundError:

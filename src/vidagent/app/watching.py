@@ -97,6 +97,14 @@ def stream_id(source: str, home: Path | None = None) -> str:
     return found
 
 
+def watched_video(core: SessionCore, path: str | Path) -> str | None:
+    """The video id of the stream ``vidagent watch`` reads from the file ``path``, where the
+    Library holds one (None: no stream of that file): a question naming the file being watched
+    is about the stream, not about a copy of what the file held so far."""
+    live = stream_id(str(path), core.settings.home)
+    return live if core.library_exists() and core.library.has_video(live) else None
+
+
 @dataclass(frozen=True)
 class Alert:
     """An alert text matched in the stream.

@@ -292,8 +292,9 @@ class Capture:
                     elif first and t - self.position.last > LOST_SECONDS:
                         # a live source went on while no capture read it (a watcher killed,
                         # or stopped and run again later)
-                        gone = t - self.position.last
-                        lost = self._skipped(t, gone, "not watched (no watcher ran)").lost
+                        # since the last window was written, when the last watcher stood there
+                        gone, since = t - self.position.last, self.position.wall
+                        lost = self._skipped(t, gone, "not watched (no watcher ran)", since).lost
                     elif skipped:  # the source itself moved on (a live playlist it missed)
                         lost = self._skipped(t, skipped).lost
                     if kind == "video":
@@ -444,13 +445,18 @@ class Capture:
         self.on_outage(outage)
         return outage
 
-    def _skipped(self, t: float, seconds: float, reason: str = "skipped by the source") -> Outage:
-        """The ``seconds`` of stream before ``t`` that were never read, recorded (their wall
-        time unknown: 0)."""
+    def _skipped(
+        self, t: float, seconds: float, reason: str = "skipped by the source", since: float = 0.0
+    ) -> Outage:
+        """The ``seconds`` of stream before ``t`` that were never read, recorded: away since
+        the wall time ``since`` (Unix seconds; 0: its wall time unknown, recorded as now and
+        lasting 0)."""
+        now = time.time()
+        began = since if 0 < since <= now else now
         outage = Outage(
             at=round(t - seconds, 3),
-            began=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            seconds=0.0,
+            began=datetime.fromtimestamp(began, timezone.utc).isoformat(timespec="seconds"),
+            seconds=round(now - began, 3),
             lost=round(seconds, 3),
             reason=reason,
         )
