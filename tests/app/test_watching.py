@@ -901,8 +901,11 @@ def test_a_source_that_never_gives_a_video_fails_in_one_line(tmp_path: Path) -> 
         )
         with pytest.raises(MediaError, match=unreadable):
             session.watch(str(text), **QUICK).run()
+        waited: list[dict[str, Any]] = []
         with pytest.raises(MediaError, match=r"came in 1.5 s \(no such file yet\)$"):
-            session.watch(str(tmp_path / "late.ts"), **QUICK).run()
+            session.watch(str(tmp_path / "late.ts"), on_event=waited.append, **QUICK).run()
+        # said once, when the wait began (the give-up's minutes were silent)
+        assert [(e["event"], e["reason"]) for e in waited] == [("waiting", "no such file yet")]
         # an AVI's MS-MPEG4 (v3) went into each window as private data: windows with no video, all
         # skipped, and the watch "ended" with nothing indexed
         avi = tmp_path / "old.avi"
@@ -1269,6 +1272,7 @@ def test_the_cli_prints_alerts_as_json_lines_and_says_what_it_did(tmp_path: Path
     assert json.loads(line)["text"] == "hello there"
     assert "window 0: 00:00:00-00:00:03" in done.stderr
     assert "ended: 2 windows" in done.stderr and "1 alerts" in done.stderr
+    assert "event=" not in done.stderr  # every event said in words (a summary's was raw)
     shown = vidagent("show", stream_id(str(growing)), home=tmp_path / "home", env=env)
     assert shown.returncode == 0, shown.stderr
     assert f"live: {growing} (ended, 2 windows of 3 s)" in shown.stdout
@@ -1289,3 +1293,10 @@ def test_the_cli_prints_alerts_as_json_lines_and_says_what_it_did(tmp_path: Path
     ):
         bad = vidagent("watch", *args, home=tmp_path / "home", env=env)
         assert bad.returncode == 1 and bad.stderr.strip().splitlines() == [said]
+    # a file not there yet: said when the wait begins, not only at the give-up
+    late = ("watch", str(tmp_path / "late.ts"), "--stall", "0.5s", "--give-up", "1s")
+    bad = vidagent(*late, home=tmp_path / "home", env=env)
+    assert bad.returncode == 1 and bad.stderr.strip().splitlines() == [
+        "waiting for the source (no such file yet): giving up after 00:00:01",
+        f"error: {tmp_path / 'late.ts'}: nothing readable as video came in 1 s (no such file yet)",
+    ]

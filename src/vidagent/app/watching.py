@@ -277,6 +277,7 @@ class Watch:
             )
             capture.on_outage = self._outage
             capture.on_down = self._source_down
+            capture.on_wait = self._waiting
             self._capture = capture
             if self._stopping.is_set():
                 capture.stop()
@@ -442,6 +443,16 @@ class Watch:
                 "video_id": self.video_id,
                 "at": round(at, 3),
                 "window": window,
+                "reason": reason,
+                "give_up_seconds": self.give_up_seconds,
+            }
+        )
+
+    def _waiting(self, reason: str) -> None:
+        self.on_event(
+            {
+                "event": "waiting",
+                "video_id": self.video_id,
                 "reason": reason,
                 "give_up_seconds": self.give_up_seconds,
             }

@@ -150,6 +150,13 @@ def _show(event: dict[str, Any], as_json: bool) -> None:
             f"source down at {hms(event['at'])} ({event['reason']}): reconnecting, giving up "
             f"after {hms(event['give_up_seconds'])}"
         )
+    elif kind == "waiting":
+        line = (
+            f"waiting for the source ({event['reason']}): giving up after "
+            f"{hms(event['give_up_seconds'])}"
+        )
+    elif kind == "summary":
+        line = f"summary refreshed ({event['stage']}, {event['seconds']:.1f} s)"
     elif kind == "outage":
         lost = f", {event['lost']:.1f} s of stream lost" if event["lost"] else ""
         line = f"outage at {hms(event['at'])}: {event['reason']} for {event['seconds']:.0f} s{lost}"

@@ -244,7 +244,10 @@ class Capture:
         #: hears of it then, not only when it ends: a source that gives nothing for its
         #: ``--give-up`` minutes was minutes of silence
         self.on_down: Callable[[float, str], None] = lambda at, reason: None
-        self._said_down = False
+        #: told once when a file to watch is not there yet (the reason): the watch waits for it
+        #: up to its give-up, which was minutes of silence too
+        self.on_wait: Callable[[str], None] = lambda reason: None
+        self._said_down = self._said_wait = False
         self._down: float | None = None  # when the current outage began (clock seconds)
         self._opened = 0.0  # when the source was last opened (Unix seconds)
         self._complete = False  # the source is of known length, and ends where it ends
@@ -346,6 +349,9 @@ class Capture:
             if self.position.seen and not self._said_down and reason not in ("", "ended"):
                 self._said_down = True  # (a read the source ended is no outage yet: _reread)
                 self.on_down(self.position.last, reason)
+            elif not self.position.seen and reason == NOT_YET and not self._said_wait:
+                self._said_wait = True
+                self.on_wait(reason)
             # A local file that grew meanwhile is not silent, though no packet of it was read
             # yet (opened again, FFmpeg may take several stalls to reach it): the give-up
             # counts from its last change.
