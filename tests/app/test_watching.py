@@ -906,6 +906,10 @@ def test_a_source_that_never_gives_a_video_fails_in_one_line(tmp_path: Path) -> 
             session.watch(str(tmp_path / "late.ts"), on_event=waited.append, **QUICK).run()
         # said once, when the wait began (the give-up's minutes were silent)
         assert [(e["event"], e["reason"]) for e in waited] == [("waiting", "no such file yet")]
+        # and neither failed watch left its stream's folder behind (a lock in each)
+        streams = session.settings.home / "streams"
+        for source in (text, tmp_path / "late.ts"):
+            assert not (streams / stream_id(str(source))).exists()
         # an AVI's MS-MPEG4 (v3) went into each window as private data: windows with no video, all
         # skipped, and the watch "ended" with nothing indexed
         avi = tmp_path / "old.avi"

@@ -37,6 +37,7 @@ ending before it were rolled out or kept for a trace.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -296,7 +297,19 @@ class Watch:
                 self._capture.stop()
             self._finish(library, stages)
             shutil.rmtree(scratch_dir, ignore_errors=True)
+            self._forget_if_empty(library)
             lock.close()  # the lock goes with it (and with the process, however it ends)
+
+    def _forget_if_empty(self, library: Library) -> None:
+        """Remove the stream's folder where the watch left nothing in it but its lock and no
+        video in the Library (a source refused, a file never there): each such watch left a
+        folder behind. Done while the lock is held, so that no other watch holds it then."""
+        if self.report.windows or library.has_video(self.video_id):
+            return
+        with contextlib.suppress(OSError):
+            if [p.name for p in self.folder.iterdir()] == [LOCK]:
+                (self.folder / LOCK).unlink()
+                self.folder.rmdir()
 
     def _scratch(self, folder: Path) -> Library:
         """The Library a window is indexed in, made anew every :data:`SCRATCH_WINDOWS`
