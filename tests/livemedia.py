@@ -76,4 +76,7 @@ def check_clips(library: Library, video_id: str, duration: float, gap: float = 0
     assert clips[0].t0 == 0.0
     for a, b in itertools.pairwise(clips):
         assert a.t1 - 0.02 <= b.t0 <= a.t1 + gap, (a, b)
-    assert clips[-1].t1 == pytest.approx(duration, abs=0.3)
+    # said in full when it fails (seen once in a full run: duration 6.4, the last clip not
+    # given): the clips' spans and the stored duration
+    spans = [(c.t0, c.t1) for c in clips]
+    assert clips[-1].t1 == pytest.approx(duration, abs=0.3), (spans, duration)
