@@ -117,7 +117,9 @@ def _message_dict(m: Message) -> dict[str, Any]:
 #: Prompt tokens evaluated between two asks of the running question's check (a call under way
 #: ends within this many; :mod:`vidagent.models.interrupt`): about 2 s of SmolLM2-135M on one
 #: core of an Intel Xeon with AVX-512. Evaluating a prompt of 1,456 tokens in pieces of 512
-#: (llama.cpp's own batch), 256, 128 or 64 took 11.7-11.8, 11.7, 12.0 and 12.0 CPU seconds.
+#: (llama.cpp's own batch), 256, 128 or 64 took 11.2-11.6, 11.5, 11.5-11.8 and 11.5 CPU
+#: seconds on that idle machine (11.7-11.8, 11.7, 12.0 and 12.0 beside other work): the
+#: pieces cost nothing measurable.
 CHECK_TOKENS = 256
 
 
