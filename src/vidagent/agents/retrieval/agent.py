@@ -46,9 +46,10 @@ content words in their text) and the best one is the answer's span, tightened to
 where the description's words are spoken in that clip (the transcript keeps each word's
 times), the interval is the run of matched words with the most distinct ones (words less than
 :data:`WORD_GAP` seconds apart belong to one run; a run with a word overlapping the clip counts
-and may reach past its edges), from its first word's start to its last word's end, widened by
-the description's stop words spoken right before or after it ("lift" then "off": "off" is a
-stop word). On-screen text is read from frames sampled every few
+and may reach past its edges), cut to its shortest stretch holding every word it matched,
+from its first word's start to its last word's end, widened by the description's stop words
+spoken right before or after it ("lift" then "off": "off" is a stop word) and by
+:data:`~vidagent.agents.citations.check.PAD_SECONDS` either side, as a citation's quote is. On-screen text is read from frames sampled every few
 seconds and stored per clip without times, so a clip matched only by what it shows keeps the
 clip's ``[t0, t1]``.
 
