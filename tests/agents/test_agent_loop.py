@@ -442,6 +442,23 @@ def test_clip_text_is_cut_to_the_word_limit() -> None:
     assert clip_text(ClipHit(clip, 0.9), words=4) == "one two three four …"
 
 
+def test_a_describer_caption_is_not_followed_by_its_own_speech_and_text_again() -> None:
+    from vidagent.ingest.describe import describe
+
+    clip = ClipRow(
+        "v", 0, 0.0, 5.0, transcript="lift off", ocr_text="T-MINUS 1\nx7#q", ocr_model="ocr"
+    )
+    caption, facts = describe(clip, [], [], [])
+    described = dataclasses.replace(clip, caption=caption, facts=facts.to_json())
+    text = clip_text(ClipHit(described, 0.9))
+    assert text == caption and text.count("lift off") == 1 and '"T-MINUS 1"' in text
+    # a vision-language model's caption (no describer facts) still gets them appended
+    captioned = dataclasses.replace(clip, caption="A rocket on its pad.")
+    assert clip_text(ClipHit(captioned, 0.9)) == (
+        'A rocket on its pad. Speech: "lift off" On-screen text: "T-MINUS 1\nx7#q"'
+    )
+
+
 def test_a_reply_that_is_not_json_says_where_in_words_that_read() -> None:
     from vidagent.agents.actions import parse_action
 

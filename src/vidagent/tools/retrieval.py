@@ -31,9 +31,15 @@ from vidagent.tools.index import search_text
 
 
 def clip_text(hit: ClipHit, words: int | None = None, speech_and_text: bool = True) -> str:
-    """A clip's caption (with its speech and on-screen text), cut to ``words`` words."""
+    """A clip's caption (with its speech and on-screen text), cut to ``words`` words.
+
+    The perception describer's caption states the clip's speech and its readable on-screen
+    lines itself (:mod:`vidagent.ingest.describe`; the lines it leaves out are misreadings), so
+    they are not appended to it a second time: on the embedded defaults that repeat was about a
+    third of a ``clip_search`` observation's tokens."""
     clip = hit.clip
     text = clip.caption.strip()
+    speech_and_text = speech_and_text and clip.describer_facts() is None
     if speech_and_text and clip.transcript.strip():
         text += f' Speech: "{clip.transcript.strip()}"'
     if speech_and_text and clip.ocr_text.strip():
