@@ -10,7 +10,7 @@ import av
 import numpy as np
 import pytest
 
-from vidagent.exceptions import NoAudioError
+from vidagent.exceptions import CorruptMediaError, NoAudioError
 from vidagent.media import extract_audio, probe
 
 
@@ -255,3 +255,57 @@ def test_a_wrapped_negative_first_audio_time_in_mpeg_ts_is_read_as_negative(
     got = extract_audio(path)
     assert len(got) / RATE == pytest.approx(14.0, abs=0.1)
     assert _loud(got) == pytest.approx((1.0, 1.5), abs=0.03)
+
+
+def _window_cut_in_its_audio(path: Path, cut_packets: int) -> Path:
+    """A window as a watch stopped during a growing file's write leaves it: four pictures and
+    its first ``cut_packets`` AAC packets, each cut to its first 8 bytes (in MPEG-TS, which
+    joins audio packets, or in Matroska, which keeps each, as ``path``'s suffix says)."""
+    whole = path.with_name("whole.ts")
+    with av.open(str(whole), "w", format="mpegts") as out:
+        video = out.add_stream("mpeg4", rate=10)
+        video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
+        sound = out.add_stream("aac", rate=RATE, layout="mono")
+        for k in range(4):
+            picture = av.VideoFrame.from_ndarray(np.full((48, 64, 3), 128, np.uint8), "rgb24")
+            picture.pts = k
+            out.mux(video.encode(picture))
+        out.mux(video.encode(None))
+        audio = _tone(1.0)
+        for k in range(0, len(audio), 1024):
+            frame = av.AudioFrame.from_ndarray(audio[None, k : k + 1024], "flt", "mono")
+            frame.sample_rate, frame.pts, frame.time_base = RATE, k, Fraction(1, RATE)
+            out.mux(sound.encode(frame))
+        out.mux(sound.encode(None))
+    with av.open(str(whole)) as source, av.open(str(path), "w") as out:
+        streams = {s.index: out.add_stream_from_template(s) for s in source.streams}
+        sounds = 0
+        for packet in source.demux():
+            if packet.dts is None:
+                continue
+            if packet.stream.type == "audio":
+                sounds += 1
+                if sounds > cut_packets:
+                    continue
+                short = av.Packet(bytes(packet)[:8])
+                short.pts, short.dts, short.time_base = packet.pts, packet.dts, packet.time_base
+                packet = short
+            packet.stream = streams[packet.stream.index if packet.stream else 1]
+            out.mux(packet)
+    return path
+
+
+def test_a_window_whose_only_audio_packet_was_cut_short_is_silent_not_corrupt(
+    tmp_path: Path,
+) -> None:
+    # A watch stopped while a growing file was being written closes its last window on what it
+    # read: here two pictures and one AAC packet cut short. That window was refused as corrupt
+    # ("none of the 1 audio packets can be decoded"), and the stream kept a duration its clips
+    # did not reach (seen once in a full test run).
+    window = _window_cut_in_its_audio(tmp_path / "last.ts", cut_packets=1)
+    assert probe(window).duration == pytest.approx(0.4)
+    assert not np.any(extract_audio(window))
+    # a track of which nothing decodes is still refused, in one line
+    damaged = _window_cut_in_its_audio(tmp_path / "damaged.mkv", cut_packets=2)
+    with pytest.raises(CorruptMediaError, match="none of the 2 audio packets can be decoded"):
+        extract_audio(damaged)

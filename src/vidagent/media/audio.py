@@ -19,6 +19,11 @@ GAP_SECONDS = 0.1
 #: delay, muxed as it came) is stored as this many seconds less a little, and FFmpeg hands it
 #: over so for a stream's first packet.
 TS_WRAP = 2**33 / 90000
+#: A track none of whose packets decode is corrupt, unless it has no more packets than this: a
+#: live window cut while its last audio packet was still coming holds that packet alone, short
+#: (a watch stopped during a growing file's write), and its sound is silence, not a reason to
+#: refuse the window's pictures.
+FRAGMENT_PACKETS = 1
 
 
 def extract_audio(
@@ -146,7 +151,8 @@ def _decode_mono(
     (None until a frame has been decoded).
 
     A packet the decoder rejects becomes silence of the packet's length, so one damaged frame
-    (common at the start of AVI files) neither aborts extraction nor shifts later audio. A frame
+    (common at the start of AVI files) neither aborts extraction nor shifts later audio; a
+    track none of whose packets decode is corrupt (:data:`FRAGMENT_PACKETS`). A frame
     that starts more than :data:`GAP_SECONDS` after the previous one ended is preceded by
     silence up to its time (the samples were joined end to end, and everything said after a
     paused recording was placed that much early).
@@ -197,7 +203,7 @@ def _decode_mono(
                 yield f.to_ndarray().reshape(-1), first_time
     for f in resampler.resample(None):
         yield f.to_ndarray().reshape(-1), first_time
-    if failed and not decoded:
+    if failed > FRAGMENT_PACKETS and not decoded:
         raise CorruptMediaError(path, f"none of the {failed} audio packets can be decoded")
 
 
