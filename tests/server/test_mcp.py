@@ -369,6 +369,20 @@ async def test_get_frames_refuses_bad_requests(
             "search: top: Input should be greater than or equal to 1",
         ),
         ("search", {"top": 3}, "search: query: Field required"),
+        # JSON's own types only: true was 1 clip, "yes" a zip, and "NaN" "less than 0"
+        ("search", {"query": "x", "top": True}, "search: top: Input should be a valid integer"),
+        ("search", {"query": "x", "top": "5"}, "search: top: Input should be a valid integer"),
+        ("export_evidence", {"zip": "yes"}, "export_evidence: zip: Input should be a valid bool"),
+        (
+            "get_frames",
+            {"video": "small", "times": ["NaN"]},
+            "get_frames: times.0: Input should be a valid number",
+        ),
+        (
+            "ask",
+            {"question": "q?", "videos": ["small.mp4"], "max_steps": 2.5},
+            "ask: max_steps: Input should be a valid integer",
+        ),
         ("search", {"query": "x", "limit": 3}, "search: unknown argument(s) limit; it takes"),
         ("search", {"query": "x" * 2001}, "search: query: String should have at most 2000"),
         ("search", {"query": "x", "videos": []}, "search: videos: List should have at least 1"),
@@ -378,6 +392,11 @@ async def test_get_frames_refuses_bad_requests(
             "search: query: Input should be a valid string, unable to parse raw data as a unicode",
         ),
         ("index_video", {"path": "a\x00b.mp4"}, "index_video: path: contains a NUL character"),
+        (
+            "index_video",
+            {"path": "small.mp4", "stages": []},
+            "index_video: stages: List should have at least 1 item",
+        ),
         ("index_video", {"path": "x" * 256 + ".mp4"}, "path: has a name longer than 255 bytes"),
         (
             "ask",
@@ -459,6 +478,27 @@ def test_the_cli_refuses_a_public_bind_without_a_token(_isolated_home: Path) -> 
         out.stderr.startswith("error: refusing to listen on 0.0.0.0 without a token")
         and len(out.stderr.splitlines()) == 1
     )
+
+
+def test_the_cli_refuses_a_port_in_use_or_out_of_range_in_one_line(
+    _isolated_home: Path,
+) -> None:
+    import socket
+
+    from clirun import vidagent
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = vidagent("mcp", "--transport", "http", "--port", str(port), home=_isolated_home)
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr.splitlines() == [
+        f"error: cannot serve on 127.0.0.1:{port}: Address already in use; give another --port"
+    ]
+    out = vidagent("mcp", "--transport", "http", "--port", "99999", home=_isolated_home)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "Invalid value for '--port': 99999 is not in the range 0<=x<=65535" in out.stderr
 
 
 async def test_vidagent_mcp_over_stdio(

@@ -21,7 +21,9 @@ from vidagent.cli.base import cli, session_of
     show_default=True,
     help="address to bind (http); any but loopback needs --token",
 )
-@click.option("--port", type=int, default=8001, show_default=True, help="port (http)")
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8001, show_default=True, help="port (http)"
+)
 @click.option(
     "--token",
     envvar="VIDAGENT_TOKEN",
@@ -57,8 +59,11 @@ def mcp(
     search, ask, get_frames and export_evidence; resources vidagent://videos and
     vidagent://traces."""
     from vidagent.app.core import long_running
+    from vidagent.cli.serve import check_port
     from vidagent.server.mcp import MediaRoots, build_server, run
 
+    if transport == "http":
+        check_port(host, port)  # in one line, before anything starts (uvicorn's came after)
     long_running()
     session = session_of(ctx)
     server = build_server(session, MediaRoots(media_roots))

@@ -14,6 +14,9 @@ the SDK shows the client only the tool's name while the traceback goes to the se
 
 Arguments are bounded as the HTTP API's are (:mod:`vidagent.app.limits`); an argument the tool
 does not take is refused, and a refused call's error is one line, ``tool: field: reason``.
+Counts, sizes, times and switches take their JSON type only (pydantic's strict mode): ``true``
+as ``top`` was one clip, ``"yes"`` as ``zip`` a zip, and ``"NaN"`` as a time was refused as
+"less than 0".
 
 Security is the HTTP API's (:mod:`vidagent.server.security`): a client names files only inside
 the media roots (default: the current directory), checked after symlinks are resolved so that
@@ -132,7 +135,7 @@ Since = Annotated[
 ]
 Until = Annotated[str | None, Field(description="only up to this wall-clock time", max_length=64)]
 Times = Annotated[
-    list[Annotated[float, Field(ge=0)]],
+    list[Annotated[float, Field(ge=0, strict=True)]],
     Field(
         description=f"seconds from the start, 1 to {MAX_FRAMES} of them",
         min_length=1,
@@ -283,6 +286,7 @@ class Tools:
             list[Ref] | None,
             Field(
                 description="ingest stages to run (default: the configured pipeline)",
+                min_length=1,  # [] ran nothing and answered as if it had indexed
                 max_length=MAX_STAGES,
             ),
         ] = None,
@@ -306,7 +310,9 @@ class Tools:
                 max_length=MAX_VIDEOS,
             ),
         ] = None,
-        top: Annotated[int, Field(description="how many clips", ge=1, le=MAX_TOP)] = 10,
+        top: Annotated[
+            int, Field(description="how many clips", ge=1, le=MAX_TOP, strict=True)
+        ] = 10,
         speaker: Annotated[
             Ref | None,
             Field(description="only clips where this speaker talks: a label (S1) or a name"),
@@ -345,7 +351,10 @@ class Tools:
         max_steps: Annotated[
             int | None,
             Field(
-                description="reasoning steps at most (default: the strategy's)", ge=1, le=MAX_STEPS
+                description="reasoning steps at most (default: the strategy's)",
+                ge=1,
+                le=MAX_STEPS,
+                strict=True,
             ),
         ] = None,
         abstain: Annotated[
@@ -395,7 +404,9 @@ class Tools:
         self,
         video: VideoRef,
         times: Times,
-        size: Annotated[int, Field(description="long side in pixels", ge=64, le=2048)] = 512,
+        size: Annotated[
+            int, Field(description="long side in pixels", ge=64, le=2048, strict=True)
+        ] = 512,
     ) -> list[Image | str]:
         """The video's frames nearest the given times, as JPEG images, after a line naming them."""
         record = self.session.show(video).video
@@ -418,7 +429,9 @@ class Tools:
             Ref | None,
             Field(description="a saved trace (see vidagent://traces); default: the last answer"),
         ] = None,
-        zip: Annotated[bool, Field(description="write one .zip instead of a folder")] = False,
+        zip: Annotated[
+            bool, Field(description="write one .zip instead of a folder", strict=True)
+        ] = False,
     ) -> dict[str, Any]:
         """Write an answer's evidence (each cited span as an MP4 clip, frames, a contact sheet
         per video, the cited speech as text/SRT/WebVTT, timeline.md, index.json) under the
