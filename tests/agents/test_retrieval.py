@@ -180,6 +180,21 @@ def test_grounding_is_tightened_to_the_spoken_words_times(
     assert phase.data["tightened"] == "spoken words" and phase.data["matches"] == ["lift"]
 
 
+def test_a_number_said_in_digits_is_the_option_that_says_it_in_words(
+    small_video: Path, tmp_path: Path
+) -> None:
+    # Whisper writes a countdown in digits; the option "one" found none of its words there,
+    # and "ten" won (a new-user trial, on countdown.mp4)
+    said = [(4.0, 4.5, "3,"), (5.0, 5.5, "2,"), (6.0, 6.5, "1,"), (7.0, 7.4, "lift")]
+    indexed = spoken_countdown(small_video, tmp_path, [*said, (7.4, 7.9, "off.")])
+    question = Question("What number is said last?", (indexed[1],), ("ten", "one", "five"))
+    answer = run_agent(indexed, question)
+    assert (answer.choice, answer.text) == (1, "(B) one")
+    assert answer.trace is not None and answer.trace.answer is not None
+    (cited,) = answer.trace.answer.citations
+    assert (cited.label, cited.matched) == ("found", ["1"])  # as the transcript writes it
+
+
 def test_grounding_keeps_a_phrase_said_across_the_clips_edge(
     small_video: Path, tmp_path: Path
 ) -> None:

@@ -73,6 +73,14 @@ _STOP = (
     "into onto over under about after before during while if up down out off all any some"
 )
 STOP_WORDS = frozenset(_STOP.split())
+_UNITS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen"
+_UNITS += " fifteen sixteen seventeen eighteen nineteen"
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety"
+#: A number said in words is the number written in digits: Whisper writes a countdown as
+#: "3, 2, 1, lift off." and an option says "one" (the option found none of its words there).
+NUMBER_WORDS = {w: str(i) for i, w in enumerate(_UNITS.split())}
+NUMBER_WORDS |= {w: str(20 + 10 * i) for i, w in enumerate(_TENS.split())}
+NUMBER_WORDS |= {"hundred": "100", "thousand": "1000"}
 FIELDS: tuple[Field, ...] = ("transcript", "ocr_text", "caption")
 _PLACES = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5}
 _PLACES |= {"1st": 1, "2nd": 2, "3rd": 3, "4th": 4, "5th": 5, "last": -1}
@@ -105,12 +113,13 @@ VIDEO_WORDS = frozenset(
 
 def words(text: str) -> set[str]:
     """The content words of ``text``: lower-cased alphanumeric runs, plural ``s`` dropped,
-    stop words left out."""
+    stop words left out, numbers in digits (:data:`NUMBER_WORDS`)."""
     found = set()
     for w in WORD.findall(text.casefold()):
         if w in STOP_WORDS:
             continue
-        found.add(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w)
+        w = w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+        found.add(NUMBER_WORDS.get(w, w))
     return found
 
 

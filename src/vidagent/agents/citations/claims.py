@@ -33,7 +33,14 @@ from typing import TYPE_CHECKING
 import snowballstemmer
 
 from vidagent.agents.citations.lexicon import Lexicon, lexicon_for
-from vidagent.agents.evidence import STOP_WORDS, VIDEO_WORDS, WORD, said_words, video_named
+from vidagent.agents.evidence import (
+    NUMBER_WORDS,
+    STOP_WORDS,
+    VIDEO_WORDS,
+    WORD,
+    said_words,
+    video_named,
+)
 from vidagent.agents.evidence import words as content_words
 from vidagent.agents.types import Claim
 
@@ -71,9 +78,10 @@ def stem(word: str) -> str:
 
 
 def stems(text: str) -> set[str]:
-    """The stems of ``text``'s content words (read as :func:`words` reads them): what key
-    words are, and what they are matched against."""
-    return {stem(w) for w in WORD.findall(_plain(text).casefold()) if w not in STOP_WORDS}
+    """The stems of ``text``'s content words (read as :func:`words` reads them, a number in
+    words as its digits): what key words are, and what they are matched against."""
+    found = WORD.findall(_plain(text).casefold())
+    return {stem(NUMBER_WORDS.get(w, w)) for w in found if w not in STOP_WORDS}
 
 
 def surface(text: str, keys: frozenset[str] | set[str]) -> list[str]:
@@ -81,7 +89,7 @@ def surface(text: str, keys: frozenset[str] | set[str]) -> list[str]:
     order (what a citation says it matched)."""
     seen: dict[str, None] = {}
     for w in WORD.findall(_plain(text).casefold()):
-        if (w in keys or stem(w) in keys) and w not in seen:
+        if (w in keys or stem(NUMBER_WORDS.get(w, w)) in keys) and w not in seen:
             seen[w] = None
     return list(seen)
 
