@@ -35,8 +35,8 @@ def clip_text(hit: ClipHit, words: int | None = None, speech_and_text: bool = Tr
 
     The perception describer's caption states the clip's speech and its readable on-screen
     lines itself (:mod:`vidagent.ingest.describe`; the lines it leaves out are misreadings), so
-    they are not appended to it a second time: on the embedded defaults that repeat was about a
-    third of a ``clip_search`` observation's tokens."""
+    they are not appended to it a second time (with the repeat, the embedded SmolLM2's turn
+    after a 36-clip search of the narrated clip was 7,104 prompt tokens; without it 6,494)."""
     clip = hit.clip
     text = clip.caption.strip()
     speech_and_text = speech_and_text and clip.describer_facts() is None
