@@ -719,6 +719,22 @@ def test_the_cli_prints_labelled_citations_and_the_abstention(
         wrong.returncode == 2
         and "'maybe' is not one of 'auto', 'never', 'always-report'" in wrong.stderr
     )
+    # without --abstain, the abstain setting decides (ask's own "auto" overrode it); the
+    # environment's here (INDEX_SPECS says "never")
+    setting = vidagent(*asked, "-s", "retrieval", "--json", home=_isolated_home, env=env)
+    assert json.loads(setting.stdout)["answer"]["abstain_policy"] == "never"
+    env["VIDAGENT_ABSTAIN"] = "always-report"
+    setting = vidagent(*asked, "-s", "retrieval", "--json", home=_isolated_home, env=env)
+    assert json.loads(setting.stdout)["answer"]["abstain_policy"] == "always-report"
+
+
+def test_a_front_end_option_left_out_leaves_the_setting_to_decide(library: Library) -> None:
+    q = Question("What does the narrator say happens?", (VID,))
+    e = answered(ask(library, q, "A dog barks at a cat.", [(0.0, 4.0)], abstain=None))
+    assert e.abstain_policy == "auto"  # models()'s setting
+    for abstain in ("auto", "never", "always-report"):
+        chosen = ask(library, q, "A dog barks at a cat.", [(0.0, 4.0)], abstain=abstain)
+        assert answered(chosen).abstain_policy == abstain
 
 
 def test_a_grounding_answer_keeps_its_interval_when_it_abstains(library: Library) -> None:

@@ -254,19 +254,22 @@ class Agent:
     ) -> tuple[Any, AbstainPolicy | None, CriticMode]:
         """``options`` without the runtime's ``abstain`` and ``critic`` keys, and their values
         (``abstain`` None: the setting decides, :meth:`abstain_policy`; ``critic``: ``auto``,
-        published ``off``)."""
+        published ``off``). A key given as None was not chosen: a front end passes its
+        option on as it came, and an ``auto`` it filled in had overridden the ``abstain``
+        setting (the config file's, ``VIDAGENT_ABSTAIN``) and a published configuration's
+        ``critic`` off."""
         abstain: AbstainPolicy | None = None  # the ``abstain`` setting decides
         critic: CriticMode = "off" if published else "auto"
         if not isinstance(options, Mapping) or not {"abstain", "critic"} & set(options):
             return options, abstain, critic
         options = dict(options)
-        if "abstain" in options:
-            given = options.pop("abstain")
+        given = options.pop("abstain", None)
+        if given is not None:
             if given not in ABSTAIN_POLICIES:
                 raise ConfigError(f"abstain: choose auto, never or always-report (got {given!r})")
             abstain = given
-        if "critic" in options:
-            critic = _switch("critic", options.pop("critic"))
+        if (chosen := options.pop("critic", None)) is not None:
+            critic = _switch("critic", chosen)
         return options, abstain, critic
 
     def abstain_policy(self) -> AbstainPolicy:

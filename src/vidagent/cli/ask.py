@@ -103,17 +103,15 @@ def _noticed(show: Callable[[Any], None], line: str) -> Callable[[Any], None]:
 @click.option(
     "--abstain",
     type=click.Choice(["auto", "never", "always-report"]),
-    default="auto",
-    show_default=True,
     help="auto: an answer whose checked claims are found nowhere it cites says 'insufficient "
-    "evidence' (multiple choice: keeps its letter, marked abstained)",
+    "evidence' (multiple choice: keeps its letter, marked abstained) [default: the abstain "
+    "setting, auto]",
 )
 @click.option(
     "--critic",
     type=click.Choice(["auto", "on", "off"]),
-    default="auto",
-    show_default=True,
-    help="a reviewer checks the answer against its cited frames (auto: with a vision model)",
+    help="a reviewer checks the answer against its cited frames (auto: with a vision model) "
+    "[default: auto; off for a strategy's published configuration]",
 )
 @window_options
 @click.option("--calls", is_flag=True, help="also show every model call")
@@ -133,8 +131,8 @@ def ask(
     max_cost: float | None,
     tool_mode: str,
     sets: tuple[str, ...],
-    abstain: str,
-    critic: str,
+    abstain: str | None,
+    critic: str | None,
     last: str | None,
     since: str | None,
     until: str | None,

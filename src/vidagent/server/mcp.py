@@ -358,19 +358,19 @@ class Tools:
             ),
         ] = None,
         abstain: Annotated[
-            Literal["auto", "never", "always-report"],
+            Literal["auto", "never", "always-report"] | None,
             Field(
                 description="auto: a free-form answer whose checked claims are found nowhere it "
-                "cites becomes 'insufficient evidence'"
+                "cites becomes 'insufficient evidence' (default: the server's abstain setting)"
             ),
-        ] = "auto",
+        ] = None,
         critic: Annotated[
-            Literal["auto", "on", "off"],
+            Literal["auto", "on", "off"] | None,
             Field(
                 description="a reader says of each cited moment whether it answers the "
-                "question (auto: with a vision model)"
+                "question (auto, the default: with a vision model)"
             ),
-        ] = "auto",
+        ] = None,
         last: Last = None,
         since: Since = None,
         until: Until = None,

@@ -116,8 +116,9 @@ class AskBody(Body, WindowFields):
     )
     max_steps: int | None = Field(None, ge=1, le=MAX_STEPS)
     task: Literal["answer", "ground"] = "answer"
-    abstain: Literal["auto", "never", "always-report"] = "auto"
-    critic: Literal["auto", "on", "off"] = "auto"
+    # None: the server's abstain setting; auto, off for a published configuration
+    abstain: Literal["auto", "never", "always-report"] | None = None
+    critic: Literal["auto", "on", "off"] | None = None
 
 
 # -- health and videos --------------------------------------------------------------------------
