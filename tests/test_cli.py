@@ -181,6 +181,20 @@ def test_remove_by_name(small_video: Path, _isolated_home: Path, fake_env: dict[
     assert missing.returncode == 1 and "no video" in missing.stderr
 
 
+@pytest.mark.parametrize(
+    "option", [("--clip-seconds", "0"), ("--clip-seconds", "-2"), ("--sample-fps", "0")]
+)
+def test_index_sampling_out_of_range_is_a_usage_error(
+    option: tuple[str, str], small_video: Path, _isolated_home: Path
+) -> None:
+    # it was "unexpected ValidationError … (a bug; its traceback is in …)", exit 1
+    out = vidagent("index", str(small_video), *option, home=_isolated_home)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    said = f"Invalid value for '{option[0]}': {float(option[1])} is not in the range x>0.0"
+    assert said in out.stderr
+    assert not (_isolated_home / "library").exists()
+
+
 @pytest.mark.parametrize("args", [["probe", "/nonexistent/x.mp4"], ["index", "/nonexistent/*.mp4"]])
 def test_nothing_to_read_is_a_clear_error(args: list[str], _isolated_home: Path) -> None:
     out = vidagent(*args, home=_isolated_home)

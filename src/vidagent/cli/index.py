@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
 
-from vidagent.cli.base import cli, hms, on_abort, session_of, settings_of
+from vidagent.cli.base import POSITIVE, cli, hms, on_abort, session_of, settings_of
 from vidagent.cli.render import shorten
 from vidagent.config import Settings
 from vidagent.exceptions import ConfigError
@@ -192,8 +192,8 @@ def executor_of(
     help="comma-separated stages after structure (default: all but embed_frames, and graph "
     "only when the llm is not the embedded SmolLM2)",
 )
-@click.option("--clip-seconds", type=float, help="uniform clip length in seconds (default 5)")
-@click.option("--sample-fps", type=float, help="thumbnails kept per second (default 1)")
+@click.option("--clip-seconds", type=POSITIVE, help="uniform clip length in seconds (default 5)")
+@click.option("--sample-fps", type=POSITIVE, help="thumbnails kept per second (default 1)")
 @click.option(
     "--caption-style",
     type=click.Choice(["registry", "avi"]),
