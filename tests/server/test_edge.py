@@ -269,7 +269,7 @@ def test_more_than_26_options_are_refused_in_one_line_everywhere(
     api_settings: Settings, _isolated_home: Path, small_video: Path
 ) -> None:
     assert MAX_OPTIONS == 26
-    check_options(["o"] * 26)
+    check_options([f"o{i}" for i in range(26)])
     with pytest.raises(ConfigError, match="27 options given; .* at most 26 \\(lettered A to Z\\)"):
         check_options(["o"] * 27)
     message = "27 options given; a multiple-choice question takes at most 26 (lettered A to Z)"
@@ -309,6 +309,21 @@ def test_more_than_26_options_are_refused_in_one_line_everywhere(
         assert r.status_code == 422 and r.json()["detail"][0]["msg"] == one
     out = vidagent("ask", str(small_video), "which?", "-o", "x", home=_isolated_home)
     assert out.stderr.strip().splitlines() == [f"error: {one}"]
+    # an option given twice: an answer naming it names both, and the question had no answer
+    twice = "options A and C are both 'Thursday'; every option needs its own text"
+    with pytest.raises(ConfigError, match=twice):
+        check_options(["Thursday", "Friday", " thursday"])
+    with TestClient(api, base_url="http://127.0.0.1") as web:
+        body = {"videos": ["small"], "question": "?", "options": ["x", "X "]}
+        r = web.post("/api/ask", json=body)
+        assert (
+            r.status_code == 422 and "options A and B are both 'x'" in r.json()["detail"][0]["msg"]
+        )
+    out = vidagent("ask", str(small_video), "when?", "-o", "Thursday", "-o", "Thursday",
+                   home=_isolated_home)  # fmt: skip
+    assert out.returncode == 1 and out.stderr.strip().splitlines() == [
+        "error: options A and B are both 'Thursday'; every option needs its own text"
+    ]
 
 
 # -- 3. tokens ------------------------------------------------------------------------------

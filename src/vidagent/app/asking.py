@@ -382,7 +382,8 @@ def plan_ask(
     :meth:`Session.plan_ask <vidagent.app.session.Session.plan_ask>`'s).
 
     Raises:
-        ConfigError: an empty question or event, no video, too many options, an unknown
+        ConfigError: an empty question or event, no video, options that give no choice (too
+            many, one, a blank one, one given twice: :func:`check_options`), an unknown
             strategy, an unknown or ill-typed strategy option, or a window that cannot fit a
             video already in the Library (:func:`check_window`).
     """

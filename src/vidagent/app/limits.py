@@ -130,30 +130,38 @@ def check_options(options: Sequence[str]) -> None:
     """Refuse more options than there are letters (the application layer's own check).
 
     Raises:
-        ConfigError: more than :data:`MAX_OPTIONS` options, a single one (no choice), or a
-            blank one (answered "(A) ", it names nothing).
+        ConfigError: more than :data:`MAX_OPTIONS` options, a single one (no choice), a blank
+            one (answered "(A) ", it names nothing), or one given twice.
     """
-    if len(options) > MAX_OPTIONS:
-        raise ConfigError(_too_many_options(len(options)))
-    if len(options) == 1:
-        raise ConfigError(ONE_OPTION)
-    if any(not str(o).strip() for o in options):
-        raise ConfigError(_blank_option(options))
+    problem = _options_problem(options)
+    if problem:
+        raise ConfigError(problem)
 
 
 def _options_ok(options: list[str]) -> list[str]:
-    if len(options) > MAX_OPTIONS:
-        raise ValueError(_too_many_options(len(options)))
-    if len(options) == 1:
-        raise ValueError(ONE_OPTION)
-    if any(not o.strip() for o in options):
-        raise ValueError(_blank_option(options))
+    problem = _options_problem(options)
+    if problem:
+        raise ValueError(problem)
     return options
 
 
-def _blank_option(options: Sequence[str]) -> str:
-    n = next(i for i, o in enumerate(options) if not str(o).strip())
-    return f"option {chr(ord('A') + n)} is blank; every option needs its text"
+def _options_problem(options: Sequence[str]) -> str:
+    """What is wrong with a question's options (see :func:`check_options`), or ``""``."""
+    letters = [chr(ord("A") + i) for i in range(min(len(options), MAX_OPTIONS))]
+    if len(options) > MAX_OPTIONS:
+        return _too_many_options(len(options))
+    if len(options) == 1:
+        return ONE_OPTION
+    texts = [" ".join(str(o).split()).casefold() for o in options]
+    if "" in texts:
+        return f"option {letters[texts.index('')]} is blank; every option needs its text"
+    for i, text in enumerate(texts):
+        if (j := texts.index(text)) < i:  # an answer naming it would name both
+            return (
+                f"options {letters[j]} and {letters[i]} are both {str(options[j]).strip()!r}; "
+                "every option needs its own text"
+            )
+    return ""
 
 
 #: the options of a multiple-choice question: refused past 26 in the CLI's words
