@@ -319,6 +319,22 @@ def test_a_quoted_time_never_leaves_the_video(library: Library) -> None:
     assert c.label == "found" and (c.t0, c.t1) == (10.7, 12.0)
 
 
+def test_numbers_are_read_whole(library: Library) -> None:
+    # "1,000 euros" was partial at "£40,000" (its "000"), and "7am" one word "7 am" never found
+    words = [[9.0, 9.4, "about", 0.9], [9.4, 9.9, "£40", 0.9], [9.9, 10.5, ",000", 0.9]]
+    words += [[11.0, 11.3, "at", 0.9], [11.3, 11.9, "7am.", 0.9]]
+    said = "About £40,000 at 7am."
+    library.put_transcript(VID, [TranscriptSegment(VID, 0, 9.0, 11.9, said, json.dumps(words))])
+    cost = Question("How much does it cost?", (VID,), ("1,000 euros", "40,000 pounds"))
+    (c,) = answered(ask(library, cost, "A", [(8.0, 12.0)])).citations
+    assert c.label == "not-found" and c.matched == []
+    (c,) = answered(ask(library, cost, "B", [(8.0, 12.0)])).citations
+    assert (c.label, c.matched) == ("partial", ["40000"])  # no pounds said: "£"
+    when = Question("When do they meet?", (VID,), ("7 pm", "7 am"))
+    (c,) = answered(ask(library, when, "B", [(8.0, 12.0)])).citations
+    assert (c.label, c.matched) == ("found", ["7", "am"])
+
+
 def test_a_quote_writes_a_word_the_asr_split_off_onto_the_one_before(library: Library) -> None:
     # whisper hears "about £40,000" as the words "about", "£40", ",000"
     words = [[9.0, 9.4, "about", 0.9], [9.4, 9.9, "£40", 0.9], [9.9, 10.5, ",000", 0.9]]

@@ -81,6 +81,18 @@ _TENS = "twenty thirty forty fifty sixty seventy eighty ninety"
 NUMBER_WORDS = {w: str(i) for i, w in enumerate(_UNITS.split())}
 NUMBER_WORDS |= {w: str(20 + 10 * i) for i, w in enumerate(_TENS.split())}
 NUMBER_WORDS |= {"hundred": "100", "thousand": "1000"}
+#: A thousands separator inside a number ("1,000" was the words "1" and "000", and "000"
+#: found every other thousand), and a time's am/pm written onto it ("7am" was one word that
+#: "7 am" never found).
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_MERIDIEM = re.compile(r"(?<=\d)(?=[ap]\.?m\b)", re.IGNORECASE)
+
+
+def numbers_apart(text: str) -> str:
+    """``text`` with its numbers read whole: ``1,000`` as ``1000``, ``7am`` as ``7 am``."""
+    return _MERIDIEM.sub(" ", _THOUSANDS.sub("", text))
+
+
 FIELDS: tuple[Field, ...] = ("transcript", "ocr_text", "caption")
 _PLACES = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5}
 _PLACES |= {"1st": 1, "2nd": 2, "3rd": 3, "4th": 4, "5th": 5, "last": -1}
@@ -113,9 +125,10 @@ VIDEO_WORDS = frozenset(
 
 def words(text: str) -> set[str]:
     """The content words of ``text``: lower-cased alphanumeric runs, plural ``s`` dropped,
-    stop words left out, numbers in digits (:data:`NUMBER_WORDS`)."""
+    stop words left out, numbers in digits (:data:`NUMBER_WORDS`) and whole
+    (:func:`numbers_apart`)."""
     found = set()
-    for w in WORD.findall(text.casefold()):
+    for w in WORD.findall(numbers_apart(text).casefold()):
         if w in STOP_WORDS:
             continue
         w = w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w

@@ -204,9 +204,15 @@ class Checker:
         (a padded word time reads 4.93, not 4.930000000000001)."""
         t0, t1, text = piece.t0, piece.t1, piece.text
         if piece.words:
-            hit = [i for i, w in enumerate(piece.words) if held(w[2]) & claim.key_words]
+            words = [w[2] for w in piece.words]
+            # Whisper splits "£40,000" into "£40" and ",000": a word with the part after it
+            after = [*words[1:], ""]
+            glued = [
+                w + (n if n.startswith(",") else "") for w, n in zip(words, after, strict=True)
+            ]
+            hit = [i for i, w in enumerate(glued) if held(w) & claim.key_words]
             if hit:
-                a, b = hit[0], hit[-1]
+                a, b = hit[0], hit[-1] + (glued[hit[-1]] != words[hit[-1]])
                 t0 = piece.words[a][0] - PAD_SECONDS
                 t1 = piece.words[b][1] + PAD_SECONDS
                 text = spoken(w[2] for w in piece.words[a : b + 1])

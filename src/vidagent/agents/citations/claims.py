@@ -38,6 +38,7 @@ from vidagent.agents.evidence import (
     STOP_WORDS,
     VIDEO_WORDS,
     WORD,
+    numbers_apart,
     said_words,
     video_named,
 )
@@ -59,8 +60,9 @@ _STEMMER_LOCK = threading.Lock()  # a Snowball stemmer keeps its word in itself 
 
 
 def _plain(text: str) -> str:
-    """``text`` with contractions of function words and possessive ``'s`` taken out."""
-    return POSSESSIVE.sub("", CONTRACTION.sub(" ", text.replace("\u2019", "'")))
+    """``text`` with contractions of function words and possessive ``'s`` taken out, its
+    numbers read whole (:func:`~vidagent.agents.evidence.numbers_apart`)."""
+    return POSSESSIVE.sub("", CONTRACTION.sub(" ", numbers_apart(text.replace("\u2019", "'"))))
 
 
 def words(text: str) -> set[str]:
