@@ -225,20 +225,14 @@ def test_the_audio_stream_flagged_default_is_the_one_transcribed(tmp_path: Path)
     assert "starts    at 2.000 s of the file's clock (t = 0 here)" in shown
 
 
-def test_a_wrapped_negative_first_audio_time_in_mpeg_ts_is_read_as_negative(
-    tmp_path: Path,
-) -> None:
-    # AAC muxed into MPEG-TS after 14 s of pictures, as its encoder gave it: its first packet
-    # at -0.064 s, written as 2**33 ticks less a little and read back at 95443.65 s: every
-    # word lay 26 hours past the file's end, and the silence before it took transcription 45
-    # times as long
-    path = tmp_path / "wrapped.ts"
-    audio = np.concatenate([_quiet(1.0), _tone(0.5), _quiet(12.5)])
+def _grey_ts(path: Path, pictures: int, audio: np.ndarray) -> Path:
+    """MPEG-TS of ``pictures`` grey MPEG-4 frames at 10 a second, pictures first, then
+    ``audio`` (mono float at :data:`RATE`) as AAC, muxed as its encoder gives it."""
     with av.open(str(path), "w", format="mpegts") as out:
         video = out.add_stream("mpeg4", rate=10)
         video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
         sound = out.add_stream("aac", rate=RATE, layout="mono")
-        for k in range(140):
+        for k in range(pictures):
             picture = av.VideoFrame.from_ndarray(np.full((48, 64, 3), 128, np.uint8), "rgb24")
             picture.pts = k
             out.mux(video.encode(picture))
@@ -249,6 +243,19 @@ def test_a_wrapped_negative_first_audio_time_in_mpeg_ts_is_read_as_negative(
             frame.sample_rate, frame.pts, frame.time_base = RATE, k, Fraction(1, RATE)
             out.mux(sound.encode(frame))
         out.mux(sound.encode(None))
+    return path
+
+
+def test_a_wrapped_negative_first_audio_time_in_mpeg_ts_is_read_as_negative(
+    tmp_path: Path,
+) -> None:
+    # AAC muxed into MPEG-TS after 14 s of pictures, as its encoder gave it: its first packet
+    # at -0.064 s, written as 2**33 ticks less a little and read back at 95443.65 s: every
+    # word lay 26 hours past the file's end, and the silence before it took transcription 45
+    # times as long
+    path = tmp_path / "wrapped.ts"
+    audio = np.concatenate([_quiet(1.0), _tone(0.5), _quiet(12.5)])
+    _grey_ts(path, 140, audio)
     with av.open(str(path)) as container:
         first = next(container.decode(audio=0))
         assert first.time is not None and first.time > 95000  # the wrapped first packet
@@ -261,22 +268,7 @@ def _window_cut_in_its_audio(path: Path, cut_packets: int) -> Path:
     """A window as a watch stopped during a growing file's write leaves it: four pictures and
     its first ``cut_packets`` AAC packets, each cut to its first 8 bytes (in MPEG-TS, which
     joins audio packets, or in Matroska, which keeps each, as ``path``'s suffix says)."""
-    whole = path.with_name("whole.ts")
-    with av.open(str(whole), "w", format="mpegts") as out:
-        video = out.add_stream("mpeg4", rate=10)
-        video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
-        sound = out.add_stream("aac", rate=RATE, layout="mono")
-        for k in range(4):
-            picture = av.VideoFrame.from_ndarray(np.full((48, 64, 3), 128, np.uint8), "rgb24")
-            picture.pts = k
-            out.mux(video.encode(picture))
-        out.mux(video.encode(None))
-        audio = _tone(1.0)
-        for k in range(0, len(audio), 1024):
-            frame = av.AudioFrame.from_ndarray(audio[None, k : k + 1024], "flt", "mono")
-            frame.sample_rate, frame.pts, frame.time_base = RATE, k, Fraction(1, RATE)
-            out.mux(sound.encode(frame))
-        out.mux(sound.encode(None))
+    whole = _grey_ts(path.with_name("whole.ts"), 4, _tone(1.0))
     with av.open(str(whole)) as source, av.open(str(path), "w") as out:
         streams = {s.index: out.add_stream_from_template(s) for s in source.streams}
         sounds = 0
