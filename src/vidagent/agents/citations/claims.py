@@ -50,6 +50,8 @@ if TYPE_CHECKING:
 
 SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
 TOKEN = re.compile(r"[a-z0-9]+")
+#: A word as written: a number with its thousands separators, else a run of letters and digits.
+WRITTEN = re.compile(r"\d{1,3}(?:,\d{3})+(?!\d)|[a-z0-9]+")
 #: A question offering alternatives (``dark or brightly lit?``): its words may be the answer's.
 ALTERNATIVES = re.compile(r"\bor\b", re.IGNORECASE)
 #: A contraction of a function word (``don't``, ``you're``, ``we'll``): no content of its own.
@@ -59,10 +61,15 @@ _STEMMER = snowballstemmer.stemmer("english")
 _STEMMER_LOCK = threading.Lock()  # a Snowball stemmer keeps its word in itself while it works
 
 
+def _unshortened(text: str) -> str:
+    """``text`` with contractions of function words and possessive ``'s`` taken out."""
+    return POSSESSIVE.sub("", CONTRACTION.sub(" ", text.replace("\u2019", "'")))
+
+
 def _plain(text: str) -> str:
-    """``text`` with contractions of function words and possessive ``'s`` taken out, its
-    numbers read whole (:func:`~vidagent.agents.evidence.numbers_apart`)."""
-    return POSSESSIVE.sub("", CONTRACTION.sub(" ", numbers_apart(text.replace("\u2019", "'"))))
+    """:func:`_unshortened` ``text``, its numbers read whole
+    (:func:`~vidagent.agents.evidence.numbers_apart`)."""
+    return numbers_apart(_unshortened(text))
 
 
 def words(text: str) -> set[str]:
@@ -88,11 +95,14 @@ def stems(text: str) -> set[str]:
 
 def surface(text: str, keys: frozenset[str] | set[str]) -> list[str]:
     """The words of ``text`` that hold one of ``keys``, as written there, once each and in
-    order (what a citation says it matched)."""
+    order (what a citation says it matched): a number as written (``£40,000``'s ``40,000``,
+    ``7am``) where its key words are read whole (:func:`_plain`)."""
     seen: dict[str, None] = {}
-    for w in WORD.findall(_plain(text).casefold()):
-        if (w in keys or stem(NUMBER_WORDS.get(w, w)) in keys) and w not in seen:
-            seen[w] = None
+    for written in WRITTEN.findall(_unshortened(text).casefold()):
+        forms = WORD.findall(numbers_apart(written))
+        held = any(w in keys or stem(NUMBER_WORDS.get(w, w)) in keys for w in forms)
+        if held and written not in seen:
+            seen[written] = None
     return list(seen)
 
 
