@@ -313,6 +313,8 @@ def test_a_client_that_disconnects_does_not_stop_the_question(live_server: Any) 
     assert httpx.get(f"{live.url}/api/jobs/{job_id}").json()["state"] == "running"
     job = wait_job(live.url, job_id)
     assert job["state"] == "done" and job["result"]["answer"]["text"] == ANSWER
+    # abstain left out: the server's setting (FAKE_SPECS), not an "auto" filled in
+    assert job["result"]["answer"]["abstain_policy"] == "never"
     again = stream(f"{live.url}/api/jobs/{job_id}/events")  # replayed from the start
     assert again[0][0] == "run_started" and again[-1][0] == "end"
 

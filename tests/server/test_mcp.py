@@ -290,6 +290,8 @@ async def test_ask_returns_the_answer_evidence_and_a_readable_trace(client: Clie
     args = {"question": "What text appears?", "videos": ["small.mp4"], "options": ["BYE", "HELLO"]}
     answered = body(await client.call_tool("ask", args))
     assert answered["letter"] == "B" and answered["answer"]["parsed"] is True
+    # abstain left out: the server's setting (FAKE_SPECS), not an "auto" filled in
+    assert answered["answer"]["abstain_policy"] == "never"
     assert answered["totals"]["steps"] == 2 and Path(answered["trace"]).is_file()
     for video_id, start, end in answered["answer"]["evidence"]:
         assert isinstance(video_id, str) and 0 <= start <= end <= 12.1
