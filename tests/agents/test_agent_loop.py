@@ -15,7 +15,7 @@ from vidagent.agents.base import Question
 from vidagent.agents.dvd.agent import FINISH_PROMPT, DVDAgent
 from vidagent.budget import Budget
 from vidagent.library.schema import ClipHit, ClipRow
-from vidagent.models.base import Message
+from vidagent.models.base import ChatResponse, Message
 from vidagent.models.context import ELIDED, fit_messages
 from vidagent.models.fake import FakeAdapter
 from vidagent.prompts import load_prompt
@@ -146,6 +146,27 @@ def test_malformed_json_is_retried_with_a_reminder(indexed: Any) -> None:
     assert "not valid JSON" in errors[0].problem and '"action"' in errors[1].problem
     retry = llm.requests[1].messages
     assert retry[-2].text == "Sure! I will search." and "not a valid action" in retry[-1].text
+    assert answer.letter == "B" and answer.reason == "answered"
+
+
+def test_a_reply_cut_at_its_token_limit_is_not_sent_back(indexed: Any) -> None:
+    cut = '{"thought": "' + "the clip shows " * 40
+    llm = FakeAdapter.scripted(
+        [
+            ChatResponse(cut, finish_reason="length"),
+            ChatResponse(cut, finish_reason="repetition"),
+            action("answer", answer="(B)"),
+        ],
+        capabilities=JSON_ONLY,
+    )
+    answer = run(indexed, llm, max_tokens=64)
+    errors = answer.trace.of(FormatError)
+    assert [e.problem for e in errors] == ["the reply was cut off at the 64-token limit"] * 2
+    assert errors[0].reply == cut  # the trace keeps what was cut
+    first, *retries = (r.messages for r in llm.requests)
+    for retry in retries:  # the question as first asked, and a request for a brief reply
+        assert retry[:-1] == first and cut not in retry[-1].text
+        assert retry[-1].role == "user" and "Reply again, briefly," in retry[-1].text
     assert answer.letter == "B" and answer.reason == "answered"
 
 

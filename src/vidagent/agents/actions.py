@@ -77,9 +77,12 @@ def _json_part(text: str) -> str:
     return text[start : end + 1] if 0 <= start < end else text
 
 
-def format_reminder(problem: str) -> str:
+def format_reminder(problem: str, *, short: bool = False) -> str:
+    """What the model is told after an invalid reply; ``short``: the reply was cut off, and the
+    model is asked for a short one."""
+    again = "Reply again, briefly, with" if short else "Reply again with"
     return (
-        f"Your last reply was not a valid action: {problem}. Reply again with exactly one JSON "
+        f"Your last reply was not a valid action: {problem}. {again} exactly one JSON "
         'object: {"thought": "...", "action": {"name": "<function name>", "arguments": {...}}}'
     )
 

@@ -57,9 +57,14 @@ from vidagent.agents.answer import extract_choice
 from vidagent.agents.evidence import Finder, best, render_open, render_options
 from vidagent.agents.types import Answer
 from vidagent.exceptions import LibraryError
-from vidagent.models.base import Message
+from vidagent.models.base import ChatResponse, Message
+from vidagent.models.repetition import FINISH_REASON
 from vidagent.tools.base import Evidence, Observation, Toolbox, ToolContext
 from vidagent.trace import AgentTurn, ChildStarted, FormatError, Observed, PhaseChanged, ToolCalled
+
+#: Why a model stopped when its reply was cut off rather than finished: at the output token
+#: limit, or by the repetition guard (:mod:`vidagent.models.repetition`).
+CUT_OFF = frozenset({"length", FINISH_REASON})
 
 if TYPE_CHECKING:
     from vidagent.agents.types import Question
@@ -280,12 +285,23 @@ class Run:
             BudgetExceeded: a budget is spent.
             Stopped: the caller stopped the run (before the call, or while it ran).
         """
+        return self.respond(messages, schema, max_tokens=max_tokens, check=check).text
+
+    def respond(
+        self,
+        messages: list[Message],
+        schema: dict[str, Any] | None = None,
+        *,
+        max_tokens: int | None = None,
+        check: bool = True,
+    ) -> ChatResponse:
+        """:meth:`chat`'s whole response: its text and why the model stopped."""
         if check:
             self.meter.check()
         tokens = max_tokens if max_tokens is not None else self.policy.turn_tokens
         past = contextlib.nullcontext() if check else self.meter.past_budgets()
         with self.active(), past:
-            return self.llm.structured(messages, schema, max_tokens=tokens).text
+            return self.llm.structured(messages, schema, max_tokens=tokens)
 
     def request_messages(self, toolbox: Toolbox | None = None) -> list[Message]:
         """The history as sent: in JSON mode the system prompt also explains the protocol; in
@@ -352,17 +368,31 @@ class Run:
         return Decision(response.text, actions, response.text)
 
     def _decide_json(self, toolbox: Toolbox) -> Decision:
-        schema, sent = toolbox.action_schema(), self.request_messages(toolbox)
+        """A JSON action, with up to :data:`FORMAT_RETRIES` retries. An invalid reply goes back
+        to the model with what is wrong with it, except a reply cut off at the token limit
+        (``finish_reason`` ``length`` or ``repetition``): sent back, it was continued or copied
+        and cut again, every retry adding a cap's worth of tokens to the prompt (the embedded
+        SmolLM2 on AVI's first turn: four replies cut at 512 tokens, the prompt growing from
+        1,640 to 3,385). The retry after a cut asks for a short reply in its place."""
+        schema, asked = toolbox.action_schema(), self.request_messages(toolbox)
+        sent = asked
         for attempt in range(FORMAT_RETRIES + 1):
-            reply = self.chat(sent, schema)
+            response = self.respond(sent, schema)
+            reply = response.text
             self.protocol = (toolbox, self._system())
             parsed = parse_action(reply)
             if isinstance(parsed, Decision):
                 # Failed attempts stay in the trace, not in the history the model sees next.
                 self.messages.append(Message("assistant", reply))
                 return parsed
+            if response.finish_reason in CUT_OFF:
+                limit = self.policy.turn_tokens
+                parsed = f"the reply was cut off at the {limit or 'output'}-token limit"
+                sent = [*asked, Message("user", format_reminder(parsed, short=True))]
+            else:
+                reminder = Message("user", format_reminder(parsed))
+                sent = [*sent, Message("assistant", reply), reminder]
             self.emit(FormatError, attempt=attempt + 1, problem=parsed, reply=reply)
-            sent = [*sent, Message("assistant", reply), Message("user", format_reminder(parsed))]
         raise FormatFailure(f"no valid action after {FORMAT_RETRIES} retries")
 
     # -- tools ------------------------------------------------------------------------------------
