@@ -83,11 +83,16 @@ def test_add_get_list_remove(tmp_path: Path) -> None:
     assert [f.t for f in reopened.frames("aaaa1111", 3, 5)] == [3.0, 4.0, 5.0]
     assert [(s.t0, s.t1) for s in reopened.shots("aaaa1111")] == [(0.0, 9.0), (9.0, 15.0)]
 
-    reopened.remove_video("aaaa1111")
+    assert reopened.get_video("a").video_id == "aaaa1111"
+    with pytest.raises(VideoNotFoundError, match="'a' is too short an id prefix here"):
+        reopened.remove_video("a")  # `vidagent remove 5` took whichever id began with 5
+    assert reopened.get_video("aaa").video_id == "aaaa1111"  # not removed
+    reopened.remove_video("aaaa")
     assert [v.video_id for v in reopened.list_videos()] == ["bbbb2222"]
     assert reopened.clips("aaaa1111") == [] and reopened.frames("aaaa1111") == []
     assert len(reopened.clips("bbbb2222")) == 2  # the other video is untouched
-    with pytest.raises(VideoNotFoundError, match="no video"):
+    # every front end shows the message as it is: it names the videos there, not a command
+    with pytest.raises(VideoNotFoundError, match="no video .*; its videos: 'second.mp4'$"):
         reopened.get_video("aaaa1111")
 
 

@@ -27,7 +27,20 @@ from vidagent.library.schema import (
 )
 from vidagent.library.tables import Tables, read
 
+#: The fewest characters of an id prefix that name a video to remove (as git's shortest
+#: abbreviation); a name or an id names it at any length.
+REMOVE_PREFIX = 4
 _SAMPLE = 1 << 20  # bytes read from each of the head, middle and tail of a file
+
+
+def _listed(videos: Sequence[VideoRecord], shown: int = 5) -> str:
+    """The videos a name could have named, for an error every front end shows as it is (it
+    said "see `vidagent list`" to an HTTP or MCP client too)."""
+    if not videos:
+        return "the Library holds no videos"
+    names = ", ".join(repr(v.name) for v in videos[:shown])
+    more = f" and {len(videos) - shown} more" if len(videos) > shown else ""
+    return f"its videos: {names}{more}"
 
 
 def content_id(path: str | Path) -> str:
@@ -116,16 +129,17 @@ class Rows:
         known = set(listed)
         return [v for v in dict.fromkeys(among) if v in known]
 
-    def resolve(self, ref: str) -> str:
-        """A full video id from an id, a unique id prefix, a file name or a source path (a
+    def resolve(self, ref: str, *, shortest_prefix: int = 1) -> str:
+        """A full video id from an id, a unique id prefix (of at least ``shortest_prefix``
+        characters), a file name or a source path (a
         relative one too, from the working directory, as ingest stores it resolved; for a
         stream, the source it watches or that source's name), any file
         holding the same video (:func:`content_id`: a copy, or the file renamed), or a file
         name without its extension (``garden`` for ``garden.mp4``). An empty or blank ``ref``
         names no video (as a prefix it would match them all: ``vidagent remove "$UNSET"``)."""
-        if not ref.strip():
-            raise VideoNotFoundError("an empty video name names no video; see `vidagent list`")
         videos = self.list_videos()
+        if not ref.strip():
+            raise VideoNotFoundError(f"an empty video name names no video; {_listed(videos)}")
         try:
             path = str(Path(ref).expanduser().resolve())
         except (OSError, ValueError, RuntimeError):  # a NUL byte, a loop of links, no home
@@ -142,13 +156,19 @@ class Rows:
                 same = ""
             exact = [v for v in videos if v.video_id == same] or exact
         exact = exact or [v for v in videos if ref in _names(v) or path in _names(v)]
-        matches = exact or [v for v in videos if v.video_id.startswith(ref)]
+        prefixed = [v for v in videos if v.video_id.startswith(ref)]
+        matches = exact or (prefixed if len(ref) >= shortest_prefix else [])
         if not matches:
             matches = [v for v in videos if Path(v.name).stem == ref]
         if len(matches) == 1:
             return matches[0].video_id
+        if not matches and prefixed:
+            raise VideoNotFoundError(
+                f"{ref!r} is too short an id prefix here: give at least {shortest_prefix} "
+                "characters of the id, or the video's name"
+            )
         if not matches:
-            raise VideoNotFoundError(f"no video {ref!r} in {self.tables.uri}; see `vidagent list`")
+            raise VideoNotFoundError(f"no video {ref!r} in {self.tables.uri}; {_listed(videos)}")
         ids = ", ".join(v.video_id for v in matches[:5])
         raise AmbiguousVideoError(f"{ref!r} matches several videos ({ids}); give more of the id")
 
@@ -163,9 +183,11 @@ class Rows:
         return self.tables.has("videos") and self.tables.table("videos").count_rows(where) > 0
 
     def remove_video(self, ref: str) -> str:
-        """Delete a video and all its rows (artefacts included); returns its id."""
+        """Delete a video and all its rows (artefacts included); returns its id. An id prefix
+        names it by :data:`REMOVE_PREFIX` characters or more (``remove 5`` took whichever
+        video's id began with 5)."""
         with self.tables.write_lock():
-            video_id = self.resolve(ref)
+            video_id = self.resolve(ref, shortest_prefix=REMOVE_PREFIX)
             where = f"video_id = {quote(video_id)}"
             self.tables.table("videos").delete(where)  # first: from here on it is not listed
             for name in self.tables.names():

@@ -101,7 +101,7 @@ from vidagent.library.graph_tables import Graphs
 from vidagent.library.indexes import Indexes
 from vidagent.library.indexing import IndexPolicy, TableReport
 from vidagent.library.manifest import Manifest, check_supported, migrate, outdated
-from vidagent.library.rows import Rows, content_id
+from vidagent.library.rows import REMOVE_PREFIX, Rows, content_id
 from vidagent.library.schema import (
     Artifact,
     ArtifactKind,
@@ -306,7 +306,7 @@ class Library:
                 removed under it, the indexing went on to report success for a video that was
                 gone (or stored some of its rows again).
         """
-        video_id = self.resolve(ref)
+        video_id = self.rows.resolve(ref, shortest_prefix=REMOVE_PREFIX)
         with self._not_indexing(video_id):
             return self.rows.remove_video(video_id)
 
