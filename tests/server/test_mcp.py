@@ -152,6 +152,13 @@ async def test_list_videos_and_search_answer_from_the_library(client: Client) ->
     hits = body(await client.call_tool("search", {"query": "a short test video", "top": 2}))["hits"]
     assert len(hits) == 2 and hits[0]["video_id"] == videos[0]["video_id"]
     assert 0 <= hits[0]["t0"] < hits[0]["t1"] <= 12.1 and hits[0]["start"].startswith("00:00:")
+    # a path relative to the media root, as ask and index_video take it (it was read from the
+    # server's own working directory: "no video")
+    for ref in ("./small.mp4", "small.mp4"):
+        named = {"query": "a short test video", "top": 2, "videos": [ref]}
+        assert body(await client.call_tool("search", named))["hits"] == hits
+        frames = await client.call_tool("get_frames", {"video": ref, "times": [1]})
+        assert not frames.is_error, text(frames)
 
 
 async def test_list_streams_shows_a_watched_source_and_search_reads_it(

@@ -327,7 +327,8 @@ class Tools:
         search only that window of each video (a stream still being indexed: up to its live
         edge now)."""
         window = TimeWindow.parse(last, since, until)
-        hits = self.session.search(query, videos=videos, top=top, speaker=speaker, window=window)
+        refs = [self.roots.video(v, self.session) for v in videos] if videos else None
+        hits = self.session.search(query, videos=refs, top=top, speaker=speaker, window=window)
         return {"hits": [h.to_json() for h in hits]}
 
     def ask(
@@ -409,7 +410,7 @@ class Tools:
         ] = 512,
     ) -> list[Image | str]:
         """The video's frames nearest the given times, as JPEG images, after a line naming them."""
-        record = self.session.show(video).video
+        record = self.session.show(self.roots.video(video, self.session)).video
         late = [t for t in times if t > record.duration]
         if late:
             raise ToolInputError(
