@@ -339,6 +339,11 @@ def test_the_commands_export_draw_and_write_subtitles_or_say_why_not_in_one_line
     printed = vidagent("show", vid, "--srt", **run)
     assert "Dr Lee: the door opens now" in printed.stdout
     (tmp_path / "a-file").write_text("")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    for _ in range(2):  # a .txt of subtitles written before is replaced
+        again = vidagent("show", vid, "--srt", "-o", str(tmp_path / "t.txt"), **run)
+        assert again.returncode == 0 and (tmp_path / "t.txt").read_text().startswith("1\n00:")
     for args, message in [
         (("export", str(tmp_path / "nope.jsonl")), "no such trace file"),
         (
@@ -353,6 +358,7 @@ def test_the_commands_export_draw_and_write_subtitles_or_say_why_not_in_one_line
         (("show", vid, "-o", str(tmp_path / "x")), "give --srt or --vtt"),
         # the video itself named as the output: kept, not replaced
         (("show", vid, "--srt", "-o", str(video)), f"{video} exists and is not a subtitle file"),
+        (("show", vid, "--vtt", "-o", str(notes)), f"{notes} exists and is not a subtitle file"),
         # SubRip in a .vtt file (written in silence before)
         (("show", vid, "--srt", "-o", str(tmp_path / "t.vtt")), "give --vtt, or name a .srt"),
         (("ask", vid, "What opens?", "--trace", str(video)), f"{video} exists and is not a trace"),
@@ -360,7 +366,7 @@ def test_the_commands_export_draw_and_write_subtitles_or_say_why_not_in_one_line
         failed = vidagent(*args, **run)
         assert failed.returncode != 0 and message in failed.stderr.strip().splitlines()[-1]
         assert "Traceback" not in failed.stderr
-    assert video.read_bytes() == kept
+    assert video.read_bytes() == kept and notes.read_text() == "my notes\n"
     from vidagent.trace import check_target
 
     check_target(trace)  # a trace named again is replaced

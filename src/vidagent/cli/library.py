@@ -3,6 +3,7 @@ and looking after the Library."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from shlex import quote
 from typing import Any
@@ -87,8 +88,7 @@ def show(
                 raise UserError(
                     f"{target} ends in {other}: give --{other[1:]}, or name a .{subtitles} file"
                 )
-            kept = target.suffix.lower() not in (".srt", ".vtt", ".txt")
-            if kept and target.is_file() and target.stat().st_size:  # the video itself, say
+            if not _replaceable(target):  # the video itself, say, or a user's notes.txt
                 raise UserError(
                     f"{target} exists and is not a subtitle file (.srt, .vtt); name another -o"
                 )
@@ -287,11 +287,31 @@ def speakers(
         click.echo(f"{s.label:<4} {s.name or '-':<24} {hms(s.seconds)}  {s.segments} {unit}")
 
 
+#: The start of a file that holds subtitles: WebVTT's header, or SubRip's first cue.
+_SUBTITLES = re.compile(r"\A(?:\ufeff)?(?:WEBVTT|\s*\d+\s*\r?\n\d\d:\d\d:\d\d,\d{3} --> )")
+
+
+def _replaceable(target: Path) -> bool:
+    """Whether ``show -o`` may write ``target``: not there or empty, a ``.srt``/``.vtt``, or a
+    file that holds subtitles already (a ``.txt`` written before; a ``notes.txt`` was
+    replaced)."""
+    if not target.is_file() or not target.stat().st_size:
+        return True
+    if target.suffix.lower() in (".srt", ".vtt"):
+        return True
+    try:
+        with target.open(encoding="utf-8", errors="replace") as f:
+            return bool(_SUBTITLES.match(f.read(200)))
+    except OSError:
+        return False
+
+
 @cli.command()
 @click.argument("video")
 @click.pass_context
 def remove(ctx: click.Context, video: str) -> None:
-    """Remove a video (id, id prefix or file name) and all its rows from the Library."""
+    """Remove a video (id, id prefix of 4 or more characters, or file name) and all its rows
+    from the Library."""
     click.echo(f"removed {session_of(ctx).remove(video)}")
 
 
