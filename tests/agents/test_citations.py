@@ -189,8 +189,12 @@ def test_a_quotes_padded_times_are_kept_to_the_millisecond() -> None:
 
     words = ((4.0, 5.0, "I"), (5.23, 6.75, "Paul."))  # 5.23 - 0.3 is 4.930000000000001
     piece = Piece(VID, 4.0, 7.0, "speech", "I am Paul.", words)
-    checker = Checker(None, None, durations={VID: 60.0})  # type: ignore[arg-type]
-    assert checker.quote(Claim("Who? Paul", frozenset({"paul"})), piece) == (4.93, 7.05, "Paul.")
+    checker = Checker(None, None, spans={VID: (0.0, 60.0)})  # type: ignore[arg-type]
+    claim = Claim("Who? Paul", frozenset({"paul"}))
+    assert checker.quote(claim, piece) == (4.93, 7.05, "Paul.")
+    # asked about a window (`--last`) from 5 s: the padding stops at its start
+    windowed = Checker(None, None, spans={VID: (5.0, 60.0)})  # type: ignore[arg-type]
+    assert windowed.quote(claim, piece) == (5.0, 7.05, "Paul.")
 
 
 def test_part_of_the_key_words_is_partial(library: Library) -> None:
@@ -298,6 +302,18 @@ def test_a_free_form_answer_found_nowhere_abstains_by_policy(
     assert (answer.text, e.text, e.abstained) == (text, text, abstained)
     assert e.withheld == ("A dog barks at a cat." if policy == "auto" else "")
     assert [c.label for c in e.citations] == ["not-found"]
+
+
+def test_a_sentence_said_twice_is_one_claim(library: Library) -> None:
+    # SmolLM2 wrote its one sentence twice; the second copy was a claim with no citation of
+    # its own, listed "not cited", and the answer abstained
+    q = Question("What does the narrator say about a license?", (VID,))
+    once = answered(ask(library, q, "A license is totally free.", [(4.0, 8.0)]))
+    said = "A license is totally free.  a license is  totally free. A license is totally free!"
+    twice = answered(ask(library, q, said, [(4.0, 8.0)]))
+    assert [c["text"] for c in twice.claims] == ["A license is totally free."]
+    assert [c.label for c in twice.citations] == [c.label for c in once.citations] == ["found"]
+    assert (twice.abstained, twice.text) == (once.abstained, said) == (False, said)
 
 
 def test_an_answer_citing_nothing_abstains(library: Library) -> None:
@@ -613,6 +629,11 @@ def test_the_critic_disagrees_and_the_strategy_answers_once_more(library: Librar
     # (its "blue" is in the caption, so no frames are looked at to check it)
     assert [c.role for c in answer.trace.of(ModelCall)].count("tool_vlm") == 3
     assert e.critic["second_verdict"] == "agree" and not e.abstained
+    lines = render_answer(e, {VID: "talk.mp4"}, list(q.options)).splitlines()
+    assert lines[-2:] == [  # the reader's verdict, shown as the JSON has it
+        "  reader: disagrees: the frames show a blue screen, not red.",
+        '    (answered again in place of "A"; the reader on this answer: agrees)',
+    ]
     assert answer.trace.totals.model_calls == len(answer.trace.of(ModelCall))
     assert answer.trace.totals.steps == 2  # one step, and one of the bounded second round
 
@@ -738,7 +759,12 @@ def test_the_cli_prints_labelled_citations_and_the_abstention(
     # without --abstain, the abstain setting decides (ask's own "auto" overrode it); the
     # environment's here (INDEX_SPECS says "never")
     setting = vidagent(*asked, "-s", "retrieval", "--json", home=_isolated_home, env=env)
-    assert json.loads(setting.stdout)["answer"]["abstain_policy"] == "never"
+    body = json.loads(setting.stdout)
+    assert body["answer"]["abstain_policy"] == "never"
+    # the ids the citations give, named as files (the JSON had ids only)
+    (video,) = body["videos"]
+    assert video["name"] == "small.mp4" and video["duration"] > 0
+    assert {c["video_id"] for c in body["answer"]["citations"]} == {video["video_id"]}
     env["VIDAGENT_ABSTAIN"] = "always-report"
     setting = vidagent(*asked, "-s", "retrieval", "--json", home=_isolated_home, env=env)
     assert json.loads(setting.stdout)["answer"]["abstain_policy"] == "always-report"

@@ -84,18 +84,20 @@ class Checker:
 
     index: IndexView
     embed: Client
-    durations: dict[str, float] = field(default_factory=dict)
+    spans: dict[str, tuple[float, float]] = field(default_factory=dict)
     _everywhere: dict[str, frozenset[str]] = field(default_factory=dict)
 
-    def duration(self, video_id: str) -> float:
-        if video_id not in self.durations:
-            self.durations[video_id] = self.index.duration(video_id)
-        return self.durations[video_id]
+    def span(self, video_id: str) -> tuple[float, float]:
+        """The part of the video the run saw (:meth:`IndexView.span`: its time window, if
+        any, else the whole video)."""
+        if video_id not in self.spans:
+            self.spans[video_id] = self.index.span(video_id)
+        return self.spans[video_id]
 
     def everywhere(self, video_id: str) -> frozenset[str]:
         """Every word the video says, shows or has detected, read once per video."""
         if video_id not in self._everywhere:
-            end = self.duration(video_id)
+            end = self.span(video_id)[1]
             found: set[str] = set()
             for p in speech(self.index, video_id, 0.0, end):
                 found |= held(p.text)
@@ -200,8 +202,9 @@ class Checker:
     def quote(self, claim: Claim, piece: Piece) -> tuple[float, float, str]:
         """The quote of ``piece`` for ``claim`` and its time: of speech, the words from the
         first matched key word to the last, at their own times with :data:`PAD_SECONDS`
-        either side; else the piece at its own time. Clamped to the video, to the millisecond
-        (a padded word time reads 4.93, not 4.930000000000001)."""
+        either side; else the piece at its own time. Clamped to the part of the video the run
+        saw (a quote of ``--last 10s`` began up to 0.3 s before it), to the millisecond (a padded
+        word time reads 4.93, not 4.930000000000001)."""
         t0, t1, text = piece.t0, piece.t1, piece.text
         if piece.words:
             words = [w[2] for w in piece.words]
@@ -216,8 +219,8 @@ class Checker:
                 t0 = piece.words[a][0] - PAD_SECONDS
                 t1 = piece.words[b][1] + PAD_SECONDS
                 text = spoken(w[2] for w in piece.words[a : b + 1])
-        end = self.duration(piece.video_id)
-        t0, t1 = round(max(0.0, min(t0, end)), 3), round(max(0.0, min(t1, end)), 3)
+        lo, hi = self.span(piece.video_id)
+        t0, t1 = round(max(lo, min(t0, hi)), 3), round(max(lo, min(t1, hi)), 3)
         return t0, max(t0, t1), text
 
 

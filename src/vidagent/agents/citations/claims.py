@@ -214,10 +214,12 @@ def _claims(
                 seen,
             ),
         )
-    found = []
+    found, said = [], set()
     for sentence in SENTENCE.split(answer.text.strip()):
         sentence = sentence.strip()
-        if sentence and stems(sentence):
+        again = " ".join(TOKEN.findall(sentence.lower()))  # a sentence said twice: one claim
+        if sentence and stems(sentence) and again not in said:
+            said.add(again)
             own = frozenset(stems(sentence) - asked or stems(sentence))
             picture = about_picture(question.text, sentence, lexicon)
             found.append(Claim(sentence, own, picture, frozenset(asked - own), (), named, (), seen))
