@@ -293,12 +293,23 @@ class AskResult:
         body = {
             "answer": fields(answered),
             "letter": letter,
+            "videos": self.videos(),
             "totals": fields(totals),
             "trace": str(self.trace.path) if self.trace.path else None,
             "notice": self.notice,
         }
         windows = self.windows()
         return body | {"windows": windows} if windows else body
+
+    def videos(self) -> list[dict[str, Any]]:
+        """Each video the question was asked of, ``video_id``, ``name`` and ``duration``, so
+        that the ids of the evidence and citations can be read as the files they name (from
+        the trace's ``run_started``; empty in a trace without one)."""
+        from vidagent.trace import RunStarted
+
+        started = next(iter(self.trace.of(RunStarted)), None)
+        keys = ("video_id", "name", "duration")
+        return [{k: v.get(k) for k in keys} for v in started.videos] if started else []
 
     def windows(self) -> list[dict[str, Any]]:
         """The part of each video the run saw, where it saw only a window (``--last`` …):

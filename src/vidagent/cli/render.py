@@ -216,7 +216,30 @@ def render_answer(
     if e.evidence:
         lines.append(f"  evidence: {_spans(e.evidence, names or {})}")
     lines += _citations(e, names or {}, recorded or {})
+    lines += _review(e.critic)
     return "\n".join(lines)
+
+
+#: The reader's verdict on the whole answer (:class:`~vidagent.agents.types.Review`), as said.
+_VERDICTS = {"agree": "agrees", "disagree": "disagrees", "none": "gave no verdict"}
+
+
+def _review(critic: dict[str, Any]) -> list[str]:
+    """The reader's verdict (the critic's, where one ran) and, where it disagreed, the second
+    round's: shown beside the citations' own ``[reader: …]`` verdicts."""
+    if not critic:
+        return []
+    verdict = str(critic.get("verdict") or "none")
+    note = f": {shorten(str(critic['note']), 100)}" if critic.get("note") else ""
+    lines = [f"  reader: {_VERDICTS.get(verdict, verdict)}{note}"]
+    if critic.get("revised"):
+        second = critic.get("second_verdict") or "not read"
+        second = _VERDICTS.get(second, second)
+        first = shorten(str(critic.get("first_answer", "")), 60)
+        lines.append(
+            f'    (answered again in place of "{first}"; the reader on this answer: {second})'
+        )
+    return lines
 
 
 def _citations(e: Answered, names: dict[str, str], recorded: dict[str, str]) -> list[str]:
