@@ -152,25 +152,36 @@ class VideoRoot:
         self.root = root
         self.suffixes = tuple(suffixes)
         self._by_stem: dict[str, Path] | None = None
+        self._found: dict[tuple[str, bool], tuple[Path, bool]] = {}
         self.missing: list[MissingVideo] = []
 
     def resolve(self, sample_id: str, name: str, *, folder: bool = False) -> Path:
-        """The path of video ``name`` (a file, or a folder of frames when ``folder``)."""
+        """The path of video ``name`` (a file, or a folder of frames when ``folder``); looked
+        for once per name (a benchmark asks several questions of a video: NExT-QA's 4,996
+        validation questions name 570 videos, each one looked for with up to seven stats)."""
+        if (name, folder) not in self._found:
+            self._found[name, folder] = self._look(name, folder)
+        path, there = self._found[name, folder]
+        if not there:
+            self.missing.append(MissingVideo(sample_id, path))
+        return path
+
+    def _look(self, name: str, folder: bool) -> tuple[Path, bool]:
+        """Where ``name`` is, and whether it is there."""
         path = self.root / name
         if path.exists():
-            return path
+            return path, True
         if not folder:
             for suffix in self.suffixes:
                 candidate = path.with_name(path.name + suffix)
                 if candidate.is_file():
-                    return candidate
+                    return candidate, True
             found = self._stem_index().get(Path(name).stem)
             if found is not None:
-                return found
+                return found, True
             if not path.suffix:
                 path = path.with_name(path.name + self.suffixes[0])
-        self.missing.append(MissingVideo(sample_id, path))
-        return path
+        return path, False
 
     def _stem_index(self) -> dict[str, Path]:
         if self._by_stem is None:
