@@ -289,6 +289,51 @@ def test_which_video_is_answered_from_what_each_video_holds(
         assert [p.data["by"] for p in phases] == ["video", "video"]
 
 
+def test_a_question_naming_one_of_its_videos_is_answered_from_that_video(
+    indexed: Any, slide_video: Path, tmp_path: Path
+) -> None:
+    library, vid, settings = indexed
+    shutil.copytree(library.uri, tmp_path / "lib")
+    both = Library(tmp_path / "lib")
+    slides = index_video(slide_video, library=both, settings=settings, stages=RetrievalAgent.stages)
+    assert slides.video is not None
+    ids = (vid, slides.video.video_id)
+    for named, where in [
+        ("the first video", vid),
+        ("video 2", ids[1]),
+        ("slides.mp4", ids[1]),
+        ("the last clip", ids[1]),
+    ]:
+        question = Question(f"What text appears on screen in {named}?", ids)
+        answer = run_agent((both, vid, settings), question)
+        assert {e.video_id for e in answer.evidence} == {where}, named
+        (scope,) = [p for p in answer.trace.of(PhaseChanged) if p.phase == "scope"]
+        assert scope.data["videos"] == [where]
+    # naming both, or neither, searches both: no scope
+    for asked in ("What text appears in the first video and in slides.mp4?", QUESTION):
+        answer = run_agent((both, vid, settings), Question(asked, ids))
+        assert not [p for p in answer.trace.of(PhaseChanged) if p.phase == "scope"]
+
+
+@pytest.mark.parametrize(
+    ("question", "named"),
+    [
+        ("What is said in the second video?", ("b",)),
+        ("In Video 3, who speaks?", ("c",)),
+        ("What is on screen in GARDEN.MP4?", ("b",)),
+        ("What does the garden look like?", ()),  # a stem alone is often a word
+        ("Does the first clip or the last clip show a car?", ("a", "c")),
+        ("What happens in video 7?", ()),
+        ("Where is call.mp4.bak kept?", ()),
+    ],
+)
+def test_the_videos_a_question_names(question: str, named: tuple[str, ...]) -> None:
+    from vidagent.agents.evidence import videos_asked_about
+
+    names = ["call.mp4", "garden.mp4", "x.mkv"]
+    assert videos_asked_about(question, ["a", "b", "c"], names) == named
+
+
 def test_which_video_asks_for_the_words_that_do_not_name_a_video() -> None:
     from vidagent.agents.evidence import held_words
 

@@ -104,6 +104,13 @@ VIDEO_PLACE = re.compile(
 VIDEO_NUMBER = re.compile(r"^(?:the\s+)?(?:video|clip)\s*#?\s*(?P<n>\d+)\W*$", re.IGNORECASE)
 
 
+#: A video named inside a question by its place or number: "the second video", "clip #3".
+PLACED_VIDEO = re.compile(
+    rf"\b(?:(?P<place>{'|'.join(_PLACES)})\s+(?:video|clip)|(?:video|clip)\s*#?\s*(?P<n>\d+))\b",
+    re.IGNORECASE,
+)
+
+
 #: The words of a question naming its videos ("Which video…", "…in which clip?") or no one in
 #: particular ("…does someone say…?"): what an option naming a video needs its moments to hold
 #: is the question's other words.
@@ -261,6 +268,27 @@ def video_named(option: str, video_ids: Sequence[str], names: Sequence[str] = ()
         if folded in (name.casefold(), name.rsplit(".", 1)[0].casefold()):
             return video_id
     return None
+
+
+def videos_asked_about(
+    question: str, video_ids: Sequence[str], names: Sequence[str] = ()
+) -> tuple[str, ...]:
+    """The videos of ``video_ids`` (``names``: their file names) that ``question`` names by
+    place ("the second video", "the last clip"), number ("video 2") or file name with its
+    extension ("in garden.mp4"), in the question's order of videos; empty when it names none.
+    A file name without its extension is not taken: a stem is often a word ("a.mp4", "talk")."""
+    found: set[str] = set()
+    for m in PLACED_VIDEO.finditer(question):
+        n = _PLACES[m["place"].lower()] if m["place"] else int(m["n"])
+        if n == -1 and video_ids:
+            found.add(video_ids[-1])
+        elif 1 <= n <= len(video_ids):
+            found.add(video_ids[n - 1])
+    folded = question.casefold()
+    for video_id, name in zip(video_ids, names, strict=False):
+        if name and re.search(rf"(?<![\w.]){re.escape(name.casefold())}(?!\.?\w)", folded):
+            found.add(video_id)
+    return tuple(v for v in video_ids if v in found)
 
 
 #: "Who says/said/asks/mentions/talks about …": the words after the verb are what is said.

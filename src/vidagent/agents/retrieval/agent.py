@@ -33,6 +33,10 @@ name) scores each option by what the question alone retrieves from that video
 that do not name a video (:func:`~vidagent.agents.evidence.held_words`); the ``retrieval``
 phase says ``by="video"``.
 
+A question about several videos that names one of them ("In the second video, what …?",
+"video 2", "… in garden.mp4?") is answered from that video alone, which a ``scope`` phase
+names; naming several, or none, it searches them all.
+
 "Who says …?" is answered from the transcript's speaker labels where there are any
 (:func:`~vidagent.agents.evidence.speaker_scores` for options that name speakers,
 :func:`~vidagent.agents.evidence.who_says` for an open question: the speaker of the segment
@@ -83,6 +87,7 @@ from vidagent.agents.evidence import (
     best,
     span,
     speaker_scores,
+    videos_asked_about,
     who_says,
     words,
 )
@@ -152,9 +157,10 @@ class RetrievalAgent(Agent):
         finder = self.finder()
         finder.check()
         q = run.question
+        ids = self._scope(run)
         if q.options:
-            return self._choose(run, finder)
-        if q.task != "ground" and (said := who_says(self.index, q.text, q.video_ids)):
+            return self._choose(run, finder, ids)
+        if q.task != "ground" and (said := who_says(self.index, q.text, ids)):
             spoken, matched = said
             where = Evidence(spoken.video_id, spoken.t0, spoken.t1)
             run.phase(
@@ -165,7 +171,7 @@ class RetrievalAgent(Agent):
                 answer=spoken.shown,
             )
             return Answer(spoken.shown, evidence=(where,))
-        hits = finder.search(q.text, q.video_ids)
+        hits = finder.search(q.text, ids)
         if not hits:
             return Answer("", parsed=False, reason="no_evidence", note="no clip was retrieved")
         if q.task == "ground":
@@ -181,6 +187,20 @@ class RetrievalAgent(Agent):
             "retrieval", score=round(top.score, 4), spans=[where.to_list()], answer=text[:200]
         )
         return Answer(text, parsed=bool(text), evidence=(where,))
+
+    def _scope(self, run: Run) -> tuple[str, ...]:
+        """The videos searched: the question's, or the one of them its words name ("In the
+        second video, …", "… in garden.mp4?"; :func:`videos_asked_about`), which a ``scope``
+        phase names. A question naming several, or none, searches them all."""
+        q = run.question
+        if len(q.video_ids) < 2:
+            return q.video_ids
+        names = [self.index.video(v).name for v in q.video_ids]
+        named = videos_asked_about(q.text, q.video_ids, names)
+        if len(named) != 1:
+            return q.video_ids
+        run.phase("scope", videos=list(named), names=[names[q.video_ids.index(named[0])]])
+        return named
 
     def _whole_speech(self, clip: ClipRow) -> tuple[str, Evidence] | None:
         """The transcript segments ``clip``'s speech comes from (a word's midpoint inside it, as
@@ -278,11 +298,11 @@ class RetrievalAgent(Agent):
             last += 1
         return (said[first][0], said[last][1]), found(chosen)
 
-    def _choose(self, run: Run, finder: Finder) -> Answer:
+    def _choose(self, run: Run, finder: Finder, ids: tuple[str, ...]) -> Answer:
         q = run.question
-        by_speaker = speaker_scores(self.index, q.text, q.options, q.video_ids)
+        by_speaker = speaker_scores(self.index, q.text, q.options, ids)
         by_video = None if by_speaker else finder.videos(q.text, q.options, q.video_ids)
-        scores = by_speaker or by_video or finder.options(q.text, q.options, q.video_ids)
+        scores = by_speaker or by_video or finder.options(q.text, q.options, ids)
         by = {"by": "speaker"} if by_speaker else {"by": "video"} if by_video else {}
         for i, (option, scored) in enumerate(zip(q.options, scores, strict=False)):
             run.phase(
