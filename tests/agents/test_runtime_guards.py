@@ -4,10 +4,12 @@ and options as one observation before the first step) and no identical failing c
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from pathlib import Path
 
 import pytest
 from agentkit import INDEX_SPECS, JSON_ONLY, action, call, hub
+from factories import video_record
 
 from vidagent.agents.base import Question
 from vidagent.agents.dvd.agent import DVDAgent
@@ -77,6 +79,24 @@ def test_dvd_sees_the_evidence_before_its_first_step_with_the_prompts_unchanged(
     assert answer.letter == "B" and answer.evidence[0].to_list() == [vid, 5.0, 10.0]
     shown = "\n".join(render(answer.trace.events))
     assert "retrieval" in shown and "HELLO VIDAGENT" in shown  # a replay shows it
+
+
+def test_evidence_first_retrieves_from_the_one_video_a_question_names(
+    indexed: Indexed, tmp_path: Path
+) -> None:
+    library, vid, settings = indexed
+    shutil.copytree(library.uri, tmp_path / "lib")
+    both = Library(tmp_path / "lib")
+    both.put_video(video_record("e" * 16, name="empty.mp4"))  # nothing indexed of it
+
+    def evidence(asked: str) -> str:
+        llm = FakeAdapter.scripted([action("answer", answer="B")], capabilities=WEAK)
+        question = Question(asked, (vid, "e" * 16), OPTIONS)
+        DVDAgent(both, hub(smoke(settings), llm)).run(question)
+        return llm.requests[0].messages[2].text
+
+    assert "HELLO VIDAGENT: found" in evidence("What text appears in the first video?")
+    assert "HELLO VIDAGENT: found none" in evidence("What text appears in empty.mp4?")
 
 
 def test_evidence_first_follows_the_setting_and_the_option(indexed: Indexed) -> None:

@@ -54,6 +54,7 @@ from vidagent.timecode import clock
 from vidagent.tools.base import Evidence
 
 if TYPE_CHECKING:
+    from vidagent.agents.types import Question
     from vidagent.library.schema import ClipHit, ClipRow
     from vidagent.tools.index import IndexView
 
@@ -289,6 +290,17 @@ def videos_asked_about(
         if name and re.search(rf"(?<![\w.]){re.escape(name.casefold())}(?!\.?\w)", folded):
             found.add(video_id)
     return tuple(v for v in video_ids if v in found)
+
+
+def scope(index: IndexView, question: Question) -> tuple[str, ...]:
+    """The videos to search for ``question``: its videos, or the one of them its words name
+    (:func:`videos_asked_about`) where it asks about several. Naming several, or none, is all
+    of them."""
+    ids = question.video_ids
+    if len(ids) < 2:
+        return ids
+    named = videos_asked_about(question.text, ids, [index.video(v).name for v in ids])
+    return named if len(named) == 1 else ids
 
 
 #: "Who says/said/asks/mentions/talks about …": the words after the verb are what is said.

@@ -54,7 +54,7 @@ from vidagent.agents.actions import (
     parse_action,
 )
 from vidagent.agents.answer import extract_choice
-from vidagent.agents.evidence import Finder, best, render_open, render_options
+from vidagent.agents.evidence import Finder, best, render_open, render_options, scope
 from vidagent.agents.types import Answer
 from vidagent.exceptions import LibraryError
 from vidagent.models.base import ChatResponse, Message
@@ -513,17 +513,18 @@ class Run:
         )
         self.emit(ToolCalled, call_id=action.id, tool=action.name, arguments=action.arguments)
         started, several = time.monotonic(), len(q.video_ids) > 1
+        ids = scope(self.index, q)  # the one video the question names, if it names one
         with self.active():
             if q.options:
                 scores = finder.videos(q.text, q.options, q.video_ids) or finder.options(
-                    q.text, q.options, q.video_ids
+                    q.text, q.options, ids
                 )
                 text = render_options(q.options, scores, several)
                 order = [*best(scores), *sorted(range(len(scores)), key=lambda i: -scores[i].score)]
                 spans = dict.fromkeys(e for i in order for e in scores[i].spans)
                 obs = Observation(text, evidence=tuple(spans))
             else:
-                hits = finder.search(q.text, q.video_ids)
+                hits = finder.search(q.text, ids)
                 spans = dict.fromkeys(Evidence(h.clip.video_id, h.clip.t0, h.clip.t1) for h in hits)
                 obs = Observation(render_open(hits, several), evidence=tuple(spans))
         self.record(action, obs, time.monotonic() - started)

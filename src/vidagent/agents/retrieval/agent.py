@@ -85,9 +85,9 @@ from vidagent.agents.evidence import (
     Finder,
     OptionScore,
     best,
+    scope,
     span,
     speaker_scores,
-    videos_asked_about,
     who_says,
     words,
 )
@@ -190,16 +190,11 @@ class RetrievalAgent(Agent):
 
     def _scope(self, run: Run) -> tuple[str, ...]:
         """The videos searched: the question's, or the one of them its words name ("In the
-        second video, …", "… in garden.mp4?"; :func:`videos_asked_about`), which a ``scope``
+        second video, …", "… in garden.mp4?"; :func:`~vidagent.agents.evidence.scope`), which a ``scope``
         phase names. A question naming several, or none, searches them all."""
-        q = run.question
-        if len(q.video_ids) < 2:
-            return q.video_ids
-        names = [self.index.video(v).name for v in q.video_ids]
-        named = videos_asked_about(q.text, q.video_ids, names)
-        if len(named) != 1:
-            return q.video_ids
-        run.phase("scope", videos=list(named), names=[names[q.video_ids.index(named[0])]])
+        named = scope(self.index, run.question)
+        if named != run.question.video_ids:
+            run.phase("scope", videos=list(named), names=[self.index.video(named[0]).name])
         return named
 
     def _whole_speech(self, clip: ClipRow) -> tuple[str, Evidence] | None:
