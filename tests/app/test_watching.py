@@ -54,6 +54,30 @@ def _settings(root: Path, **more: Any) -> Settings:
     )
 
 
+def test_a_file_growing_in_real_time_is_read_as_it_grows(tmp_path: Path) -> None:
+    # A recording growing at its own pace (ffmpeg -re, flushing each packet) was opened only
+    # after FFmpeg's duration estimate had read on past its end, which for a followed file is
+    # until a stall: the first window came late, and recorded_at with it.
+    data = ts_stream(tmp_path / "source.ts", 6.0)
+    growing = tmp_path / "recording.ts"
+    began = time.time()
+    writer = grow(growing, data, pieces=24, pause=0.25)  # 6 s of stream in 6 s
+    with Session(_settings(tmp_path)) as session:
+        watch = session.watch(
+            str(growing),
+            window_seconds=2,
+            stages=["transcribe"],
+            stall_seconds=4.0,
+            give_up_seconds=4.0,
+        )
+        report = watch.run()
+        writer.join()
+        (video,) = session.videos()
+    assert report.state == "ended" and video.duration == pytest.approx(6.0, abs=0.2)
+    started = datetime.fromisoformat(video.recorded_at).timestamp()
+    assert started == pytest.approx(began, abs=1.5)  # second 0 was written as the writer began
+
+
 def test_a_growing_file_is_one_video_that_grows_window_by_window(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -284,6 +308,37 @@ def test_a_live_playlist_on_disk_rewritten_at_each_segment_is_read_once(tmp_path
         watch.run()
         recorder.join()
         check_clips(session.library, watch.video_id, 16.0)
+
+
+def test_a_live_playlist_on_disk_watched_again_loses_nothing_it_still_lists(
+    tmp_path: Path,
+) -> None:
+    # Stopped (Ctrl-C) and run again while the recorder went on, a watch of a live playlist on
+    # disk joined it where FFmpeg's HLS reader joins a live one, three segments before its end:
+    # what the recorder wrote meanwhile beyond that was lost, though every segment was there.
+    published = _Publisher(tmp_path, 24.0)
+    published.drop()  # read from disk, not served
+    published.publish(4, listed=99)
+    with Session(_settings(tmp_path)) as session:
+        options: dict[str, Any] = {"window_seconds": 4, "stages": ["transcribe"]}
+        options |= {"stall_seconds": 3.0, "give_up_seconds": 4.0}
+        playlist = str(published.site / "live.m3u8")
+        watch = session.watch(playlist, **options)
+
+        def stop_after_one(event: dict[str, Any]) -> None:
+            if event["event"] == "window":
+                watch.stop()
+
+        watch.on_event = stop_after_one
+        assert watch.run().state == "stopped"
+        read = session.library.get_video(watch.video_id).duration
+        published.publish(len(published.segments), listed=99)  # 16 s more, still live
+        again = session.watch(playlist, **options).run()
+        video = session.library.get_video(watch.video_id)
+    assert read <= 8.5 and again.windows >= 1
+    assert video.duration == pytest.approx(24.0, abs=0.3)
+    check_clips(session.library, watch.video_id, video.duration)
+    assert all(o["lost"] == 0 for o in video.stages["watch"]["outages"])
 
 
 def test_a_live_playlist_that_ends_while_the_watch_is_away_is_not_read_again(
@@ -818,6 +873,21 @@ def test_a_phrase_said_across_a_window_s_start_is_heard_in_that_window(
         assert watching.match_alerts(core, vid, ["roof repairs"], 10.0, 20.0) == {}
 
 
+def _append_when_stalled(watch: Any, growing: Path, data: bytes) -> None:
+    """Appends ``data`` to a watched file once the watch has read it to its end and said the
+    source stalled: the watch opens it again to read what was appended."""
+
+    def append(event: dict[str, Any]) -> None:
+        if event["event"] == "source_down" and data not in appended:
+            appended.append(data)
+            with growing.open("ab") as f:
+                f.write(data)
+
+    appended: list[bytes] = []
+
+    watch.on_event = append
+
+
 def test_a_changed_picture_size_stops_the_watch_in_one_line(tmp_path: Path) -> None:
     small = ts_stream(tmp_path / "small.ts", 4.0)
     large = ts_stream(tmp_path / "large.ts", 4.0, size=(320, 192))
@@ -826,14 +896,9 @@ def test_a_changed_picture_size_stops_the_watch_in_one_line(tmp_path: Path) -> N
     writer.join()
     with Session(_settings(tmp_path)) as session:
         watch = session.watch(str(growing), window_seconds=2, stages=["embed"], **QUICK)
-
-        def append() -> None:
-            time.sleep(1.0)
-            with growing.open("ab") as f:
-                f.write(large)
-
-        feeding = threading.Thread(target=append, daemon=True)
-        feeding.start()
+        # Appended once the file was read to its end, it was skipped as read before (its
+        # clock starts at 0 again), and the watch ended without seeing it.
+        _append_when_stalled(watch, growing, large)
         from vidagent.media.live import SourceChangedError
 
         with pytest.raises(SourceChangedError) as caught:
@@ -867,6 +932,24 @@ def test_a_source_whose_clock_restarts_goes_on_from_where_the_stream_stood(
         assert report.state == "ended"
         assert video.duration == pytest.approx(8.0, abs=0.4)  # not 4: nothing overwritten
         check_clips(library, watch.video_id, video.duration)
+
+
+def test_a_clock_restarted_after_a_stall_goes_on_from_where_the_stream_stood(
+    tmp_path: Path,
+) -> None:
+    # The recorder stalled, then started again, appending a stream whose clock starts at 0:
+    # read again from where the clock stood, every packet of it was skipped as read before.
+    part = ts_stream(tmp_path / "part.ts", 4.0)
+    growing = tmp_path / "recording.ts"
+    growing.write_bytes(part)
+    with Session(_settings(tmp_path)) as session:
+        watch = session.watch(str(growing), window_seconds=2, stages=["embed"], **QUICK)
+        _append_when_stalled(watch, growing, part)
+        report = watch.run()
+        video = session.library.get_video(watch.video_id)
+        assert report.state == "ended"
+        assert video.duration == pytest.approx(8.0, abs=0.4)  # not 4: nothing skipped
+        check_clips(session.library, watch.video_id, video.duration)
 
 
 def test_an_alert_hook_that_does_not_answer_never_stops_the_watch(tmp_path: Path) -> None:

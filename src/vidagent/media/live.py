@@ -38,9 +38,11 @@ stages, the stored thumbnails and detection boxes assume one format per stream.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -201,6 +203,10 @@ def local_path(source: str) -> Path:
     return Path(source.removeprefix("file://")).expanduser()
 
 
+#: A media segment's duration in an HLS playlist.
+_EXTINF = re.compile(r"^#EXTINF:\s*([0-9.]+)", re.MULTILINE)
+
+
 def is_playlist(source: str) -> bool:
     """Whether ``source`` names an HLS playlist (``.m3u8``, ``.m3u``), local or not."""
     path = source.split("?", 1)[0].split("#", 1)[0]
@@ -251,6 +257,10 @@ class Capture:
         self._down: float | None = None  # when the current outage began (clock seconds)
         self._opened = 0.0  # when the source was last opened (Unix seconds)
         self._complete = False  # the source is of known length, and ends where it ends
+        self._read_wall = 0.0  # when this capture last read a packet (Unix seconds; 0: never)
+        #: a growing local file's byte position of the last packet read, by stream type: where
+        #: a connection opened again after a stall goes on (its clock may have restarted)
+        self._placed: dict[str, int] = {}
         self._streams: list[Any] = []
         #: a growing local file as it stood when a read of it last ended (``_UNREAD``: read it)
         self._read_up_to: tuple[int, int, int] | None | object = _UNREAD
@@ -316,10 +326,12 @@ class Capture:
                     if writer is None:
                         if not keyframe:  # a window starts at a keyframe: it decodes alone
                             self.position.seen[kind] = dts  # read, and let go
+                            self._placed[kind] = packet.pos
                             continue
                         writer = self._open(t)
                     writer.write(packet, t)
                     self.position.seen[kind] = dts  # written: a resumed capture goes on after
+                    self._placed[kind] = packet.pos
                 else:
                     reason = _graver(reason, "ended")
                     if self._complete:  # read to its end: the capture ends with it
@@ -499,11 +511,19 @@ class Capture:
         opening = self.stall_seconds
         playlist = is_playlist(self.source)
         renewed = False  # a local file replaced or cut short since it was last opened
+        from_start = False  # a playlist read again from its first segment, its clock going on
         if is_local(self.source):
-            if not playlist:  # FFmpeg's HLS reader cannot open a playlist with follow=1
+            if playlist:
+                back = self._segments_back()
+                options["live_start_index"] = "0" if back is None else str(-back)
+                from_start = back is None and "video" in p.seen
+            else:  # FFmpeg's HLS reader cannot open a playlist with follow=1
                 options["follow"] = "1"
-            elif "video" not in p.seen:  # a recording on disk, read from its start as a file is
-                options["live_start_index"] = "0"
+                # MPEG-TS's duration is estimated from the timestamps at the end of the file,
+                # and a followed file has no end: the estimate read on as the file grew, in
+                # real time (a recording growing at 37 kB/s opened after 8.4 s, 0.75 s without
+                # it; one written in 256 kB bursts, after two of them, and past a short stall)
+                options["skip_estimate_duration_from_pts"] = "1"
             target = str(local_path(self.source))
             if not Path(target).exists():
                 raise MediaError(self.source, NOT_YET)
@@ -522,46 +542,71 @@ class Capture:
             # short to probe yet is then a stall (waited for), not rw_timeout's I/O error.
             options["analyzeduration"] = str(int(PROBE_SECONDS * 1e6))
             opening += PROBE_SECONDS
-        self._opened = time.time()  # a live source sends from here on (the probe reads it)
-        container = av.open(
-            target,
-            options=options,
-            timeout=(opening, self.stall_seconds),
-            metadata_errors="ignore",
-        )
+        if renewed:
+            self._placed = {}
+        # A growing local file read before goes on after the last packet read, told by its
+        # byte position, not its clock: a recorder that restarted after a stall appends a
+        # stream whose clock starts again, and its packets were skipped as read before (and
+        # a changed picture size with them, never seen).
+        known = "video" in self._placed and min(self._placed.values()) >= 0
+        placed = dict(self._placed) if known and not playlist else {}
+
+        def connect() -> Any:
+            self._opened = time.time()  # a live source sends from here on (the probe reads it)
+            return av.open(
+                target,
+                options=options,
+                timeout=(opening, self.stall_seconds),
+                metadata_errors="ignore",
+            )
+
+        container = connect()
         # A source of known length that is not a growing local file (a finished HLS playlist,
         # one with #EXT-X-ENDLIST; a file over HTTP) ends where it ends: opened again it would
         # play from its start, which would read as a restart of a live source.
         self._complete = container.duration is not None and (playlist or not is_local(target))
         try:
-            video = next((s for s in container.streams.video), None)
-            if video is None:
-                raise MediaError(self.source, "no video stream")
-            self._check_format(video)
-            keep = [video, *container.streams.audio[:1]]
-            self._streams = keep
+            video, keep = self._streams_of(container)
             resume = {} if renewed else dict(p.seen)  # what an earlier connection read
+            packets: Iterator[Packet] = container.demux(*keep)
             if "video" in resume and is_local(self.source):
                 with suppress(av.error.FFmpegError):  # unseekable: read from the start
                     container.seek(int(resume["video"] / float(time_base(video))), stream=video)
+                packets = container.demux(*keep)
+                head = next(packets, None)
+                if head is not None and placed and (head.pos or -1) > placed["video"]:
+                    # sought past what was read (a clock that restarted in the file misleads
+                    # the seek): read it from its start, what was read skipped by position
+                    container.close()
+                    container = connect()
+                    video, keep = self._streams_of(container)
+                    packets = container.demux(*keep)
+                elif head is not None:
+                    packets = itertools.chain([head], packets)
             # A source of known length opened again (a live playlist that ended while the watch
             # was away) plays from its start: its clock did not restart, and what was read
             # before is skipped below. (Not sought: a playlist that no longer lists the segment
             # read last would be sought past the first one it lists.)
-            replayed = "video" in resume and self._complete
-            first, before = True, None  # the last video packet's decoding time
+            replayed = "video" in resume and (self._complete or from_start)
+            # The last video packet's decoding time: a file read on by position goes on from
+            # the packet read last, and a clock that went back since is a restart
+            before = resume.get("video") if placed else None
+            first = not placed
             rate = float(video.average_rate or video.guessed_rate or 25)
             jump = max(LOST_SECONDS, 3.0 / rate)
-            for packet in container.demux(*keep):
+            for packet in packets:
                 if packet.pts is None or packet.dts is None or packet.time_base is None:
                     continue
                 tb, kind = packet.time_base, packet.stream.type
                 own, dts = float(packet.pts * tb), float(packet.dts * tb)
-                if first and kind == "video":
+                if placed:
+                    if packet.pos is not None and 0 <= packet.pos <= placed.get(kind, -1):
+                        continue  # read before this reconnection
+                elif first and kind == "video":
                     first = False
                     if not replayed and self._rebase(dts, renewed):
                         resume = {}
-                if kind in resume and dts <= resume[kind] + 1e-6:
+                if not placed and kind in resume and dts <= resume[kind] + 1e-6:
                     continue  # read before this reconnection
                 keyframe = kind == "video" and packet.is_keyframe
                 if p.t is None and not keyframe:
@@ -580,9 +625,39 @@ class Capture:
                     before = dts
                 t = own + p.shift - ORIGIN
                 _shift(packet, p.shift, tb)
+                self._read_wall = time.time()
                 yield packet, t, keyframe, kind, dts, skipped
         finally:
             container.close()
+
+    def _streams_of(self, container: Any) -> tuple[Any, list[Any]]:
+        """A connection's video stream and the streams read (it and the first audio one)."""
+        video = next((s for s in container.streams.video), None)
+        if video is None:
+            raise MediaError(self.source, "no video stream")
+        self._check_format(video)
+        self._streams = [video, *container.streams.audio[:1]]
+        return video, self._streams
+
+    def _segments_back(self) -> int | None:
+        """Where a live playlist on disk is joined, in segments before its end: ``None``, its
+        first segment, when nothing of it was read yet or this capture read nothing of it (a
+        watch run again: what was read before is skipped, and what the recorder wrote meanwhile
+        is all still listed); else the segments written since this capture last read a packet,
+        and two more (FFmpeg's HLS reader joins a live playlist three segments before its end,
+        which left out what a longer absence added)."""
+        if "video" not in self.position.seen or not self._read_wall:
+            return None
+        away = max(0.0, time.time() - self._read_wall)
+        try:
+            text = local_path(self.source).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        durations = [float(m) for m in _EXTINF.findall(text)]
+        count = 0
+        while count < len(durations) and sum(durations[len(durations) - count :]) < away:
+            count += 1
+        return count + 2
 
     def _rebase(self, dts: float, renewed: bool = False) -> bool:
         """Whether the source's clock went back (a restart; a local file ``renewed``, replaced
