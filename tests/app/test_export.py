@@ -162,6 +162,14 @@ def test_an_export_zip_holds_the_bundle_and_a_missing_answer_is_one_line(
         empty.close()
         with pytest.raises(UserError, match="the run gave no answer"):
             session.export(empty.path)
+        stopped = Trace(tmp_path / "stopped.jsonl")  # Stop pressed: an empty answer (a bundle)
+        stopped.emit(RunStarted(0.0, "retrieval", "Q?", [], [], {}, {}))
+        stopped.emit(Answered(1.0, text="", choice=None, parsed=False, forced=True,
+                              reason="stopped", confidence=None, evidence=[], citations=[]))  # fmt: skip
+        stopped.close()
+        with pytest.raises(UserError, match=r"the run gave no answer \(it was stopped\)"):
+            session.export(stopped.path, out=tmp_path / "stopped")
+        assert not (tmp_path / "stopped").exists()
         with pytest.raises(UserError, match="is not empty"):
             session.export(trace, out=tmp_path)
         # a trace edited, or of another file: its spans outside the video are said so, not cut
@@ -334,6 +342,9 @@ def test_the_commands_export_draw_and_write_subtitles_or_say_why_not_in_one_line
     )
     written = vidagent("show", vid, "--vtt", "-o", str(tmp_path / "t.vtt"), **run)
     assert written.returncode == 0 and (tmp_path / "t.vtt").read_text().startswith("WEBVTT")
+    nested = tmp_path / "subs" / "new" / "t.srt"  # a folder not there yet (a crash before)
+    written = vidagent("show", vid, "--srt", "-o", str(nested), **run)
+    assert written.returncode == 0 and nested.read_text().startswith("1\n00:")
     both = vidagent("show", vid, "--srt", "--vtt", **run)  # the last flag won, silently
     assert both.returncode == 2 and "give --srt or --vtt, not both" in both.stderr
     printed = vidagent("show", vid, "--srt", **run)
@@ -356,6 +367,10 @@ def test_the_commands_export_draw_and_write_subtitles_or_say_why_not_in_one_line
         (("sheet", vid, "--count", "100000"), "shows at most 400 frames, not 100000"),
         (("sheet", vid, "-o", str(tmp_path / "s.gif")), "written as .png or .jpg"),
         (("show", vid, "-o", str(tmp_path / "x")), "give --srt or --vtt"),
+        (
+            ("show", vid, "--srt", "-o", str(tmp_path / "a-file" / "t.srt")),
+            f"cannot write {tmp_path / 'a-file' / 't.srt'}: Not a directory",
+        ),
         # the video itself named as the output: kept, not replaced
         (("show", vid, "--srt", "-o", str(video)), f"{video} exists and is not a subtitle file"),
         (("show", vid, "--vtt", "-o", str(notes)), f"{notes} exists and is not a subtitle file"),

@@ -108,8 +108,12 @@ def export(
 
     path = Path(trace) if trace is not None else last_answer_trace(core)
     loaded = Trace.load(path)
-    if loaded.answer is None:
-        raise UserError(f"{path}: the run gave no answer, so there is nothing to export")
+    said = loaded.answer
+    if said is None or not (said.text or said.evidence or said.citations):
+        # a run stopped before answering, or whose model never answered, ends with an empty
+        # answer: its bundle was empty, exit 0
+        why = " (it was stopped)" if said is not None and said.reason == "stopped" else ""
+        raise UserError(f"{path}: the run gave no answer{why}, so there is nothing to export")
     zipped = as_zip or (out is not None and str(out).lower().endswith(".zip"))
     target = Path(out) if out is not None else Path(f"export-{path.stem}")
     if zipped and target.suffix.lower() != ".zip":

@@ -93,11 +93,13 @@ def show(
                     f"{target} exists and is not a subtitle file (.srt, .vtt); name another -o"
                 )
             try:
+                if not target.parent.exists():  # made, as sheet -o does
+                    target.parent.mkdir(parents=True)
                 target.write_text(text, encoding="utf-8")
             except OSError as e:  # a refused write names -o, not the Library's options
                 refused = storage_error(e, target.parent, "-o")
-                if refused is None:
-                    raise
+                if refused is None:  # a folder that is a file, a name too long: say so
+                    raise UserError(f"cannot write {target}: {e.strerror or e}") from None
                 raise refused from None
             click.echo(f"wrote {out}")
         else:
