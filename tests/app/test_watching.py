@@ -873,6 +873,44 @@ def test_a_phrase_said_across_a_window_s_start_is_heard_in_that_window(
         assert watching.match_alerts(core, vid, ["roof repairs"], 10.0, 20.0) == {}
 
 
+def test_an_alert_is_matched_by_every_word_of_its_phrase_but_articles(tmp_path: Path) -> None:
+    # "off" is no content word: "lift off" fired on "lift the box" a countdown before launch
+    from factories import video_record
+
+    from vidagent.app.core import SessionCore
+    from vidagent.library import ClipRow
+    from vidagent.library.schema import TranscriptSegment
+
+    vid = "v" * 16
+    settings = _settings(tmp_path)
+    library = Library(settings.library_uri)
+    library.put_video(video_record(vid, duration=10.0))
+    library.put_clips(vid, [ClipRow(vid, i, 5.0 * i, 5.0 * i + 5) for i in range(2)])
+    said = [("lift the box", 0.5), ("three two one lift off", 6.0)]
+    library.put_transcript(
+        vid,
+        [
+            TranscriptSegment(
+                vid,
+                i,
+                t,
+                t + 2.0,
+                text,
+                json.dumps(
+                    [[t + 0.4 * n, t + 0.4 * n + 0.3, w, 0.9] for n, w in enumerate(text.split())]
+                ),
+                "asr",
+            )
+            for i, (text, t) in enumerate(said)
+        ],
+    )
+    with SessionCore(settings, library=library) as core:
+        before = watching.match_alerts(core, vid, ["lift off", "the box"], 0.0, 5.0)
+        after = watching.match_alerts(core, vid, ["lift off", "lift the box off"], 5.0, 10.0)
+    assert list(before) == ["the box"]  # an article is no key word: "the box" holds "box"
+    assert list(after) == ["lift off"] and after["lift off"].quote == "lift off"
+
+
 def _append_when_stalled(watch: Any, growing: Path, data: bytes) -> None:
     """Appends ``data`` to a watched file once the watch has read it to its end and said the
     source stalled: the watch opens it again to read what was appended."""

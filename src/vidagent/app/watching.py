@@ -658,14 +658,10 @@ def match_alerts(
     and the one that begins this window are read as one where the cut fell inside a pause of
     at most :data:`JOIN_GAP` (:class:`_JoinedAtCut`)."""
     from vidagent.agents.citations.check import Checker
-    from vidagent.agents.citations.claims import stems, tokens
     from vidagent.agents.types import Claim
     from vidagent.tools.base import Evidence
 
-    claims = [
-        Claim(text, frozenset(stems(text) or tokens(text)), names_speech_or_text=True)
-        for text in texts
-    ]
+    claims = [Claim(text, alert_words(text), names_speech_or_text=True) for text in texts]
     checker = Checker(_JoinedAtCut(core.library, core.models, t0), core.models.client("embed"))
     found: dict[str, Alert] = {}
     for c in checker.check(claims, [Evidence(video_id, t0, t1)]):
@@ -675,6 +671,18 @@ def match_alerts(
         if text not in found:
             found[text] = Alert(text, video_id, c.t0, c.t1, "", c.source, c.text, tuple(c.matched))
     return found
+
+
+def alert_words(text: str) -> frozenset[str]:
+    """The key words an alert's text is matched by: its content words' stems, as a claim's,
+    and the function words it holds, as written, but for articles. A user's phrase is matched
+    whole ("lift off" fired on "lift the box": *off* is no content word), while the checker
+    leaves function words out of a model's claims, which word them as it likes."""
+    from vidagent.agents.citations.claims import stems, tokens
+    from vidagent.agents.evidence import STOP_WORDS
+
+    function = {w for w in tokens(text) if w in STOP_WORDS} - {"a", "an", "the"}
+    return frozenset(stems(text) | function or tokens(text))
 
 
 class _JoinedAtCut(IndexView):
