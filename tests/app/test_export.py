@@ -4,6 +4,7 @@ accepts; contact sheets and whole-transcript subtitles of a video."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import zipfile
 from pathlib import Path
@@ -268,6 +269,15 @@ def test_a_contact_sheet_uses_the_stored_thumbnails_where_they_cover_the_span(
         # 8 points over 6 s: a thumbnail midway between two of them is shown once
         spread = session.sheet(vid, t_from=0, t_to=6, count=8, out=tmp_path / "m.png")
         assert len(set(spread.times)) == 8
+        # tiles even to half a spacing (10 over 6 s drew a gap of 1.67 spacings: a thumbnail
+        # half a spacing off each way)
+        even = session.sheet(vid, t_from=0, t_to=6, count=10, out=tmp_path / "e.png")
+        gaps = [b - a for a, b in itertools.pairwise(even.times)]
+        assert min(gaps) >= 0.5 * 0.6 - 1e-6 and max(gaps) <= 1.5 * 0.6 + 1e-6
+        # more tiles than the span has frames (0.2 s at 25 fps: 5): each frame drawn once
+        dense = session.sheet(vid, t_from=2.4, t_to=2.6, count=20, out=tmp_path / "d.png")
+        assert len(set(dense.times)) == len(dense.times) == 5
+        assert dense.note == "the span holds 5 frames: 5 drawn, not 20"
         with pytest.raises(UserError, match="at least one column, not -2"):
             session.sheet(vid, columns=-2)
         with pytest.raises(UserError, match="srt, vtt or txt, not 'ass'"):

@@ -137,8 +137,9 @@ def span_frames(
 
     from vidagent.media import frames_at
 
-    # half the spacing: a thumbnail shown for two points would repeat a frame on the sheet
-    reach = (times[-1] - times[0]) / (len(times) - 1) / 2 if len(times) > 1 else 0.5
+    # a quarter of the spacing: the tiles' times stay between half and one and a half spacings
+    # apart (half of it let two neighbours show moments almost a spacing apart, or one apart)
+    reach = (times[-1] - times[0]) / (len(times) - 1) / 4 if len(times) > 1 else 0.5
     reach = max(reach, 1e-3)
     stored = lib.frames(video.video_id, times[0] - reach, times[-1] + reach)
     blank = unrecorded(lib, video, times)
@@ -210,7 +211,7 @@ def write_image(rgb: np.ndarray, path: Path) -> None:
 
     Raises:
         ConfigError: a suffix that is neither, or a sheet too large for its format (a JPEG
-            side holds at most 65,500 pixels: 400 frames in one column are 83,000 tall).
+            side holds at most 65,500 pixels: 400 frames in one column are 83,000 tall, in one row 128,000 wide).
     """
     import cv2
 
@@ -276,9 +277,13 @@ def sheet(
     video = lib.get_video(ref)
     t0, t1 = span_of(video, t_from, t_to)
     path = Path(out) if out else Path(f"{Path(video.name).stem or video.video_id[:8]}-sheet.png")
+    note = ""
+    there = max(1, math.floor((t1 - t0) * video.fps)) if video.fps > 0 else count
+    if count > there:  # more tiles than the span has frames: the same frame drawn again
+        note = f"the span holds {there} frame{'s' * (there != 1)}: {there} drawn, not {count}"
+        count = there
     frames, thumbs = span_frames(lib, video, points(t0, t1, count))
     write_image(draw_sheet(video, frames, t0, t1, columns=columns), path)
-    note = ""
     if len(frames) != count:  # the file is gone: what the index holds of the span, as it is
         note = (
             f"{video.name}'s file {source_problem(video) or 'cannot be read'}: "

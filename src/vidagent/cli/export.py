@@ -84,7 +84,8 @@ def sheet(
         return
     body = result.to_json()
     click.echo(
-        f"wrote {result.path}: {len(result.times)} frames {body['start']}-{body['end']}"
+        f"wrote {result.path}: {len(result.times)} frame{'s' * (len(result.times) != 1)} "
+        f"{body['start']}-{body['end']}"
         f" ({result.thumbnails} from the index's thumbnails, {body['decoded']} decoded"
         + (f", {result.not_recorded} not recorded: blank" if result.not_recorded else "")
         + ")"
