@@ -323,6 +323,33 @@ def test_the_whole_transcript_as_subtitles_with_speakers(
     assert vtt.startswith("WEBVTT\n\n00:00:02.000 --> 00:00:04.000\n<v Dr Lee>the door opens now")
 
 
+def test_a_long_segment_is_split_into_cues_a_viewer_can_read() -> None:
+    # A Whisper segment of 16 s and 153 characters was one cue (guidelines: 7 s, 84 characters)
+    from types import SimpleNamespace
+
+    from vidagent.app.subtitles import subtitles
+
+    sentence = (
+        "We will now count down from ten for the launch of the rocket. Everyone stand clear "
+        "of the pad, and put your goggles on, because the engines are very bright indeed"
+    )
+    said = sentence.split(" ")
+    words = [[1.0 + 0.5 * i, 1.4 + 0.5 * i, w, 0.9] for i, w in enumerate(said)]
+    long = SimpleNamespace(t0=0.8, t1=words[-1][1], text=" ".join(said), words=json.dumps(words))
+    short = SimpleNamespace(t0=20.0, t1=21.0, text="Lift off.", words="[]")
+    cues = [c.split("\n") for c in subtitles([long, short], "srt").strip().split("\n\n")]
+    texts = [c[2] for c in cues]
+    assert " ".join(texts[:-1]) == long.text and texts[-1] == "Lift off."
+    assert texts[0].endswith("rocket.")  # broken after the sentence, not mid-phrase
+    for _, time, text in cues:
+        a, b = (
+            3600 * int(x[:2]) + 60 * int(x[3:5]) + float(x[6:].replace(",", "."))
+            for x in time.split(" --> ")
+        )
+        assert b - a <= 7.0 and len(text) <= 84, (time, text)
+    assert cues[0][1].startswith("00:00:01,000")  # the first word's own time, not the segment's
+
+
 def test_the_commands_export_draw_and_write_subtitles_or_say_why_not_in_one_line(
     indexed: tuple[Path, Path, str], tmp_path: Path
 ) -> None:

@@ -7,6 +7,8 @@ so the line starts with ``Name: ``; WebVTT uses its voice span, ``<v Name>``. Ti
 shifted (``offset``: subtitles for a clip cut out of the video start at the clip's start) and
 cut to a window (:func:`cut`): a segment that overlaps a clip's edge shows the words said inside
 it, at their own times, so a sentence two clips share is split between them, never repeated.
+A segment longer than a cue should be (:data:`CUE_CHARS`, :data:`CUE_SECONDS`) is split into
+cues at its words' times, after a sentence or clause end where one falls in a cue's second half.
 """
 
 from __future__ import annotations
@@ -33,6 +35,14 @@ def _stamp(t: float, sep: str) -> str:
     return f"{h:02d}:{m:02d}:{s:02d}{sep}{ms:03d}"
 
 
+#: A cue's most: two lines of 42 characters, shown for 7 seconds (the usual subtitling
+#: guidelines). A Whisper segment runs up to 30 s: one was a cue of 16 s and 153 characters.
+CUE_CHARS = 84
+CUE_SECONDS = 7.0
+
+Word = tuple[float, float, str]
+
+
 def cut(segment: Any, window: tuple[float, float] | None) -> tuple[float, float, str] | None:
     """What of ``segment`` is said inside ``window``: ``(t0, t1, text)``, None when nothing.
 
@@ -43,24 +53,63 @@ def cut(segment: Any, window: tuple[float, float] | None) -> tuple[float, float,
     segment stored without word times (``words`` empty: an ASR that gives none) keeps its whole
     text for the part of its time inside the window: where in it each word falls is not known.
     """
+    said = _said(segment, window)
+    return said[:3] if said is not None else None
+
+
+def _said(
+    segment: Any, window: tuple[float, float] | None
+) -> tuple[float, float, str, list[Word]] | None:
+    """:func:`cut`'s ``(t0, t1, text)`` and the words it holds, with their times (``[]``
+    where the segment keeps none)."""
     t0, t1 = float(segment.t0), float(segment.t1)
     text = " ".join(str(segment.text).split())
-    if window is None or (window[0] <= t0 and t1 <= window[1]):
-        return (t0, t1, text) if text else None
-    lo, hi = window
-    if min(t1, hi) <= max(t0, lo):
-        return None
     try:
         words = [(float(w[0]), float(w[1]), str(w[2])) for w in json.loads(segment.words or "[]")]
     except (AttributeError, TypeError, ValueError, IndexError):  # no words kept, or unreadable
         words = []
+    if window is None or (window[0] <= t0 and t1 <= window[1]):
+        return (t0, t1, text, words) if text else None
+    lo, hi = window
+    if min(t1, hi) <= max(t0, lo):
+        return None
     if not words:
-        return (max(t0, lo), min(t1, hi), text) if text else None
+        return (max(t0, lo), min(t1, hi), text, []) if text else None
     inside = [w for w in words if lo <= (w[0] + w[1]) / 2 < hi]
     said = spoken(w[2] for w in inside)
     if not said:
         return None
-    return max(inside[0][0], lo), min(inside[-1][1], hi), said
+    return max(inside[0][0], lo), min(inside[-1][1], hi), said, inside
+
+
+def _split(t0: float, t1: float, text: str, words: list[Word]) -> list[tuple[float, float, str]]:
+    """A segment's cue, or cues of at most :data:`CUE_CHARS` and :data:`CUE_SECONDS` each,
+    at their words' own times where it is longer: each broken after the last sentence end in
+    its second half, else the last clause end there, else before the word that would not
+    fit. A segment without word times is one cue: where its words fall is not known."""
+    if (t1 - t0 <= CUE_SECONDS and len(text) <= CUE_CHARS) or len(words) < 2:
+        return [(t0, t1, text)]
+
+    def fits(run: list[Word]) -> bool:
+        return run[-1][1] - run[0][0] <= CUE_SECONDS and len(spoken(w[2] for w in run)) <= CUE_CHARS
+
+    def at_end(run: list[Word]) -> int:
+        for marks in (".?!", ",;:"):
+            for k in range(len(run) - 1, len(run) // 2 - 1, -1):
+                if run[k][2].rstrip("\"')»”").endswith(tuple(marks)):
+                    return k + 1
+        return len(run)
+
+    runs: list[list[Word]] = []
+    run: list[Word] = []
+    for w in words:
+        if run and not fits([*run, w]):
+            k = at_end(run)
+            runs.append(run[:k])
+            run = run[k:]
+        run.append(w)
+    runs.append(run)
+    return [(r[0][0], r[-1][1], spoken(w[2] for w in r)) for r in runs if r]
 
 
 def _cues(
@@ -68,10 +117,10 @@ def _cues(
 ) -> list[tuple[float, float, str, str]]:
     out = []
     for seg in segments:
-        part = cut(seg, window)
-        if part is not None:
-            t0, t1, text = part
-            out.append((t0 - offset, max(t1, t0 + 0.001) - offset, text, speaker_of(seg)))
+        said = _said(seg, window)
+        if said is not None:
+            for t0, t1, text in _split(*said):
+                out.append((t0 - offset, max(t1, t0 + 0.001) - offset, text, speaker_of(seg)))
     return out
 
 
