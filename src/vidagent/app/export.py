@@ -112,8 +112,8 @@ def export(
     if said is None or not (said.text or said.evidence or said.citations):
         # a run stopped before answering, or whose model never answered, ends with an empty
         # answer: its bundle was empty, exit 0
-        why = " (it was stopped)" if said is not None and said.reason == "stopped" else ""
-        raise UserError(f"{path}: the run gave no answer{why}, so there is nothing to export")
+        stopped = " (it was stopped)" if said is not None and said.reason == "stopped" else ""
+        raise UserError(f"{path}: the run gave no answer{stopped}, so there is nothing to export")
     zipped = as_zip or (out is not None and str(out).lower().endswith(".zip"))
     target = Path(out) if out is not None else Path(f"export-{path.stem}")
     if zipped and target.suffix.lower() != ".zip":
