@@ -77,5 +77,6 @@ def test_a_cancel_inside_a_stage_stops_it_after_the_clip_it_is_on(
     clips = work.session.library.clips(video.video_id)
     assert 1 <= sum(1 for c in clips if c.caption_model) < len(clips)
     assert "caption" not in video.stages
+    assert job.progress["running"] == []  # it said captioning was still running
     work.jobs.close()
     work.session.close()

@@ -89,6 +89,11 @@ class Server:
             job.progress = {"stage": stage, "done": done, "total": total, "running": [*running]}
             job.emit("progress", job.progress)
 
+        def ended() -> None:  # stopped or failed: no stage runs on (they said "running")
+            if running:
+                running.clear()
+                progress(job.progress["stage"])
+
         def structure_done() -> None:
             nonlocal done
             if done == 0:
@@ -119,9 +124,11 @@ class Server:
                 should_stop=lambda: job.cancelled,
             )
         except IndexStopped:
+            ended()
             job.check()  # cancelled: the job ends so
             raise
         if result.error is not None:
+            ended()
             raise result.error
         structure_done()  # no stage was asked for
         assert result.video is not None
