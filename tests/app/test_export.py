@@ -537,3 +537,6 @@ def test_one_name_where_a_list_is_taken_is_one_video_and_top_is_checked(
             session.frames(vid, [1.0], size=0)
         with pytest.raises(ConfigError, match="times must be finite seconds"):
             session.frames(vid, [float("nan")], size=64)
+        # a time outside the video gave its last (or first) frame, as if there
+        with pytest.raises(ConfigError, match=r"^30, -1 s: outside talk.mp4 \(0-12.00 s\)$"):
+            session.frames(vid, [1.0, 30.0, -1.0], size=64)

@@ -354,7 +354,7 @@ async def test_get_frames_returns_jpeg_images_and_a_line_with_the_times(client: 
         ({"video": "small.mp4", "times": [0.5] * 17}, "at most 16 items"),
         ({"video": "small.mp4", "times": []}, "at least 1 item"),
         ({"video": "small.mp4", "times": [-1]}, "greater than or equal to 0"),
-        ({"video": "small.mp4", "times": [30]}, "30 s: after the end of small.mp4"),
+        ({"video": "small.mp4", "times": [30]}, "30 s: outside small.mp4"),
         ({"video": "nope", "times": [1]}, "no video 'nope'"),
     ],
 )

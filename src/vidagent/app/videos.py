@@ -227,7 +227,8 @@ def frames(core: SessionCore, ref: str, times: Sequence[float], *, size: int) ->
     their long side.
 
     Raises:
-        ConfigError: a size under 1, or a time that is not a finite number.
+        ConfigError: a size under 1, or a time that is not a finite number or lies outside the
+            video (the last frame was returned for a time past its end, as if there).
     """
     from vidagent.models.vision import frame_images
 
@@ -240,4 +241,10 @@ def frames(core: SessionCore, ref: str, times: Sequence[float], *, size: int) ->
     if not finite:
         raise ConfigError(f"times must be finite seconds (not {list(times)[:5]!r})")
     record = show(core, ref).video
+    late = [float(t) for t in times if not 0 <= float(t) <= record.duration]
+    if late:
+        raise ConfigError(
+            f"{', '.join(f'{t:g}' for t in late)} s: outside {record.name} "
+            f"(0-{record.duration:.2f} s)"
+        )
     return [part.data for part in frame_images(record.source, times, size=size)]
