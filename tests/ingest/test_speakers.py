@@ -187,6 +187,9 @@ def test_rename_and_search_by_speaker(meeting: tuple[Settings, str, list[Any]]) 
         # a label is said to be one ("'s1' already names S1" read as if S1 had that name)
         with pytest.raises(ConfigError, match="'s1' is the label of another speaker \\(S1\\)"):
             session.rename_speaker(vid, "S2", "s1")
+        # a label no speaker here has: another video's speaker, or one here diarized again
+        with pytest.raises(ConfigError, match="'S3' reads as a speaker's label"):
+            session.rename_speaker(vid, "S2", "S3")
         session.rename_speaker(vid, "S1", "dr LEE")  # its own name, in other case: fine
         session.rename_speaker(vid, "S1", "Dr Lee")
         segments = session.library.transcript(vid)

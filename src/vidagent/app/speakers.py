@@ -12,6 +12,7 @@ which a person reads without the labels, give the name in the label's place
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -112,6 +113,10 @@ def speakers(core: SessionCore, ref: str) -> SpeakerList:
     return SpeakerList(video.video_id, found, stored is not None)
 
 
+#: A speaker's label as the speakers stage gives it (any case).
+LABEL = re.compile(r"[sS]\d+")
+
+
 def rename(core: SessionCore, ref: str, label: str, name: str) -> SpeakerList:
     """Give ``label`` a ``name`` (an empty name removes it).
 
@@ -148,6 +153,12 @@ def rename(core: SessionCore, ref: str, label: str, name: str) -> SpeakerList:
             raise ConfigError(
                 f"{name!r} is the label of another speaker ({other}) in {ref}; give a name that "
                 "is not a label"
+            )
+        if name and LABEL.fullmatch(name) and name.upper() != wanted:
+            # no speaker's label here, but one in another video (a search of several by
+            # `--speaker S3` finds both), or here once the video is diarized again
+            raise ConfigError(
+                f"{name!r} reads as a speaker's label (S1, S2, …); give a name that is not one"
             )
         if name:
             given[wanted] = name
