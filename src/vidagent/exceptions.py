@@ -209,6 +209,17 @@ def _storage_kind(number: int) -> str:
     return _STORAGE_ERRNOS.get(number, "full")
 
 
+#: The CLI options an error message may name that an HTTP or MCP client gives as parameters
+#: of the same name (the sheet route's ``from``, ``search``'s ``last``).
+_OPTIONS = re.compile(r"--(from|to|count|columns|last|since|until)\b")
+
+
+def for_api(message: str) -> str:
+    """``message`` worded for an HTTP or MCP client: the CLI options it names as the parameters
+    of the same name (``--to must be after --from``: ```to` must be after `from```)."""
+    return _OPTIONS.sub(r"`\1`", message)
+
+
 def storage_error(
     error: BaseException, path: str | Path | None = None, option: str = ""
 ) -> StorageError | None:

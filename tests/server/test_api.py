@@ -137,6 +137,9 @@ def test_a_videos_subtitles_named_speakers_and_contact_sheet(
         ),
         ("get", "/sheet", {"params": {"from": "soon"}}, 400, "from: 'soon' is not a time"),
         ("get", "/sheet", {"params": {"from": "20"}}, 400, "is past the end"),
+        # the parameters by their names here, not the CLI's options (--to, --from)
+        ("get", "/sheet", {"params": {"from": "5", "to": "4"}}, 400, "`to` must be after `from`"),
+        ("get", "/sheet", {"params": {"columns": 0}}, 422, None),
         ("get", "/sheet", {"params": {"count": 401}}, 422, None),
         ("get", "/sheet", {"params": {"count": 400, "columns": 400}}, 400, "too large for .jpg"),
         ("put", "/speakers/S1", {"json": {"name": "\x1b[31mred"}}, 400, "printable text"),
@@ -145,6 +148,7 @@ def test_a_videos_subtitles_named_speakers_and_contact_sheet(
         refused = api.request(method, f"/api/videos/{vid}{url}", **kwargs)
         assert refused.status_code == status, (url, refused.text)
         assert detail is None or detail in refused.json()["detail"]
+        assert "--" not in refused.text
     library.put_transcript(vid, [])
     silent = api.get(f"/api/videos/{vid}/subtitles")
     assert silent.status_code == 400 and "has no transcript" in silent.json()["detail"]

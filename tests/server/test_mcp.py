@@ -418,6 +418,8 @@ async def test_get_frames_refuses_bad_requests(
             "unknown strategy 'nope'",
         ),
         ("ask", {"question": "q?", "videos": ["ghost"]}, "no video 'ghost'"),
+        # the argument by its name here, not the CLI's option (--last)
+        ("search", {"query": "x", "last": "soon"}, "`last`: 'soon' is not a length"),
         ("index_video", {"path": "missing.mp4"}, "missing.mp4"),
     ],
 )

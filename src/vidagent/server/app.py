@@ -37,6 +37,7 @@ from vidagent.exceptions import (
     StorageError,
     VidagentError,
     VideoNotFoundError,
+    for_api,
 )
 from vidagent.server.jobs import JobRegistry
 from vidagent.server.routes import router
@@ -87,7 +88,8 @@ def _msg(error: Any) -> str:
 
 def _install_errors(app: FastAPI) -> None:
     async def known(request: Request, error: Exception) -> JSONResponse:
-        return JSONResponse({"detail": str(error).splitlines()[0]}, status_code=_status(error))
+        detail = for_api(str(error).splitlines()[0])
+        return JSONResponse({"detail": detail}, status_code=_status(error))
 
     async def invalid(request: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, RequestValidationError)

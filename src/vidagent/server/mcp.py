@@ -63,6 +63,7 @@ from vidagent.exceptions import (
     UserError,
     VidagentError,
     VideoNotFoundError,
+    for_api,
 )
 from vidagent.server.security import (
     Forbidden,
@@ -219,7 +220,7 @@ def _tool_errors(fn: F) -> F:
                 partial(fn, *args, **kwargs), abandon_on_cancel=True
             )
         except VidagentError as e:
-            raise ToolError(str(e)) from None
+            raise ToolError(for_api(str(e))) from None
         except anyio.get_cancelled_exc_class():
             flag.set()
             raise
@@ -239,7 +240,7 @@ def _resource_errors(fn: F) -> F:
         except VideoNotFoundError as e:
             raise ResourceNotFoundError(str(e)) from None
         except VidagentError as e:
-            raise ResourceError(str(e)) from None
+            raise ResourceError(for_api(str(e))) from None
 
     return wrapper  # type: ignore[return-value]
 
