@@ -80,7 +80,7 @@ def test_ask_and_ground_run_inside_the_window_and_trace_it(api: TestClient) -> N
 def test_a_window_that_cannot_be_placed_is_the_requests_fault(api: TestClient) -> None:
     vid = api.get("/api/videos").json()["videos"][0]["video_id"]
     bad = api.post("/api/search", json={"query": "x", "last": "10x"})
-    assert bad.status_code == 400 and bad.json()["detail"].startswith("--last: '10x'")
+    assert bad.status_code == 400 and bad.json()["detail"].startswith("`last`: '10x'")
     mixed = api.post("/api/search", json={"query": "x", "last": "5m", "until": "10:00"})
     assert mixed.status_code == 400
     asked = api.post("/api/ask", json={"videos": [vid], "question": "Q?", "since": "10:00"})
