@@ -22,12 +22,16 @@ def clip(path: Path, seconds: float, size: tuple[int, int] = (160, 96)) -> Path:
     return path
 
 
-def to_ts(source: Path, target: Path) -> None:
-    """``source`` remuxed into MPEG-TS (the MP4 demuxer hands packets over in time order)."""
+def to_ts(source: Path, target: Path, audio_late: float = 0.0) -> None:
+    """``source`` remuxed into MPEG-TS (the MP4 demuxer hands packets over in time order), its
+    sound ``audio_late`` seconds after its pictures."""
     with av.open(str(source)) as src, av.open(str(target), "w", format="mpegts") as out:
         streams = {s.index: out.add_stream_from_template(s) for s in src.streams}
         for packet in src.demux():
-            if packet.dts is not None:
+            if packet.dts is not None and packet.time_base is not None:
+                if packet.stream.type == "audio":
+                    late = int(audio_late / packet.time_base)
+                    packet.pts, packet.dts = packet.pts + late, packet.dts + late
                 packet.stream = streams[packet.stream.index]
                 out.mux(packet)
 

@@ -933,7 +933,9 @@ def test_a_changed_picture_size_stops_the_watch_in_one_line(tmp_path: Path) -> N
     writer = grow(growing, small, pieces=2, pause=0.3)
     writer.join()
     with Session(_settings(tmp_path)) as session:
-        watch = session.watch(str(growing), window_seconds=2, stages=["embed"], **QUICK)
+        # 3 s windows: the new clock starts inside one (its sound overlapping the sound read
+        # before ended the watch in silence, exit 0)
+        watch = session.watch(str(growing), window_seconds=3, stages=["embed"], **QUICK)
         # Appended once the file was read to its end, it was skipped as read before (its
         # clock starts at 0 again), and the watch ended without seeing it.
         _append_when_stalled(watch, growing, large)
@@ -963,12 +965,13 @@ def test_a_source_whose_clock_restarts_goes_on_from_where_the_stream_stood(
 
     threading.Thread(target=restart, daemon=True).start()
     with Session(_settings(tmp_path)) as session:
-        watch = session.watch(str(growing), window_seconds=2, stages=["embed"], **QUICK)
+        # 3 s windows: the restart is inside one, whose file takes the sound on at its time
+        watch = session.watch(str(growing), window_seconds=3, stages=["embed"], **QUICK)
         report = watch.run()
         video = session.library.get_video(watch.video_id)
         library = session.library
         assert report.state == "ended"
-        assert video.duration == pytest.approx(8.0, abs=0.4)  # not 4: nothing overwritten
+        assert video.duration == pytest.approx(8.0, abs=0.5)  # not 4: nothing overwritten
         check_clips(library, watch.video_id, video.duration)
 
 
@@ -977,17 +980,62 @@ def test_a_clock_restarted_after_a_stall_goes_on_from_where_the_stream_stood(
 ) -> None:
     # The recorder stalled, then started again, appending a stream whose clock starts at 0:
     # read again from where the clock stood, every packet of it was skipped as read before.
+    # Its sound runs a little past its last picture, as a recorder's often does: the new clock
+    # goes on after the sound too (written at its own time inside the 3 s window, FFmpeg
+    # refused it, and the watch ended at 4 s).
     part = ts_stream(tmp_path / "part.ts", 4.0)
     growing = tmp_path / "recording.ts"
     growing.write_bytes(part)
     with Session(_settings(tmp_path)) as session:
-        watch = session.watch(str(growing), window_seconds=2, stages=["embed"], **QUICK)
+        watch = session.watch(str(growing), window_seconds=3, stages=["embed"], **QUICK)
         _append_when_stalled(watch, growing, part)
         report = watch.run()
         video = session.library.get_video(watch.video_id)
         assert report.state == "ended"
-        assert video.duration == pytest.approx(8.0, abs=0.4)  # not 4: nothing skipped
+        assert video.duration == pytest.approx(8.0, abs=0.5)  # not 4: nothing skipped
         check_clips(session.library, watch.video_id, video.duration)
+
+
+def test_a_recording_restarted_while_no_watch_ran_is_read_by_the_next_watch(
+    tmp_path: Path,
+) -> None:
+    # The recorder started again after the watch ended: the next watch goes on after the last
+    # packet read, by its byte position (by the clock, the appended part was skipped as read
+    # before, and the watch ended with nothing more, exit 0)
+    part = ts_stream(tmp_path / "part.ts", 4.0)
+    growing = tmp_path / "recording.ts"
+    growing.write_bytes(part)
+    with Session(_settings(tmp_path)) as session:
+        first = session.watch(str(growing), window_seconds=3, stages=["embed"], **QUICK)
+        assert first.run().state == "ended"
+    with growing.open("ab") as f:
+        f.write(part)
+    with Session(_settings(tmp_path)) as session:
+        again = session.watch(str(growing), window_seconds=3, stages=["embed"], **QUICK)
+        assert again.run().state == "ended"
+        video = session.library.get_video(again.video_id)
+        assert video.duration == pytest.approx(8.0, abs=0.5)  # not 4: nothing skipped
+        check_clips(session.library, again.video_id, video.duration)
+
+
+def test_a_sound_stream_the_probe_finds_nothing_of_is_left_out_and_said(tmp_path: Path) -> None:
+    # its sound starts 8 s after its pictures: the probe of its start (5 s) learns no sample
+    # rate, and a window file with that sound stream could not be written ("cannot be opened
+    # (Invalid argument)", nothing read)
+    recording = tmp_path / "recording.ts"
+    to_ts(clip(tmp_path / "source.mp4", 12.0), recording, audio_late=8.0)
+    events: list[dict[str, Any]] = []
+    with Session(_settings(tmp_path)) as session:
+        watch = session.watch(str(recording), window_seconds=4, stages=["embed"], **QUICK)
+        watch.on_event = events.append
+        report = watch.run()
+        video = session.library.get_video(watch.video_id)
+        assert report.state == "ended"
+        assert video.duration == pytest.approx(12.0, abs=0.3)
+        check_clips(session.library, watch.video_id, video.duration)
+    skipped = [e for e in events if e["event"] == "audio-skipped"]
+    assert len(skipped) == 1 and skipped[0]["at"] == 0.0, events  # said once, not per read
+    assert "no sample rate" in skipped[0]["why"]
 
 
 def test_an_alert_hook_that_does_not_answer_never_stops_the_watch(tmp_path: Path) -> None:

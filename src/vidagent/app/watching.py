@@ -264,6 +264,7 @@ class Watch:
             while (w := Window.load(self._window_path(position.next_index))) is not None:
                 position.next_index, position.t, position.seen = w.index + 1, w.t1, dict(w.seen)
                 position.shift, position.last, position.wall = w.shift, w.t1, w.wall
+                position.placed = dict(w.placed)
                 yield self._index(w, library, self._scratch(scratch_dir), stages, position)
             if self._stopping.is_set():
                 self.report.state = "stopped"
@@ -279,6 +280,7 @@ class Watch:
             capture.on_outage = self._outage
             capture.on_down = self._source_down
             capture.on_wait = self._waiting
+            capture.on_unheard = self._unheard
             self._capture = capture
             if self._stopping.is_set():
                 capture.stop()
@@ -471,6 +473,17 @@ class Watch:
             }
         )
 
+    def _unheard(self, at: float) -> None:
+        self.on_event(
+            {
+                "event": "audio-skipped",
+                "video_id": self.video_id,
+                "at": round(at, 3),
+                "why": "the source lists a sound stream, but what was probed of it held none "
+                "(no sample rate): its windows are written without sound",
+            }
+        )
+
     def _outage(self, outage: Outage) -> None:
         data = dataclasses.asdict(outage)
         self.report.outages.append(data)
@@ -497,6 +510,7 @@ class Watch:
             format=str(saved.get("format", "")),
             outages=[Outage(**o) for o in watch.get("outages", [])],
             read_to=saved.get("read_to"),
+            placed={k: int(v) for k, v in (saved.get("placed") or {}).items()},
         )
         self._stored = (list(watch.get("alerts", [])), int(watch.get("alert_count", 0)))
         # rows a window cut short had written, past the last window the record counts
@@ -829,6 +843,7 @@ def _position_json(position: Position, w: Window) -> dict[str, Any]:
         "last": w.t1,
         "wall": w.wall,
         "format": position.format,
+        "placed": w.placed,
         # the file as it stood when the read that ended after ``w`` did: nothing was left
         **({"read_to": ended} if ended and ended.get("seen") == w.seen else {}),
     }

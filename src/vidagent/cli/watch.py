@@ -155,6 +155,8 @@ def _show(event: dict[str, Any], as_json: bool) -> None:
             f"waiting for the source ({event['reason']}): giving up after "
             f"{hms(event['give_up_seconds'])}"
         )
+    elif kind == "audio-skipped":
+        line = f"no sound from {hms(event['at'])}: {event['why']}"
     elif kind == "summary":
         line = f"summary refreshed ({event['stage']}, {event['seconds']:.1f} s)"
     elif kind == "outage":

@@ -115,6 +115,9 @@ class Window:
         wall: the wall-clock time (Unix seconds) it was complete, as its last packet was read
             (0: not known, a window of an older watch): the wall time of ``t1`` for a source
             read as it arrives, before the window is indexed.
+        placed: a growing local file's byte position of the last packet read, by stream type,
+            with the file's ``device`` and ``inode`` (empty for any other source): a watch run
+            again on the same file goes on after it (see :attr:`Position.placed`).
     """
 
     index: int
@@ -124,6 +127,7 @@ class Window:
     seen: dict[str, float]
     shift: float
     wall: float = 0.0
+    placed: dict[str, int] = field(default_factory=dict)
 
     def sidecar(self) -> Path:
         return self.path.with_suffix(".json")
@@ -186,6 +190,11 @@ class Position:
     #: recorder replaces with each segment it adds (FFmpeg's HLS muxer writes a temporary
     #: file and renames it): a restarted encoder's playlist is told by its clock, as a URL's
     file: tuple[int, int, int] | None = None
+    #: a growing local file's byte position of the last packet read, by stream type, and the
+    #: file's ``device`` and ``inode``: a watch run again on the same file goes on after it, by
+    #: position as a reconnection does (by the clock, a recording appended with a restarted
+    #: clock while no watch ran was skipped as read, and a changed picture size with it)
+    placed: dict[str, int] = field(default_factory=dict)
     #: a growing local file as it stood when a read of it last ended, with what had been read
     #: then: ``{"file": [device, inode, size], "seen": {...}}``. Kept with the stream, so a
     #: watch run again on a file that has not changed since does not open it (FFmpeg, following
@@ -253,14 +262,20 @@ class Capture:
         #: told once when a file to watch is not there yet (the reason): the watch waits for it
         #: up to its give-up, which was minutes of silence too
         self.on_wait: Callable[[str], None] = lambda reason: None
-        self._said_down = self._said_wait = False
+        #: told when a connection's audio is not read (stream seconds where it stands): the
+        #: probe of the source's start found no sample rate for it
+        self.on_unheard: Callable[[float], None] = lambda at: None
+        self._said_down = self._said_wait = self._said_unheard = False
         self._down: float | None = None  # when the current outage began (clock seconds)
         self._opened = 0.0  # when the source was last opened (Unix seconds)
         self._complete = False  # the source is of known length, and ends where it ends
         self._read_wall = 0.0  # when this capture last read a packet (Unix seconds; 0: never)
         #: a growing local file's byte position of the last packet read, by stream type: where
         #: a connection opened again after a stall goes on (its clock may have restarted)
-        self._placed: dict[str, int] = {}
+        self._placed: dict[str, int] = self._placed_before()
+        #: stream seconds where the last picture read ends (a watch run again: where the last
+        #: window ended); a restarted clock goes on from there
+        self._end = self.position.t or 0.0
         self._streams: list[Any] = []
         #: a growing local file as it stood when a read of it last ended (``_UNREAD``: read it)
         self._read_up_to: tuple[int, int, int] | None | object = _UNREAD
@@ -400,6 +415,17 @@ class Capture:
         except av.error.FFmpegError as e:
             return f"; as it stands it is no video FFmpeg reads ({e.strerror or type(e).__name__})"
 
+    def _placed_before(self) -> dict[str, int]:
+        """Where an earlier watch's read of this growing local file stood, by byte position:
+        empty unless it is the same file (device and inode) and holds that much still."""
+        placed = self.position.placed
+        state = self._file_state()
+        if not placed or not isinstance(state, tuple):
+            return {}
+        kinds = {k: v for k, v in placed.items() if k in ("video", "audio")}
+        same = (placed.get("device"), placed.get("inode")) == state[:2]
+        return kinds if same and kinds and max(kinds.values()) < state[2] else {}
+
     def _file_state(self) -> tuple[int, int, int] | None | object:
         """A growing local file's device, inode and size (``None``: not there); ``_UNREAD`` for
         any other source, which is opened again each time."""
@@ -491,8 +517,18 @@ class Capture:
         p = self.position
         end = writer.close()
         t1 = next_t if next_t is not None else max(end, writer.t0)
+        placed = {}
+        if self._placed and p.file is not None:
+            placed = {**self._placed, "device": p.file[0], "inode": p.file[1]}
         window = Window(
-            p.next_index, writer.path, writer.t0, t1, dict(p.seen), p.shift, wall=time.time()
+            p.next_index,
+            writer.path,
+            writer.t0,
+            t1,
+            dict(p.seen),
+            p.shift,
+            wall=time.time(),
+            placed=placed,
         )
         window.save()
         p.next_index += 1
@@ -588,10 +624,12 @@ class Capture:
             # before is skipped below. (Not sought: a playlist that no longer lists the segment
             # read last would be sought past the first one it lists.)
             replayed = "video" in resume and (self._complete or from_start)
-            # The last video packet's decoding time: a file read on by position goes on from
-            # the packet read last, and a clock that went back since is a restart
-            before = resume.get("video") if placed else None
+            # Each stream's last decoding time: a file read on by position goes on from the
+            # packets read last, and a clock that went back since, in either stream, is a
+            # restart
+            before = dict(resume) if placed else {}
             first = not placed
+            restarted = False  # a restart's first keyframe is looked at (its picture size)
             rate = float(video.average_rate or video.guessed_rate or 25)
             jump = max(LOST_SECONDS, 3.0 / rate)
             for packet in packets:
@@ -615,15 +653,21 @@ class Capture:
                     p.shift = ORIGIN - own
                     p.t = 0.0
                 skipped = 0.0
-                if kind == "video" and before is not None:
-                    if dts < before - LOST_SECONDS:  # its clock went back: a restart
-                        p.shift = p.last + 1.0 / rate + ORIGIN - own
-                        resume = {}
-                    elif dts - before > jump:
-                        skipped = dts - before
-                if kind == "video":
-                    before = dts
+                if kind in before and dts < before[kind] - LOST_SECONDS:  # a restart
+                    # its pictures go on after the last one read (its first sound may overlap
+                    # the sound read, which ran past it: the window file drops that)
+                    p.shift = self._end + ORIGIN - own
+                    resume, before, restarted = {}, {}, True
+                elif kind == "video" and kind in before and dts - before[kind] > jump:
+                    skipped = dts - before[kind]
+                before[kind] = dts
                 t = own + p.shift - ORIGIN
+                if kind == "video":
+                    step = float(packet.duration * tb) if packet.duration else 1.0 / rate
+                    self._end = max(self._end, t + step)
+                if restarted and keyframe:
+                    restarted = False
+                    self._check_restart(video, packet, t)
                 _shift(packet, p.shift, tb)
                 self._read_wall = time.time()
                 yield packet, t, keyframe, kind, dts, skipped
@@ -631,12 +675,21 @@ class Capture:
             container.close()
 
     def _streams_of(self, container: Any) -> tuple[Any, list[Any]]:
-        """A connection's video stream and the streams read (it and the first audio one)."""
+        """A connection's video stream and the streams read (it and the first audio one whose
+        sample rate and channels the probe found: one listed but sending nothing yet, or only
+        after what the probe read, cannot be written to a window, and was the whole source's
+        "cannot be opened (Invalid argument)")."""
         video = next((s for s in container.streams.video), None)
         if video is None:
             raise MediaError(self.source, "no video stream")
         self._check_format(video)
-        self._streams = [video, *container.streams.audio[:1]]
+        audio = container.streams.audio[:1]
+        if audio and not (audio[0].codec_context.sample_rate and audio[0].codec_context.channels):
+            if not self._said_unheard:
+                self._said_unheard = True
+                self.on_unheard(self.position.t or 0.0)
+            audio = []
+        self._streams = [video, *audio]
         return video, self._streams
 
     def _segments_back(self) -> int | None:
@@ -676,7 +729,7 @@ class Capture:
             away = max(0.0, self._opened - p.wall)
         else:
             away = 0.0
-        p.shift = p.last + away + ORIGIN - dts
+        p.shift = self._end + away + ORIGIN - dts
         p.seen = {}
         return True
 
@@ -694,12 +747,30 @@ class Capture:
         if not p.format:
             p.format = found
         elif found != p.format:
-            at = p.t or 0.0
-            raise SourceChangedError(
-                self.source,
-                f"changed from {p.format} to {found} at {at:.0f} s: one watch indexes one "
-                "format; start another watch for the new one",
-            )
+            self._changed(found, p.t or 0.0)
+
+    def _check_restart(self, video: Any, keyframe: Packet, t: float) -> None:
+        """A restarted encoder's first keyframe (at stream second ``t``), decoded alone: its
+        picture size is told by the picture, not by the stream as first probed (the same file
+        or connection goes on, listing the size it began with; a window mixing both was
+        indexed at the old size)."""
+        decoder = av.CodecContext.create(video.codec_context.name, "r")
+        try:
+            frames = [*decoder.decode(keyframe), *decoder.decode(None)]
+        except av.error.FFmpegError:
+            return  # not decodable alone: the window's own check looks at it
+        if frames:
+            name = codec_name(video.codec_context)
+            found = f"{name} {frames[0].width}x{frames[0].height}"
+            if found != self.position.format:
+                self._changed(found, t)
+
+    def _changed(self, found: str, at: float) -> None:
+        raise SourceChangedError(
+            self.source,
+            f"changed from {self.position.format} to {found} at {at:.0f} s: one watch indexes "
+            "one format; start another watch for the new one",
+        )
 
 
 def _shift(packet: Packet, seconds: float, tb: Fraction) -> None:
@@ -736,11 +807,19 @@ class _WindowWriter:
         self.part = path.with_suffix(".part")
         self.out = av.open(str(self.part), "w", format="mpegts")
         self.streams = {s.index: self.out.add_stream_from_template(s) for s in streams}
+        self.dts: dict[int, Fraction] = {}  # each stream's last decoding time written
 
     def write(self, packet: Packet, t: float) -> None:
         out = self.streams.get(packet.stream.index)
         if out is None:
             return
+        dts = packet.dts * packet.time_base
+        if dts <= self.dts.get(packet.stream.index, -math.inf):
+            # A stream whose time does not go on (a restarted source's sound overlapping the
+            # sound read before, which ran past the last picture): FFmpeg refuses it, which
+            # ended the watch at the restart; the overlap is dropped, as FFmpeg's remuxer does
+            return
+        self.dts[packet.stream.index] = dts
         if packet.stream.type == "video":  # a window ends with its pictures
             step = float(packet.duration * packet.time_base) if packet.duration else 0.0
             self.end = max(self.end, t + step)
