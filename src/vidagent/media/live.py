@@ -624,10 +624,11 @@ class Capture:
             # before is skipped below. (Not sought: a playlist that no longer lists the segment
             # read last would be sought past the first one it lists.)
             replayed = "video" in resume and (self._complete or from_start)
-            # Each stream's last decoding time: a file read on by position goes on from the
-            # packets read last, and a clock that went back since, in either stream, is a
-            # restart
-            before = dict(resume) if placed else {}
+            # The last video packet's decoding time: a file read on by position goes on from
+            # the packet read last, and a clock that went back since is a restart (told by the
+            # pictures: a restarted source's sound sent ahead of them is dropped by the window
+            # file as not going on in time, and a sound alone going back is no restart)
+            before = resume.get("video") if placed else None
             first = not placed
             restarted = False  # a restart's first keyframe is looked at (its picture size)
             rate = float(video.average_rate or video.guessed_rate or 25)
@@ -653,14 +654,16 @@ class Capture:
                     p.shift = ORIGIN - own
                     p.t = 0.0
                 skipped = 0.0
-                if kind in before and dts < before[kind] - LOST_SECONDS:  # a restart
-                    # its pictures go on after the last one read (its first sound may overlap
-                    # the sound read, which ran past it: the window file drops that)
-                    p.shift = self._end + ORIGIN - own
-                    resume, before, restarted = {}, {}, True
-                elif kind == "video" and kind in before and dts - before[kind] > jump:
-                    skipped = dts - before[kind]
-                before[kind] = dts
+                if kind == "video" and before is not None:
+                    if dts < before - LOST_SECONDS:  # its clock went back: a restart
+                        # its pictures go on after the last one read (its first sound may
+                        # overlap the sound read, which ran past it: the window file drops it)
+                        p.shift = self._end + ORIGIN - own
+                        resume, restarted = {}, True
+                    elif dts - before > jump:
+                        skipped = dts - before
+                if kind == "video":
+                    before = dts
                 t = own + p.shift - ORIGIN
                 if kind == "video":
                     step = float(packet.duration * tb) if packet.duration else 1.0 / rate
