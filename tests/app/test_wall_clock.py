@@ -4,6 +4,7 @@ search, ``show``, citations and exports."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,14 @@ def test_search_show_citations_and_exports_read_as_wall_clock_time(tmp_path: Pat
         )
         sheet = session.sheet(vid, out=tmp_path / "s.png", count=4).to_json()
         assert sheet["wall_t1"] == "2026-05-01T09:30:10Z"
+        # JSON gives times to the millisecond: a live window's clip ended at 6.133711111111111
+        detail = session.show(vid)
+        noisy = [dataclasses.replace(c, t1=c.t1 + 1 / 9000) for c in detail.clips]
+        shown_json = dataclasses.replace(detail, clips=noisy).to_json()
+        assert [c["t1"] for c in shown_json["clips"]] == [round(c.t1, 3) for c in noisy]
+        found = session.search("a short test video", top=1)[0]
+        moved = dataclasses.replace(found.hit, clip=noisy[found.hit.clip.clip_index])
+        assert dataclasses.replace(found, hit=moved).to_json()["t1"] == round(moved.clip.t1, 3)
     run = {"home": tmp_path / "home", "env": {"VIDAGENT_LIBRARY": str(tmp_path / "lib")}}
     shown = vidagent("show", vid, **run).stdout
     assert f"recorded: {RECORDED}" in shown and "00:00:05-00:00:10  2026-05-01T09:30:05Z" in shown

@@ -208,11 +208,14 @@ class VideoDetail:
             "summary": self.summary,
             "registry": self.registry,
             "caption_label": self.caption_label,
-            "clips": [c.__dict__ | {"on_screen_text": self.on_screen(c)} for c in self.clips],
+            "clips": [
+                c.__dict__ | {"t0": _ms(c.t0), "t1": _ms(c.t1), "on_screen_text": self.on_screen(c)}
+                for c in self.clips
+            ],
             "transcript": [
                 {
-                    "t0": s.t0,
-                    "t1": s.t1,
+                    "t0": _ms(s.t0),
+                    "t1": _ms(s.t1),
                     "text": s.text.strip(),
                     "speaker": s.speaker,
                     "speaker_name": self.speaker_names.get(s.speaker, ""),
@@ -254,8 +257,8 @@ class SearchHit:
         return {
             "video_id": c.video_id,
             "name": self.name,
-            "t0": c.t0,
-            "t1": c.t1,
+            "t0": _ms(c.t0),
+            "t1": _ms(c.t1),
             "start": hms(c.t0),
             "end": hms(c.t1),
             "wall_t0": wall_clock(self.recorded_at, c.t0) or None,
@@ -427,3 +430,9 @@ class ReportResult:
         from vidagent.bench.report import render_text
 
         return render_text(self.reports, resamples=self.resamples, seed=self.seed)
+
+
+def _ms(seconds: float) -> float:
+    """A time as JSON gives it: to the millisecond (a window's clip ended at
+    6.133711111111111)."""
+    return round(seconds, 3)
