@@ -246,6 +246,20 @@ def storage_error(
     return None
 
 
+def output_error(error: BaseException, target: str | Path, option: str = "-o") -> VidagentError:
+    """The one-line error of a failed write of a file the user named (``-o``): a
+    :class:`StorageError` (a full disk, a denied permission, a read-only filesystem), else a
+    :class:`UserError` saying what the system said (a file where a folder must be, a name
+    too long, a place where no file can be made, as ``/proc``)."""
+    refused = storage_error(error, target, option)
+    if refused is not None:
+        return refused
+    why = error.strerror if isinstance(error, OSError) and error.strerror else error
+    if isinstance(error, FileExistsError) and error.filename:  # a folder to make is a file
+        why = f"{error.filename} is a file, not a folder"
+    return UserError(f"cannot write {target}: {why}; give another {option}")
+
+
 def _errno_of(error: BaseException) -> int | None:
     if isinstance(error, OSError) and isinstance(error.errno, int):
         return error.errno

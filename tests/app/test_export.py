@@ -387,6 +387,7 @@ def test_the_commands_export_draw_and_write_subtitles_or_say_why_not_in_one_line
     printed = vidagent("show", vid, "--srt", **run)
     assert "Dr Lee: the door opens now" in printed.stdout
     (tmp_path / "a-file").write_text("")
+    long = "y" * 300
     notes = tmp_path / "notes.txt"
     notes.write_text("my notes\n")
     for _ in range(2):  # a .txt of subtitles written before is replaced
@@ -396,8 +397,18 @@ def test_the_commands_export_draw_and_write_subtitles_or_say_why_not_in_one_line
         (("export", str(tmp_path / "nope.jsonl")), "no such trace file"),
         (
             ("export", str(trace), "-o", str(tmp_path / "a-file" / "b")),
-            f"cannot write the evidence to {tmp_path / 'a-file' / 'b'}: Not a directory",
+            f"cannot write {tmp_path / 'a-file' / 'b'}: Not a directory",
         ),
+        # a name too long to look at, a folder to make that is a file, a place where no file
+        # can be made: each was an "unexpected" error, its traceback in a crash log
+        (("export", str(trace), "-o", str(tmp_path / long)), f"{long}: File name too long"),
+        (("show", vid, "--srt", "-o", str(tmp_path / f"{long}.srt")), "File name too long"),
+        (("sheet", vid, "-o", str(tmp_path / f"{long}.png")), "File name too long"),
+        (
+            ("sheet", vid, "-o", str(tmp_path / "a-file" / "s.png")),
+            f"{tmp_path / 'a-file'} is a file, not a folder",
+        ),
+        (("sheet", vid, "-o", "/proc/s.png"), "cannot write /proc/s.png: No such file"),
         (("sheet", vid, "--from", "20"), "is past the end"),
         (("sheet", vid, "--from", "nan"), "'nan' is not a time; use seconds or HH:MM:SS"),
         (("sheet", vid, "--to", "1:inf"), "'1:inf' is not a time"),

@@ -39,7 +39,7 @@ from vidagent.app.sheets import draw_sheet, span_frames, write_image
 from vidagent.app.speakers import with_names
 from vidagent.app.subtitles import cut, speaker_of, subtitles
 from vidagent.app.traces import list_traces
-from vidagent.exceptions import StorageError, UserError, VideoNotFoundError, storage_error
+from vidagent.exceptions import StorageError, UserError, VideoNotFoundError, output_error
 from vidagent.library.rows import source_problem
 from vidagent.timecode import clock, wall_clock
 
@@ -118,7 +118,10 @@ def export(
     target = Path(out) if out is not None else Path(f"export-{path.stem}")
     if zipped and target.suffix.lower() != ".zip":
         target = target.with_name(target.name + ".zip")
-    _check_target(target)
+    try:
+        _check_target(target)
+    except OSError as e:  # a name too long to look at
+        raise output_error(e, target) from None
     # Written beside the target and moved into place whole: a bundle cut short (Ctrl-C, a full
     # disk) leaves no truncated clip or zip, and the same command runs again.
     part = target.with_name(f".{target.name}.part")
@@ -146,12 +149,9 @@ def export(
             finally:
                 part.unlink(missing_ok=True)
     except (OSError, StorageError) as e:
-        refused = storage_error(e)  # a full disk, a denied permission: named by the target
-        if refused is not None:
-            raise StorageError(target, refused.errno, "-o") from e
-        # a folder that cannot be made (a file in the way, a path too long)
-        why = e.strerror if isinstance(e, OSError) and e.strerror else e
-        raise UserError(f"cannot write the evidence to {target}: {why}; give another -o") from None
+        # a full disk, a denied permission (named by the target); a folder that cannot be made
+        # (a file in the way, a path too long)
+        raise output_error(e, target) from None
     return ExportResult(target, result.index, result.warnings)
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vidagent.app.core import SessionCore
-from vidagent.exceptions import ConfigError, MediaNotFoundError, storage_error
+from vidagent.exceptions import ConfigError, MediaNotFoundError, output_error
 from vidagent.library.rows import source_problem
 from vidagent.timecode import clock, hms, wall_clock
 
@@ -225,19 +225,16 @@ def write_image(rgb: np.ndarray, path: Path) -> None:
     )
     if suffix != ".png" and max(width, height) > JPEG_MAX_SIDE:  # before OpenCV logs it
         raise too_large
-    path.parent.mkdir(parents=True, exist_ok=True)
     ok, buf = cv2.imencode(suffix, cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
     if not ok:
         raise too_large
     part = path.with_name(f".{path.name}.part")  # a full disk leaves the old image, not half one
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         part.write_bytes(buf.tobytes())
         os.replace(part, path)
     except OSError as e:
-        refused = storage_error(e, path, "-o")
-        if refused is None:
-            raise
-        raise refused from e
+        raise output_error(e, path) from None
     finally:
         # on a read-only filesystem removing the absent part fails too (EROFS), and that error
         # replaced the one above, whose advice named the -o

@@ -19,7 +19,7 @@ from vidagent.cli.base import (
     window_of,
     window_options,
 )
-from vidagent.exceptions import UserError, storage_error
+from vidagent.exceptions import UserError, output_error
 from vidagent.timecode import wall_clock
 
 
@@ -88,19 +88,16 @@ def show(
                 raise UserError(
                     f"{target} ends in {other}: give --{other[1:]}, or name a .{subtitles} file"
                 )
-            if not _replaceable(target):  # the video itself, say, or a user's notes.txt
-                raise UserError(
-                    f"{target} exists and is not a subtitle file (.srt, .vtt); name another -o"
-                )
             try:
+                if not _replaceable(target):  # the video itself, say, or a user's notes.txt
+                    raise UserError(
+                        f"{target} exists and is not a subtitle file (.srt, .vtt); name another -o"
+                    )
                 if not target.parent.exists():  # made, as sheet -o does
                     target.parent.mkdir(parents=True)
                 target.write_text(text, encoding="utf-8")
             except OSError as e:  # a refused write names -o, not the Library's options
-                refused = storage_error(e, target.parent, "-o")
-                if refused is None:  # a folder that is a file, a name too long: say so
-                    raise UserError(f"cannot write {target}: {e.strerror or e}") from None
-                raise refused from None
+                raise output_error(e, target) from None
             click.echo(f"wrote {out}")
         else:
             click.echo(text, nl=False)
