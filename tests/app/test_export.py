@@ -350,6 +350,29 @@ def test_a_long_segment_is_split_into_cues_a_viewer_can_read() -> None:
     assert cues[0][1].startswith("00:00:01,000")  # the first word's own time, not the segment's
 
 
+def test_an_export_s_subtitles_split_a_long_segment_as_show_does(tmp_path: Path) -> None:
+    # The bundle's transcript.srt cut the segments to the cited spans without their words, so
+    # a long one stayed one cue (7.72 s on the countdown clip) where `show --srt` split it
+    video = tmp_path / "talk.mp4"
+    make_video(video, duration=12, fps=10, size=(160, 96), audio="tone", gop=10)
+    home, lib = tmp_path / "home", tmp_path / "lib"
+    said = "we will now count down from ten for the launch, everyone stand clear of the pad".split()
+    words = [[0.5 * i, 0.5 * i + 0.4, w, 0.9] for i, w in enumerate(said)]
+    with _session(home, lib) as session:
+        vid = session.index_file(video, stages=["transcribe"]).structure.video.video_id
+        long = TranscriptSegment(vid, 0, 0.0, words[-1][1], " ".join(said), json.dumps(words), "")
+        session.library.put_transcript(vid, [long])
+        cited = [Citation(vid, 0.0, 9.0, [0.0, 9.0], "found", 1.0, "speech", "count down", 0)]
+        _answer_trace(tmp_path / "t.jsonl", vid, cited)
+        out = session.export(tmp_path / "t.jsonl", out=tmp_path / "bundle").path
+        shown = session.subtitles(vid, "srt")
+    for srt in ((out / "transcript.srt").read_text(), shown):
+        cues = [c.split("\n") for c in srt.strip().split("\n\n")]
+        assert len(cues) == 2 and cues[0][2].endswith("launch,"), srt  # after the clause
+        assert " ".join(c[2] for c in cues) == long.text
+    assert (out / "transcript.srt").read_text() == shown
+
+
 def test_the_commands_export_draw_and_write_subtitles_or_say_why_not_in_one_line(
     indexed: tuple[Path, Path, str], tmp_path: Path
 ) -> None:

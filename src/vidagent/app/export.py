@@ -37,7 +37,7 @@ from vidagent.agents.answer import option_letter
 from vidagent.app.core import SessionCore
 from vidagent.app.sheets import draw_sheet, span_frames, write_image
 from vidagent.app.speakers import with_names
-from vidagent.app.subtitles import cut, speaker_of, subtitles
+from vidagent.app.subtitles import Piece, cut, piece, speaker_of, subtitles
 from vidagent.app.traces import list_traces
 from vidagent.exceptions import StorageError, UserError, VideoNotFoundError, output_error
 from vidagent.library.rows import source_problem
@@ -435,11 +435,11 @@ def _write_transcripts(
         name = video.name if video else s.video_id
         lines.append(f"## {name}  {clock(s.t0)}-{clock(s.t1)}")
         said = subtitles(
-            [_Seg(d["t0"], d["t1"], d["text"], d["speaker"]) for d in s.transcript], "txt"
+            [Piece(d["t0"], d["t1"], d["text"], d["speaker"]) for d in s.transcript], "txt"
         ).rstrip()
         lines.append(said or ("(no speech)" if video else f"(unknown: the video is {NOT_HERE})"))
         lines.append("")
-    cues: list[_Seg] = []
+    cues: list[Piece] = []
     for video_id in sorted({s.video_id for s in spans}):
         own = sorted((s for s in spans if s.video_id == video_id), key=lambda s: s.t0)
         joined: list[list[float]] = []
@@ -453,21 +453,13 @@ def _write_transcripts(
         name = video.name if video else video_id
         for lo, hi in joined:
             for seg in sorted(segments.values(), key=lambda seg: seg.t0):
-                part = cut(seg, (lo, hi))
+                who = f"{name} {speaker_of(seg)}".strip() if several else speaker_of(seg)
+                part = piece(seg, (lo, hi), who)  # with its words: a long one is split
                 if part is not None:
-                    who = f"{name} {speaker_of(seg)}".strip() if several else speaker_of(seg)
-                    cues.append(_Seg(*part, who))
+                    cues.append(part)
     (folder / "transcript.txt").write_text("\n".join(lines), encoding="utf-8")
     (folder / "transcript.srt").write_text(subtitles(cues, "srt"), encoding="utf-8")
     (folder / "transcript.vtt").write_text(subtitles(cues, "vtt"), encoding="utf-8")
-
-
-@dataclass(frozen=True)
-class _Seg:
-    t0: float
-    t1: float
-    text: str
-    speaker: str = ""
 
 
 def _timeline(index: dict[str, Any]) -> str:

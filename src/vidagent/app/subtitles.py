@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from vidagent.library.schema import spoken
@@ -55,6 +56,30 @@ def cut(segment: Any, window: tuple[float, float] | None) -> tuple[float, float,
     """
     said = _said(segment, window)
     return said[:3] if said is not None else None
+
+
+@dataclass(frozen=True)
+class Piece:
+    """What of a segment a window holds (:func:`piece`), subtitled as a segment is: split
+    into cues at its words' times where it is long. ``words`` is the transcript's JSON of
+    them, ``[[t0, t1, word], ...]``."""
+
+    t0: float
+    t1: float
+    text: str
+    speaker: str = ""
+    words: str = "[]"
+
+
+def piece(segment: Any, window: tuple[float, float], speaker: str | None = None) -> Piece | None:
+    """What of ``segment`` is said inside ``window`` (:func:`cut`) with the words it holds,
+    shown as said by ``speaker`` (default: the segment's own); None when nothing."""
+    said = _said(segment, window)
+    if said is None:
+        return None
+    t0, t1, text, words = said
+    who = speaker_of(segment) if speaker is None else speaker
+    return Piece(t0, t1, text, who, json.dumps([list(w) for w in words]))
 
 
 def _said(
