@@ -17,6 +17,7 @@ from factories import INDEX_SPECS
 
 from vidagent.app import Session
 from vidagent.app.export import export_schema
+from vidagent.app.sheets import span_frames, tile_labels
 from vidagent.config import load_settings
 from vidagent.exceptions import ConfigError, UserError
 from vidagent.library.schema import Artifact, TranscriptSegment
@@ -278,6 +279,18 @@ def test_a_contact_sheet_uses_the_stored_thumbnails_where_they_cover_the_span(
         dense = session.sheet(vid, t_from=2.4, t_to=2.6, count=20, out=tmp_path / "d.png")
         assert len(set(dense.times)) == len(dense.times) == 5
         assert dense.note == "the span holds 5 frames: 5 drawn, not 20"
+        # a tile per frame, each a different one, labelled with its own time: tiles midway
+        # between frames drew one twice and the other never (10 of a second at 10 fps: 8)
+        second = session.sheet(vid, t_from=2.0, t_to=3.0, count=25, out=tmp_path / "f.png")
+        assert second.times == [round(2.0 + k / 25, 3) for k in range(25)]
+        drawn, _ = span_frames(session.library, session.library.get_video(vid), second.times)
+        assert [read_counter(rgb) for _, rgb in drawn] == list(range(50, 75))
+        labels = tile_labels(second.times)  # three read "00:00:02.0" to a tenth
+        assert len(set(labels)) == 25 and labels[:2] == ["00:00:02.000", "00:00:02.040"]
+        assert tile_labels([2.0, 2.5]) == ["00:00:02", "00:00:02.5"]
+        # one tile: a frame inside the span (half a second's reach took a thumbnail outside)
+        one = session.sheet(vid, t_from=2.61, t_to=2.79, count=1, out=tmp_path / "1.png")
+        assert one.times == [2.68] and one.thumbnails == 0
         with pytest.raises(UserError, match="at least one column, not -2"):
             session.sheet(vid, columns=-2)
         with pytest.raises(UserError, match="srt, vtt or txt, not 'ass'"):

@@ -23,7 +23,7 @@ import numpy as np
 from vidagent.app.core import SessionCore
 from vidagent.exceptions import ConfigError, MediaNotFoundError, output_error
 from vidagent.library.rows import source_problem
-from vidagent.timecode import clock, hms, wall_clock
+from vidagent.timecode import clock, hhmmss, hms, wall_clock
 
 if TYPE_CHECKING:
     from vidagent.library import Library, VideoRecord
@@ -105,10 +105,18 @@ def span_of(video: VideoRecord, t_from: float | None, t_to: float | None) -> tup
     return t0, t1
 
 
-def points(t0: float, t1: float, count: int) -> list[float]:
-    """``count`` times spread evenly over ``[t0, t1]``, each in the middle of its share."""
+def points(t0: float, t1: float, count: int, fps: float = 0.0) -> list[float]:
+    """``count`` times spread evenly over ``[t0, t1]``, each in the middle of its share; at a
+    frame rate ``fps``, the time of the frame shown there (the first in the span where the
+    span starts between two), so a tile is labelled with its frame's own time, and ``count``
+    points at most one a frame are as many frames: a middle that fell midway between two frames
+    drew one of them twice and the other never (10 tiles of a second at 10 fps showed 8)."""
     step = (t1 - t0) / count
-    return [t0 + (i + 0.5) * step for i in range(count)]
+    times = [t0 + (i + 0.5) * step for i in range(count)]
+    if fps <= 0:
+        return times
+    first = math.ceil(t0 * fps - 1e-6)
+    return [max(math.floor(t * fps + 1e-6), first) / fps for t in times]
 
 
 def unrecorded(lib: Library, video: VideoRecord, times: list[float]) -> set[float]:
@@ -139,7 +147,8 @@ def span_frames(
 
     # a quarter of the spacing: the tiles' times stay between half and one and a half spacings
     # apart (half of it let two neighbours show moments almost a spacing apart, or one apart)
-    reach = (times[-1] - times[0]) / (len(times) - 1) / 4 if len(times) > 1 else 0.5
+    # (one point: only its own moment; half a second reached outside a short span)
+    reach = (times[-1] - times[0]) / (len(times) - 1) / 4 if len(times) > 1 else 0.0
     reach = max(reach, 1e-3)
     stored = lib.frames(video.video_id, times[0] - reach, times[-1] + reach)
     blank = unrecorded(lib, video, times)
@@ -182,6 +191,16 @@ def span_frames(
     return out, len(out) - len(decoded) - len(blank)
 
 
+def tile_labels(times: list[float]) -> list[str]:
+    """Each tile's time as :func:`~vidagent.timecode.clock` writes it, or to the millisecond
+    where two would read the same (frames less than a tenth of a second apart: three tiles of
+    25 fps read "00:00:03.6")."""
+    labels = [clock(t) for t in times]
+    if len(set(labels)) == len(set(times)):
+        return labels
+    return [f"{hhmmss(ms // 1000)}.{ms % 1000:03d}" for ms in (round(t * 1000) for t in times)]
+
+
 def draw_sheet(
     video: VideoRecord,
     frames: list[tuple[float, np.ndarray | None]],
@@ -197,9 +216,9 @@ def draw_sheet(
 
     recorded = getattr(video, "recorded_at", "")
     tiles = []
-    for t, rgb in frames:
+    for label, (t, rgb) in zip(tile_labels([t for t, _ in frames]), frames, strict=True):
         wall = wall_clock(recorded, t)
-        tiles.append((f"{clock(t)}  {wall}" if wall else clock(t), rgb))
+        tiles.append((f"{label}  {wall}" if wall else label, rgb))
     title = f"{video.name}  {clock(t0)}-{clock(t1)}  ({video.video_id[:8]})"
     if recorded:
         title += f"  recorded {wall_clock(recorded, 0.0)}"
@@ -279,7 +298,7 @@ def sheet(
     if count > there:  # more tiles than the span has frames: the same frame drawn again
         note = f"the span holds {there} frame{'s' * (there != 1)}: {there} drawn, not {count}"
         count = there
-    frames, thumbs = span_frames(lib, video, points(t0, t1, count))
+    frames, thumbs = span_frames(lib, video, points(t0, t1, count, video.fps))
     write_image(draw_sheet(video, frames, t0, t1, columns=columns), path)
     if len(frames) != count:  # the file is gone: what the index holds of the span, as it is
         note = (

@@ -2,12 +2,14 @@
 
 Pure image work on arrays the caller decoded (or read from the index's thumbnails): it knows
 nothing of where the frames came from. Labels are drawn with OpenCV's Hershey font, which has
-ASCII glyphs only; other characters are replaced with ``?``.
+ASCII glyphs only: a letter with an accent is drawn without it (``réunion``: ``reunion``), and
+any other character as ``?`` (a CJK name's characters each).
 """
 
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Sequence
 
 import cv2
@@ -18,6 +20,7 @@ _BLANK = 72  # a cell without a frame: grey, apart from the background
 _GAP = 6
 _LABEL_SCALE = 0.45
 _TITLE_SCALE = 0.55
+_TITLE_LINE = 20  # pixels from one title line to the next
 
 
 def contact_sheet(
@@ -40,7 +43,8 @@ def contact_sheet(
         columns: frames per row (default: about a square grid, at most 6; never more than
             there are frames).
         tile_width: the width of each cell's picture.
-        title: a line above the grid.
+        title: a line above the grid, broken at its spaces into lines as wide as the grid
+            (one tile's width cut off its end).
 
     Returns:
         The sheet.  # (H, W, 3) uint8 RGB
@@ -57,12 +61,13 @@ def contact_sheet(
     pic_h = max(16, round(tile_width * min(aspect, 2.0)))
     label_h = 22
     cell_w, cell_h = tile_width + _GAP, pic_h + label_h + _GAP
-    title_h = 28 if title else 0
+    lines = _wrapped(title, cols * cell_w - _GAP) if title else []
+    title_h = 8 + _TITLE_LINE * len(lines) if lines else 0
     sheet = np.full(
         (title_h + rows * cell_h + _GAP, cols * cell_w + _GAP, 3), _BACKGROUND, np.uint8
     )
-    if title:
-        _text(sheet, title, (_GAP, 20), _TITLE_SCALE)
+    for k, line in enumerate(lines):
+        _text(sheet, line, (_GAP, 20 + _TITLE_LINE * k), _TITLE_SCALE)
     for i, (label, rgb) in enumerate(tiles):
         r, c = divmod(i, cols)
         x, y = _GAP + c * cell_w, title_h + _GAP + r * cell_h
@@ -84,8 +89,34 @@ def _fit(rgb: np.ndarray, width: int, height: int) -> np.ndarray:
     return cv2.resize(np.ascontiguousarray(rgb), size, interpolation=cv2.INTER_AREA)
 
 
+def _ascii(text: str) -> str:
+    """``text`` as the Hershey font can draw it (module docstring)."""
+    out = []
+    for ch in text:
+        if ch.isascii():
+            out.append(ch)
+        else:
+            bare = unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode("ascii")
+            out.append(bare or "?")
+    return "".join(out)
+
+
+def _width(text: str, scale: float) -> int:
+    return int(cv2.getTextSize(_ascii(text), cv2.FONT_HERSHEY_SIMPLEX, scale, 1)[0][0])
+
+
+def _wrapped(title: str, width: int) -> list[str]:
+    """``title`` in lines at most ``width`` pixels wide, broken at spaces."""
+    lines: list[str] = []
+    for word in title.split(" "):
+        if lines and _width(f"{lines[-1]} {word}", _TITLE_SCALE) <= width:
+            lines[-1] = f"{lines[-1]} {word}"
+        else:
+            lines.append(word)
+    return [line.strip() for line in lines if line.strip()]
+
+
 def _text(img: np.ndarray, text: str, at: tuple[int, int], scale: float) -> None:
-    ascii_text = text.encode("ascii", "replace").decode("ascii")
     cv2.putText(
-        img, ascii_text, at, cv2.FONT_HERSHEY_SIMPLEX, scale, (235, 235, 235), 1, cv2.LINE_AA
+        img, _ascii(text), at, cv2.FONT_HERSHEY_SIMPLEX, scale, (235, 235, 235), 1, cv2.LINE_AA
     )
