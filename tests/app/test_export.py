@@ -471,6 +471,37 @@ def test_the_commands_export_draw_and_write_subtitles_or_say_why_not_in_one_line
     check_target(trace)  # a trace named again is replaced
 
 
+def test_a_video_moved_after_its_clip_was_cut_keeps_the_clip_and_says_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # moved mid-export, between the clip and its frames: the warning said the clip was left
+    # out, and timeline.md "Not exported", while the clip was in the bundle
+    from vidagent.media import cut
+
+    video = tmp_path / "talk.mp4"
+    make_video(video, duration=6, fps=10, size=(160, 96), audio="tone", gop=10)
+    home, lib = tmp_path / "home", tmp_path / "lib"
+    real = cut.cut_span
+
+    def then_moved(*args: object, **kwargs: object) -> object:
+        done = real(*args, **kwargs)  # type: ignore[arg-type]
+        video.rename(tmp_path / "moved.mp4")
+        return done
+
+    with _session(home, lib) as session:
+        vid = session.index_file(video, stages=["transcribe"]).structure.video.video_id
+        cited = [Citation(vid, 1.0, 3.0, [1.0, 3.0], "found", 1.0, "speech", "", 0)]
+        trace = _answer_trace(tmp_path / "t.jsonl", vid, cited)
+        monkeypatch.setattr(cut, "cut_span", then_moved)
+        done = session.export(trace, out=tmp_path / "ev")
+    (only,) = done.index["citations"]
+    assert only["clip"] and (done.path / only["clip"]).is_file() and not only["frames"]
+    assert only["error"] and "no such file" in only["error"]
+    assert len(done.warnings) == 1 and done.warnings[0].endswith("its frames are left out")
+    timeline = (done.path / "timeline.md").read_text()
+    assert "Frames not exported: " in timeline and "\nNot exported" not in timeline
+
+
 def test_an_export_cut_short_leaves_nothing_half_written_and_runs_again(
     indexed: tuple[Path, Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -305,7 +305,9 @@ def _fill_span(
             span.frames.append({"t": round(t, 3), "file": file})
     except MediaError as e:
         span.error = f"{video.name}: {e}"
-        warnings.append(f"clip {span.n}: {span.error}; its clip and frames are left out")
+        # the file gone after its clip was cut (moved mid-export): the clip is there, and said
+        left = "its frames are" if span.clip else "its clip and frames are"
+        warnings.append(f"clip {span.n}: {span.error}; {left} left out")
 
 
 def _sheets(
@@ -502,7 +504,7 @@ def _timeline(index: dict[str, Any]) -> str:
                 "Frames: " + ", ".join(f"[{clock(f['t'])}]({f['file']})" for f in c["frames"])
             )
         if c["error"]:
-            out.append(f"Not exported: {c['error']}")
+            out.append(f"{'Frames not' if c['clip'] else 'Not'} exported: {c['error']}")
         said = [
             f"{(t['speaker'] + ': ') if t['speaker'] else ''}{t['text']}" for t in c["transcript"]
         ]
