@@ -150,6 +150,9 @@ def test_the_voice_encoder_is_loaded_ahead_only_for_a_video_with_sound(
     make_video(sound, duration=2.0, size=(160, 96), fps=10, audio="tone")
     result = _index(silent, settings, stages)
     assert (made, result.stages[-1].note) == ([], "no audio track")
+    with Session(settings) as session:  # it has the stage: it said to index it with it
+        with pytest.raises(ConfigError, match="its speakers: none: nobody speaks in it"):
+            session.rename_speaker("silent.mp4", "S1", "Bob")
     _index(sound, settings, stages)
     assert made == [1]
 
@@ -190,6 +193,17 @@ def test_rename_and_search_by_speaker(meeting: tuple[Settings, str, list[Any]]) 
         # a label no speaker here has: another video's speaker, or one here diarized again
         with pytest.raises(ConfigError, match="'S3' reads as a speaker's label"):
             session.rename_speaker(vid, "S2", "S3")
+        # markup SubRip would show (<b> as bold; "-->" trips its parsers), a name no line can
+        # carry, and a control character are refused; an emoji's joiner is no control
+        with pytest.raises(ConfigError, match="holds no < or >"):
+            session.rename_speaker(vid, "S2", "Dr Lee <b>&</b> --> x")
+        with pytest.raises(ConfigError, match="at most 80 characters, not 81"):
+            session.rename_speaker(vid, "S2", "x" * 81)
+        with pytest.raises(ConfigError, match="printable text"):
+            session.rename_speaker(vid, "S2", "\u202eevil")  # a right-to-left override
+        named = session.rename_speaker(vid, "S2", "\U0001f469\u200d\u2695\ufe0f Dr Kim")
+        assert "\u200d" in next(s.name for s in named.speakers if s.label == "S2")
+        session.rename_speaker(vid, "S2", "")
         session.rename_speaker(vid, "S1", "dr LEE")  # its own name, in other case: fine
         session.rename_speaker(vid, "S1", "Dr Lee")
         segments = session.library.transcript(vid)

@@ -115,6 +115,10 @@ def speakers(core: SessionCore, ref: str) -> SpeakerList:
 
 #: A speaker's label as the speakers stage gives it (any case).
 LABEL = re.compile(r"[sS]\d+")
+#: A name's most characters: it heads every line a speaker says in subtitles and transcripts.
+NAME_CHARS = 80
+#: Joiners a name may hold though not printable: an emoji sequence's (👩‍⚕️), a script's.
+_JOINERS = frozenset("\u200c\u200d")
 
 
 def rename(core: SessionCore, ref: str, label: str, name: str) -> SpeakerList:
@@ -123,8 +127,10 @@ def rename(core: SessionCore, ref: str, label: str, name: str) -> SpeakerList:
     Raises:
         VideoNotFoundError: no such video.
         ConfigError: the video has no speaker ``label`` (the message lists them), the name
-            holds a character that is not printable (a control character), or it is another
-            speaker's name or label (``--speaker`` would find one of them only).
+            holds a character that is not printable (a control character; a joiner is
+            taken) or ``<``/``>`` (markup in SubRip, which shows ``<b>`` as bold), is longer
+            than :data:`NAME_CHARS`, or it is another speaker's name or label
+            (``--speaker`` would find one of them only).
     """
     from vidagent.library.schema import Artifact
 
@@ -134,11 +140,20 @@ def rename(core: SessionCore, ref: str, label: str, name: str) -> SpeakerList:
     labels = [s.label for s in listed.speakers]
     wanted = label.strip().upper()
     if wanted not in labels:
-        have = ", ".join(sorted(labels)) or "none (index it with the speakers stage first)"
+        if listed.labelled:  # the speakers stage ran, and heard nobody
+            none = "none: nobody speaks in it"
+        else:
+            none = "none (index it with the speakers stage first)"
+        have = ", ".join(sorted(labels)) or none
         raise ConfigError(f"{ref} has no speaker {label!r}; its speakers: {have}")
     name = " ".join(name.split())
-    if not name.isprintable():  # it is printed by commands and written into subtitles
+    # printed by commands and written into subtitles
+    if not all(ch.isprintable() or ch in _JOINERS for ch in name):
         raise ConfigError(f"a speaker's name is printable text, not {name!r}")
+    if "<" in name or ">" in name:
+        raise ConfigError(f"a speaker's name holds no < or > (markup in subtitles): {name!r}")
+    if len(name) > NAME_CHARS:
+        raise ConfigError(f"a speaker's name is at most {NAME_CHARS} characters, not {len(name)}")
     lib = core.existing_library()
     with lib.write_lock():  # two renames at once (two HTTP requests) each keep their name
         given = names(lib, listed.video_id)
