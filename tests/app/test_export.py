@@ -369,7 +369,8 @@ def test_an_export_s_subtitles_split_a_long_segment_as_show_does(tmp_path: Path)
     video = tmp_path / "talk.mp4"
     make_video(video, duration=12, fps=10, size=(160, 96), audio="tone", gop=10)
     home, lib = tmp_path / "home", tmp_path / "lib"
-    said = "we will now count down from ten for the launch, everyone stand clear of the pad".split()
+    sentence = "we will now count down from ten for the launch, everyone stand clear of the pad"
+    said = sentence.split(" ")
     words = [[0.5 * i, 0.5 * i + 0.4, w, 0.9] for i, w in enumerate(said)]
     with _session(home, lib) as session:
         vid = session.index_file(video, stages=["transcribe"]).structure.video.video_id
