@@ -150,9 +150,10 @@ def test_the_voice_encoder_is_loaded_ahead_only_for_a_video_with_sound(
     make_video(sound, duration=2.0, size=(160, 96), fps=10, audio="tone")
     result = _index(silent, settings, stages)
     assert (made, result.stages[-1].note) == ([], "no audio track")
-    with Session(settings) as session:  # it has the stage: it said to index it with it
-        with pytest.raises(ConfigError, match="its speakers: none: nobody speaks in it"):
-            session.rename_speaker("silent.mp4", "S1", "Bob")
+    # it has the stage: it said to index it with that stage
+    silence = pytest.raises(ConfigError, match="its speakers: none: nobody speaks in it")
+    with Session(settings) as session, silence:
+        session.rename_speaker("silent.mp4", "S1", "Bob")
     _index(sound, settings, stages)
     assert made == [1]
 
