@@ -451,6 +451,7 @@ def test_the_commands_export_draw_and_write_subtitles_or_say_why_not_in_one_line
         (("sheet", vid, "--to", "1:inf"), "'1:inf' is not a time"),
         (("sheet", vid, "--count", "100000"), "shows at most 400 frames, not 100000"),
         (("sheet", vid, "-o", str(tmp_path / "s.gif")), "written as .png or .jpg"),
+        (("sheet", vid, "-o", str(tmp_path / ".png")), "give the sheet a name before its suffix"),
         (("show", vid, "-o", str(tmp_path / "x")), "give --srt or --vtt"),
         (
             ("show", vid, "--srt", "-o", str(tmp_path / "a-file" / "t.srt")),

@@ -236,6 +236,8 @@ def write_image(rgb: np.ndarray, path: Path) -> None:
 
     suffix = path.suffix.lower()
     if suffix not in (".png", ".jpg", ".jpeg"):
+        if path.name.lower() in (".png", ".jpg", ".jpeg"):  # a suffix alone is a hidden name
+            raise ConfigError(f"{path}: give the sheet a name before its suffix (sheet.png)")
         raise ConfigError(f"{path}: a contact sheet is written as .png or .jpg")
     height, width = rgb.shape[:2]
     too_large = ConfigError(
