@@ -38,6 +38,7 @@ from vidagent.app.watching import canonical_source, stream_id
 from vidagent.config import Settings, load_settings
 from vidagent.library import Library
 from vidagent.media import probe
+from vidagent.media.synth import make_video
 from vidagent.models.base import Detection
 from vidagent.models.fake import FakeAdapter
 
@@ -170,17 +171,33 @@ def _clocks(caption: str) -> list[float]:
 
 
 class _Publisher:
-    """HLS segments of a stream, published one by one in a sliding playlist served over HTTP."""
+    """HLS segments of a stream, published one by one in a sliding playlist served over HTTP;
+    with ``restart``, its encoder started again after them: the segments of another stream
+    whose clock starts at 0 once more, after an ``#EXT-X-DISCONTINUITY``."""
 
-    def __init__(self, root: Path, seconds: float) -> None:
+    def __init__(self, root: Path, seconds: float, restart: float = 0.0) -> None:
         self.site = root / "site"
         self.site.mkdir()
         source = root / "source.ts"
         ts_stream(source, seconds)
+        self.segments = self._segmented(source, "all")
+        self.restart = len(self.segments)  # the first segment of the restarted encoder
+        if restart:  # another picture and tone: none of its packets is one read before
+            again = root / "again.mp4"
+            make_video(again, duration=restart, fps=10, size=(160, 96), gop=10, audio="tone",
+                       tone_hz=660.0, counter=True, text_overlays=[(0, restart, "AGAIN")])  # fmt: skip
+            to_ts(again, root / "again.ts")
+            self.segments += self._segmented(root / "again.ts", "again")
+        self.shown = 0
+        self.server: http.server.ThreadingHTTPServer | None = None
+        self.port = 0
+        self.serve()
+
+    def _segmented(self, source: Path, name: str) -> list[tuple[float, str]]:
         with (
             av.open(str(source)) as src,
             av.open(
-                str(self.site / "all.m3u8"),
+                str(self.site / f"{name}.m3u8"),
                 "w",
                 format="hls",
                 options={"hls_time": "2", "hls_list_size": "0"},
@@ -192,16 +209,12 @@ class _Publisher:
                     continue
                 packet.stream = streams[packet.stream.index]
                 out.mux(packet)
-        lines = (self.site / "all.m3u8").read_text().splitlines()
-        self.segments = [
+        lines = (self.site / f"{name}.m3u8").read_text().splitlines()
+        return [
             (float(line.split(":")[1].rstrip(",")), lines[k + 1])
             for k, line in enumerate(lines)
             if line.startswith("#EXTINF")
         ]
-        self.shown = 0
-        self.server: http.server.ThreadingHTTPServer | None = None
-        self.port = 0
-        self.serve()
 
     def serve(self) -> None:
         handler = functools.partial(_Quiet, directory=str(self.site))
@@ -225,7 +238,9 @@ class _Publisher:
         listed = self.segments[first:count]
         lines = ["#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-TARGETDURATION:3"]
         lines.append(f"#EXT-X-MEDIA-SEQUENCE:{first}")
-        for seconds, name in listed:
+        for k, (seconds, name) in enumerate(listed, first):
+            if k == self.restart and k:
+                lines.append("#EXT-X-DISCONTINUITY")
             lines += [f"#EXTINF:{seconds:.3f},", name]
         if end:
             lines.append("#EXT-X-ENDLIST")
@@ -495,6 +510,66 @@ def test_an_hls_stream_over_http_survives_a_drop_and_records_the_gap(
     # may come before the drop on a loaded machine)
     kept = video.stages["watch"]["outages"]
     assert [o["lost"] for o in kept if o["lost"] > 0] == [o["lost"] for o in lost]
+    # the window before the gap lasts through it in the stored playlist: the target duration
+    # holds it, as HLS requires (it was the longest window file's, which Safari refuses)
+    listed = (watch.folder / "stream.m3u8").read_text()
+    target = int(re.search(r"#EXT-X-TARGETDURATION:(\d+)", listed).group(1))  # type: ignore[union-attr]
+    lengths = [float(x) for x in re.findall(r"#EXTINF:([\d.]+),", listed)]
+    assert max(lengths) > 2 * 2 and all(round(x) <= target for x in lengths), listed
+
+
+@pytest.mark.parametrize("pause", [0.0, 4.0])
+def test_an_hls_encoder_restarted_goes_on_the_clock_and_nothing_is_read_twice(
+    tmp_path: Path, pause: float
+) -> None:
+    # An encoder started again, its clock from 0, after a pause: joined again, every packet
+    # of it was skipped as read before (its first 8 s; exit 0, no outage). At once, then the
+    # playlist's end: opened again, the finished playlist played from its start and what of
+    # the first part lay past the restarted clock's end was indexed twice.
+    published = _Publisher(tmp_path, 8.0, restart=6.0)
+    every = len(published.segments)  # listed from the first: none missed by a slow reader
+    first_window = threading.Event()
+    events: list[dict[str, Any]] = []
+
+    def on_event(event: dict[str, Any]) -> None:
+        events.append(event)
+        if event["event"] == "window":
+            first_window.set()
+
+    try:
+        published.publish(2, listed=every)
+        with Session(_settings(tmp_path)) as session:
+            watch = session.watch(
+                published.url,
+                window_seconds=2,
+                stages=["embed"],
+                on_event=on_event,
+                stall_seconds=1.0,
+                give_up_seconds=8.0,
+            )
+            runner = threading.Thread(target=watch.run, daemon=True)
+            runner.start()
+            assert first_window.wait(60)
+            for count in range(3, every + 1):
+                if count == published.restart + 1:
+                    time.sleep(pause)  # the first part's last segment listed, nothing more
+                published.publish(count, listed=every)
+                time.sleep(1.0)
+            published.publish(every, end=True, listed=every)
+            runner.join(120)
+            assert not runner.is_alive()
+            clips = session.library.clips(watch.video_id)
+            video = session.library.get_video(watch.video_id)
+    finally:
+        published.drop()
+    # what was sent, 8 s and 6 s, indexed once each: the clips' own seconds add up to it
+    spans = [(c.t0, c.t1) for c in clips]
+    assert sum(b - a for a, b in spans) == pytest.approx(14.0, abs=0.5), (spans, events)
+    assert [c.t0 for c in clips] == sorted({c.t0 for c in clips})  # none stored twice
+    if not pause:
+        assert video.duration == pytest.approx(14.0, abs=0.5)
+    else:  # the stream's clock ran on through the pause, as a live source's does
+        assert video.duration >= 14.0 + 1.0
 
 
 def test_an_outage_is_recorded_as_dropped_once_any_attempt_was_refused() -> None:

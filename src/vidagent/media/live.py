@@ -45,6 +45,8 @@ import os
 import re
 import threading
 import time
+import zlib
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import suppress
 from dataclasses import asdict, dataclass, field
@@ -66,6 +68,11 @@ BACKOFF = (0.5, 30.0)
 #: its clock (a new session), rather than resuming where it was (a growing file sought back to
 #: the keyframe before).
 RESTART_SECONDS = 30.0
+#: The packets last read that a reconnection is checked against, by stream type, decoding
+#: time and a checksum of their data (a minute or more at 30 frames a second and AAC's 43
+#: packets a second): one it sends again is skipped as read, and a first picture within the
+#: last read's time that is none of them is a restarted clock (:meth:`Capture._rebase`).
+RECENT_PACKETS = 8192
 
 #: The window files' timestamps are stream seconds plus this: never negative (a muxer would
 #: move negative decoding times, and the files would no longer line up end to end).
@@ -277,6 +284,10 @@ class Capture:
         #: window ended); a restarted clock goes on from there
         self._end = self.position.t or 0.0
         self._streams: list[Any] = []
+        #: the packets last read (:data:`RECENT_PACKETS`): ``(stream type, decoding seconds,
+        #: CRC-32 of the data)``, in order and as a set
+        self._recent: deque[tuple[str, float, int]] = deque(maxlen=RECENT_PACKETS)
+        self._recent_set: set[tuple[str, float, int]] = set()
         #: a growing local file as it stood when a read of it last ended (``_UNREAD``: read it)
         self._read_up_to: tuple[int, int, int] | None | object = _UNREAD
         ended = self.position.read_to
@@ -630,6 +641,7 @@ class Capture:
             # file as not going on in time, and a sound alone going back is no restart)
             before = resume.get("video") if placed else None
             first = not placed
+            growing = is_local(self.source) and not playlist
             restarted = False  # a restart's first keyframe is looked at (its picture size)
             rate = float(video.average_rate or video.guessed_rate or 25)
             jump = max(LOST_SECONDS, 3.0 / rate)
@@ -638,32 +650,46 @@ class Capture:
                     continue
                 tb, kind = packet.time_base, packet.stream.type
                 own, dts = float(packet.pts * tb), float(packet.dts * tb)
+                key = (kind, round(dts, 6), zlib.crc32(bytes(packet)))
                 if placed:
                     if packet.pos is not None and 0 <= packet.pos <= placed.get(kind, -1):
                         continue  # read before this reconnection
                 elif first and kind == "video":
                     first = False
-                    if not replayed and self._rebase(dts, renewed):
+                    if not replayed and self._rebase(dts, renewed, None if growing else key):
                         resume = {}
+                # sent again (not by a growing file, read on by position, whose appended part
+                # may repeat what it holds): a source joined again before where it was read, or
+                # played from its start once finished
+                again = not growing and key in self._recent_set
+                skipped = 0.0
+                if kind == "video" and before is not None:
+                    if dts < before - LOST_SECONDS and p.t is not None and not again:
+                        # A restart, told by every picture, those skipped as read before too: a
+                        # live playlist joined again at its start sends the part read, then the
+                        # restarted one, whose times were all read (a restart read before is
+                        # sent again, not restarted again). Its pictures go on after the last
+                        # one read (its first sound may overlap the sound read, which ran past
+                        # it: the window file drops that), and a URL's after the time it was
+                        # away (a paused encoder's pause is on the stream's clock).
+                        away = 0.0 if is_local(self.source) else self._away()
+                        p.shift = self._end + away + ORIGIN - own
+                        resume, restarted = {}, True
+                    elif dts - before > jump:
+                        skipped = dts - before
+                if kind == "video":
+                    before = dts
                 if not placed and kind in resume and dts <= resume[kind] + 1e-6:
                     continue  # read before this reconnection
+                if again:  # the part before a restart, past the restarted clock's last time, was
+                    continue  # read as new (indexed twice)
+                self._remember(key)
                 keyframe = kind == "video" and packet.is_keyframe
                 if p.t is None and not keyframe:
                     continue
                 if p.t is None:  # the stream's first keyframe is its time 0
                     p.shift = ORIGIN - own
                     p.t = 0.0
-                skipped = 0.0
-                if kind == "video" and before is not None:
-                    if dts < before - LOST_SECONDS:  # its clock went back: a restart
-                        # its pictures go on after the last one read (its first sound may
-                        # overlap the sound read, which ran past it: the window file drops it)
-                        p.shift = self._end + ORIGIN - own
-                        resume, restarted = {}, True
-                    elif dts - before > jump:
-                        skipped = dts - before
-                if kind == "video":
-                    before = dts
                 t = own + p.shift - ORIGIN
                 if kind == "video":
                     step = float(packet.duration * tb) if packet.duration else 1.0 / rate
@@ -715,15 +741,41 @@ class Capture:
             count += 1
         return count + 2
 
-    def _rebase(self, dts: float, renewed: bool = False) -> bool:
+    def _away(self) -> float:
+        """Clock seconds the source has been away in the outage under way (0: none), where it
+        was away a stall or more: a read the source itself ended and taken up again at once
+        (FFmpeg's HLS reader at a live playlist's end) is no time away."""
+        gone = 0.0 if self._down is None else self.clock() - self._down
+        return gone if gone >= self.stall_seconds else 0.0
+
+    def _remember(self, key: tuple[str, float, int]) -> None:
+        if len(self._recent) == self._recent.maxlen:
+            self._recent_set.discard(self._recent[0])
+        self._recent.append(key)
+        self._recent_set.add(key)
+
+    def _rebase(
+        self, dts: float, renewed: bool = False, key: tuple[str, float, int] | None = None
+    ) -> bool:
         """Whether the source's clock went back (a restart; a local file ``renewed``, replaced
         or cut short, restarts wherever its clock stands); then the stream's clock goes on
-        from where it stood rather than overwrite what was read."""
+        from where it stood rather than overwrite what was read.
+
+        A connection's first picture ``key`` within the time this capture last read, but none
+        of the pictures it read, is a restart too: a source joined again a little before where
+        it was read sends those pictures again, while a restarted one (an encoder started again
+        after a pause) sends others at those times, all of which were skipped as read."""
         p = self.position
-        if "video" not in p.seen or (not renewed and dts >= p.seen["video"] - RESTART_SECONDS):
+        if "video" not in p.seen:
+            return False
+        went_back = renewed or dts < p.seen["video"] - RESTART_SECONDS
+        recent = [k for k in self._recent if k[0] == "video"]
+        if not went_back and key is not None and recent and dts <= p.seen["video"]:
+            went_back = recent[0][1] <= dts and key not in self._recent_set
+        if not went_back:
             return False
         if self._down is not None:  # away since the outage began
-            away = self.clock() - self._down
+            away = self._away()
         elif not is_local(self.source) and p.wall:
             # a live source restarted while no watcher read it (a watch stopped and run again):
             # it went on meanwhile, so the stream's clock does too, and the time is recorded as
@@ -844,12 +896,15 @@ def write_playlist(path: Path, windows: list[Window], *, first: Window | None = 
     until the first kept window: the playlist's time 0 stays the stream's.
     """
     entries = ([first] if first is not None and first not in windows else []) + windows
+    ends = [entries[k + 1].t0 if k + 1 < len(entries) else w.t1 for k, w in enumerate(entries)]
+    seconds = [max(end - w.t0, 0.001) for w, end in zip(entries, ends, strict=True)]
+    # the target is the longest entry as listed, lost seconds included: HLS requires each
+    # rounded EXTINF within it (Safari refuses a playlist that breaks it)
+    target = math.ceil(round(max(seconds, default=1.0), 3))
     lines = ["#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-PLAYLIST-TYPE:VOD"]
-    target = max((w.t1 - w.t0 for w in entries), default=1.0)
-    lines.append(f"#EXT-X-TARGETDURATION:{math.ceil(target)}")
-    for k, w in enumerate(entries):
-        end = entries[k + 1].t0 if k + 1 < len(entries) else w.t1
-        lines += [f"#EXTINF:{max(end - w.t0, 0.001):.3f},", w.path.name]
+    lines.append(f"#EXT-X-TARGETDURATION:{target}")
+    for w, length in zip(entries, seconds, strict=True):
+        lines += [f"#EXTINF:{length:.3f},", w.path.name]
     lines.append("#EXT-X-ENDLIST")
     tmp = path.with_suffix(".tmp")
     tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
