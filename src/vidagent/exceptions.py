@@ -246,14 +246,17 @@ def storage_error(
     return None
 
 
-def output_error(error: BaseException, target: str | Path, option: str = "-o") -> VidagentError:
+def output_error(
+    error: BaseException, target: str | Path, option: str = "-o", place: str | Path | None = None
+) -> VidagentError:
     """The one-line error of a failed write of a file the user named (``-o``): a
-    :class:`StorageError` (a full disk, a denied permission, a read-only filesystem), else a
+    :class:`StorageError` naming ``place`` (default: ``target``, not a file written on the way
+    to it) for a full disk, a denied permission or a read-only filesystem, else a
     :class:`UserError` saying what the system said (a file where a folder must be, a name
     too long, a place where no file can be made, as ``/proc``)."""
-    refused = storage_error(error, target, option)
+    refused = storage_error(error)
     if refused is not None:
-        return refused
+        return StorageError(target if place is None else place, refused.errno, option)
     why = error.strerror if isinstance(error, OSError) and error.strerror else error
     if isinstance(error, FileExistsError) and error.filename:  # a folder to make is a file
         why = f"{error.filename} is a file, not a folder"

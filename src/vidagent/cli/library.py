@@ -97,7 +97,7 @@ def show(
                     target.parent.mkdir(parents=True)
                 target.write_text(text, encoding="utf-8")
             except OSError as e:  # a refused write names -o, not the Library's options
-                raise output_error(e, target) from None
+                raise output_error(e, target, place=target.parent) from None
             click.echo(f"wrote {out}")
         else:
             click.echo(text, nl=False)
