@@ -1050,47 +1050,35 @@ def test_a_source_whose_clock_restarts_goes_on_from_where_the_stream_stood(
         check_clips(library, watch.video_id, video.duration)
 
 
+@pytest.mark.parametrize("later", [False, True], ids=["after-a-stall", "while-no-watch-ran"])
 def test_a_clock_restarted_after_a_stall_goes_on_from_where_the_stream_stood(
-    tmp_path: Path,
+    tmp_path: Path, later: bool
 ) -> None:
     # The recorder stalled, then started again, appending a stream whose clock starts at 0:
     # read again from where the clock stood, every packet of it was skipped as read before.
     # Its sound runs a little past its last picture, as a recorder's often does: the new clock
     # goes on after the sound too (written at its own time inside the 3 s window, FFmpeg
-    # refused it, and the watch ended at 4 s).
+    # refused it, and the watch ended at 4 s). Started again after the watch ended (`later`),
+    # the next watch goes on by the byte position kept with the windows (by the clock, the
+    # appended part was skipped as read before, and the watch ended at once, exit 0).
     part = ts_stream(tmp_path / "part.ts", 4.0)
     growing = tmp_path / "recording.ts"
     growing.write_bytes(part)
+    if later:
+        with Session(_settings(tmp_path)) as session:
+            first = session.watch(str(growing), window_seconds=3, stages=["embed"], **QUICK)
+            assert first.run().state == "ended"
+        with growing.open("ab") as f:
+            f.write(part)
     with Session(_settings(tmp_path)) as session:
         watch = session.watch(str(growing), window_seconds=3, stages=["embed"], **QUICK)
-        _append_when_stalled(watch, growing, part)
+        if not later:
+            _append_when_stalled(watch, growing, part)
         report = watch.run()
         video = session.library.get_video(watch.video_id)
         assert report.state == "ended"
         assert video.duration == pytest.approx(8.0, abs=0.5)  # not 4: nothing skipped
         check_clips(session.library, watch.video_id, video.duration)
-
-
-def test_a_recording_restarted_while_no_watch_ran_is_read_by_the_next_watch(
-    tmp_path: Path,
-) -> None:
-    # The recorder started again after the watch ended: the next watch goes on after the last
-    # packet read, by its byte position (by the clock, the appended part was skipped as read
-    # before, and the watch ended with nothing more, exit 0)
-    part = ts_stream(tmp_path / "part.ts", 4.0)
-    growing = tmp_path / "recording.ts"
-    growing.write_bytes(part)
-    with Session(_settings(tmp_path)) as session:
-        first = session.watch(str(growing), window_seconds=3, stages=["embed"], **QUICK)
-        assert first.run().state == "ended"
-    with growing.open("ab") as f:
-        f.write(part)
-    with Session(_settings(tmp_path)) as session:
-        again = session.watch(str(growing), window_seconds=3, stages=["embed"], **QUICK)
-        assert again.run().state == "ended"
-        video = session.library.get_video(again.video_id)
-        assert video.duration == pytest.approx(8.0, abs=0.5)  # not 4: nothing skipped
-        check_clips(session.library, again.video_id, video.duration)
 
 
 def test_a_sound_stream_the_probe_finds_nothing_of_is_left_out_and_said(tmp_path: Path) -> None:
