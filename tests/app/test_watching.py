@@ -572,6 +572,48 @@ def test_an_hls_encoder_restarted_goes_on_the_clock_and_nothing_is_read_twice(
         assert video.duration >= 14.0 + 1.0
 
 
+def test_a_watch_stopped_while_its_source_is_away_records_the_outage_so_far(
+    tmp_path: Path, published: _Publisher
+) -> None:
+    # Ctrl-C while the server was gone: the outage under way went unrecorded
+    published.publish(3)
+    read, down = threading.Event(), threading.Event()
+    events: list[dict[str, Any]] = []
+
+    def on_event(event: dict[str, Any]) -> None:
+        events.append(event)
+        if event["event"] == "window":
+            read.set()
+        elif event["event"] == "source_down":
+            down.set()
+
+    with Session(_settings(tmp_path)) as session:
+        watch = session.watch(
+            published.url,
+            window_seconds=2,
+            stages=["embed"],
+            on_event=on_event,
+            stall_seconds=1.0,
+            give_up_seconds=60.0,
+        )
+        runner = threading.Thread(target=watch.run, daemon=True)
+        runner.start()
+        assert read.wait(60), events
+        published.drop()  # the server goes away, and stays away
+        assert down.wait(60), events
+        watch.stop()
+        runner.join(60)
+        assert not runner.is_alive()
+        kept = session.library.get_video(watch.video_id).stages["watch"]["outages"]
+    # (a short stall at the live edge may come before, on a loaded machine)
+    outages = [e for e in events if e["event"] == "outage"]
+    (outage,) = [o for o in outages if o["reason"].endswith("; the watch was stopped during it")]
+    assert outage == outages[-1]
+    assert outage["seconds"] > 0 and outage["lost"] == 0.0  # what the source did: unknown
+    assert outage["reason"] in [o["reason"] for o in kept]
+    published.serve()  # the fixture drops it again
+
+
 def test_an_outage_is_recorded_as_dropped_once_any_attempt_was_refused() -> None:
     """One outage can meet several failures: a refused connection, then a reconnection to the
     revived server that stalls before its next segment. The outage was recorded with the last

@@ -403,6 +403,11 @@ class Capture:
                 raise MediaError(self.source, f"cannot be opened ({reason})")
             self._wait(min(delay, max(0.0, self.give_up_seconds - (now - max(self._down, quiet)))))
             delay = min(delay * 2, BACKOFF[1])
+        away = self._said_down and self._down is not None and not is_local(self.source)
+        if self.stopping.is_set() and away:
+            # stopped while a URL was away (Ctrl-C): the outage so far is recorded, as a
+            # give-up's is (it went unrecorded; a later watch records what it did not watch)
+            self._outage(self._down, reason, None, over="the watch was stopped during it")
         if writer is not None:
             yield self._close(writer, None)
         if self.position.t is None and not self.stopping.is_set():
@@ -481,9 +486,10 @@ class Capture:
         quick = self._down is not None and self.clock() - self._down < self.stall_seconds
         return reason == "ended" and quick and t - self.position.last <= LOST_SECONDS
 
-    def _outage(self, since: float, reason: str, t: float | None) -> Outage:
+    def _outage(self, since: float, reason: str, t: float | None, over: str = "") -> Outage:
         """The outage that began at ``since`` (clock seconds), over at stream second ``t``
-        (None: the capture gave up on it, what the source did meanwhile unknown)."""
+        (None: the capture gave up on it, or ``over`` says what else ended it; what the source
+        did meanwhile unknown)."""
         p = self.position
         at = p.last
         gone = 0.0 if t is None else t - at
@@ -494,7 +500,9 @@ class Capture:
             began=datetime.fromtimestamp(began, timezone.utc).isoformat(timespec="seconds"),
             seconds=round(self.clock() - since, 3),
             lost=round(gone if gone > LOST_SECONDS else 0.0, 3),
-            reason=said if t is not None else f"{said}; gave up after {self.give_up_seconds:g} s",
+            reason=said
+            if t is not None
+            else f"{said}; {over or f'gave up after {self.give_up_seconds:g} s'}",
         )
         p.outages.append(outage)
         self.on_outage(outage)
