@@ -403,11 +403,11 @@ class Capture:
                 raise MediaError(self.source, f"cannot be opened ({reason})")
             self._wait(min(delay, max(0.0, self.give_up_seconds - (now - max(self._down, quiet)))))
             delay = min(delay * 2, BACKOFF[1])
-        away = self._said_down and self._down is not None and not is_local(self.source)
-        if self.stopping.is_set() and away:
+        down = self._down if self._said_down and not is_local(self.source) else None
+        if self.stopping.is_set() and down is not None:
             # stopped while a URL was away (Ctrl-C): the outage so far is recorded, as a
             # give-up's is (it went unrecorded; a later watch records what it did not watch)
-            self._outage(self._down, reason, None, over="the watch was stopped during it")
+            self._outage(down, reason, None, over="the watch was stopped during it")
         if writer is not None:
             yield self._close(writer, None)
         if self.position.t is None and not self.stopping.is_set():
