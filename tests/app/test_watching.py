@@ -518,6 +518,23 @@ def test_an_hls_stream_over_http_survives_a_drop_and_records_the_gap(
     assert max(lengths) > 2 * 2 and all(round(x) <= target for x in lengths), listed
 
 
+def _watch_in_thread(
+    session: Session, url: str, on_event: Callable[[dict[str, Any]], None], give_up: float
+) -> tuple[Any, threading.Thread]:
+    """A watch of ``url`` in 2 s windows (a stall noticed in a second) run in a thread."""
+    watch = session.watch(
+        url,
+        window_seconds=2,
+        stages=["embed"],
+        on_event=on_event,
+        stall_seconds=1.0,
+        give_up_seconds=give_up,
+    )
+    runner = threading.Thread(target=watch.run, daemon=True)
+    runner.start()
+    return watch, runner
+
+
 @pytest.mark.parametrize("pause", [0.0, 4.0])
 def test_an_hls_encoder_restarted_goes_on_the_clock_and_nothing_is_read_twice(
     tmp_path: Path, pause: float
@@ -539,16 +556,7 @@ def test_an_hls_encoder_restarted_goes_on_the_clock_and_nothing_is_read_twice(
     try:
         published.publish(2, listed=every)
         with Session(_settings(tmp_path)) as session:
-            watch = session.watch(
-                published.url,
-                window_seconds=2,
-                stages=["embed"],
-                on_event=on_event,
-                stall_seconds=1.0,
-                give_up_seconds=8.0,
-            )
-            runner = threading.Thread(target=watch.run, daemon=True)
-            runner.start()
+            watch, runner = _watch_in_thread(session, published.url, on_event, give_up=8.0)
             assert first_window.wait(60)
             for count in range(3, every + 1):
                 if count == published.restart + 1:
@@ -588,16 +596,7 @@ def test_a_watch_stopped_while_its_source_is_away_records_the_outage_so_far(
             down.set()
 
     with Session(_settings(tmp_path)) as session:
-        watch = session.watch(
-            published.url,
-            window_seconds=2,
-            stages=["embed"],
-            on_event=on_event,
-            stall_seconds=1.0,
-            give_up_seconds=60.0,
-        )
-        runner = threading.Thread(target=watch.run, daemon=True)
-        runner.start()
+        watch, runner = _watch_in_thread(session, published.url, on_event, give_up=60.0)
         assert read.wait(60), events
         published.drop()  # the server goes away, and stays away
         assert down.wait(60), events
