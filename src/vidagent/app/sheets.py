@@ -110,7 +110,10 @@ def points(t0: float, t1: float, count: int, fps: float = 0.0) -> list[float]:
     frame rate ``fps``, the time of the frame shown there (the first in the span where the
     span starts between two), so a tile is labelled with its frame's own time, and ``count``
     points at most one a frame are as many frames: a middle that fell midway between two frames
-    drew one of them twice and the other never (10 tiles of a second at 10 fps showed 8)."""
+    drew one of them twice and the other never (10 tiles of a second at 10 fps showed 8).
+    The frames are taken on a constant-rate grid from the first frame: where a video's frames
+    lie off it (a variable frame rate; a watched stream's window starting between two), the
+    decoder gives the nearest frame, and the label is within a frame of its time."""
     step = (t1 - t0) / count
     times = [t0 + (i + 0.5) * step for i in range(count)]
     if fps <= 0:
